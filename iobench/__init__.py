@@ -1,0 +1,1 @@
+"""iobench: fio-driven storage tests as a training job stresses storage."""

@@ -1,0 +1,82 @@
+"""The `stoker` command: a thin dispatcher to one module per subcommand.
+
+Each subcommand module exposes `HELP` (one line), `add_arguments(parser)` and
+`main(args) -> int`. Modules are named as strings and imported on use, so that
+`launchers` does not depend on netbench or iobench (ARCHITECTURE.md), and so that
+`stoker --help` stays fast: these modules must not import torch at import time.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from types import ModuleType
+from typing import NoReturn, Sequence
+
+from reports.errors import StokerError
+
+COMMANDS: dict[str, str] = {
+    "run": "launchers.run_cmd",
+    "net": "netbench.cli",
+    "io": "iobench.cli",
+    "report": "reports.report_cmd",
+    "submit": "launchers.submit",
+    "compare": "reports.compare_cmd",
+    "import": "reports.import_cmd",
+}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse prints usage plus an error; the contract wants one line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(COMMANDS[name])
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(
+        prog="stoker",
+        description="Will this cluster's network and storage starve its accelerators? "
+        "Run with no arguments for the local default (`stoker run`).",
+    )
+    parser.add_argument("--version", action="version", version=f"stoker {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    for name in COMMANDS:
+        mod = _module(name)
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+    return parser
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("stoker")
+    except Exception:  # running from a source tree without installing
+        return "0+unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list or args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"):
+        args_list = ["run", *args_list]  # `stoker` alone is `stoker run`
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    try:
+        return int(_module(args.command).main(args) or 0)
+    except StokerError as exc:
+        sys.stderr.write(f"stoker {args.command}: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write(f"stoker {args.command}: interrupted\n")
+        return 3
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

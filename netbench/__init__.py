@@ -1,0 +1,1 @@
+"""netbench: collective sweeps with nccl-tests semantics."""

@@ -1,0 +1,16 @@
+"""collective sweeps (nccl-tests semantics) over torch.distributed or MPI (placeholder until its issue lands)."""
+from __future__ import annotations
+
+import argparse
+
+from reports.errors import UsageError
+
+HELP = "collective sweeps (nccl-tests semantics) over torch.distributed or MPI"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+
+
+def main(args: argparse.Namespace) -> int:
+    raise UsageError("not implemented yet")

@@ -1,0 +1,16 @@
+"""side-by-side comparison of several clusters' results (placeholder until its issue lands)."""
+from __future__ import annotations
+
+import argparse
+
+from reports.errors import UsageError
+
+HELP = "side-by-side comparison of several clusters' results"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+
+
+def main(args: argparse.Namespace) -> int:
+    raise UsageError("not implemented yet")

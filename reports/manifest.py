@@ -1,0 +1,46 @@
+"""The environment manifest written beside records: versions, hosts, devices, settings,
+and only allowlisted environment variables (secrets live in the environment)."""
+from __future__ import annotations
+
+import platform
+import socket
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+# Prefixes that configure the communication stack. Anything else is left out on purpose:
+# the environment holds tokens and passwords, and reports get shared.
+ENV_PREFIXES: tuple[str, ...] = (
+    "NCCL_", "UCX_", "FI_", "OMPI_MCA_", "GLOO_", "TORCH_", "RCCL_", "HSA_", "MPICH_", "I_MPI_",
+    "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "OMP_NUM_THREADS",
+    "SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_JOB_PARTITION",
+    "SLURM_CLUSTER_NAME", "STOKER_",
+)
+# Even inside an allowed prefix, a name that looks like a credential is dropped.
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH")
+
+
+def allowlisted_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of `environ` whose names start with an allowed prefix."""
+    out: dict[str, str] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIXES):
+            continue
+        if any(word in name.upper() for word in _SECRET_WORDS):
+            continue
+        out[name] = value
+    return dict(sorted(out.items()))
+
+
+def base_manifest(tool: str, run_id: str, environ: Mapping[str, str]) -> dict[str, Any]:
+    """What every manifest carries; callers add versions, devices and settings."""
+    return {
+        "schema": 1,
+        "kind": "manifest",
+        "tool": tool,
+        "run_id": run_id,
+        "host": socket.gethostname(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "env": allowlisted_env(environ),
+    }

@@ -1,0 +1,236 @@
+"""The record schema (CONTRACT.md "Records"): the only thing that joins measurement to
+judgement. `net.jsonl` and `io.jsonl` hold one JSON object per line, appended and flushed
+as each measurement finishes, so an interrupted run keeps what it measured.
+
+Records are frozen dataclasses. Fields beyond the contract's minimum are optional; keys
+this version does not know (from a newer stoker, or imported tools) are kept in `extra`
+and written back out unchanged.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO, TypeVar, Union
+
+SCHEMA = 1
+NET_FILE = "net.jsonl"
+IO_FILE = "io.jsonl"
+MANIFEST_FILE = "manifest.jsonl"
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
+NET_SCOPES = ("world", "intra-node", "inter-node", "pair")
+IO_SCOPES = ("local", "shared")
+
+
+def new_run_id(environ: Mapping[str, str] | None = None) -> str:
+    """A run id shared by every record of one run. Launchers export STOKER_RUN_ID so that
+    every rank and node of one job agrees without talking first."""
+    env = os.environ if environ is None else environ
+    given = env.get("STOKER_RUN_ID", "").strip()
+    if given:
+        return given
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC with seconds, e.g. 2026-11-22T04:15:45Z."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NetRecord:
+    """One collective at one size in one scope (one line of an nccl-tests table)."""
+
+    run_id: str
+    ts: str
+    hosts: tuple[str, ...]
+    nodes: int
+    op: str
+    scope: str
+    ranks: int
+    backend: str
+    dtype: str
+    bytes: int
+    time_s: float            # mean time of one op, averaged across ranks (nccl-tests -a 1)
+    algbw_GBps: float        # bytes / time_s / 1e9
+    busbw_GBps: float        # algbw * bus factor(op, ranks)
+    wrong: int               # wrong elements found by the correctness check
+    count: int = 0           # elements, as nccl-tests' "count" column
+    redop: str = "none"
+    root: int = -1
+    in_place: bool = False
+    iters: int = 0
+    warmup: int = 0
+    group: int = 0           # which group of this scope (e.g. node index for intra-node)
+    time_min_s: float | None = None   # per-iteration statistics of the slowest rank
+    time_p50_s: float | None = None
+    time_p99_s: float | None = None
+    time_cv: float | None = None
+    device: str = "cpu"
+    extra: dict[str, Any] = field(default_factory=dict)
+    schema: int = SCHEMA
+    kind: str = "net"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IoRecord:
+    """One storage workload in one direction on one path, all nodes together."""
+
+    run_id: str
+    ts: str
+    hosts: tuple[str, ...]
+    nodes: int
+    workload: str
+    direction: str
+    path: str
+    scope: str
+    procs: int
+    bytes: int
+    bw_GBps: float
+    per_host_bw_GBps: dict[str, float]
+    iops: float
+    lat_ms: dict[str, float]
+    runtime_s: float = 0.0
+    backend: str = "fio"
+    block_size: int = 0
+    direct: bool | None = None
+    cache_suspect: bool = False
+    failed: str = ""          # why the measurement failed (e.g. disk full); empty when it did not
+    extra: dict[str, Any] = field(default_factory=dict)
+    schema: int = SCHEMA
+    kind: str = "io"
+
+
+Record = Union[NetRecord, IoRecord]
+R = TypeVar("R", NetRecord, IoRecord)
+
+
+def to_dict(rec: Record) -> dict[str, Any]:
+    """The JSON object of a record; `extra` keys are flattened back to the top level."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(rec):
+        if f.name == "extra":
+            continue
+        value = getattr(rec, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    for k, v in rec.extra.items():
+        out.setdefault(k, v)
+    return out
+
+
+def from_dict(cls: type[R], obj: Mapping[str, Any]) -> R:
+    """Build a record from a JSON object; raises ValueError naming a missing field."""
+    names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+    known = {k: v for k, v in obj.items() if k in names}
+    extra = {k: v for k, v in obj.items() if k not in names}
+    if "hosts" in known:
+        known["hosts"] = tuple(str(h) for h in known["hosts"])
+    try:
+        return cls(**known, extra=extra)
+    except TypeError as exc:  # missing required field
+        raise ValueError(str(exc)) from None
+
+
+class RecordWriter:
+    """Appends records to a JSONL file, flushing and fsyncing each line so that a crash
+    or Ctrl-C never loses a finished measurement."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: TextIO = open(self.path, "a", encoding="utf-8")
+
+    def write(self, rec: Record | Mapping[str, Any]) -> None:
+        obj = dict(rec) if isinstance(rec, Mapping) else to_dict(rec)
+        self._fh.write(json.dumps(obj, sort_keys=False, separators=(",", ":")) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SkippedLine:
+    file: str
+    line: int
+    reason: str
+
+
+@dataclass(kw_only=True, slots=True)
+class RecordSet:
+    """Everything read from a results directory, with the lines that could not be read."""
+
+    net: list[NetRecord] = field(default_factory=list)
+    io: list[IoRecord] = field(default_factory=list)
+    manifests: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[SkippedLine] = field(default_factory=list)
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    """(line number, object or None, reason) for each non-blank line; never raises on bad data."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield n, None, f"not JSON ({exc.msg})"
+                continue
+            if not isinstance(obj, dict):
+                yield n, None, "not a JSON object"
+                continue
+            yield n, obj, ""
+
+
+def read_records(directory: str | os.PathLike[str]) -> RecordSet:
+    """Read net.jsonl, io.jsonl and manifest.jsonl from `directory`. Truncated or garbled
+    lines are skipped and listed in `skipped`, never raised."""
+    d = Path(directory)
+    out = RecordSet()
+    for name, cls, sink in ((NET_FILE, NetRecord, out.net), (IO_FILE, IoRecord, out.io)):
+        p = d / name
+        if not p.exists():
+            continue
+        for n, obj, reason in iter_jsonl(p):
+            if obj is None:
+                out.skipped.append(SkippedLine(file=name, line=n, reason=reason))
+                continue
+            if obj.get("schema", SCHEMA) != SCHEMA:
+                out.skipped.append(SkippedLine(file=name, line=n, reason=f"schema {obj.get('schema')} not understood"))
+                continue
+            try:
+                sink.append(from_dict(cls, obj))  # type: ignore[arg-type]
+            except ValueError as exc:
+                out.skipped.append(SkippedLine(file=name, line=n, reason=str(exc)))
+    m = d / MANIFEST_FILE
+    if m.exists():
+        for n, obj, reason in iter_jsonl(m):
+            if obj is None:
+                out.skipped.append(SkippedLine(file=MANIFEST_FILE, line=n, reason=reason))
+            else:
+                out.manifests.append(obj)
+    return out
+
+
+def write_all(path: str | os.PathLike[str], records: Iterable[Record]) -> int:
+    """Append many records (used by importers); returns how many were written."""
+    n = 0
+    with RecordWriter(path) as w:
+        for rec in records:
+            w.write(rec)
+            n += 1
+    return n
