@@ -16,3 +16,9 @@ def pair_matrix(net: Sequence[NetRecord]) -> tuple[list[str], list[list[float | 
 def localise(net: Sequence[NetRecord], io: Sequence[IoRecord], expected_pair_GBps: float | None = None) -> list[Finding]:
     """`node` and `link` findings naming culprit hosts; [] when nothing stands out."""
     return []
+
+
+def confirmation_pairs(pair_GBps: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
+    """Second pass: re-pair each suspect host with known-good hosts. Input: busbw per
+    (host, host) pair from the round-robin pass. Output: pairs to measure again."""
+    return []
