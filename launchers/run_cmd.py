@@ -1,16 +1,130 @@
-"""the embedded default: network sweep, storage tests and the report on this machine (placeholder until its issue lands)."""
+"""`stoker run`, the embedded default: on this one machine, a network sweep on local ranks
+(one per GPU; 2 gloo ranks without GPUs), storage tests in a local directory, the report;
+progress while it works, a summary table and the verdict at the end.
+
+Every phase is a `stoker` child process (launchers never imports netbench or iobench),
+writing into one results dir under one STOKER_RUN_ID. Exit code: the verdict (0 pass,
+1 fail), 3 when a phase aborted (the report still says what is missing), 2 bad input.
+"""
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
+from launchers import builders as b
+from launchers.options import add_profile_arguments, checked_file, profile_from_args
+from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
+from launchers.profiles import Profile, default_profile
 from reports.errors import UsageError
+from reports.records import new_run_id
 
 HELP = "the embedded default: network sweep, storage tests and the report on this machine"
+CPU_RANKS = 2
+_NVIDIA_DEV = re.compile(r"^nvidia\d+$")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser.add_argument("--out", help="results dir (default ./stoker-results-<time>)")
+    parser.add_argument("--path", help="directory for the storage tests (default: a temp dir in the results dir)")
+    parser.add_argument("--nproc", type=int, help="local ranks for the network sweep (default: one per GPU, else 2)")
+    parser.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo", "mpi"),
+                        help="collective backend (default auto: nccl with GPUs, else gloo)")
+    add_profile_arguments(parser, default=None)
+
+
+def count_gpus(dev_names: Iterable[str], environ: Mapping[str, str]) -> int:
+    """GPUs this process may use, without importing torch: CUDA_VISIBLE_DEVICES when set,
+    else the /dev/nvidiaN device files."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    return sum(1 for n in dev_names if _NVIDIA_DEV.match(n))
+
+
+def plan(*, profile: Profile, out: str, io_path: str, nproc: int, backend: str,
+         spec: str | None, workload: str | None, stoker: tuple[str, ...]) -> list[Phase]:
+    """The phases of a local run, in order (pure)."""
+    net = b.net_argv(b.NetCommand(profile=profile, out=out, scopes=("world",), backend=backend,
+                                  nproc=nproc, stoker=stoker))
+    io = b.io_argv(b.IoCommand(profile=profile, out=out, paths=(io_path,), stoker=stoker))
+    report = b.report_argv(b.ReportCommand(out=out, spec=spec, workload=workload, stoker=stoker))
+    # the launcher's limit sits past stoker's own --timeout, so stoker ends first and says why
+    grace = 60
+    return [
+        Phase(name="network", argv=tuple(net), limit_s=profile.net_timeout_s + grace),
+        Phase(name="storage", argv=tuple(io), limit_s=profile.io_timeout_s + grace),
+        Phase(name="report", argv=tuple(report), limit_s=profile.report_timeout_s),
+    ]
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else ("-" if value is None else str(value))
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Path) -> str:
+    parts = [table([[r.name, "ok" if r.ok else f"exit {r.rc}", f"{r.elapsed_s:.1f}"] for r in results],
+                   ["phase", "status", "seconds"])]
+    if verdict is not None:
+        rows = [[f.get("component", ""), f.get("check", ""), f.get("status", ""), _fmt(f.get("measured")),
+                 _fmt(f.get("expected")), f.get("unit", "")] for f in verdict.get("findings", [])]
+        if rows:
+            parts.append(table(rows, ["component", "check", "status", "measured", "expected", "unit"]))
+        parts.append(f"verdict: {str(verdict.get('verdict', '?')).upper()}  (run {verdict.get('run_id', '?')})")
+    else:
+        parts.append("verdict: none (the report was not written)")
+    parts.append(f"results: {out}  (report.md, report.html, verdict.json)")
+    return "\n\n".join(parts)
 
 
 def main(args: argparse.Namespace) -> int:
-    raise UsageError("not implemented yet")
+    gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
+    profile = profile_from_args(args, default=default_profile(gpus))
+    nproc = args.nproc or gpus or CPU_RANKS
+    if nproc < 1:
+        raise UsageError(f"--nproc must be at least 1, got {nproc}")
+    cwd = Path.cwd()
+    spec = checked_file(args.spec, "--spec", cwd)
+    workload = checked_file(args.workload, "--workload", cwd)
+    out = (cwd / (args.out or f"stoker-results-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}")).resolve()
+    if args.path and not Path(args.path).is_dir():
+        raise UsageError(f"--path {args.path}: no such directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the results dir {out}: {exc.strerror}; pass --out a writable dir") from None
+    verdict_file = out / "verdict.json"
+    verdict_file.unlink(missing_ok=True)  # a verdict left from an earlier run in this dir is not this one's
+    # storage is measured in a scratch dir on the results dir's file system unless told
+    scratch = Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
+    env = {**os.environ, "STOKER_RUN_ID": new_run_id()}
+    phases = plan(profile=profile, out=str(out), io_path=str(scratch), nproc=nproc, backend=args.backend,
+                  spec=spec, workload=workload, stoker=(sys.executable, "-m", "launchers.cli"))
+    print(f"stoker run {env['STOKER_RUN_ID']}: profile {profile.name}, {nproc} ranks "
+          f"({gpus} GPUs), storage in {scratch}, results in {out}", flush=True)
+    results: list[PhaseResult] = []
+    try:
+        for i, phase in enumerate(phases, 1):
+            results.append(run_phase(phase, i, len(phases), env))
+            record_phase(out, results[-1])
+    finally:
+        if not args.path:
+            shutil.rmtree(scratch, ignore_errors=True)
+    verdict = json.loads(verdict_file.read_text(encoding="utf-8")) if verdict_file.is_file() else None
+    print("\n" + summary(results, verdict, out), flush=True)
+    aborted = any(not r.ok for r in results[:-1])
+    return exit_code(results[-1].rc, verdict is not None, aborted)

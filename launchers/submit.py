@@ -1,16 +1,82 @@
-"""render launchers/slurm/acceptance.sbatch for this cluster and submit it (placeholder until its issue lands)."""
+"""`stoker submit`: render launchers/slurm/acceptance.sbatch for this cluster and submit it
+with sbatch (`--dry-run` prints exactly the script that would be submitted)."""
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+from launchers.options import add_profile_arguments, checked_file, profile_from_args
+from launchers.sbatch import SbatchConfig, render
 from reports.errors import UsageError
 
 HELP = "render launchers/slurm/acceptance.sbatch for this cluster and submit it"
+CPU_RANKS = 2  # ranks per node on nodes without GPUs (gloo), as `stoker run` uses
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser.add_argument("--nodes", type=int, required=True, help="number of nodes to test")
+    parser.add_argument("--gpus-per-node", type=int, default=0,
+                        help="GPUs per node: one rank each (default 0: 2 CPU ranks per node, gloo)")
+    parser.add_argument("--partition", help="Slurm partition")
+    parser.add_argument("--time", help="job time limit in Slurm's format (default: the phases' limits added up)")
+    parser.add_argument("--out", help="results dir on a file system all nodes share (default: ./stoker-results-<time>)")
+    parser.add_argument("--local-path", help="node-local dir for storage tests (default: $TMPDIR or /tmp on each node)")
+    parser.add_argument("--shared-path", help="shared dir for storage tests (default: OUT/io-scratch)")
+    parser.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo", "mpi"),
+                        help="collective backend for the sweeps (default auto: nccl with GPUs, else gloo)")
+    parser.add_argument("--dry-run", action="store_true", help="print the script instead of submitting it")
+    add_profile_arguments(parser, default="standard")
+
+
+def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
+    if args.nodes < 1:
+        raise UsageError(f"--nodes must be at least 1, got {args.nodes}")
+    if args.gpus_per_node < 0:
+        raise UsageError(f"--gpus-per-node must not be negative, got {args.gpus_per_node}")
+    out = Path(args.out) if args.out else Path(f"stoker-results-{_stamp()}")
+    return SbatchConfig(
+        nodes=args.nodes,
+        ranks_per_node=args.gpus_per_node or CPU_RANKS,
+        gpus_per_node=args.gpus_per_node,
+        profile=profile_from_args(args),
+        out=str(cwd / out),
+        backend=args.backend,
+        partition=args.partition,
+        time=args.time,
+        spec=checked_file(args.spec, "--spec", cwd),
+        workload=checked_file(args.workload, "--workload", cwd),
+        local_path=args.local_path,
+        shared_path=str(cwd / args.shared_path) if args.shared_path else None,
+        # the interpreter that runs this command, so the job finds the same stoker
+        stoker=(sys.executable, "-m", "launchers.cli"),
+    )
+
+
+def _stamp() -> str:
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime())
 
 
 def main(args: argparse.Namespace) -> int:
-    raise UsageError("not implemented yet")
+    cfg = config_from_args(args, Path.cwd())
+    script = render(cfg)
+    if args.dry_run:
+        sys.stdout.write(script)
+        return 0
+    sbatch = shutil.which("sbatch")
+    if sbatch is None:
+        raise UsageError("sbatch not found on PATH: run this on a Slurm login node, "
+                         "or use --dry-run to print the script")
+    Path(cfg.out).mkdir(parents=True, exist_ok=True)
+    kept = Path(cfg.out) / "acceptance.sbatch"
+    kept.write_text(script, encoding="utf-8")
+    p = subprocess.run([sbatch, "--parsable", str(kept)], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise UsageError(f"sbatch refused the job: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")
+    job = p.stdout.strip().split(";")[0]
+    log = Path.cwd() / cfg.log.replace("%j", job)
+    print(f"submitted job {job}: results in {cfg.out}, job log {log}")
+    return 0

@@ -1,16 +1,141 @@
-"""collective sweeps (nccl-tests semantics) over torch.distributed or MPI (placeholder until its issue lands)."""
+"""`stoker net`: collective sweeps with nccl-tests semantics over torch.distributed or MPI.
+
+Under a launcher every rank runs it:
+  torchrun --nproc-per-node 8 -m launchers.cli net
+  srun --ntasks-per-node 8 stoker net          (export MASTER_ADDR, MASTER_PORT first)
+  mpirun -np 16 stoker net --backend mpi
+Standalone, `stoker net --nproc 2` starts two local ranks itself.
+Nothing here imports torch or mpi4py until a rank starts (backends load them).
+"""
 from __future__ import annotations
 
 import argparse
+import os
+from typing import Any
 
+from netbench.collectives import OP_NAMES, TABLE
+from netbench.launch_env import detect
+from netbench.topology import SCOPES, parse_pairs
 from reports.errors import UsageError
+from reports.units import parse_size
 
 HELP = "collective sweeps (nccl-tests semantics) over torch.distributed or MPI"
 
+DEFAULT_SCOPES = "world,intra-node,inter-node"
+
+# (flags, dest, options): one table drives both the parser and the ranks' argv of --nproc.
+_OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
+    (("--ops",), "ops", dict(default="all", help=f"comma list of ops or 'all' (default all: {', '.join(OP_NAMES)})")),
+    (("--min-bytes", "-b"), "min_bytes", dict(default="8", help="smallest size, K/M/G = powers of 1024 [nccl-tests -b] (default 8)")),
+    (("--max-bytes", "-e"), "max_bytes", dict(default="64M", help="largest size [-e] (default 64M, about a minute on 2 CPU ranks)")),
+    (("--step-factor", "-f"), "step_factor", dict(default="2", help="multiply the size by this each step [-f] (default 2)")),
+    (("--iters", "-n"), "iters", dict(default=20, type=int, help="timed iterations per size [-n] (default 20)")),
+    (("--warmup", "-w"), "warmup", dict(default=1, type=int, help="untimed iterations first [-w] (default 1, as nccl-tests)")),
+    (("--dtype", "-d"), "dtype", dict(default="float32", help="element type [-d] (default float32)")),
+    (("--backend",), "backend", dict(default="auto", help="auto|nccl|gloo|mpi (auto: nccl with GPUs, else gloo)")),
+    (("--scopes",), "scopes", dict(default=DEFAULT_SCOPES, help=f"comma list of {', '.join(SCOPES)} (default {DEFAULT_SCOPES})")),
+    (("--timeout",), "timeout", dict(default=300.0, type=float, help="abort (exit 3) when one op takes longer, seconds (default 300)")),
+    (("--out",), "out", dict(default=None, help="results directory (default ./stoker-results/<run_id>)")),
+    (("--pair-bytes",), "pair_bytes", dict(default=None, help="size of each pairs measurement (default --max-bytes)")),
+    (("--pair-op",), "pair_op", dict(default="all_reduce", help="op measured between node pairs (default all_reduce)")),
+    (("--pairs",), "pairs", dict(default=None, help="measure only these host pairs: HOSTA:HOSTB,HOSTC:HOSTD")),
+    (("--hosts-override",), "hosts_override", dict(default=None, help="rank i's host name, comma separated (tests; also STOKER_HOSTS_MAP)")),
+]
+_FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
+    (("--in-place",), "in_place", dict(action="store_true", help="also measure in place, as nccl-tests does")),
+    (("--check",), "check", dict(action=argparse.BooleanOptionalAction, default=True, help="count wrong elements [-c] (default on)")),
+]
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    for flags, dest, opts in _OPTIONS + _FLAGS:
+        parser.add_argument(*flags, dest=dest, **opts)
+    parser.add_argument("--nproc", type=int, default=None, help="start this many local ranks (no launcher needed)")
+
+
+def rank_argv(args: argparse.Namespace) -> list[str]:
+    """The same command for each rank started by --nproc (all options, without --nproc)."""
+    argv: list[str] = []
+    for flags, dest, _ in _OPTIONS:
+        value = getattr(args, dest)
+        if value is not None:
+            argv += [flags[0], str(value)]
+    if args.in_place:
+        argv.append("--in-place")
+    argv.append("--check" if args.check else "--no-check")
+    return argv
+
+
+def _choice_list(text: str, valid: tuple[str, ...], what: str, all_ok: bool = False) -> tuple[str, ...]:
+    items = tuple(x.strip() for x in text.split(",") if x.strip())
+    if all_ok and items == ("all",):
+        return valid
+    bad = [x for x in items if x not in valid]
+    if bad or not items:
+        raise UsageError(f"unknown {what} {', '.join(bad) or repr(text)}: choose from {', '.join(valid)}")
+    return items
+
+
+def settings(args: argparse.Namespace) -> Any:
+    """Validate every option (one-line UsageError on bad input) into runner Settings."""
+    from netbench.backends import DTYPES
+    from netbench.runner import Settings
+    from netbench.sweep import sizes
+
+    ops = _choice_list(args.ops, OP_NAMES, "op", all_ok=True)
+    scopes = _choice_list(args.scopes, SCOPES, "scope")
+    if args.dtype not in DTYPES:
+        raise UsageError(f"unknown dtype {args.dtype!r}: choose from {', '.join(DTYPES)}")
+    if args.pair_op not in OP_NAMES:
+        raise UsageError(f"unknown --pair-op {args.pair_op!r}: choose from {', '.join(OP_NAMES)}")
+    try:
+        factor = float(args.step_factor)
+    except ValueError:
+        raise UsageError(f"bad --step-factor {args.step_factor!r}: give a number larger than 1, e.g. 2") from None
+    lo, hi = parse_size(args.min_bytes, "--min-bytes"), parse_size(args.max_bytes, "--max-bytes")
+    if args.iters < 1 or args.warmup < 0:
+        raise UsageError("--iters must be at least 1 and --warmup at least 0")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    return Settings(
+        ops=ops, sizes=tuple(sizes(lo, hi, factor)), iters=args.iters, warmup=args.warmup, dtype=args.dtype,
+        scopes=scopes, in_place=args.in_place, check=args.check, timeout_s=args.timeout,
+        pair_bytes=parse_size(args.pair_bytes, "--pair-bytes") if args.pair_bytes else hi,
+        pair_op=args.pair_op, pairs=tuple(parse_pairs(args.pairs)) if args.pairs else (),
+        out=args.out, hosts_override=args.hosts_override,
+    )
+
+
+def _check_world(world: int, ops: tuple[str, ...]) -> None:
+    needy = [op for op in ops if TABLE[op].min_ranks > world]
+    if needy and world > 0:
+        raise UsageError(
+            f"{', '.join(needy)} need at least 2 ranks and this is a world of {world}: "
+            "add --nproc 2, run under a launcher (torchrun, srun, mpirun), or leave them out with --ops"
+        )
 
 
 def main(args: argparse.Namespace) -> int:
-    raise UsageError("not implemented yet")
+    from netbench.backends import check_installed, open_backend, resolve
+    from netbench.spawn import CHILD_ENV, supervise
+
+    s = settings(args)
+    check_installed(args.backend)
+    if args.nproc is not None and not os.environ.get(CHILD_ENV):
+        if args.nproc < 1:
+            raise UsageError("--nproc must be at least 1")
+        if args.backend == "mpi":
+            raise UsageError("--backend mpi ranks are started by mpirun or srun, not --nproc: run e.g. mpirun -np 2 stoker net --backend mpi")
+        _check_world(args.nproc, s.ops)
+        # the ranks resolve `auto` themselves: importing torch here would only delay them
+        return supervise(args.nproc, rank_argv(args))
+    le = detect(os.environ)
+    _check_world(le.world, s.ops)
+    from netbench.runner import execute
+
+    b = open_backend(resolve(args.backend), le, s.dtype, s.timeout_s)
+    try:
+        _check_world(b.world, s.ops)
+        return execute(b, s, "stoker --nproc" if os.environ.get(CHILD_ENV) else le.launcher)
+    finally:
+        b.close()

@@ -1,16 +1,51 @@
-"""turn nccl-tests logs/JSON and fio JSON into stoker records (placeholder until its issue lands)."""
+"""`stoker import FILE... --out DIR`: results people already have -> stoker records.
+
+nccl-tests stdout logs (any version, launcher prefixes and NCCL noise allowed) and `-J`
+JSON become `DIR/net.jsonl` records with backend "nccl-tests"; fio JSON becomes
+`DIR/io.jsonl` records with backend "fio". Importing a file a second time adds nothing.
+"""
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from reports.errors import UsageError
+from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, OPS, RecordWriter, read_records, write_all
 
 HELP = "turn nccl-tests logs/JSON and fio JSON into stoker records"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser.add_argument("files", nargs="+", metavar="FILE", help="nccl-tests logs or -J JSON, fio JSON")
+    parser.add_argument("--out", required=True, metavar="DIR", help="results directory to append records to")
+    parser.add_argument("--op", choices=OPS, default=None,
+                        help="the collective, when neither the log nor the file name says (e.g. a bare table)")
 
 
 def main(args: argparse.Namespace) -> int:
-    raise UsageError("not implemented yet")
+    from reports.importers import import_file  # keeps `stoker --help` light
+
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a results directory")
+    # Read everything first: one bad file imports nothing, rather than half of the list.
+    loaded = [(Path(f), import_file(f, op=args.op)) for f in args.files]
+    existing = read_records(out) if out.is_dir() else None
+    known = {r.run_id for r in (existing.net + existing.io)} if existing else set()
+    for path, got in loaded:
+        for note in got.notes:
+            sys.stderr.write(f"stoker import: {note}\n")
+        run_ids = {r.run_id for r in (*got.net, *got.io)}
+        if run_ids and run_ids <= known:
+            print(f"{path}: already imported into {out}; nothing added")
+            continue
+        n_net = write_all(out / NET_FILE, got.net) if got.net else 0
+        n_io = write_all(out / IO_FILE, got.io) if got.io else 0
+        if got.manifests:
+            with RecordWriter(out / MANIFEST_FILE) as w:
+                for m in got.manifests:
+                    w.write(m)
+        known |= run_ids
+        print(f"{path}: {n_net} net and {n_io} io records -> {out}")
+    return 0

@@ -1,0 +1,106 @@
+"""netbench's harness against a bare torch.distributed loop, side by side in one run.
+
+    python benchmarks/net_bench.py            # starts 2 gloo ranks itself (torchrun)
+    python benchmarks/net_bench.py --ops all_reduce,all_gather --repeats 7
+
+For each op and size both loops run on the same ranks and the same process group,
+interleaved `--repeats` times (so load drift hits both alike); the median of each is
+compared. Targets (issue 2): bandwidth >= 0.97 x bare at >= 1 MiB; latency <= 1.05 x
+bare at 8 bytes. Printed by rank 0; exit 0 whatever the numbers (a benchmark, not a test).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SIZES = (8, 1024, 65536, 1 << 20, 4 << 20, 16 << 20)
+
+
+def _bare(op: str, send, recv, iters: int) -> float:  # type: ignore[no-untyped-def]
+    """The loop a person would write: warm up, barrier, time `iters` calls; mean across ranks."""
+    import torch
+    import torch.distributed as dist
+
+    def call() -> None:
+        if op == "all_reduce":
+            dist.all_reduce(recv)
+        else:
+            dist.all_gather_into_tensor(recv, send)
+
+    call()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        call()
+    t = torch.tensor([(time.perf_counter() - t0) / iters], dtype=torch.float64)
+    dist.all_reduce(t)
+    return float(t.item()) / dist.get_world_size()
+
+
+def _rank(args: argparse.Namespace) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from netbench.backends import ITEMSIZE
+    from netbench.backends.torch_dist import TorchBackend
+    from netbench.collectives import TABLE
+    from netbench.harness import measure
+    from netbench.launch_env import detect
+    from netbench.sweep import mean_across_ranks
+
+    b = TorchBackend("gloo", detect(os.environ), "float32", 300)
+    comm = b.split([list(range(b.world))])
+    n = b.world
+    if b.rank == 0:
+        print(f"# netbench harness vs bare torch.distributed loop: gloo, {n} ranks, float32, "
+              f"median of {args.repeats} interleaved repeats (ratio = netbench / bare)")
+        print(f"# {'op':<11} {'size':>10} {'iters':>6} {'netbench us':>12} {'bare us':>10} "
+              f"{'nb GB/s':>8} {'bare GB/s':>9} {'bw ratio':>8} {'lat ratio':>9}")
+    for op in args.ops.split(","):
+        coll = TABLE[op]
+        for size in SIZES:
+            lay = coll.layout(size, n, ITEMSIZE["float32"])
+            iters = args.iters if size < (1 << 20) else max(5, args.iters // 4)
+            send = torch.ones(lay.send)
+            recv = torch.ones(lay.recv) if op != "all_reduce" else send
+            ours, bare = [], []
+            for _ in range(args.repeats):
+                r = measure(b, comm, coll, lay, group=0, iters=iters, warmup=1, in_place=False, check=False)
+                got = b.allgather(r.time_s)
+                ours.append(mean_across_ranks(got))
+                bare.append(_bare(op, send, recv, iters))
+            t_ours, t_bare = statistics.median(ours), statistics.median(bare)
+            nbytes = coll.size_bytes(lay, 4)
+            if b.rank == 0:
+                print(f"  {op:<11} {nbytes:>10} {iters:>6} {t_ours * 1e6:>12.1f} {t_bare * 1e6:>10.1f} "
+                      f"{nbytes / t_ours / 1e9:>8.3f} {nbytes / t_bare / 1e9:>9.3f} "
+                      f"{t_bare / t_ours:>8.3f} {t_ours / t_bare:>9.3f}", flush=True)
+    dist.barrier()
+    b.close()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ops", default="all_reduce,all_gather")
+    p.add_argument("--nproc", type=int, default=2)
+    p.add_argument("--iters", type=int, default=40)
+    p.add_argument("--repeats", type=int, default=5)
+    args = p.parse_args()
+    if "RANK" in os.environ:
+        _rank(args)
+        return 0
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(args.nproc),
+           "--master-port", "29790", __file__, "--ops", args.ops, "--iters", str(args.iters),
+           "--repeats", str(args.repeats)]
+    return subprocess.call(cmd)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

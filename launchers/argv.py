@@ -1,0 +1,98 @@
+"""The builders for shell scripts: `python -m launchers.argv [launcher options] WHAT ...`
+prints the tokens of one phase, NUL-separated, so torchrun.sh and mpirun.sh run exactly
+what `stoker run` and the sbatch job run (the profiles and the launchers' flags are
+defined once, here in Python, none in bash).
+
+    python -m launchers.argv --launcher torchrun --nnodes 2 --nproc-per-node 2 --node-rank 0 \\
+        --master-addr node0 net --profile quick --scopes intra-node --out /shared/r
+    python -m launchers.argv --launcher mpirun --hostfile hosts --nnodes 2 --nproc-per-node 1 \\
+        io --profile quick --path /tmp/x --path /shared/x --out /shared/r
+    python -m launchers.argv report --out /shared/r --spec spec.yaml
+    python -m launchers.argv limits --profile quick     # net io report limits in seconds
+    python -m launchers.argv --launcher mpirun --nnodes 2 exec -- test -s FILE
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from launchers import builders as b
+from launchers.cli import OneLineParser
+from launchers.options import add_profile_arguments, checked_file, profile_from_args
+from reports.errors import StokerError
+
+
+def _parser() -> OneLineParser:
+    parser = OneLineParser(prog="launchers.argv")
+    parser.add_argument("--launcher", choices=("local", "torchrun", "mpirun"), default="local")
+    parser.add_argument("--nnodes", type=int, default=1)
+    parser.add_argument("--nproc-per-node", type=int, default=1)
+    parser.add_argument("--node-rank", type=int, default=0)
+    parser.add_argument("--master-addr")
+    parser.add_argument("--master-port", type=int, default=29500)
+    parser.add_argument("--hostfile")
+    parser.add_argument("--export", default="STOKER_RUN_ID", help="mpirun -x: variables, comma-separated")
+    parser.add_argument("--allow-run-as-root", action="store_true")
+    sub = parser.add_subparsers(dest="what", required=True, parser_class=OneLineParser)
+    sub.add_parser("exec").add_argument("command", nargs=argparse.REMAINDER)
+    for what in ("net", "io", "report", "limits"):
+        p = sub.add_parser(what)
+        if what != "limits":
+            p.add_argument("--out", required=True)
+        if what == "net":
+            p.add_argument("--scopes", default="world")
+            p.add_argument("--backend", default="auto")
+            p.add_argument("--nproc", type=int)
+        if what == "io":
+            p.add_argument("--path", action="append", required=True)
+        add_profile_arguments(p, default="standard")
+    return parser
+
+
+def program(args: argparse.Namespace, cwd: Path) -> list[str]:
+    """The stoker command of the phase, validated (bad input raises UsageError)."""
+    if args.what == "exec":
+        return list(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    stoker = (sys.executable, "-m", "launchers.cli")
+    spec = checked_file(args.spec, "--spec", cwd)
+    workload = checked_file(args.workload, "--workload", cwd)
+    profile = profile_from_args(args)
+    if args.what == "limits":
+        return [str(profile.net_timeout_s), str(profile.io_timeout_s), str(profile.report_timeout_s)]
+    if args.what == "report":
+        return b.report_argv(b.ReportCommand(out=args.out, spec=spec, workload=workload, stoker=stoker))
+    if args.what == "net":
+        return b.net_argv(b.NetCommand(profile=profile, out=args.out, scopes=tuple(args.scopes.split(",")),
+                                       backend=args.backend, nproc=args.nproc, stoker=stoker))
+    return b.io_argv(b.IoCommand(profile=profile, out=args.out, paths=tuple(args.path), stoker=stoker))
+
+
+def launched(args: argparse.Namespace, prog: list[str]) -> list[str]:
+    """`prog` under the launcher asked for (report and limits always run locally)."""
+    if args.launcher == "torchrun" and args.what in ("net", "io", "exec"):
+        return b.build("torchrun", b.TorchrunSpec(
+            program=tuple(prog), nnodes=args.nnodes, nproc_per_node=args.nproc_per_node,
+            node_rank=args.node_rank, master_addr=args.master_addr, master_port=args.master_port,
+            torchrun=(sys.executable, "-m", "torch.distributed.run")))
+    if args.launcher == "mpirun" and args.what in ("net", "io", "exec"):
+        return b.build("mpirun", b.MpirunSpec(
+            program=tuple(prog), hostfile=args.hostfile, nodes=args.nnodes, procs_per_node=args.nproc_per_node,
+            export=tuple(x for x in args.export.split(",") if x), allow_run_as_root=args.allow_run_as_root))
+    return prog
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        out = launched(args, program(args, Path.cwd()))
+    except StokerError as exc:
+        sys.stderr.write(f"stoker: {exc}\n")
+        return exc.exit_code
+    sys.stdout.write("".join(t + "\0" for t in out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,215 @@
+"""Pure command builders: a typed frozen spec in, a list of argument tokens out.
+
+Two kinds, both without side effects (no `srun --version`, no environment reads):
+- what to run: `stoker net`, `stoker io`, `stoker report` argument lists from a profile;
+- how to launch it: srun, torchrun, mpirun and local wrappers, registered by name in
+  `LAUNCHERS` so a caller picks one with a string (`build("srun", spec)`).
+
+Tokens are always a list handed to a subprocess or `shell_line` — never a shell string
+glued together from input.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from launchers.profiles import Profile
+
+# Where the stoker program lives, as tokens (overridden with `python -m launchers.cli`
+# where the console script is not on PATH).
+STOKER: tuple[str, ...] = ("stoker",)
+
+
+# --- what to run -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NetCommand:
+    """One `stoker net` phase."""
+
+    profile: Profile
+    out: str
+    scopes: tuple[str, ...]
+    backend: str = "auto"
+    nproc: int | None = None          # standalone: start this many local ranks
+    stoker: tuple[str, ...] = STOKER
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IoCommand:
+    """One `stoker io` phase over one or more paths."""
+
+    profile: Profile
+    out: str
+    paths: tuple[str, ...]
+    stoker: tuple[str, ...] = STOKER
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReportCommand:
+    out: str
+    spec: str | None = None
+    workload: str | None = None
+    stoker: tuple[str, ...] = STOKER
+
+
+def net_argv(c: NetCommand) -> list[str]:
+    p = c.profile
+    argv = [
+        *c.stoker, "net",
+        "--ops", ",".join(p.ops),
+        "--min-bytes", p.min_bytes, "--max-bytes", p.max_bytes,
+        "--step-factor", str(p.step_factor),
+        "--iters", str(p.iters), "--warmup", str(p.warmup),
+        "--backend", c.backend,
+        "--scopes", ",".join(c.scopes),
+        "--timeout", str(p.net_timeout_s),
+        "--out", c.out,
+    ]
+    if c.nproc is not None:
+        argv += ["--nproc", str(c.nproc)]
+    return argv
+
+
+def io_argv(c: IoCommand) -> list[str]:
+    p = c.profile
+    argv = [*c.stoker, "io"]
+    for path in c.paths:
+        argv += ["--path", path]
+    return argv + [
+        "--workloads", ",".join(p.workloads),
+        "--ckpt-bytes", p.ckpt_bytes,
+        "--runtime", str(p.io_runtime_s),
+        "--timeout", str(p.io_timeout_s),
+        "--out", c.out,
+    ]
+
+
+def report_argv(c: ReportCommand) -> list[str]:
+    argv = [*c.stoker, "report", c.out]
+    if c.spec:
+        argv += ["--spec", c.spec]
+    if c.workload:
+        argv += ["--workload", c.workload]
+    return argv
+
+
+# --- how to launch it --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SrunSpec:
+    program: tuple[str, ...]
+    nodes: int
+    ntasks_per_node: int = 1
+    time_limit_s: int | None = None   # srun --time: the step is killed past it
+    mpi: str | None = None            # e.g. "pmix" for an MPI backend
+    label: bool = True                # prefix every output line with its task number
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TorchrunSpec:
+    """Static rendezvous (global rank = node_rank * nproc_per_node + local rank, so ranks
+    of one node are contiguous); `--standalone` on one node without a master address."""
+
+    program: tuple[str, ...]
+    nnodes: int
+    nproc_per_node: int
+    node_rank: int = 0
+    master_addr: str | None = None
+    master_port: int = 29500
+    torchrun: tuple[str, ...] = ("torchrun",)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MpirunSpec:
+    program: tuple[str, ...]
+    hostfile: str | None
+    nodes: int
+    procs_per_node: int
+    export: tuple[str, ...] = ("STOKER_RUN_ID",)    # variables passed to every rank (-x)
+    mca: tuple[tuple[str, str], ...] = ()           # e.g. (("btl_tcp_if_include", "eth0"),)
+    allow_run_as_root: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LocalSpec:
+    program: tuple[str, ...]
+    time_limit_s: int | None = None   # coreutils timeout: TERM at the limit, KILL 30 s later
+
+
+def _minutes(seconds: int) -> str:
+    """Slurm's minutes:seconds time format, rounded up to a whole minute (its granularity)."""
+    return f"{-(-seconds // 60)}:00"
+
+
+def srun(s: SrunSpec) -> list[str]:
+    argv = ["srun", f"--nodes={s.nodes}", f"--ntasks-per-node={s.ntasks_per_node}",
+            f"--ntasks={s.nodes * s.ntasks_per_node}",
+            # one dead task ends the whole step instead of leaving the others waiting
+            "--kill-on-bad-exit=1"]
+    if s.time_limit_s is not None:
+        argv.append(f"--time={_minutes(s.time_limit_s)}")
+    if s.mpi:
+        argv.append(f"--mpi={s.mpi}")
+    if s.label:
+        argv.append("--label")
+    return argv + list(s.program)
+
+
+def torchrun(s: TorchrunSpec) -> list[str]:
+    argv = [*s.torchrun, f"--nnodes={s.nnodes}", f"--nproc-per-node={s.nproc_per_node}"]
+    if s.master_addr is None:
+        argv.append("--standalone")
+    else:
+        argv += [f"--node-rank={s.node_rank}", f"--master-addr={s.master_addr}", f"--master-port={s.master_port}"]
+    # a failed rank is a finding, not something to retry; the program is not a .py file
+    return argv + ["--max-restarts=0", "--no-python", *s.program]
+
+
+def mpirun(s: MpirunSpec) -> list[str]:
+    argv = ["mpirun"]
+    if s.allow_run_as_root:
+        argv.append("--allow-run-as-root")
+    if s.hostfile:
+        argv += ["--hostfile", s.hostfile]
+    argv += ["-np", str(s.nodes * s.procs_per_node), "--npernode", str(s.procs_per_node),
+             "--bind-to", "none"]
+    for name in s.export:
+        argv += ["-x", name]
+    for key, value in s.mca:
+        argv += ["--mca", key, value]
+    return argv + list(s.program)
+
+
+def local(s: LocalSpec) -> list[str]:
+    if s.time_limit_s is None:
+        return list(s.program)
+    return ["timeout", "--kill-after=30", str(s.time_limit_s), *s.program]
+
+
+LAUNCHERS: dict[str, Callable[[Any], list[str]]] = {
+    "srun": srun,
+    "torchrun": torchrun,
+    "mpirun": mpirun,
+    "local": local,
+}
+
+
+def build(launcher: str, spec: object) -> list[str]:
+    """The tokens of `spec` under the launcher registered as `launcher`."""
+    return LAUNCHERS[launcher](spec)
+
+
+# --- tokens into a script line -----------------------------------------------------------
+
+# A token that is a reference to one of the script's own variables ("$OUT", "$OUT/io"):
+# double-quoted so bash expands it; every other token is single-quoted as needed.
+_VAR_TOKEN = re.compile(r"^\$[A-Z_][A-Z0-9_]*(/[A-Za-z0-9._/-]*)?$")
+
+
+def shell_line(tokens: list[str]) -> str:
+    return " ".join(f'"{t}"' if _VAR_TOKEN.match(t) else shlex.quote(t) for t in tokens)

@@ -1,0 +1,59 @@
+# Sourced by torchrun.sh and mpirun.sh: the phase runner shared by both (the sbatch job
+# carries its own copy, since Slurm runs a copy of the script away from this directory).
+# Commands come from the Python builders (python -m launchers.argv), never from bash.
+
+# The python that has stoker installed: STOKER_PY, else the one in `stoker`'s shebang.
+if [ -z "${STOKER_PY:-}" ]; then
+  if command -v stoker >/dev/null; then STOKER_PY=$(head -n 1 "$(command -v stoker)" | sed 's/^#! *//'); else STOKER_PY=python3; fi
+fi
+
+die2() { echo "stoker: $*" >&2; exit 2; }
+
+# tokens ARRAY ARGS...: ARRAY := the NUL-separated tokens `launchers.argv ARGS` prints;
+# bad input there (a missing spec, a bad size) ends this script with its one line, exit 2.
+tokens() {
+  local -n _dst=$1
+  shift
+  local f
+  f=$(mktemp) || die2 "cannot create a temp file"
+  if ! "$STOKER_PY" -m launchers.argv "$@" > "$f"; then rm -f "$f"; exit 2; fi
+  mapfile -d '' -t _dst < "$f"
+  rm -f "$f"
+}
+
+# GPUs on this node without importing torch: CUDA_VISIBLE_DEVICES, else /dev/nvidiaN.
+gpu_count() {
+  if [ -n "${CUDA_VISIBLE_DEVICES+x}" ]; then
+    echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -cv -e '^$' -e '^-1$'
+  else
+    find /dev -maxdepth 1 -regex '/dev/nvidia[0-9]+' 2>/dev/null | wc -l
+  fi
+}
+
+PHASES=0
+DONE=0
+ABORTED=()
+# phase NAME LIMIT_S CMD...: run one phase under a hard time limit; a phase that fails or
+# hangs is noted and the run goes on, so the report says what is missing.
+phase() {
+  local name=$1 limit=$2 start=$SECONDS rc
+  shift 2
+  DONE=$((DONE + 1))
+  echo "stoker: [$DONE/$PHASES] $name started $(date -u +%FT%TZ)"
+  timeout --kill-after=30 "$limit" "$@"
+  rc=$?
+  echo "stoker: [$DONE/$PHASES] $name ended rc=$rc after $((SECONDS - start)) s"
+  if [ "${WRITE_PHASES:-1}" = 1 ]; then
+    printf '{"phase":"%s","rc":%d,"elapsed_s":%d}\n' "$name" "$rc" "$((SECONDS - start))" >> "$OUT/phases.jsonl"
+  fi
+  [ "$rc" -eq 0 ] || ABORTED+=("$name")
+}
+
+# finish REPORT_RC: the verdict (0 pass, 1 fail), 3 when a phase aborted but the report
+# passed or could not judge; prints one closing line.
+finish() {
+  local rc=$1
+  if [ "$rc" -ne 1 ] && [ "${#ABORTED[@]}" -gt 0 ]; then rc=3; fi
+  echo "stoker: results in $OUT; aborted phases: ${ABORTED[*]:-none}; exit $rc"
+  exit "$rc"
+}

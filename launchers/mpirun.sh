@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# stoker acceptance run with mpirun, for clusters without Slurm: the same phases as the
+# sbatch job, started once from the head node; ranks reach the nodes through mpirun
+# (ssh). The exit code is the verdict (0 pass, 1 fail, 2 bad input, 3 a phase aborted;
+# the report says what is missing).
+#
+#   # hosts: one line per node ("node0 slots=8"); OUT on a file system all nodes share:
+#   HOSTFILE=hosts NNODES=2 NPROC_PER_NODE=8 OUT=/shared/stoker/run1 \
+#       launchers/mpirun.sh --profile standard --spec /shared/spec.yaml
+#
+# Settings (environment): HOSTFILE (none: this node only), NNODES (1), NPROC_PER_NODE (GPUs,
+# else 2), OUT (required), MASTER_ADDR (this host), MASTER_PORT (29500), BACKEND (auto; mpi
+# uses mpi4py), LOCAL_IO ($TMPDIR or /tmp on each node), SHARED_IO ($OUT/io-scratch),
+# STOKER_PY (the python with stoker). Open MPI settings pass through OMPI_MCA_* as usual.
+# Arguments: stoker run's options: --profile, --spec, --workload, and every profile knob.
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=launchers/common.sh
+. "$HERE/common.sh"
+
+NNODES=${NNODES:-1}
+BACKEND=${BACKEND:-auto}
+[ -n "${OUT:-}" ] || die2 "set OUT to a results dir on a file system all nodes share"
+[ "$NNODES" -eq 1 ] || [ -n "${HOSTFILE:-}" ] || die2 "set HOSTFILE (one line per node) for NNODES=$NNODES"
+NPROC_PER_NODE=${NPROC_PER_NODE:-$(gpu_count)}
+[ "$NPROC_PER_NODE" -gt 0 ] || NPROC_PER_NODE=2
+export MASTER_ADDR=${MASTER_ADDR:-$(hostname)}
+export MASTER_PORT=${MASTER_PORT:-29500}
+export STOKER_RUN_ID="${STOKER_RUN_ID:-mpirun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
+LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$STOKER_RUN_ID}
+SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
+tokens LIMITS limits "$@"
+mkdir -p "$OUT" || die2 "cannot create $OUT"
+
+L=(--launcher mpirun --nnodes "$NNODES" --export STOKER_RUN_ID,MASTER_ADDR,MASTER_PORT)
+[ -n "${HOSTFILE:-}" ] && L+=(--hostfile "$HOSTFILE")
+[ "$(id -u)" -eq 0 ] && L+=(--allow-run-as-root)
+
+# Every node must see OUT: a marker written here must be readable on all of them.
+MARK="$OUT/.stoker-shared-check-$$"
+hostname > "$MARK"
+tokens CMD "${L[@]}" --nproc-per-node 1 exec -- test -s "$MARK"
+if ! timeout 120 "${CMD[@]}" >/dev/null 2>&1; then
+  rm -f "$MARK"
+  die2 "results dir $OUT is not on a file system shared by all $NNODES nodes (a marker written on $(hostname) is missing elsewhere); set OUT to a shared path"
+fi
+rm -f "$MARK"
+tokens CMD "${L[@]}" --nproc-per-node 1 exec -- mkdir -p "$LOCAL_IO" "$SHARED_IO"
+timeout 120 "${CMD[@]}" || die2 "cannot create $LOCAL_IO or $SHARED_IO on every node"
+
+GRACE=120
+NAMES=(intra-node) SCOPES=(intra-node)
+[ "$NNODES" -gt 1 ] && NAMES+=(inter-node pairs) SCOPES+=(world,inter-node pairs)
+PHASES=$(( ${#SCOPES[@]} + 2 ))
+for i in "${!SCOPES[@]}"; do
+  tokens CMD "${L[@]}" --nproc-per-node "$NPROC_PER_NODE" net --scopes "${SCOPES[$i]}" --backend "$BACKEND" --out "$OUT" "$@"
+  phase "${NAMES[$i]}" $((LIMITS[0] + GRACE)) "${CMD[@]}"
+done
+tokens CMD "${L[@]}" --nproc-per-node 1 io --path "$LOCAL_IO" --path "$SHARED_IO" --out "$OUT" "$@"
+phase storage $((LIMITS[1] + GRACE)) "${CMD[@]}"
+
+echo "stoker: [$PHASES/$PHASES] report"
+tokens CMD report --out "$OUT" "$@"
+timeout --kill-after=30 "${LIMITS[2]}" "${CMD[@]}"
+finish $?

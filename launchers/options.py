@@ -1,0 +1,60 @@
+"""Command-line options shared by `stoker run` and `stoker submit`: the profile, its
+overrides (every knob of a profile can be set), the spec and the workload."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from reports.errors import UsageError
+from launchers.profiles import PROFILES, Profile, get_profile, with_overrides
+from reports.units import parse_size
+
+
+def add_profile_arguments(parser: argparse.ArgumentParser, default: str | None) -> None:
+    parser.add_argument("--spec", help="cluster spec YAML: what the hardware is advertised to do")
+    parser.add_argument("--workload", help="workload YAML: what the accelerators will need")
+    parser.add_argument("--profile", choices=tuple(PROFILES), default=default,
+                        help=f"sizes and durations (default {default or 'quick without GPUs, standard with'})")
+    g = parser.add_argument_group("profile overrides")
+    g.add_argument("--ops", help="collectives to sweep, comma-separated")
+    g.add_argument("--min-bytes", help="smallest message size (K/M/G = powers of 1024)")
+    g.add_argument("--max-bytes", help="largest message size")
+    g.add_argument("--step-factor", type=int, help="size multiplier between steps")
+    g.add_argument("--iters", type=int, help="timed iterations per size")
+    g.add_argument("--warmup", type=int, help="untimed iterations per size")
+    g.add_argument("--workloads", help="storage workloads, comma-separated")
+    g.add_argument("--ckpt-bytes", help="checkpoint bytes per writer")
+    g.add_argument("--io-runtime", type=int, help="seconds per timed storage workload")
+    g.add_argument("--net-timeout", type=int, help="seconds one network phase may take")
+    g.add_argument("--io-timeout", type=int, help="seconds the storage phase may take")
+
+
+def _csv(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def _size(text: str | None, what: str) -> str | None:
+    if text is not None:
+        parse_size(text, what)  # fail here, with one line, rather than inside a phase
+    return text
+
+
+def profile_from_args(args: argparse.Namespace, default: str = "standard") -> Profile:
+    return with_overrides(
+        get_profile(args.profile or default),
+        ops=_csv(args.ops), min_bytes=_size(args.min_bytes, "--min-bytes"),
+        max_bytes=_size(args.max_bytes, "--max-bytes"), step_factor=args.step_factor,
+        iters=args.iters, warmup=args.warmup, workloads=_csv(args.workloads),
+        ckpt_bytes=_size(args.ckpt_bytes, "--ckpt-bytes"), io_runtime_s=args.io_runtime,
+        net_timeout_s=args.net_timeout, io_timeout_s=args.io_timeout,
+    )
+
+
+def checked_file(path: str | None, option: str, cwd: Path) -> str | None:
+    """An absolute path to an existing file (phases run elsewhere: relative paths break)."""
+    if path is None:
+        return None
+    p = cwd / path
+    if not p.is_file():
+        raise UsageError(f"{option} {path}: no such file")
+    return str(p)

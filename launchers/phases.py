@@ -1,0 +1,105 @@
+"""Run a sequence of phases as child processes, with progress, time limits and a record
+of how each ended (`DIR/phases.jsonl`, the same lines the sbatch job writes).
+
+The only IO of `stoker run`: each phase is an argument list from the builders, started in
+its own session so that a phase past its limit is ended with all its ranks.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+PHASES_FILE = "phases.jsonl"
+KILL_AFTER_S = 15   # TERM at the limit, KILL this much later, as `timeout --kill-after`
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Phase:
+    name: str
+    argv: tuple[str, ...]
+    limit_s: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PhaseResult:
+    name: str
+    rc: int             # the child's exit code; 124 when it ran past its limit (as timeout(1))
+    elapsed_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds) // 60:d}:{int(seconds) % 60:02d}"
+
+
+def _pump(src: TextIO, prefix: str, sink: TextIO) -> None:
+    for line in src:
+        sink.write(f"{prefix}{line}" if line.endswith("\n") else f"{prefix}{line}\n")
+        sink.flush()
+
+
+def _end_group(proc: subprocess.Popen[str]) -> None:
+    """TERM the phase's whole process group (its ranks), KILL what is left later."""
+    for sig, wait_s in ((signal.SIGTERM, KILL_AFTER_S), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_phase(phase: Phase, index: int, total: int, env: Mapping[str, str], sink: TextIO = sys.stdout) -> PhaseResult:
+    start = time.monotonic()
+    sink.write(f"[{index}/{total}] {phase.name}: started (limit {_clock(phase.limit_s)})\n")
+    sink.flush()
+    proc = subprocess.Popen(list(phase.argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace", start_new_session=True)
+    assert proc.stdout is not None
+    reader = threading.Thread(target=_pump, args=(proc.stdout, f"  {phase.name} | ", sink), daemon=True)
+    reader.start()
+    try:
+        rc = proc.wait(timeout=phase.limit_s)
+    except subprocess.TimeoutExpired:
+        _end_group(proc)
+        rc = 124
+        sink.write(f"[{index}/{total}] {phase.name}: past its limit of {phase.limit_s} s, stopped\n")
+    except KeyboardInterrupt:
+        _end_group(proc)
+        raise
+    reader.join(timeout=5)
+    elapsed = time.monotonic() - start
+    sink.write(f"[{index}/{total}] {phase.name}: {'done' if rc == 0 else f'ended with exit code {rc}'} "
+               f"after {_clock(elapsed)}\n")
+    sink.flush()
+    return PhaseResult(name=phase.name, rc=rc, elapsed_s=elapsed)
+
+
+def record_phase(out: Path, result: PhaseResult) -> None:
+    with open(out / PHASES_FILE, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"phase": result.name, "rc": result.rc, "elapsed_s": round(result.elapsed_s, 1)}) + "\n")
+
+
+def exit_code(report_rc: int, verdict_written: bool, aborted: bool) -> int:
+    """The run's exit code: the verdict (0 pass, 1 fail); 3 when a phase aborted but the
+    report still passed or could not judge; the report's own code otherwise."""
+    if verdict_written and report_rc == 1:
+        return 1
+    if aborted:
+        return 3
+    return report_rc

@@ -1,0 +1,126 @@
+"""Render launchers/slurm/acceptance.sbatch from a dataclass (pure: template text in,
+script text out; the golden tests compare the result line by line)."""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from importlib import resources
+
+from launchers import builders as b
+from launchers.profiles import Profile
+
+# What the rendered script may hold beyond the profile's own limits: stoker's --timeout
+# fires first, srun's --time next (Slurm kills on whole minutes), `timeout` last.
+SRUN_GRACE_S = 60
+PHASE_GRACE_S = 120
+JOB_MARGIN_S = 300
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SbatchConfig:
+    nodes: int
+    ranks_per_node: int               # one per GPU; 2 CPU ranks where there are none
+    gpus_per_node: int                # 0: no --gpus-per-node request (CPU / gloo)
+    profile: Profile
+    out: str                          # results dir; must be on a file system all nodes share
+    backend: str = "auto"
+    partition: str | None = None
+    time: str | None = None           # job limit (Slurm format); None: the phases' sum
+    spec: str | None = None
+    workload: str | None = None
+    local_path: str | None = None     # None: $TMPDIR (or /tmp) per node
+    shared_path: str | None = None    # None: a scratch dir inside the results dir
+    job_name: str = "stoker-acceptance"
+    # the job log, relative to the submit dir: Slurm opens it before the job starts, so it
+    # must not depend on the results dir (which the job itself checks, and may refuse)
+    log: str = "stoker-acceptance-%j.out"
+    stoker: tuple[str, ...] = b.STOKER
+
+
+def template_text() -> str:
+    return resources.files("launchers").joinpath("slurm/acceptance.sbatch").read_text(encoding="utf-8")
+
+
+def job_time(cfg: SbatchConfig) -> str:
+    """The job's --time: every phase at its limit, plus a margin; as H:MM:SS."""
+    p = cfg.profile
+    secs = len(net_phases(cfg)) * (p.net_timeout_s + PHASE_GRACE_S) + p.io_timeout_s + PHASE_GRACE_S
+    secs += p.report_timeout_s + JOB_MARGIN_S
+    return f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
+
+
+def net_phases(cfg: SbatchConfig) -> list[tuple[str, tuple[str, ...]]]:
+    """(phase name, scopes) in the contract's order; one node has no inter-node phases."""
+    phases = [("intra-node", ("intra-node",))]
+    if cfg.nodes > 1:
+        phases += [("inter-node", ("world", "inter-node")), ("pairs", ("pairs",))]
+    return phases
+
+
+def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mpi: bool) -> list[str]:
+    return b.srun(b.SrunSpec(program=tuple(program), nodes=cfg.nodes, ntasks_per_node=per_node,
+                             time_limit_s=limit_s + SRUN_GRACE_S,
+                             mpi="pmix" if mpi and cfg.backend == "mpi" else None))
+
+
+def _phase_lines(cfg: SbatchConfig) -> list[str]:
+    p = cfg.profile
+    lines = []
+    for name, scopes in net_phases(cfg):
+        net = b.net_argv(b.NetCommand(profile=p, out="$OUT", scopes=scopes, backend=cfg.backend, stoker=cfg.stoker))
+        cmd = _srun(cfg, net, cfg.ranks_per_node, p.net_timeout_s, mpi=True)
+        lines.append(b.shell_line(["phase", name, str(p.net_timeout_s + PHASE_GRACE_S), *cmd]))
+    mkdir = b.srun(b.SrunSpec(program=("mkdir", "-p", "$LOCAL_IO", "$SHARED_IO"), nodes=cfg.nodes, time_limit_s=60, label=False))
+    lines.append(b.shell_line(mkdir))
+    io = b.io_argv(b.IoCommand(profile=p, out="$OUT", paths=("$LOCAL_IO", "$SHARED_IO"), stoker=cfg.stoker))
+    cmd = _srun(cfg, io, 1, p.io_timeout_s, mpi=False)
+    lines.append(b.shell_line(["phase", "storage", str(p.io_timeout_s + PHASE_GRACE_S), *cmd]))
+    return lines
+
+
+def _sbatch_options(cfg: SbatchConfig) -> list[str]:
+    opts = [f"--job-name={cfg.job_name}", f"--nodes={cfg.nodes}", f"--ntasks-per-node={cfg.ranks_per_node}"]
+    if cfg.gpus_per_node:
+        opts.append(f"--gpus-per-node={cfg.gpus_per_node}")
+    if cfg.partition:
+        opts.append(f"--partition={cfg.partition}")
+    opts += [f"--time={cfg.time or job_time(cfg)}", f"--output={_sbatch_value(cfg.log)}", "--exclusive"]
+    return [f"#SBATCH {o}" for o in opts]
+
+
+def _sbatch_value(text: str) -> str:
+    """sbatch reads #SBATCH values with its own quoting: double quotes around blanks."""
+    return f'"{text}"' if any(c.isspace() for c in text) else text
+
+
+def _default_or(path: str | None, default: str) -> str:
+    """A given path, quoted; or a bash expression evaluated on each node."""
+    return shlex.quote(path) if path else default
+
+
+def render(cfg: SbatchConfig, template: str | None = None) -> str:
+    p = cfg.profile
+    report = b.report_argv(b.ReportCommand(out="$OUT", spec=cfg.spec, workload=cfg.workload, stoker=cfg.stoker))
+    shared_check = b.srun(b.SrunSpec(program=("test", "-s", "$MARK"), nodes=cfg.nodes, time_limit_s=60, label=False))
+    phases = _phase_lines(cfg)
+    values = {
+        "sbatch_options": "\n".join(_sbatch_options(cfg)),
+        "profile": p.name, "ops": ",".join(p.ops), "min_bytes": p.min_bytes, "max_bytes": p.max_bytes,
+        "step_factor": str(p.step_factor), "iters": str(p.iters), "workloads": ",".join(p.workloads),
+        "ckpt_bytes": p.ckpt_bytes, "io_runtime_s": str(p.io_runtime_s),
+        "out": shlex.quote(cfg.out),
+        "local_path": _default_or(cfg.local_path, '"${TMPDIR:-/tmp}/stoker-io-$SLURM_JOB_ID"'),
+        "shared_path": _default_or(cfg.shared_path, '"$OUT/io-scratch"'),
+        "nodes": str(cfg.nodes),
+        "shared_check": b.shell_line(shared_check),
+        "phase_count": str(sum(line.startswith("phase ") for line in phases) + 1),
+        "phases": "\n".join(phases),
+        "report": b.shell_line(["timeout", "--kill-after=30", str(p.report_timeout_s), *report]),
+    }
+
+    def fill(m: re.Match[str]) -> str:
+        return values[m.group(1)]
+
+    return _PLACEHOLDER.sub(fill, template_text() if template is None else template)

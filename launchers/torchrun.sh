@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# stoker acceptance run with torchrun, for clusters without Slurm (ssh, Kubernetes): the
+# same phases as the sbatch job. Start it on EVERY node at once (same settings everywhere
+# but NODE_RANK); node 0 writes the report and its exit code is the verdict
+# (0 pass, 1 fail, 2 bad input, 3 a phase aborted; the report says what is missing).
+#
+#   # ssh, 2 nodes, 8 GPUs each; OUT on a file system both nodes share (a fresh dir per run):
+#   for r in 0 1; do ssh node$r "cd $PWD && NNODES=2 NODE_RANK=$r MASTER_ADDR=node0 \
+#       OUT=/shared/stoker/run1 launchers/torchrun.sh --profile standard --spec /shared/spec.yaml" & done; wait
+#   # Kubernetes (an indexed Job / PyTorchJob): NODE_RANK=$JOB_COMPLETION_INDEX, MASTER_ADDR=<pod 0 service>.
+#
+# Settings (environment): NNODES (1), NODE_RANK (0), MASTER_ADDR (127.0.0.1), MASTER_PORT
+# (29500; phase i uses MASTER_PORT+i), NPROC_PER_NODE (GPUs, else 2), OUT (required),
+# LOCAL_IO ($TMPDIR or /tmp), SHARED_IO ($OUT/io-scratch), STOKER_PY (the python with stoker),
+# SYNC_TIMEOUT (60 s for all nodes to find each other's marker in OUT).
+# Arguments: stoker run's options: --profile quick|standard|full, --spec FILE, --workload FILE,
+# --max-bytes 1G ... (every profile knob), --backend is set with BACKEND (auto).
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=launchers/common.sh
+. "$HERE/common.sh"
+
+NNODES=${NNODES:-1}
+NODE_RANK=${NODE_RANK:-0}
+MASTER_ADDR=${MASTER_ADDR:-127.0.0.1}
+MASTER_PORT=${MASTER_PORT:-29500}
+BACKEND=${BACKEND:-auto}
+[ -n "${OUT:-}" ] || die2 "set OUT to a results dir on a file system all nodes share"
+NPROC_PER_NODE=${NPROC_PER_NODE:-$(gpu_count)}
+[ "$NPROC_PER_NODE" -gt 0 ] || NPROC_PER_NODE=2
+LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$NODE_RANK-$$}
+SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
+SYNC_TIMEOUT=${SYNC_TIMEOUT:-60}
+tokens LIMITS limits "$@"
+mkdir -p "$OUT" "$LOCAL_IO" "$SHARED_IO" || die2 "cannot create $OUT, $LOCAL_IO or $SHARED_IO"
+
+# One run id for every node, and proof that OUT is shared: node 0 writes its run id into
+# OUT, every node reads it and answers with a file of its own, node 0 waits for all.
+MARK="$OUT/.stoker-run-id"
+if [ "$NODE_RANK" -eq 0 ]; then
+  rm -f "$OUT"/.stoker-seen-*
+  export STOKER_RUN_ID="${STOKER_RUN_ID:-torchrun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
+  echo "$STOKER_RUN_ID" > "$MARK.tmp" && mv "$MARK.tmp" "$MARK"
+else
+  for _ in $(seq "$SYNC_TIMEOUT"); do [ -s "$MARK" ] && break; sleep 1; done
+  [ -s "$MARK" ] || die2 "node $NODE_RANK: no run id from node 0 in $OUT after $SYNC_TIMEOUT s: is OUT on a file system all nodes share, and did node 0 start?"
+  STOKER_RUN_ID=$(cat "$MARK")
+  export STOKER_RUN_ID
+fi
+: > "$OUT/.stoker-seen-$NODE_RANK"
+if [ "$NODE_RANK" -eq 0 ]; then
+  for _ in $(seq "$SYNC_TIMEOUT"); do [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] && break; sleep 1; done
+  [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] || { rm -f "$MARK"; die2 "results dir $OUT is not on a file system shared by all $NNODES nodes (their markers are missing after $SYNC_TIMEOUT s); set OUT to a shared path"; }
+fi
+
+WRITE_PHASES=$([ "$NODE_RANK" -eq 0 ] && echo 1 || echo 0)
+L=(--launcher torchrun --nnodes "$NNODES" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")
+GRACE=120
+NAMES=(intra-node) SCOPES=(intra-node)
+[ "$NNODES" -gt 1 ] && NAMES+=(inter-node pairs) SCOPES+=(world,inter-node pairs)
+PHASES=$(( ${#SCOPES[@]} + 1 + (NODE_RANK == 0) ))
+i=0
+for scopes in "${SCOPES[@]}"; do
+  # a port per phase: a node that starts phase i+1 early must not reach phase i's store
+  tokens CMD "${L[@]}" --nproc-per-node "$NPROC_PER_NODE" --master-port $((MASTER_PORT + i)) \
+    net --scopes "$scopes" --backend "$BACKEND" --out "$OUT" "$@"
+  phase "${NAMES[$i]}" $((LIMITS[0] + GRACE)) "${CMD[@]}"
+  i=$((i + 1))
+done
+tokens CMD "${L[@]}" --nproc-per-node 1 --master-port $((MASTER_PORT + i)) \
+  io --path "$LOCAL_IO" --path "$SHARED_IO" --out "$OUT" "$@"
+phase storage $((LIMITS[1] + GRACE)) "${CMD[@]}"
+rm -rf "$LOCAL_IO"
+
+if [ "$NODE_RANK" -ne 0 ]; then
+  [ "${#ABORTED[@]}" -eq 0 ] || exit 3
+  exit 0
+fi
+rm -f "$MARK" "$OUT"/.stoker-seen-*
+echo "stoker: [$PHASES/$PHASES] report"
+tokens CMD report --out "$OUT" "$@"
+timeout --kill-after=30 "${LIMITS[2]}" "${CMD[@]}"
+finish $?

@@ -1,0 +1,109 @@
+"""MPI through mpi4py, with numpy buffers on the host. The MPI library does the
+transport (Open MPI, MPICH, vendor MPIs); mpi4py's buffer calls add no copies."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from netbench.backends import Backend, PerfCounterTimer, Timer
+from reports.errors import UsageError
+
+_DTYPES = {
+    "float32": np.float32, "float64": np.float64, "float16": np.float16,
+    "int32": np.int32, "int64": np.int64, "int8": np.int8, "uint8": np.uint8,
+}
+
+
+class MpiBackend(Backend):
+    name = "mpi"
+    device = "cpu"
+    only_in_place = frozenset({"broadcast"})
+    in_place_ops = frozenset({"all_reduce", "broadcast", "reduce", "all_gather"})
+
+    def __init__(self, dtype: str) -> None:
+        if dtype not in _DTYPES:
+            raise UsageError(f"--dtype {dtype} has no MPI/numpy type: choose from {', '.join(_DTYPES)}")
+        if dtype == "float16":
+            # MPI has no predefined half type for reductions; sum in float16 would fail
+            raise UsageError("--dtype float16 cannot be reduced by MPI: use float32 with --backend mpi")
+        self._dtype = _DTYPES[dtype]
+        self._w = MPI.COMM_WORLD
+        self.rank, self.world = self._w.Get_rank(), self._w.Get_size()
+
+    def split(self, groups: Sequence[Sequence[int]]) -> Any | None:
+        color, key = MPI.UNDEFINED, 0
+        for i, ranks in enumerate(groups):
+            if self.rank in ranks:
+                color, key = i, list(ranks).index(self.rank)
+        comm = self._w.Split(color, key)
+        return None if comm == MPI.COMM_NULL else comm
+
+    def group_rank(self, comm: Any) -> int:
+        return int(comm.Get_rank())
+
+    def group_size(self, comm: Any) -> int:
+        return int(comm.Get_size())
+
+    def alloc(self, values: np.ndarray) -> np.ndarray:
+        return values.astype(self._dtype)
+
+    def view(self, buf: np.ndarray, start: int, n: int) -> np.ndarray:
+        return buf[start:start + n]
+
+    def to_numpy(self, buf: np.ndarray) -> np.ndarray:
+        return buf.astype(np.float64)
+
+    def bind(self, op: str, send: np.ndarray, recv: np.ndarray, comm: Any, root: int,
+             in_place: bool) -> Callable[[], object]:
+        src = MPI.IN_PLACE if in_place else send
+        if op == "all_reduce":
+            return partial(comm.Allreduce, src, recv, op=MPI.SUM)
+        if op == "all_gather":
+            return partial(comm.Allgather, src, recv)
+        if op == "reduce_scatter":
+            return partial(comm.Reduce_scatter_block, send, recv, op=MPI.SUM)
+        if op == "broadcast":
+            return partial(comm.Bcast, recv, root=root)
+        if op == "reduce":
+            if in_place:   # MPI_IN_PLACE is given at the root only
+                at_root = comm.Get_rank() == root
+                return partial(comm.Reduce, MPI.IN_PLACE if at_root else recv, recv if at_root else None,
+                               op=MPI.SUM, root=root)
+            return partial(comm.Reduce, send, recv, op=MPI.SUM, root=root)
+        if op == "alltoall":
+            return partial(comm.Alltoall, send, recv)
+        if op == "sendrecv":
+            n, me = comm.Get_size(), comm.Get_rank()
+            return partial(comm.Sendrecv, send, dest=(me + 1) % n, recvbuf=recv, source=(me - 1) % n)
+        raise ValueError(op)
+
+    def barrier(self, comm: Any) -> None:
+        comm.Barrier()
+
+    def sync(self) -> None:
+        pass  # host buffers: every call has completed when it returns
+
+    def timer(self) -> Timer:
+        return PerfCounterTimer()
+
+    def gather(self, obj: Any) -> list[Any] | None:
+        return self._w.gather(obj, root=0)
+
+    def allgather(self, obj: Any) -> list[Any]:
+        return self._w.allgather(obj)
+
+    def bcast(self, obj: Any) -> Any:
+        return self._w.bcast(obj, root=0)
+
+    def versions(self) -> dict[str, str]:
+        import mpi4py
+
+        return {"mpi4py": mpi4py.__version__, "mpi": MPI.Get_library_version().strip().splitlines()[0],
+                "mpi_standard": "%d.%d" % MPI.Get_version(), "backend": "mpi"}
+
+    def close(self) -> None:
+        pass  # mpi4py finalises MPI at interpreter exit

@@ -1,0 +1,171 @@
+"""torch.distributed: NCCL on GPUs, gloo on CPUs.
+
+torch has no out-of-place all_reduce, broadcast or reduce: those always run in place
+(records say in_place=true). The NCCL path is thin and has not been run in this
+project's CI (no GPU there)."""
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from netbench.backends import Backend, PerfCounterTimer, Timer
+from netbench.launch_env import LaunchEnv, require_rendezvous
+from reports.errors import UsageError
+
+_DTYPES = {
+    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+    "bfloat16": torch.bfloat16, "int32": torch.int32, "int64": torch.int64,
+    "int8": torch.int8, "uint8": torch.uint8,
+}
+# torch 2.13 renamed the tensor forms (the old names warn); same call, same semantics
+_ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+_REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
+
+class CudaEventTimer(Timer):
+    def __init__(self) -> None:
+        self._events: list[torch.cuda.Event] = []
+
+    def mark(self) -> None:
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        self._events.append(ev)
+
+    def intervals(self) -> list[float]:
+        e = self._events
+        return [a.elapsed_time(b) / 1e3 for a, b in zip(e, e[1:])]
+
+
+class _Comm:
+    __slots__ = ("pg", "ranks")
+
+    def __init__(self, pg: Any, ranks: Sequence[int]) -> None:
+        self.pg = pg
+        self.ranks = tuple(ranks)
+
+
+class TorchBackend(Backend):
+    only_in_place = frozenset({"all_reduce", "broadcast", "reduce"})
+    in_place_ops = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter"})
+
+    def __init__(self, name: str, le: LaunchEnv, dtype: str, timeout_s: float) -> None:
+        addr, port = ("127.0.0.1", 0) if le.world <= 1 else require_rendezvous(le)
+        if le.world < 1:
+            raise UsageError(f"the {le.launcher} environment does not say how many ranks there are: export WORLD_SIZE or use --backend mpi")
+        if le.world <= 1:  # a lone rank still needs a store; a free port avoids clashes
+            import socket
+
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        self.name = name
+        self.rank, self.world = le.rank, le.world
+        self._dtype = _DTYPES[dtype]
+        if name == "nccl":
+            torch.cuda.set_device(le.local_rank % torch.cuda.device_count())
+            self._dev = torch.device("cuda", torch.cuda.current_device())
+            self.device = torch.cuda.get_device_name(self._dev)
+        else:
+            self._dev = torch.device("cpu")
+            self.device = "cpu"
+        dist.init_process_group(
+            name, init_method=f"tcp://{addr}:{port}", rank=le.rank, world_size=le.world,
+            # our own watchdog aborts first; this only bounds a hang it cannot see
+            timeout=datetime.timedelta(seconds=max(60.0, 2 * timeout_s)),
+        )
+        self._world = _Comm(dist.group.WORLD, range(le.world))
+
+    def split(self, groups: Sequence[Sequence[int]]) -> _Comm | None:
+        mine = None
+        for ranks in groups:
+            if list(ranks) == list(range(self.world)):
+                comm = self._world
+            else:
+                comm = _Comm(dist.new_group(list(ranks)), ranks)
+            if self.rank in ranks:
+                mine = comm
+        return mine
+
+    def group_rank(self, comm: _Comm) -> int:
+        return comm.ranks.index(self.rank)
+
+    def group_size(self, comm: _Comm) -> int:
+        return len(comm.ranks)
+
+    def alloc(self, values: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(values).to(device=self._dev, dtype=self._dtype)
+
+    def view(self, buf: torch.Tensor, start: int, n: int) -> torch.Tensor:
+        return buf.narrow(0, start, n)
+
+    def to_numpy(self, buf: torch.Tensor) -> np.ndarray:
+        return buf.detach().to(device="cpu", dtype=torch.float64).numpy()
+
+    def bind(self, op: str, send: torch.Tensor, recv: torch.Tensor, comm: _Comm, root: int,
+             in_place: bool) -> Callable[[], object]:
+        pg = comm.pg
+        if op == "all_reduce":
+            return partial(dist.all_reduce, recv, group=pg)
+        if op == "all_gather":
+            return partial(_ALL_GATHER, recv, send, group=pg)
+        if op == "reduce_scatter":
+            return partial(_REDUCE_SCATTER, recv, send, group=pg)
+        if op == "broadcast":
+            return partial(dist.broadcast, recv, group=pg, group_src=root)
+        if op == "reduce":
+            return partial(dist.reduce, recv, group=pg, group_dst=root)
+        if op == "alltoall":
+            return partial(dist.all_to_all_single, recv, send, group=pg)
+        if op == "sendrecv":
+            n, me = len(comm.ranks), self.group_rank(comm)
+            ops = [dist.P2POp(dist.isend, send, group=pg, group_peer=(me + 1) % n),
+                   dist.P2POp(dist.irecv, recv, group=pg, group_peer=(me - 1) % n)]
+
+            def sendrecv() -> None:
+                for work in dist.batch_isend_irecv(ops):
+                    work.wait()
+            return sendrecv
+        raise ValueError(op)
+
+    def barrier(self, comm: _Comm) -> None:
+        dist.barrier(group=comm.pg)
+        self.sync()
+
+    def sync(self) -> None:
+        if self._dev.type == "cuda":
+            torch.cuda.synchronize(self._dev)
+
+    def timer(self) -> Timer:
+        return CudaEventTimer() if self._dev.type == "cuda" else PerfCounterTimer()
+
+    def gather(self, obj: Any) -> list[Any] | None:
+        out: list[Any] | None = [None] * self.world if self.rank == 0 else None
+        dist.gather_object(obj, out, dst=0)
+        return out
+
+    def allgather(self, obj: Any) -> list[Any]:
+        out: list[Any] = [None] * self.world
+        dist.all_gather_object(out, obj)
+        return out
+
+    def bcast(self, obj: Any) -> Any:
+        box = [obj]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def versions(self) -> dict[str, str]:
+        v = {"torch": torch.__version__, "backend": self.name}
+        if self.name == "nccl":
+            v["nccl"] = ".".join(str(x) for x in torch.cuda.nccl.version())
+        v["gloo"] = "built into torch " + torch.__version__ if dist.is_gloo_available() else "absent"
+        return v
+
+    def close(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -1,0 +1,170 @@
+"""The collective table: each op defined once, as nccl-tests' `struct testColl` is.
+
+An entry says how many bytes the "size" column counts, the bus factor, the smallest
+group it runs on, which backend method runs it, and how to fill and check its buffers.
+Adding an op adds an entry here, never a loop elsewhere.
+
+Sizes and factors follow nccl-tests doc/PERFORMANCE.md ("Bus bandwidth") and the
+`*GetBw`/`*GetCollByteCount` functions of src/<op>.cu:
+  S (size column, bytes)      all_reduce, broadcast, reduce, sendrecv: count x type size
+                              all_gather: the whole output; reduce_scatter: the whole input;
+                              alltoall: the whole buffer of one rank (n chunks)
+  busbw = algbw x factor      all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n;
+                              broadcast, reduce, sendrecv 1
+
+Fills are small integers (1..7) so that float sums are exact and a correct result
+compares equal element by element; `wrong` counts the elements that differ.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+# A fill value of rank r at element i: 1..7, so a sum over n ranks stays below 8n and is
+# exact in float32 for any realistic n (and in bfloat16/float16 up to ~32 ranks).
+_FILL_MOD = 7
+
+
+def fill(rank: int, start: int, n: int) -> np.ndarray:
+    """Rank `rank`'s input values for elements start..start+n-1 (float64, exact integers)."""
+    idx = np.arange(start, start + n, dtype=np.int64)
+    return ((idx + 3 * rank) % _FILL_MOD + 1).astype(np.float64)
+
+
+def _sum_over(ranks: int, start: int, n: int) -> np.ndarray:
+    total = np.zeros(n, dtype=np.float64)
+    for r in range(ranks):
+        total += fill(r, start, n)
+    return total
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Layout:
+    """Buffer sizes (elements) of one rank for one op at one size."""
+
+    count: int          # elements of the size column
+    send: int           # elements in this rank's send buffer
+    recv: int           # elements in this rank's receive buffer
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Collective:
+    name: str
+    bus_factor: Callable[[int], float]     # n ranks -> busbw / algbw
+    per_rank_chunks: bool                  # count must divide into n equal chunks
+    send_chunks: Callable[[int], int]      # n -> send buffer length in chunks of count/n
+    recv_chunks: Callable[[int], int]      # n -> recv buffer length in chunks of count/n
+    min_ranks: int = 1
+    redop: str = "none"
+    rooted: bool = False
+    in_place_ok: bool = True               # nccl-tests runs it in place too
+    send_values: Callable[[int, int, int, int], np.ndarray]   # (count, n, rank, root) -> send buffer
+    expected: Callable[[int, int, int, int], np.ndarray | None]  # -> recv buffer; None: not checked
+
+    def layout(self, size_bytes: int, n: int, itemsize: int) -> Layout:
+        """Element counts for a requested size, rounded down like nccl-tests so that
+        chunked ops split evenly; count 0 means the size is too small for this op."""
+        count = size_bytes // itemsize
+        if self.per_rank_chunks:
+            count -= count % n
+        chunk = count // n if self.per_rank_chunks else count
+        return Layout(count=count, send=chunk * self.send_chunks(n), recv=chunk * self.recv_chunks(n))
+
+    def size_bytes(self, layout: Layout, itemsize: int) -> int:
+        """The nccl-tests size column: always count x type size with count defined per op."""
+        return layout.count * itemsize
+
+
+def _ring(n: int) -> float:
+    return (n - 1) / n if n > 0 else 0.0
+
+
+def _own(count: int, n: int, rank: int, root: int) -> np.ndarray:
+    return fill(rank, 0, count)
+
+
+def _own_chunk(count: int, n: int, rank: int, root: int) -> np.ndarray:
+    return fill(rank, 0, count // n)
+
+
+def _alltoall_send(count: int, n: int, rank: int, root: int) -> np.ndarray:
+    # chunk j goes to rank j; its values encode (sender, destination) so misrouting shows
+    c = count // n
+    return np.concatenate([fill(rank, j * c, c) for j in range(n)]) if c else np.zeros(0)
+
+
+def _alltoall_expected(count: int, n: int, rank: int, root: int) -> np.ndarray:
+    c = count // n
+    return np.concatenate([fill(j, rank * c, c) for j in range(n)]) if c else np.zeros(0)
+
+
+def _all_gather_expected(count: int, n: int, rank: int, root: int) -> np.ndarray:
+    c = count // n
+    return np.concatenate([fill(j, 0, c) for j in range(n)]) if c else np.zeros(0)
+
+
+def _reduce_scatter_expected(count: int, n: int, rank: int, root: int) -> np.ndarray:
+    c = count // n
+    return _sum_over(n, rank * c, c)
+
+
+def _reduce_expected(count: int, n: int, rank: int, root: int) -> np.ndarray | None:
+    return _sum_over(n, 0, count) if rank == root else None  # other ranks' buffers are undefined
+
+
+_ONE = lambda n: 1  # noqa: E731 - one chunk
+_N = lambda n: n  # noqa: E731 - n chunks
+
+TABLE: dict[str, Collective] = {
+    c.name: c
+    for c in (
+        Collective(
+            name="all_reduce", bus_factor=lambda n: 2 * _ring(n), redop="sum",
+            per_rank_chunks=False, send_chunks=_ONE, recv_chunks=_ONE,
+            send_values=_own, expected=lambda c, n, r, root: _sum_over(n, 0, c),
+        ),
+        Collective(
+            name="all_gather", bus_factor=_ring, per_rank_chunks=True,
+            send_chunks=_ONE, recv_chunks=_N,
+            send_values=_own_chunk, expected=_all_gather_expected,
+        ),
+        Collective(
+            name="reduce_scatter", bus_factor=_ring, redop="sum", per_rank_chunks=True,
+            send_chunks=_N, recv_chunks=_ONE,
+            send_values=_own, expected=_reduce_scatter_expected,
+        ),
+        Collective(
+            name="broadcast", bus_factor=lambda n: 1.0, rooted=True,
+            per_rank_chunks=False, send_chunks=_ONE, recv_chunks=_ONE,
+            send_values=_own, expected=lambda c, n, r, root: fill(root, 0, c),
+        ),
+        Collective(
+            name="reduce", bus_factor=lambda n: 1.0, redop="sum", rooted=True,
+            per_rank_chunks=False, send_chunks=_ONE, recv_chunks=_ONE,
+            send_values=_own, expected=_reduce_expected,
+        ),
+        Collective(
+            name="alltoall", bus_factor=_ring, per_rank_chunks=True, in_place_ok=False,
+            send_chunks=_N, recv_chunks=_N,
+            send_values=_alltoall_send, expected=_alltoall_expected,
+        ),
+        Collective(
+            # send to rank r+1, receive from rank r-1 (nccl-tests sendrecv.cu)
+            name="sendrecv", bus_factor=lambda n: 1.0, min_ranks=2, in_place_ok=False,
+            per_rank_chunks=False, send_chunks=_ONE, recv_chunks=_ONE,
+            send_values=_own, expected=lambda c, n, r, root: fill((r - 1) % n, 0, c),
+        ),
+    )
+}
+OP_NAMES: tuple[str, ...] = tuple(TABLE)
+
+
+def count_wrong(got: np.ndarray, expected: np.ndarray | None) -> int:
+    """Elements of `got` that differ from `expected` (a length mismatch counts in full)."""
+    if expected is None:
+        return 0
+    if got.shape != expected.shape:
+        return max(got.size, expected.size)
+    return int(np.count_nonzero(got.astype(np.float64) != expected))

@@ -1,0 +1,76 @@
+"""The one timing loop, shared by every op and backend (nccl-tests' common.cu).
+
+Per op and size: fill fresh buffers, run once and count wrong elements (the check),
+then `warmup` ops, a barrier, and `iters` ops back to back with ONE sync at the end:
+t = elapsed / iters. Timestamps are also taken between the back-to-back ops (a
+perf_counter read on CPUs, a CUDA event record on GPUs; neither synchronises), which
+gives the per-iteration min/p50/p99/CV without a second pass and without changing what
+the headline time means.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from netbench.backends import Backend
+from netbench.collectives import Collective, Layout, count_wrong
+from netbench.sweep import IterStats, iter_stats
+
+ROOT = 0   # nccl-tests' default root (-r 0), as a rank of the group
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RankResult:
+    """What one rank measured; rank 0 combines these into a record."""
+
+    group: int
+    time_s: float          # this rank's elapsed / iters
+    stats: IterStats
+    wrong: int
+
+
+def _buffers(b: Backend, coll: Collective, lay: Layout, n: int, me: int, in_place: bool) -> tuple[Any, Any]:
+    values = coll.send_values(lay.count, n, me, ROOT)
+    if not in_place:
+        return b.alloc(values), b.alloc(np.zeros(lay.recv))
+    chunk = lay.count // n if coll.per_rank_chunks else lay.count
+    if lay.recv > lay.send:            # all_gather: my input is my chunk of the output
+        full = np.zeros(lay.recv)
+        full[me * chunk:(me + 1) * chunk] = values
+        buf = b.alloc(full)
+        return b.view(buf, me * chunk, chunk), buf
+    buf = b.alloc(values)
+    if lay.send > lay.recv:            # reduce_scatter: my output is my chunk of the input
+        return buf, b.view(buf, me * chunk, chunk)
+    return buf, buf
+
+
+def measure(
+    b: Backend, comm: Any, coll: Collective, lay: Layout, *, group: int, iters: int, warmup: int,
+    in_place: bool, check: bool,
+) -> RankResult:
+    """Check, warm up and time one op at one size on this rank's group."""
+    n, me = b.group_size(comm), b.group_rank(comm)
+    send, recv = _buffers(b, coll, lay, n, me, in_place)
+    op = b.bind(coll.name, send, recv, comm, ROOT, in_place)
+
+    wrong = 0
+    if check:
+        op()
+        b.sync()
+        wrong = count_wrong(b.to_numpy(recv), coll.expected(lay.count, n, me, ROOT))
+    for _ in range(warmup):
+        op()
+    b.barrier(comm)
+    timer = b.timer()
+    mark = timer.mark
+    mark()
+    for _ in range(iters):
+        op()
+        mark()
+    b.sync()
+    times = timer.intervals()
+    return RankResult(group=group, time_s=sum(times) / iters, stats=iter_stats(times), wrong=wrong)
+

@@ -1,0 +1,254 @@
+"""One `stoker net` run on one rank: find the topology, walk the scopes, measure every
+op and size in each group, and (global rank 0 only) write records, manifests and the table."""
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from netbench import output
+from netbench.backends import ITEMSIZE, Backend
+from netbench.collectives import TABLE, Collective
+from netbench.harness import ROOT, RankResult, measure
+from netbench.sweep import mean_across_ranks, slowest
+from netbench.topology import Group, Topology, host_pairs_rounds, my_host, pair_rounds, round_robin, scope_groups
+from netbench.watchdog import Watchdog
+from reports.errors import MeasurementAborted, StokerError
+from reports.manifest import base_manifest
+from reports.records import MANIFEST_FILE, NET_FILE, NetRecord, RecordWriter, new_run_id, utc_now
+from reports.units import gbps
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Settings:
+    ops: tuple[str, ...]
+    sizes: tuple[int, ...]
+    iters: int
+    warmup: int
+    dtype: str
+    scopes: tuple[str, ...]
+    in_place: bool
+    check: bool
+    timeout_s: float
+    pair_bytes: int
+    pair_op: str
+    pairs: tuple[tuple[str, str], ...] = ()
+    out: str | None = None
+    hosts_override: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class _Run:
+    b: Backend
+    s: Settings
+    wd: Watchdog
+    writer: RecordWriter | None          # global rank 0 only
+    run_id: str
+    n_records: int = 0
+    seen: set[str] = field(default_factory=set)
+
+    def say(self, line: str) -> None:
+        if self.writer is not None:
+            print(line, flush=True)
+
+
+@contextmanager
+def _step(wd: Watchdog, what: str) -> Iterator[None]:
+    """One watched step: the watchdog ends a hang; an error from the backend (a peer
+    died, a connection reset) becomes MeasurementAborted (exit 3) naming the step."""
+    wd.arm(what)
+    try:
+        yield
+    except StokerError:
+        raise
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise MeasurementAborted(f"{what} failed ({type(exc).__name__}: {first}); {wd.where}") from None
+    finally:
+        wd.disarm()
+
+
+def _warn(r: _Run, line: str) -> None:
+    if r.writer is not None:
+        sys.stdout.flush()
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def _manifest(b: Backend, s: Settings, run_id: str, host: str, topo: Topology, launcher: str) -> dict[str, Any]:
+    m = base_manifest("net", run_id, os.environ)
+    m["host"] = host
+    m["launcher"] = launcher
+    m["ranks_on_host"] = topo.hosts.count(host)
+    m["versions"] = b.versions()
+    m["devices"] = [b.device]
+    m["settings"] = {**asdict(s), "backend": b.name, "world": b.world}
+    try:
+        from reports.detect import detect_hardware  # type: ignore[import-not-found]
+
+        m["hardware"] = detect_hardware()
+    except ImportError:
+        pass
+    except Exception as exc:  # hardware detection must never cost the measurement
+        m["hardware_error"] = f"{type(exc).__name__}: {exc}"
+    return m
+
+
+def _record(r: _Run, scope: str, g: Group, coll: Collective, size: int, got: Sequence[RankResult],
+            in_place: bool, extra: dict[str, Any]) -> NetRecord:
+    n = len(g.ranks)
+    itemsize = ITEMSIZE[r.s.dtype]
+    lay = coll.layout(size, n, itemsize)
+    nbytes = coll.size_bytes(lay, itemsize)
+    t = mean_across_ranks([x.time_s for x in got])
+    st = slowest([x.stats for x in got])
+    algbw = gbps(nbytes, t)
+    return NetRecord(
+        run_id=r.run_id, ts=utc_now(), hosts=g.hosts, nodes=len(g.hosts), op=coll.name, scope=scope,
+        ranks=n, backend=r.b.name, dtype=r.s.dtype, bytes=nbytes, time_s=t, algbw_GBps=algbw,
+        busbw_GBps=algbw * coll.bus_factor(n), wrong=sum(x.wrong for x in got), count=lay.count,
+        redop=coll.redop, root=ROOT if coll.rooted else -1, in_place=in_place, iters=r.s.iters,
+        warmup=r.s.warmup, group=g.index, time_min_s=st.min, time_p50_s=st.p50, time_p99_s=st.p99,
+        time_cv=st.cv, device=r.b.device, extra=dict(extra),
+    )
+
+
+def _modes(r: _Run, coll: Collective) -> list[bool]:
+    """Which in_place values to measure: out-of-place (in place where the API has no other
+    form), plus in-place with --in-place where the op and backend have it."""
+    only = coll.name in r.b.only_in_place
+    modes = [only]
+    if r.s.in_place and not only and coll.in_place_ok and coll.name in r.b.in_place_ops:
+        modes.append(True)
+    return modes
+
+
+def _round(r: _Run, scope: str, groups: Sequence[Group], ops: Sequence[str], sizes: Sequence[int],
+           extra: dict[str, Any]) -> dict[int, float]:
+    """Measure `ops` x `sizes` on disjoint groups at once; returns busbw of each group's last row."""
+    b = r.b
+    with _step(r.wd, f"creating the {scope} groups"):
+        comm = b.split([g.ranks for g in groups])
+    mine = next((g for g in groups if b.rank in g.ranks), None)
+    many = len(groups) > 1
+    for g in groups:
+        r.say(output.scope_header(scope, g.index, len(g.ranks), g.hosts, b.name, r.s.dtype,
+                                  ", ".join(f"{k} {v}" for k, v in extra.items())))
+    header = output.column_header(r.s.in_place, many)
+    last: dict[int, float] = {}
+    itemsize = ITEMSIZE[r.s.dtype]
+    for opname in ops:
+        coll = TABLE[opname]
+        if not any(len(g.ranks) >= coll.min_ranks for g in groups):
+            r.say(f"# op {opname} needs {coll.min_ranks} ranks per group: skipped in scope {scope}")
+            continue
+        r.say(output.op_header(opname))
+        for line in header:
+            r.say(line)
+        for size in sizes:
+            cells: dict[int, list[str]] = {}
+            for in_place in _modes(r, coll):
+                res: RankResult | None = None
+                if comm is not None and mine is not None and len(mine.ranks) >= coll.min_ranks:
+                    lay = coll.layout(size, len(mine.ranks), itemsize)
+                    if lay.count > 0:
+                        with _step(r.wd, f"{opname} at {size} B in scope {scope} (group {mine.index})"):
+                            res = measure(b, comm, coll, lay, group=mine.index, iters=r.s.iters,
+                                          warmup=r.s.warmup, in_place=in_place, check=r.s.check)
+                with _step(r.wd, f"collecting results of {opname} at {size} B in scope {scope}"):
+                    everything = b.gather(res)
+                if everything is None or r.writer is None:
+                    continue
+                for g in groups:
+                    got = [x for x in everything if x is not None and x.group == g.index]
+                    if not got:
+                        continue
+                    rec = _record(r, scope, g, coll, size, got, in_place, {**extra, **_round_extra(g)})
+                    r.writer.write(rec)
+                    r.n_records += 1
+                    last[g.index] = rec.busbw_GBps
+                    cells.setdefault(g.index, [f"{rec.bytes}", f"{rec.count}"]).append(
+                        output.cells(rec.time_s, rec.algbw_GBps, rec.busbw_GBps, rec.wrong))
+            for g in groups:
+                if g.index in cells:
+                    nbytes, count, *measured = cells[g.index]
+                    r.say(output.row(int(nbytes), int(count), r.s.dtype, coll.redop,
+                                     ROOT if coll.rooted else -1, measured, g.index if many else None))
+    return last
+
+
+def _round_extra(g: Group) -> dict[str, Any]:
+    return {} if g.round is None else {"round": g.round}
+
+
+def _pairs(r: _Run, topo: Topology, rounds: list[list[Group]], pass_no: int) -> dict[tuple[str, str], float]:
+    bw: dict[tuple[str, str], float] = {}
+    for groups in rounds:
+        last = _round(r, "pair", groups, (r.s.pair_op,), (r.s.pair_bytes,), {"pass": pass_no})
+        for g in groups:
+            if g.index in last:
+                bw[(g.hosts[0], g.hosts[1])] = last[g.index]
+    return bw
+
+
+def _scope(r: _Run, topo: Topology, scope: str) -> None:
+    rounds, why = scope_groups(topo, scope)
+    if not rounds:
+        _warn(r, output.skipped(scope, why))
+        return
+    if scope != "pairs":
+        _round(r, scope, rounds[0], r.s.ops, r.s.sizes, {})
+        return
+    first = _pairs(r, topo, rounds, 1)
+    from reports.localise import confirmation_pairs
+
+    with _step(r.wd, "sharing the confirmation pairs"):
+        again = r.b.bcast(confirmation_pairs(first) if r.writer is not None else None)
+    if again:
+        _pairs(r, topo, pair_rounds(topo, host_pairs_rounds(topo, again)), 2)
+
+
+def plan_scopes(scopes: Sequence[str], topo: Topology) -> list[str]:
+    """On one host world and intra-node are the same ranks: measure them once, as
+    intra-node (the name that says which link was measured)."""
+    if len(topo.nodes) == 1 and "world" in scopes and "intra-node" in scopes and len(topo.hosts) > 1:
+        return [s for s in scopes if s != "world"]
+    return list(scopes)
+
+
+def execute(b: Backend, s: Settings, launcher: str) -> int:
+    """Run the whole sweep on this rank; returns the exit code."""
+    rank0 = b.rank == 0
+    wd = Watchdog(s.timeout_s, speak=rank0, where="no records written yet")
+    host = my_host(b.rank, s.hosts_override)
+    with _step(wd, "start-up (exchanging host names)"):
+        topo = Topology(hosts=tuple(b.allgather(host)))
+        run_id = b.bcast(new_run_id() if rank0 else None)
+    out_dir = s.out or os.path.join("stoker-results", run_id)
+    wd.where = f"records so far are kept in {out_dir}"
+    is_leader = b.rank in topo.leaders()
+    mine = _manifest(b, s, run_id, host, topo, launcher) if is_leader else None
+    with _step(wd, "start-up (collecting manifests)"):
+        manifests = b.gather(mine)
+    writer = RecordWriter(os.path.join(out_dir, NET_FILE)) if rank0 else None
+    if writer is not None and manifests is not None:
+        with RecordWriter(os.path.join(out_dir, MANIFEST_FILE)) as mw:
+            for m in manifests:
+                if m is not None:
+                    mw.write(m)
+    r = _Run(b=b, s=s, wd=wd, writer=writer, run_id=run_id)
+    if s.pairs:
+        _pairs(r, topo, pair_rounds(topo, host_pairs_rounds(topo, s.pairs)), 1)
+    else:
+        planned = plan_scopes(s.scopes, topo)
+        if len(planned) < len(s.scopes):
+            _warn(r, output.skipped("world", "one host: the same ranks as intra-node, measured as intra-node"))
+        for scope in planned:
+            _scope(r, topo, scope)
+    r.say(output.footer(out_dir, r.n_records))
+    if writer is not None:
+        writer.close()
+    return 0

@@ -1,0 +1,89 @@
+"""`stoker net --nproc N`: start N local ranks of the same command with a torchrun-style
+environment, stream rank 0's output, and supervise them: when one rank dies the others
+are stopped and the run ends with exit 3 (records written so far stay)."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+CHILD_ENV = "STOKER_NET_CHILD"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stop(procs: Sequence[subprocess.Popen[bytes]], sig: int, grace_s: float) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(sig)
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        while p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if p.poll() is None:
+            p.kill()   # SIGKILL also ends a stopped (SIGSTOPped) rank
+            p.wait()
+
+
+def _last_line(path: Path) -> str:
+    lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def _describe(code: int) -> str:
+    return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+
+
+def supervise(nproc: int, argv: Sequence[str]) -> int:
+    """Run `python -m launchers.cli net <argv>` as ranks 0..nproc-1; returns the exit code."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "launchers.cli", "net", *argv]
+    with tempfile.TemporaryDirectory(prefix="nb-ranks-") as tmp:
+        logs = [Path(tmp) / f"rank{r}.err" for r in range(nproc)]
+        procs: list[subprocess.Popen[bytes]] = []
+        for rank in range(nproc):
+            env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(nproc), "LOCAL_RANK": str(rank),
+                   "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                   CHILD_ENV: "1"}
+            env.setdefault("OMP_NUM_THREADS", "1")   # as torchrun does: N ranks share the cores
+            if rank == 0:
+                procs.append(subprocess.Popen(cmd, env=env))
+            else:
+                with open(logs[rank], "wb") as err:
+                    procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err))
+        try:
+            return _wait(procs, logs)
+        except KeyboardInterrupt:
+            _stop(procs, signal.SIGINT, 5.0)
+            sys.stderr.write("stoker net: interrupted; records measured so far are kept\n")
+            return 3
+
+
+def _wait(procs: Sequence[subprocess.Popen[bytes]], logs: Sequence[Path]) -> int:
+    while True:
+        codes = [p.poll() for p in procs]
+        failed = [(r, c) for r, c in enumerate(codes) if c not in (None, 0)]
+        if failed:
+            _stop(procs, signal.SIGTERM, 2.0)
+            rank, code = failed[0]
+            if rank == 0 and code in (2, 3):
+                return code    # rank 0 already said why
+            if codes[0] in (2, 3):
+                return int(codes[0] or 0)
+            why = _last_line(logs[rank]) if rank else ""
+            sys.stderr.write(f"stoker net: rank {rank} {_describe(code)}; the other ranks were stopped; "
+                             f"records measured so far are kept{': ' + why if why else ''}\n")
+            return 2 if code == 2 else 3
+        if all(c == 0 for c in codes):
+            return 0
+        time.sleep(0.1)

@@ -1,0 +1,141 @@
+"""Who shares a node, and the groups of each scope (pure).
+
+A rank's host name is STOKER_HOSTNAME if set, else socket.gethostname(); tests give
+fake hosts per rank with STOKER_HOSTS_MAP / --hosts-override "h0,h0,h1,h1" (rank i's host).
+"""
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from reports.errors import UsageError
+
+SCOPES = ("world", "intra-node", "inter-node", "pairs")
+
+
+def my_host(rank: int, override: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """This rank's host name: the override map, then STOKER_HOSTNAME, then the system's."""
+    env = os.environ if environ is None else environ
+    mapping = override or env.get("STOKER_HOSTS_MAP", "")
+    if mapping:
+        hosts = [h.strip() for h in mapping.split(",")]
+        if rank >= len(hosts) or not hosts[rank]:
+            raise UsageError(f"--hosts-override/STOKER_HOSTS_MAP names {len(hosts)} hosts but this is rank {rank}: give one host per rank")
+        return hosts[rank]
+    return env.get("STOKER_HOSTNAME", "").strip() or socket.gethostname()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Topology:
+    hosts: tuple[str, ...]            # host of each global rank
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """Distinct hosts in order of their first rank."""
+        return tuple(dict.fromkeys(self.hosts))
+
+    def node_ranks(self) -> list[list[int]]:
+        """Global ranks of each node, node by node."""
+        return [[r for r, h in enumerate(self.hosts) if h == node] for node in self.nodes]
+
+    def leaders(self) -> list[int]:
+        """Local rank 0 of each node (the first rank on it)."""
+        return [ranks[0] for ranks in self.node_ranks()]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Group:
+    index: int                        # the record's `group`
+    ranks: tuple[int, ...]            # global ranks, in group-rank order
+    hosts: tuple[str, ...]            # distinct hosts taking part
+    round: int | None = None          # pairs: the tournament round
+
+
+def _group(topo: Topology, index: int, ranks: Sequence[int], rnd: int | None = None) -> Group:
+    hosts = tuple(dict.fromkeys(topo.hosts[r] for r in ranks))
+    return Group(index=index, ranks=tuple(ranks), hosts=hosts, round=rnd)
+
+
+def round_robin(n: int) -> list[list[tuple[int, int]]]:
+    """Circle method: n-1 rounds (n even) or n rounds (n odd) of disjoint pairs, every pair
+    of 0..n-1 exactly once; with n odd one node sits out each round, in turn."""
+    players: list[int | None] = list(range(n)) + ([None] if n % 2 else [])
+    m = len(players)
+    rounds: list[list[tuple[int, int]]] = []
+    for _ in range(m - 1):
+        pairs = []
+        for i in range(m // 2):
+            a, b = players[i], players[m - 1 - i]
+            if a is not None and b is not None:
+                pairs.append((min(a, b), max(a, b)))
+        rounds.append(pairs)
+        players = [players[0], players[-1], *players[1:-1]]   # rotate all but the first
+    return rounds
+
+
+def scope_groups(topo: Topology, scope: str) -> tuple[list[list[Group]], str]:
+    """Rounds of disjoint groups for a scope (one round except for pairs), or ([], why)
+    when the scope cannot run on this topology."""
+    node_ranks = topo.node_ranks()
+    if scope == "world":
+        return [[_group(topo, 0, range(len(topo.hosts)))]], ""
+    if scope == "intra-node":
+        groups = [_group(topo, i, rs) for i, rs in enumerate(node_ranks) if len(rs) > 1]
+        return ([groups], "") if groups else ([], "every node has one rank")
+    if len(node_ranks) < 2:
+        return [], f"one node ({topo.nodes[0]})"
+    if scope == "inter-node":
+        width = max(len(rs) for rs in node_ranks)
+        rails = [[rs[j] for rs in node_ranks if j < len(rs)] for j in range(width)]
+        groups = [_group(topo, j, rail) for j, rail in enumerate(rails) if len(rail) > 1]
+        return [groups], ""
+    if scope == "pairs":
+        return pair_rounds(topo, round_robin(len(node_ranks))), ""
+    raise UsageError(f"unknown scope {scope!r}: choose from {', '.join(SCOPES)}")
+
+
+def pair_rounds(topo: Topology, rounds: Sequence[Sequence[tuple[int, int]]]) -> list[list[Group]]:
+    """Node-index pairs -> groups of the two nodes' local rank 0."""
+    lead = topo.leaders()
+    out: list[list[Group]] = []
+    index = 0
+    for k, pairs in enumerate(rounds):
+        groups = []
+        for a, b in pairs:
+            groups.append(_group(topo, index, (lead[a], lead[b]), rnd=k))
+            index += 1
+        out.append(groups)
+    return out
+
+
+def host_pairs_rounds(topo: Topology, pairs: Sequence[tuple[str, str]]) -> list[list[tuple[int, int]]]:
+    """Explicit host pairs -> rounds of disjoint node-index pairs (greedy packing)."""
+    index = {h: i for i, h in enumerate(topo.nodes)}
+    rounds: list[list[tuple[int, int]]] = []
+    for a, b in pairs:
+        for h in (a, b):
+            if h not in index:
+                raise UsageError(f"--pairs names host {h!r}, which runs no rank here; hosts: {', '.join(topo.nodes)}")
+        if a == b:
+            raise UsageError(f"--pairs {a}:{b} pairs a host with itself; give two different hosts")
+        pair = (index[a], index[b])
+        for rnd in rounds:
+            if not {x for p in rnd for x in p} & set(pair):
+                rnd.append(pair)
+                break
+        else:
+            rounds.append([pair])
+    return rounds
+
+
+def parse_pairs(text: str) -> list[tuple[str, str]]:
+    """'a:b,c:d' -> [('a','b'), ('c','d')]."""
+    out = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        if len(parts) != 2 or not all(parts):
+            raise UsageError(f"bad --pairs entry {item!r}: give HOSTA:HOSTB pairs separated by commas")
+        out.append((parts[0], parts[1]))
+    return out

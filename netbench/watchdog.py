@@ -1,0 +1,61 @@
+"""A watchdog thread in every rank: a collective that exceeds --timeout, or Ctrl-C while
+the main thread is stuck inside one, ends the process with exit 3. Records are fsynced
+one by one as they are written, so nothing measured is lost by exiting hard."""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import threading
+import time
+
+ABORT_EXIT = 3
+
+
+class Watchdog:
+    def __init__(self, timeout_s: float, speak: bool, where: str) -> None:
+        self._timeout = timeout_s
+        self._speak = speak            # only global rank 0 prints
+        self.where = where             # e.g. "records so far are kept in DIR"
+        self._lock = threading.Lock()
+        self._deadline: float | None = None
+        self._what = ""
+        # A blocked collective never returns to the interpreter, so Python's SIGINT
+        # handler would not run; the wakeup fd is written by the C-level handler at once.
+        self._rfd, wfd = os.pipe()
+        os.set_blocking(wfd, False)
+        try:
+            signal.set_wakeup_fd(wfd)
+        except ValueError:  # not the main thread (embedded use): no Ctrl-C watch
+            pass
+        threading.Thread(target=self._watch, name="stoker-net-watchdog", daemon=True).start()
+
+    def arm(self, what: str) -> None:
+        with self._lock:
+            self._what = what
+            self._deadline = time.monotonic() + self._timeout
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._deadline = None
+
+    def _die(self, line: str) -> None:
+        if self._speak:
+            sys.stdout.flush()
+            sys.stderr.write(f"stoker net: {line}; {self.where}\n")
+            sys.stderr.flush()
+        os._exit(ABORT_EXIT)
+
+    def _watch(self) -> None:
+        while True:
+            ready, _, _ = select.select([self._rfd], [], [], 0.2)
+            if ready:
+                sig = os.read(self._rfd, 64)
+                if signal.SIGINT in sig or signal.SIGTERM in sig:
+                    self._die("interrupted")
+            with self._lock:
+                late = self._deadline is not None and time.monotonic() > self._deadline
+                what = self._what
+            if late:
+                self._die(f"timeout: {what} did not finish within {self._timeout:g} s (--timeout)")

@@ -1,0 +1,135 @@
+"""The catalog of advertised figures: data files under reports/catalog/ (YAML, each figure
+with its source), read once and looked up by name.
+
+Names resolve case-insensitively and ignore '-', '_' and spaces ("H100-SXM" = "h100 sxm" =
+"H100_SXM"); an unknown name raises UsageError with the nearest known names.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reports.errors import UsageError
+
+CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Accelerator:
+    name: str
+    tflops: dict[str, float]       # dense peak per dtype, 10^12 FLOP/s
+    hbm_GB: float
+    hbm_TBps: float
+    intra_link: str                # catalog link name
+    host_link: str                 # catalog link name (host <-> device copies)
+    gpus_per_node: int
+    gpu_names: tuple[str, ...] = ()
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Link:
+    name: str
+    GBps: float                    # unidirectional, per `per`
+    per: str                       # gpu | port | x16 | interface
+    in_network_reduction: bool = False
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StorageClass:
+    name: str
+    read_GBps: float
+    write_GBps: float
+    per: str                       # device | TiB
+    source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Table:
+    entries: dict[str, dict[str, Any]]
+    index: dict[str, str] = field(default_factory=dict)   # normalised name or alias -> name
+
+
+def normalise(name: str) -> str:
+    """'H100-SXM' -> 'h100sxm': lower case, without '-', '_', '.', spaces."""
+    return re.sub(r"[-_\s.]", "", str(name).lower())
+
+
+@functools.lru_cache(maxsize=None)
+def _load(filename: str, key: str) -> _Table:
+    with open(CATALOG_DIR / filename, encoding="utf-8") as fh:
+        entries: dict[str, dict[str, Any]] = yaml.safe_load(fh)[key]
+    index: dict[str, str] = {}
+    for name, entry in entries.items():
+        for alias in (name, *entry.get("aliases", ())):
+            index[normalise(alias)] = name
+    return _Table(entries=entries, index=index)
+
+
+_KINDS = {
+    "accelerator": ("accelerators.yaml", "accelerators"),
+    "link": ("links.yaml", "links"),
+    "storage class": ("storage.yaml", "storage"),
+    "model preset": ("workloads.yaml", "models"),
+    "dataloader preset": ("workloads.yaml", "dataloaders"),
+}
+
+
+def names(kind: str) -> list[str]:
+    """The canonical names of one kind ('accelerator', 'link', 'storage class', ...)."""
+    return list(_load(*_KINDS[kind]).entries)
+
+
+def resolve(kind: str, name: str) -> tuple[str, dict[str, Any]]:
+    """(canonical name, raw entry); UsageError with "did you mean" when unknown."""
+    table = _load(*_KINDS[kind])
+    key = normalise(name)
+    if key in table.index:
+        canonical = table.index[key]
+        return canonical, table.entries[canonical]
+    close = difflib.get_close_matches(key, list(table.index), n=3, cutoff=0.5)
+    suggestions = list(dict.fromkeys(table.index[c] for c in close))
+    hint = f"did you mean {' or '.join(suggestions)}? " if suggestions else ""
+    raise UsageError(f"unknown {kind} {name!r}: {hint}known: {', '.join(table.entries)}")
+
+
+def accelerator(name: str) -> Accelerator:
+    canonical, e = resolve("accelerator", name)
+    return Accelerator(
+        name=canonical, tflops={k: float(v) for k, v in e["tflops"].items()}, hbm_GB=float(e["hbm_GB"]),
+        hbm_TBps=float(e["hbm_TBps"]), intra_link=e["intra_link"], host_link=e["host_link"],
+        gpus_per_node=int(e["gpus_per_node"]), gpu_names=tuple(e.get("gpu_names", ())), source=e["source"],
+    )
+
+
+def link(name: str) -> Link:
+    canonical, e = resolve("link", name)
+    return Link(name=canonical, GBps=float(e["GBps"]), per=e["per"],
+                in_network_reduction=bool(e.get("in_network_reduction", False)), source=e["source"])
+
+
+def storage_class(name: str) -> StorageClass:
+    canonical, e = resolve("storage class", name)
+    return StorageClass(name=canonical, read_GBps=float(e["read_GBps"]), write_GBps=float(e["write_GBps"]),
+                        per=e["per"], source=e["source"])
+
+
+def match_gpu_name(reported: str) -> Accelerator | None:
+    """The accelerator whose nvidia-smi / rocm-smi name fragment occurs in `reported`
+    ("NVIDIA H100 80GB HBM3" -> h100-sxm); None when nothing matches (never a guess).
+    The longest fragment wins, so "H100 PCIe" is not taken for an SXM part."""
+    text = normalise(reported)
+    best: tuple[int, str] | None = None
+    for name, entry in _load(*_KINDS["accelerator"]).entries.items():
+        for fragment in entry.get("gpu_names", ()):
+            frag = normalise(fragment)
+            if frag and frag in text and (best is None or len(frag) > best[0]):
+                best = (len(frag), name)
+    return accelerator(best[1]) if best else None

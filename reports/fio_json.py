@@ -1,0 +1,321 @@
+"""fio JSON output → numbers and io records (pure: text in, data out).
+
+Used by iobench for its own fio runs and by `stoker import` / `stoker report` for fio files
+people already have. Handles what fio has written over the years:
+
+- fio 3.x: `io_bytes` in bytes, `bw_bytes`, latencies in `clat_ns`/`lat_ns` (nanoseconds);
+  `json+` adds `bins` (latency histogram, ns → count) which lets clones merge exactly.
+- fio 2.x: `io_bytes` in KiB, `bw` in KiB/s, no `total_ios`, latencies in `clat`/`lat` (usec).
+- with `group_reporting` one entry per group; without it one entry per clone (summed here).
+- client/server mode: `client_stats`, one entry per server (`hostname`, `port`) plus an
+  "All clients" entry, which is left out because the per-host entries already hold its data.
+- `--status-interval`: several documents back to back; the last complete one is final.
+- noise before the JSON (warnings, `<host>` lines of client mode) is skipped.
+
+Merging rules (documented in docs/iobench.md): bytes and I/O counts add up; the window is the
+longest runtime (clones of one job start together); with `json+` bins percentiles are exact,
+otherwise p50 is the I/O-weighted mean of the parts' p50 and p99 the largest part's p99 (a
+conservative bound; fio 2.x and plain `json` keep no histogram).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from reports.errors import UsageError
+from reports.records import IoRecord, utc_now
+from reports.units import parse_size
+
+DIRECTIONS = ("read", "write")
+ALL_CLIENTS = "All clients"
+# No single host of this class moves more than this to or from storage (it would take
+# several 400 Gb/s NICs or a rack of NVMe drives): a figure above it was served by a cache.
+PHYSICAL_MAX_HOST_GBPS = 100.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FioPart:
+    """One direction of one fio entry (a clone, a group, or a client), in plain units."""
+
+    job: str
+    host: str
+    direction: str
+    bytes: int
+    ios: int
+    runtime_ms: int
+    p50_ms: float | None
+    p99_ms: float | None
+    bins: Mapping[int, int] = field(default_factory=dict)   # latency ns → count (json+ only)
+    options: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FioSum:
+    """Several parts of one job and direction added up (clones, or hosts)."""
+
+    job: str
+    direction: str
+    hosts: tuple[str, ...]
+    parts: int
+    bytes: int
+    ios: int
+    runtime_ms: int
+    p50_ms: float | None
+    p99_ms: float | None
+    per_host_bytes: Mapping[str, int]
+    per_host_runtime_ms: Mapping[str, int]
+    bins: Mapping[int, int]
+    options: Mapping[str, str]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FioDoc:
+    version: str
+    timestamp_ms: int          # when fio wrote the document (≈ the end of the last job)
+    error: int                 # first non-zero job error (errno), 0 when none
+    parts: tuple[FioPart, ...]
+    global_options: Mapping[str, str]
+
+
+# ---- finding the document ---------------------------------------------------------------
+
+def _documents(text: str) -> list[dict[str, Any]]:
+    """Every complete top-level JSON object that looks like fio output, in order."""
+    dec = json.JSONDecoder()
+    docs: list[dict[str, Any]] = []
+    pos = 0
+    while True:
+        # fio starts each document at the beginning of a line; braces inside a line are
+        # noise or nested objects and are not tried (that keeps this linear in practice)
+        start = 0 if pos == 0 and text.startswith("{") else text.find("\n{", pos)
+        if start < 0:
+            return docs
+        start = start + 1 if text[start] == "\n" else start
+        try:
+            obj, end = dec.raw_decode(text, start)
+        except json.JSONDecodeError:
+            # a truncated last document (fio killed while printing): look further on
+            pos = start + 1
+            continue
+        if isinstance(obj, dict) and ("jobs" in obj or "client_stats" in obj):
+            docs.append(obj)
+        pos = end
+
+
+def load_document(text: str) -> dict[str, Any]:
+    """The final fio JSON document in `text`; UsageError when there is none."""
+    docs = _documents(text)
+    if not docs:
+        raise UsageError("no fio JSON found: run fio with --output-format=json (or json+)")
+    return docs[-1]
+
+
+# ---- one entry → parts ------------------------------------------------------------------
+
+def _percentiles(stats: Mapping[str, Any], scale_to_ms: float) -> tuple[float | None, float | None, dict[int, int]]:
+    pct = stats.get("percentile") or {}
+    bins_raw = stats.get("bins") or {}
+    bins = {int(k): int(v) for k, v in bins_raw.items()} if scale_to_ms == 1e-6 else {}
+
+    def pick(p: float) -> float | None:
+        for key, value in pct.items():
+            try:
+                if abs(float(key) - p) < 1e-9:
+                    return float(value) * scale_to_ms
+            except ValueError:
+                continue
+        return None
+
+    return pick(50.0), pick(99.0), bins
+
+
+def _latency(d: Mapping[str, Any]) -> tuple[float | None, float | None, dict[int, int]]:
+    """Completion-latency percentiles in ms (fio prints clat percentiles by default;
+    total-latency ones when run with lat_percentiles=1)."""
+    for key, scale in (("clat_ns", 1e-6), ("lat_ns", 1e-6), ("clat", 1e-3), ("lat", 1e-3)):
+        stats = d.get(key)
+        if isinstance(stats, Mapping) and stats.get("percentile"):
+            return _percentiles(stats, scale)
+    return None, None, {}
+
+
+def _direction(d: Mapping[str, Any]) -> tuple[int, int, int]:
+    """(bytes, ios, runtime_ms) of one direction block, fio 2.x or 3.x."""
+    runtime = int(d.get("runtime", 0) or 0)
+    if "io_kbytes" in d or "bw_bytes" in d:       # fio 3.x: io_bytes is bytes
+        nbytes = int(d.get("io_bytes", 0) or 0)
+    else:                                         # fio 2.x: io_bytes is KiB
+        nbytes = int(d.get("io_bytes", 0) or 0) * 1024
+    if "total_ios" in d:
+        ios = int(d["total_ios"])
+    else:
+        ios = round(float(d.get("iops", 0) or 0) * runtime / 1000)
+    return nbytes, ios, runtime
+
+
+def _parts_of(entry: Mapping[str, Any], host: str, global_options: Mapping[str, str]) -> list[FioPart]:
+    options = {**global_options, **{str(k): str(v) for k, v in (entry.get("job options") or {}).items()}}
+    parts = []
+    for direction in DIRECTIONS:
+        d = entry.get(direction)
+        if not isinstance(d, Mapping):
+            continue
+        nbytes, ios, runtime = _direction(d)
+        if ios <= 0 and nbytes <= 0:
+            continue
+        p50, p99, bins = _latency(d)
+        parts.append(FioPart(job=str(entry.get("jobname", "fio")), host=host, direction=direction,
+                             bytes=nbytes, ios=ios, runtime_ms=runtime, p50_ms=p50, p99_ms=p99,
+                             bins=bins, options=options))
+    return parts
+
+
+def parse_document(doc: Mapping[str, Any], host: str | None = None) -> FioDoc:
+    """Parts of one fio document. `host` names the machine for local runs (fio does not
+    write it); client/server entries carry their own `hostname`."""
+    global_options = {str(k): str(v) for k, v in (doc.get("global options") or {}).items()}
+    local_host = host or str(doc.get("hostname") or "unknown")
+    parts: list[FioPart] = []
+    error = 0
+    if "client_stats" in doc:
+        entries = [e for e in doc["client_stats"] if e.get("jobname") != ALL_CLIENTS]
+        names = [str(e.get("hostname") or local_host) for e in entries]
+        for e, name in zip(entries, names):
+            # two servers on one host (different ports) must stay two hosts
+            label = f"{name}:{e.get('port')}" if names.count(name) > 1 and e.get("port") else name
+            parts += _parts_of(e, label, global_options)
+            error = error or int(e.get("error", 0) or 0)
+    else:
+        for e in doc.get("jobs", []):
+            parts += _parts_of(e, local_host, global_options)
+            error = error or int(e.get("error", 0) or 0)
+    ts_ms = int(doc.get("timestamp_ms") or int(doc.get("timestamp", 0) or 0) * 1000)
+    return FioDoc(version=str(doc.get("fio version", "unknown")), timestamp_ms=ts_ms, error=error,
+                  parts=tuple(parts), global_options=global_options)
+
+
+def parse_fio(text: str, host: str | None = None) -> FioDoc:
+    return parse_document(load_document(text), host)
+
+
+# ---- summing ------------------------------------------------------------------------------
+
+class LatencyPart(Protocol):
+    """Anything with an I/O count and latency figures (fio parts, sums, iobench host results)."""
+
+    @property
+    def ios(self) -> int: ...
+    @property
+    def p50_ms(self) -> float | None: ...
+    @property
+    def p99_ms(self) -> float | None: ...
+    @property
+    def bins(self) -> Mapping[int, int]: ...
+
+
+def percentile_from_bins(bins: Mapping[int, int], p: float) -> float | None:
+    """The p-th percentile (ms) of a latency histogram (ns → count): the smallest bucket
+    value at which the cumulative count reaches p% of all samples."""
+    total = sum(bins.values())
+    if total <= 0:
+        return None
+    need = total * p / 100.0
+    seen = 0
+    for value in sorted(bins):
+        seen += bins[value]
+        if seen >= need:
+            return value * 1e-6
+    return max(bins) * 1e-6
+
+
+def merge_latency(parts: Sequence[LatencyPart]) -> tuple[float | None, float | None, dict[int, int]]:
+    """(p50, p99, merged bins): exact from histograms when every part has one."""
+    if parts and all(p.bins for p in parts):
+        merged: dict[int, int] = {}
+        for p in parts:
+            for k, v in p.bins.items():
+                merged[k] = merged.get(k, 0) + v
+        return percentile_from_bins(merged, 50.0), percentile_from_bins(merged, 99.0), merged
+    with_p50 = [p for p in parts if p.p50_ms is not None and p.ios > 0]
+    weight = sum(p.ios for p in with_p50)
+    p50 = sum(p.p50_ms * p.ios for p in with_p50) / weight if weight else None  # type: ignore[operator]
+    p99s = [p.p99_ms for p in parts if p.p99_ms is not None]
+    return p50, (max(p99s) if p99s else None), {}
+
+
+def sum_parts(parts: Sequence[FioPart]) -> FioSum:
+    """Add up parts of one job and direction (clones and/or hosts)."""
+    if not parts:
+        raise ValueError("nothing to sum")
+    per_bytes: dict[str, int] = {}
+    per_runtime: dict[str, int] = {}
+    for p in parts:
+        per_bytes[p.host] = per_bytes.get(p.host, 0) + p.bytes
+        per_runtime[p.host] = max(per_runtime.get(p.host, 0), p.runtime_ms)
+    p50, p99, bins = merge_latency(parts)
+    return FioSum(job=parts[0].job, direction=parts[0].direction, hosts=tuple(per_bytes),
+                  parts=len(parts), bytes=sum(p.bytes for p in parts), ios=sum(p.ios for p in parts),
+                  runtime_ms=max(p.runtime_ms for p in parts), p50_ms=p50, p99_ms=p99,
+                  per_host_bytes=per_bytes, per_host_runtime_ms=per_runtime, bins=bins,
+                  options=parts[0].options)
+
+
+def group_parts(parts: Iterable[FioPart]) -> list[FioSum]:
+    """One sum per (job name, direction), in the order fio printed them."""
+    groups: dict[tuple[str, str], list[FioPart]] = {}
+    for p in parts:
+        groups.setdefault((p.job, p.direction), []).append(p)
+    return [sum_parts(g) for g in groups.values()]
+
+
+def rate(amount: float, ms: float) -> float:
+    """Per second from an amount over milliseconds (0 when no time passed)."""
+    return amount * 1000.0 / ms if ms > 0 else 0.0
+
+
+def option_size(options: Mapping[str, str], name: str) -> int:
+    """A fio size option in bytes (fio's K/M/G are powers of 1024 by default); 0 if unreadable."""
+    value = options.get(name, "")
+    try:
+        return parse_size(value.split(",")[0].split("-")[0]) if value else 0
+    except UsageError:
+        return 0
+
+
+def procs_of(s: FioSum) -> int:
+    """Processes behind a sum: clones are listed one by one without group_reporting; with
+    it, `numjobs` per host says how many there were."""
+    numjobs = int(s.options.get("numjobs", "1") or 1)
+    return max(s.parts, numjobs * len(s.hosts))
+
+
+def exceeds_physical_bound(per_host_bw_GBps: Mapping[str, float]) -> bool:
+    return any(v > PHYSICAL_MAX_HOST_GBPS for v in per_host_bw_GBps.values())
+
+
+def records_from_fio_output(text: str, *, run_id: str, source_name: str) -> list[IoRecord]:
+    """Records of a foreign fio output file, one per job name and direction with I/O.
+    The window is the longest runtime among its parts (fio starts clones and, in client
+    mode, servers together), so bw = total bytes / that window."""
+    doc = parse_fio(text)
+    out = []
+    for s in group_parts(doc.parts):
+        per_host = {h: round(rate(b, s.per_host_runtime_ms[h]) / 1e9, 6) for h, b in s.per_host_bytes.items()}
+        direct = s.options.get("direct")
+        out.append(IoRecord(
+            run_id=run_id, ts=utc_now(), hosts=s.hosts, nodes=len(s.hosts), workload=s.job,
+            direction=s.direction,
+            path=s.options.get("directory") or s.options.get("filename") or source_name,
+            scope="local", procs=procs_of(s), bytes=s.bytes,
+            bw_GBps=round(rate(s.bytes, s.runtime_ms) / 1e9, 6), per_host_bw_GBps=per_host,
+            iops=round(rate(s.ios, s.runtime_ms), 3),
+            lat_ms={k: round(v, 6) for k, v in (("p50", s.p50_ms), ("p99", s.p99_ms)) if v is not None},
+            runtime_s=s.runtime_ms / 1000.0, backend="fio", block_size=option_size(s.options, "bs"),
+            direct=None if direct is None else direct == "1",
+            cache_suspect=exceeds_physical_bound(per_host),
+            failed=f"fio error {doc.error}" if doc.error else "",
+            extra={"fio_version": doc.version, "source": source_name},
+        ))
+    return out

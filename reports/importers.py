@@ -1,0 +1,147 @@
+"""Foreign results -> records: nccl-tests logs and `-J` JSON, fio JSON. Files are told apart
+by their content, never by their name. The IO is here (reading files); the parsing is in
+`reports.nccl_tests` and `reports.fio_json` (pure).
+
+A file's run id is derived from its content (`import-<sha256[:12]>`), so importing the
+same file twice, or a copy left in a results directory that was already imported, is
+recognised and not counted twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reports import nccl_tests
+from reports.errors import UsageError
+from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, IoRecord, NetRecord
+
+# Files stoker writes itself, never read back as foreign results.
+OWN_FILES = frozenset({NET_FILE, IO_FILE, MANIFEST_FILE, "report.md", "report.html", "verdict.json",
+                       "compare.md", "compare.html"})
+_SUFFIXES = frozenset({"", ".log", ".txt", ".out", ".err", ".json", ".stdout"})
+_MAX_BYTES = 256 << 20   # larger files are not test outputs
+_SCAN_DEPTH = 2           # DIR and its sub-folders (e.g. DIR/nccl-tests/*.log)
+
+
+@dataclass(kw_only=True, slots=True)
+class Imported:
+    net: list[NetRecord] = field(default_factory=list)
+    io: list[IoRecord] = field(default_factory=list)
+    manifests: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)   # files that gave records
+
+    def extend(self, other: Imported) -> None:
+        self.net += other.net
+        self.io += other.io
+        self.manifests += other.manifests
+        self.notes += other.notes
+        self.sources += other.sources
+
+
+def run_id_for(text: str) -> str:
+    return "import-" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def _mtime_utc(path: Path) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
+
+
+def _looks_like_fio(text: str) -> bool:
+    return '"fio version"' in text[:100_000]
+
+
+def _fio(text: str, *, run_id: str, source_name: str) -> tuple[list[IoRecord], str | None]:
+    """fio JSON through the iobench parser; imported lazily so that reports works without it."""
+    try:
+        mod = importlib.import_module("reports.fio_json")
+    except ImportError:
+        return [], f"{source_name}: fio JSON found but this stoker has no fio parser yet; skipped"
+    try:
+        return list(mod.records_from_fio_output(text, run_id=run_id, source_name=source_name)), None
+    except (ValueError, KeyError, TypeError) as exc:
+        return [], f"{source_name}: fio JSON not understood ({exc}); skipped"
+
+
+def import_text(text: str, *, source_name: str, ts: str, op: str | None = None) -> Imported | None:
+    """Records from one file's text; None when it is neither nccl-tests nor fio output."""
+    run_id = run_id_for(text)
+    out = Imported()
+    if _looks_like_fio(text):
+        recs, note = _fio(text, run_id=run_id, source_name=source_name)
+        out.io += recs
+        out.notes += [note] if note else []
+        if recs:
+            out.sources.append(source_name)
+        return out
+    parsed = nccl_tests.parse_text(text, run_id=run_id, ts=ts, source_name=source_name, op=op)
+    if parsed is None:
+        return None
+    out.net += parsed.records
+    out.notes += parsed.notes
+    if parsed.records:
+        out.manifests.append(parsed.manifest)
+        out.sources.append(source_name)
+    elif not parsed.notes:
+        out.notes.append(f"{source_name}: nccl-tests output with no result rows (did the test finish?)")
+    return out
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported:
+    """One file named by the user: unreadable or unknown is an error (exit 2)."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"{p}: no such file (give nccl-tests logs or -J JSON, or fio JSON files)")
+    got = import_text(_read(p), source_name=p.name, ts=_mtime_utc(p), op=op)
+    if got is None:
+        raise UsageError(f"{p}: neither an nccl-tests log/JSON nor fio JSON output; nothing imported")
+    return got
+
+
+def candidates(directory: Path) -> list[Path]:
+    """Files in `directory` (and its sub-folders) that could hold foreign results, sorted."""
+    found: list[Path] = []
+    base_depth = len(directory.parts)
+    for root, dirs, files in os.walk(directory):
+        deep = len(Path(root).parts) - base_depth >= _SCAN_DEPTH - 1
+        dirs[:] = [] if deep else sorted(d for d in dirs if not d.startswith("."))
+        for name in files:
+            p = Path(root) / name
+            if name in OWN_FILES or name.startswith(".") or p.suffix.lower() not in _SUFFIXES:
+                continue
+            if p.is_file() and not p.is_symlink() and p.stat().st_size <= _MAX_BYTES:
+                found.append(p)
+    return sorted(found)
+
+
+def import_dir(directory: str | os.PathLike[str], known_run_ids: Iterable[str] = ()) -> Imported:
+    """Every foreign result in a results directory; other files are left alone silently.
+    Files whose run id is already among the directory's records were imported before."""
+    d = Path(directory)
+    known = set(known_run_ids)
+    out = Imported()
+    for p in candidates(d):
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            out.notes.append(f"{p.relative_to(d)}: unreadable; skipped")
+            continue
+        if run_id_for(text) in known:
+            continue
+        got = import_text(text, source_name=str(p.relative_to(d)), ts=_mtime_utc(p))
+        if got is not None:
+            out.extend(got)
+    return out

@@ -1,0 +1,233 @@
+"""The starvation model (pure): how long the accelerators of a workload would wait for the
+network and storage that were measured. Formulas, assumptions and a worked example with
+numbers are in docs/model.md; the unit tests recompute them by hand.
+
+Per training step (N GPUs, G per node, tensor parallel T, data parallel D = N/T):
+  compute   C = 6 x params x tokens / (N x peak TFLOPS x MFU)
+  TP        4 all-reduces per layer per sequence of seq_len x hidden x 2 B (Megatron),
+            hidden behind C x tp_overlap (GEMM/communication overlap; 0 = none)
+  DDP       all-reduce of params/T x grad_bytes in buckets (25 MiB), hidden behind the
+            backward pass (2/3 of C) x overlap
+  FSDP      per unit (layer): 2 all-gathers of its bf16 params + 1 reduce-scatter of its
+            gradients, hidden behind C x overlap (prefetch)
+  a collective of size S takes S x busfactor / busbw(S), busbw measured at that size
+Each component is judged alone: exposed e, idle share e / (C + e), `starving` above the
+idle budget. Dataloader and checkpoint are judged on wall time the same way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from reports import catalog
+from reports.compare import Curve
+from reports.judge import ModelRow
+from reports.spec import Spec
+from reports.workload import Workload
+
+DEFAULT_GPUS_PER_NODE = 8
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Measured:
+    """What the records say, reduced to what the model needs."""
+
+    curves: dict[tuple[str, str], Curve] = field(default_factory=dict)
+    read_GBps_per_node: float | None = None      # dataloader reads, one node's share
+    read_component: str = "shared storage"
+    write_GBps: float | None = None              # checkpoint writes, all nodes together
+    write_component: str = "shared storage"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Comm:
+    bus_bytes: float        # sum over messages of size x bus factor, per GPU per step
+    seconds: float          # at the measured busbw
+    window: float           # compute time it may hide behind
+    achieved: float         # effective busbw, GB/s
+    note: str
+
+
+def _factor(op: str, n: int) -> float:
+    """nccl-tests bus factors (doc/PERFORMANCE.md)."""
+    if n <= 1:
+        return 0.0
+    return 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
+
+
+def _curve(m: Measured, scope: str, op: str) -> tuple[Curve | None, str]:
+    c = m.curves.get((scope, op))
+    if c is not None:
+        return c, ""
+    c = m.curves.get((scope, "all_reduce"))
+    return c, (f"no {scope} {op} sweep: the all_reduce busbw was used" if c else "")
+
+
+def _time(curve: Curve, op: str, n: int, size: float, count: float) -> tuple[float, float, str]:
+    """(bus bytes, seconds) of `count` collectives of `size` bytes among n ranks."""
+    bw, note = curve.at(size)
+    bus = count * size * _factor(op, n)
+    return bus, bus / (bw * 1e9), note
+
+
+def _share(exposed: float, base: float) -> float:
+    return exposed / (base + exposed) if base + exposed > 0 else 0.0
+
+
+def _row(component: str, check: str, required: float | None, achieved: float | None, unit: str,
+         exposed: float, base: float, budget: float, usd_per_share: float | None, **extra: Any) -> ModelRow:
+    share = _share(exposed, base)
+    status = "no_reference" if achieved is None else ("starving" if share > budget else "ok")
+    return ModelRow(component=component, check=check, required=required, achieved=achieved, unit=unit,
+                    idle_share=share, usd_per_day=None if usd_per_share is None else share * usd_per_share,
+                    status=status, extra={**extra, "exposed_s": exposed, "base_s": base})
+
+
+def _missing(component: str, check: str, unit: str, why: str) -> ModelRow:
+    return ModelRow(component=component, check=check, required=None, achieved=None, unit=unit,
+                    idle_share=0.0, usd_per_day=None, status="no_reference", extra={"why": why})
+
+
+def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None) -> list[ModelRow]:
+    assert w.params is not None and w.gpus is not None and w.global_batch_tokens is not None
+    n, t, b, budget = w.gpus, w.tensor, w.global_batch_tokens, w.idle_budget
+    d = n // t
+    e_max = budget / (1 - budget) * c      # the exposed time the budget allows
+    rows: list[ModelRow] = []
+    if t > 1:
+        curve, fb = _curve(m, "intra-node", "all_reduce")
+        msg = w.seq_len * w.d_model * 2.0
+        count = 4 * w.n_layers * (b / d) / w.seq_len
+        check = f"tensor parallel all_reduce ({t} GPUs)"
+        if curve is None:
+            rows.append(_missing("intra-node network", check, "GB/s", "no intra-node sweep measured"))
+        else:
+            bus, secs, note = _time(curve, "all_reduce", t, msg, count)
+            tp_window = w.tp_overlap * c
+            rows.append(_row("intra-node network", check, bus / (tp_window + e_max) / 1e9, bus / secs / 1e9, "GB/s",
+                             max(0.0, secs - tp_window), c, budget, usd, message_bytes=msg, per_step=count,
+                             comm_s=secs, window_s=tp_window, note="; ".join(x for x in (fb, note) if x)))
+    if d <= 1:
+        return rows
+    scope = "inter-node" if d > g // t else "intra-node"
+    component = f"{scope} network"
+    if w.data == "ddp":
+        curve, fb = _curve(m, scope, "all_reduce")
+        total = w.params / t * w.grad_bytes
+        msg = min(w.bucket_bytes, total)
+        window = w.overlap * (2 / 3) * c
+        check = f"DDP gradient all_reduce ({d} ranks)"
+        if curve is None:
+            return [*rows, _missing(component, check, "GB/s", f"no {scope} sweep measured")]
+        bus, secs, note = _time(curve, "all_reduce", d, msg, total / msg)
+    else:
+        msg = w.params / t / w.n_layers * 2.0
+        msg_rs = w.params / t / w.n_layers * w.grad_bytes
+        window = w.overlap * c
+        check = f"FSDP all_gather + reduce_scatter ({d} ranks)"
+        ag, fb1 = _curve(m, scope, "all_gather")
+        rs, fb2 = _curve(m, scope, "reduce_scatter")
+        if ag is None or rs is None:
+            return [*rows, _missing(component, check, "GB/s", f"no {scope} sweep measured")]
+        bus1, s1, n1 = _time(ag, "all_gather", d, msg, 2 * w.n_layers)
+        bus2, s2, n2 = _time(rs, "reduce_scatter", d, msg_rs, w.n_layers)
+        bus, secs = bus1 + bus2, s1 + s2
+        fb, note = "; ".join(x for x in (fb1, fb2) if x), "; ".join(dict.fromkeys(x for x in (n1, n2) if x))
+    exposed = max(0.0, secs - window)
+    rows.append(_row(component, check, bus / (window + e_max) / 1e9, bus / secs / 1e9, "GB/s", exposed, c, budget,
+                     usd, message_bytes=msg, comm_s=secs, window_s=window, note="; ".join(x for x in (fb, note) if x)))
+    return rows
+
+
+def _dataloader_row(w: Workload, spec: Spec | None, m: Measured, g: int, step: float | None,
+                    usd: float | None) -> ModelRow | None:
+    dl = w.dataloader
+    if dl is None:
+        return None
+    check = f"dataloader read ({dl.name})"
+    note = ""
+    if dl.bytes_per_token is not None:
+        if step is None or w.global_batch_tokens is None or w.gpus is None:
+            return _missing(m.read_component, check, "GB/s", "token-based dataloader needs a model (params, gpus, global_batch_tokens)")
+        demand = w.global_batch_tokens / w.gpus * g * dl.bytes_per_token / step / 1e9
+        base = step
+    else:
+        assert dl.bytes_per_sample is not None
+        if dl.samples_per_s_per_gpu is not None:
+            sps = dl.samples_per_s_per_gpu
+        else:
+            assert dl.batch is not None
+            acc = spec.accelerator.name if spec and spec.accelerator else ""
+            key = "a100" if acc.startswith("a100") else "h100"
+            if not acc.startswith(("a100", "h100")):
+                note = f"MLPerf compute time of the {key.upper()} used (none published for {acc or 'an unknown accelerator'})"
+            sps = dl.batch / dl.compute_s[key]
+        demand = sps * dl.bytes_per_sample * g / 1e9
+        base = step if step is not None else (dl.batch / sps if dl.batch else 1.0)
+    achieved = m.read_GBps_per_node
+    if achieved is None:
+        return _missing(m.read_component, check, "GB/s per node", "no dataloader_read measurement")
+    # reads are prefetched during the step: the GPUs wait only for what the storage cannot deliver in time
+    exposed = max(0.0, base * (demand / achieved - 1))
+    return _row(m.read_component, check, demand, achieved, "GB/s per node", exposed, base, w.idle_budget, usd,
+                gpus_per_node=g, note=note)
+
+
+def _checkpoint_row(w: Workload, spec: Spec | None, m: Measured, usd: float | None) -> ModelRow | None:
+    ck = w.checkpoint
+    if ck is None or w.params is None:
+        return None
+    size = w.params * ck.bytes_per_param
+    interval = ck.interval_minutes * 60
+    mode = "async" if ck.async_ else "sync"
+    check = f"checkpoint write ({size / 1e9:.0f} GB every {ck.interval_minutes:g} min, {mode})"
+    if m.write_GBps is None:
+        return _missing(m.write_component, check, "GB/s", "no checkpoint_write measurement")
+    write_s = size / (m.write_GBps * 1e9)
+    e_max = w.idle_budget / (1 - w.idle_budget) * interval
+    note = ""
+    if not ck.async_:
+        stall, required = write_s, size / e_max / 1e9
+    else:
+        # async: the GPUs wait only for the copy to host memory (over the host link, an
+        # advertised figure), plus any part of the background write the interval cannot hold
+        host = catalog.link(spec.accelerator.host_link if spec and spec.accelerator else "pcie5-x16")
+        copy_s = size / (w.gpus or 1) / (host.GBps * 1e9)
+        stall = copy_s + max(0.0, write_s - interval)
+        required = size / interval / 1e9
+        note = f"copy-out at the advertised {host.name} {host.GBps:g} GB/s per GPU: {copy_s:.2f} s"
+    return _row(m.write_component, check, required, m.write_GBps, "GB/s", stall, interval, w.idle_budget, usd,
+                checkpoint_bytes=size, write_s=write_s, note=note)
+
+
+def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelRow], dict[str, Any]]:
+    """Model rows and the summary (step time, compute time, total idle share, $/day lost)."""
+    g = (spec.gpus_per_node if spec and spec.gpus_per_node else None) or w.gpus_per_node or DEFAULT_GPUS_PER_NODE
+    n = w.gpus or g
+    price = spec.price_per_gpu_hour if spec else None
+    usd = n * price * 24 if price is not None else None   # $ per day of the whole job per unit idle share
+    summary: dict[str, Any] = {"gpus": n, "gpus_per_node": g, "price_per_gpu_hour": price, "idle_budget": w.idle_budget}
+    rows: list[ModelRow] = []
+    c: float | None = None
+    if w.is_training:
+        assert w.params is not None and w.global_batch_tokens is not None
+        acc = spec.accelerator if spec else None
+        peak = acc.tflops.get(w.dtype) if acc else None
+        if peak is None:
+            summary["why"] = "no accelerator TFLOPS for the model: give accelerator in --spec"
+        else:
+            c = 6 * w.params * w.global_batch_tokens / (n * peak * 1e12 * w.mfu)
+            rows.extend(_network_rows(w, m, g, c, usd))
+    net_exposed = sum(r.extra.get("exposed_s", 0.0) for r in rows)
+    step = None if c is None else c + net_exposed
+    dl = _dataloader_row(w, spec, m, g, step, usd)
+    ck = _checkpoint_row(w, spec, m, usd)
+    rows.extend(r for r in (dl, ck) if r is not None)
+    dl_exposed = dl.extra.get("exposed_s", 0.0) if dl else 0.0
+    base = c if c is not None else (dl.extra.get("base_s", 0.0) if dl else 0.0)
+    busy = _share(net_exposed + dl_exposed, base)
+    ck_share = ck.idle_share if ck else 0.0
+    total = 1 - (1 - busy) * (1 - ck_share)   # compute share of wall time = product of both
+    summary.update(compute_s=c, step_s=None if c is None else c + net_exposed + dl_exposed,
+                   idle_share=total, usd_per_day_lost=None if usd is None else total * usd)
+    return rows, summary

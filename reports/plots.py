@@ -1,0 +1,141 @@
+"""The report's figures (matplotlib, Agg backend), returned as base64 PNG for embedding.
+
+Scales to 1,000 nodes: a sweep plot draws one line per op (groups are already averaged),
+per-host values become a heatmap grid rather than 1,000 lines, and the pair matrix is a
+single image. PNGs carry no software/date metadata, so the same data gives the same bytes.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_DPI = 96
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Series:
+    label: str
+    sizes: Sequence[int]
+    values: Sequence[float]
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display, no GUI toolkit: works on a headless node
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _encode(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight", metadata={"Software": None})
+    _plt().close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _size_label(n: float, _pos: Any = None) -> str:
+    for suffix, unit in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= unit:
+            return f"{n / unit:g}{suffix}"
+    return f"{n:g}"
+
+
+def sweep_plot(title: str, series: Sequence[Series], advertised: float | None = None,
+               threshold: float | None = None) -> str:
+    """busbw against message size (log2 x), the advertised line and the passing band
+    between threshold × advertised and advertised."""
+    plt = _plt()
+    from matplotlib.ticker import FuncFormatter
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    for s in series:
+        ax.plot(list(s.sizes), list(s.values), marker="o", markersize=3, linewidth=1.5, label=s.label)
+    if advertised:
+        ax.axhline(advertised, color="black", linestyle="--", linewidth=1, label=f"advertised {advertised:g} GB/s")
+        if threshold:
+            ax.axhspan(advertised * threshold, advertised, color="tab:green", alpha=0.12,
+                       label=f"passes (≥ {threshold:.0%} of advertised)")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
+    ax.set_xlabel("message size (bytes, nccl-tests size column)")
+    ax.set_ylabel("busbw (GB/s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return _encode(fig)
+
+
+def bar_plot(title: str, labels: Sequence[str], achieved: Sequence[float],
+             marks: Sequence[tuple[str, Sequence[float | None]]] = ()) -> str:
+    """Horizontal bars of achieved GB/s with tick marks at references (spec, demand)."""
+    plt = _plt()
+    n = len(labels)
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.35 * n))
+    ys = list(range(n))
+    ax.barh(ys, list(achieved), color="tab:blue", alpha=0.8, label="achieved")
+    for (name, values), color in zip(marks, ("tab:red", "tab:orange", "tab:purple")):
+        pts = [(y, v) for y, v in zip(ys, values) if v]
+        if pts:
+            ax.scatter([v for _, v in pts], [y for y, _ in pts], marker="|", s=400, color=color, linewidths=2,
+                       label=name, zorder=3)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(list(labels), fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("GB/s")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over a mark
+    return _encode(fig)
+
+
+def host_grid(title: str, hosts: Sequence[str], values: Sequence[float]) -> str:
+    """Per-host values as a near-square heatmap grid in host order; the slowest hosts
+    stand out as dark cells. Names are written in the cells when they fit."""
+    import numpy as np
+
+    plt = _plt()
+    n = len(hosts)
+    cols = max(1, math.ceil(math.sqrt(n)))
+    rows = math.ceil(n / cols)
+    grid = np.full(rows * cols, np.nan)
+    grid[:n] = values
+    fig, ax = plt.subplots(figsize=(min(9.0, 1.2 + 0.9 * cols), min(7.0, 0.8 + 0.5 * rows)))
+    im = ax.imshow(grid.reshape(rows, cols), cmap="viridis", aspect="auto")
+    if n <= 64:
+        vmin, vmax = float(np.nanmin(grid)), float(np.nanmax(grid))
+        for i, (h, v) in enumerate(zip(hosts, values)):
+            light = vmax > vmin and (v - vmin) / (vmax - vmin) < 0.5
+            ax.text(i % cols, i // cols, f"{h}\n{v:.1f}", ha="center", va="center", fontsize=6,
+                    color="white" if light else "black")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title, fontsize=10)
+    fig.colorbar(im, ax=ax, label="busbw (GB/s)")
+    return _encode(fig)
+
+
+def matrix_plot(title: str, hosts: Sequence[str], matrix: Sequence[Sequence[float | None]]) -> str:
+    """The symmetric pair matrix; unmeasured pairs are blank."""
+    import numpy as np
+
+    plt = _plt()
+    m = np.array([[np.nan if v is None else v for v in row] for row in matrix], dtype=float)
+    fig, ax = plt.subplots(figsize=(6.5, 5.5))
+    im = ax.imshow(m, cmap="viridis", interpolation="nearest")
+    if len(hosts) <= 32:
+        ax.set_xticks(range(len(hosts)))
+        ax.set_xticklabels(list(hosts), rotation=90, fontsize=6)
+        ax.set_yticks(range(len(hosts)))
+        ax.set_yticklabels(list(hosts), fontsize=6)
+    else:
+        ax.set_xlabel(f"{len(hosts)} hosts, sorted by name")
+    ax.set_title(title, fontsize=10)
+    fig.colorbar(im, ax=ax, label="busbw (GB/s)")
+    return _encode(fig)

@@ -1,0 +1,168 @@
+"""report.html (pure): one self-contained file — inline CSS, plots embedded as base64 PNG,
+no external URL — that can be mailed or attached to a ticket. Every string that comes from
+records, specs or imported files goes through html.escape.
+"""
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from itertools import groupby
+
+import pandas as pd
+
+from reports import plots
+from reports.clusters import ClusterSummary
+from reports.render_md import (COMPARE_LEGEND, LEGEND, MAX_ROWS, ReportInput, fnum, findings_table, manifest_summary, model_table,
+                               pair_cells, plateau_line, storage_table, sweep_table, verdict_line)
+from reports.report_data import Sweep, expected_for, io_frame, per_host, sweeps
+from reports.units import format_size
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;
+color:#1b1f24;line-height:1.4;padding:0 1em}
+h1{font-size:1.6em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:1.6em}h3{font-size:1.05em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.85em}th,td{border:1px solid #d0d7de;padding:3px 7px;
+text-align:left;vertical-align:top}th{background:#f6f8fa}
+.verdict{font-size:1.3em;padding:.5em .8em;border-radius:6px;display:inline-block}
+.pass{background:#dafbe1;color:#116329}.fail{background:#ffebe9;color:#a40e26}
+tr.below_spec td:first-child,tr.starving td:first-child{color:#a40e26;font-weight:600}
+tr.suspect td:first-child{color:#9a6700;font-weight:600}img{max-width:100%;display:block;margin:.5em 0}
+.muted{color:#57606a;font-size:.9em}details{margin:.4em 0}
+"""
+
+
+def esc(x: object) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def table(df: pd.DataFrame, row_class: Sequence[str] | None = None) -> str:
+    head = "".join(f"<th>{esc(c)}</th>" for c in df.columns)
+    rows = []
+    for i, row in enumerate(df.itertuples(index=False)):
+        cls = f' class="{esc(row_class[i])}"' if row_class else ""
+        rows.append(f"<tr{cls}>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def img(b64: str, alt: str) -> str:
+    return f'<img alt="{esc(alt)}" src="data:image/png;base64,{b64}">'
+
+
+def bullets(lines: Iterable[str]) -> str:
+    return "<ul>" + "".join(f"<li>{esc(line.removeprefix('- '))}</li>" for line in lines) + "</ul>"
+
+
+def _net(sws: Sequence[Sweep], ri: ReportInput) -> list[str]:
+    j = ri.judgement
+    out = ["<h2>Network sweeps</h2>"]
+    shown = [s for s in sws if s.scope != "pair"]
+    if not shown:
+        return [*out, "<p>No network records.</p>"]
+    for scope, group in groupby(shown, key=lambda s: s.scope):
+        items = list(group)
+        adv = expected_for(scope, max(s.nodes for s in items), dict(j.expected))
+        series = [plots.Series(label=s.label, sizes=list(s.table["bytes"]), values=list(s.table["busbw"]))
+                  for s in items]
+        out += [f"<h3>{esc(scope)}</h3>",
+                img(plots.sweep_plot(f"{scope}: busbw vs message size", series, adv, j.thresholds.get("network", 0.8)),
+                    f"{scope} busbw vs message size")]
+        for s in items:
+            out += [f"<p>{esc(s.label)} — {esc(plateau_line(s, j.expected, j.thresholds).replace('**', ''))}</p>",
+                    f"<details><summary>table ({len(s.table)} sizes)</summary>{table(sweep_table(s))}</details>"]
+    return out
+
+
+def _storage(ri: ReportInput) -> list[str]:
+    io = io_frame(ri.records.io)
+    out = ["<h2>Storage</h2>"]
+    if io.empty:
+        return [*out, "<p>No storage records.</p>"]
+    spec_refs, demand = [], []
+    for r in io.itertuples(index=False):
+        comp = f"{r.scope} storage"
+        spec_refs.append(next((f.expected for f in ri.judgement.findings if f.component == comp
+                               and f.extra.get("path") == r.path and f.extra.get("workload") == r.workload
+                               and f.extra.get("direction") == r.direction), None))
+        need = next((m for m in ri.judgement.model if m.component == comp and m.required
+                     and m.unit.startswith("GB/s") and r.workload.replace("_", " ") in m.check), None)
+        per_node = need is not None and "per node" in need.unit and r.scope == "shared"
+        demand.append(None if need is None else need.required * (r.nodes if per_node else 1))
+    labels = [f"{r.workload} {r.direction} {r.path}" for r in io.itertuples(index=False)]
+    out.append(img(plots.bar_plot("storage: achieved vs spec and workload demand", labels, list(io["bw"]),
+                                  [("spec", spec_refs), ("workload demand", demand)]),
+                   "storage bandwidth against spec and demand"))
+    return [*out, table(storage_table(io))]
+
+
+def _hosts(ri: ReportInput) -> list[str]:
+    out = ["<h2>Localisation</h2>"]
+    ph = per_host(ri.frame())
+    for op, part in ph.groupby("op", sort=True):
+        ordered = part.sort_values("host", kind="stable")
+        title = f"intra-node {op} busbw per host at {format_size(int(part['bytes'].max()))} ({len(part)} hosts)"
+        out += [img(plots.host_grid(title, list(ordered["host"]), list(ordered["busbw"])), title),
+                f"<details><summary>slowest {min(MAX_ROWS, len(part))} hosts</summary>"
+                + table(pd.DataFrame({"host": part["host"].head(MAX_ROWS),
+                                      "busbw (GB/s)": [fnum(v) for v in part["busbw"].head(MAX_ROWS)]}))
+                + "</details>"]
+    hs, matrix, cells = pair_cells(ri.records.net)
+    if cells:
+        title = f"pair busbw at the largest size ({len(cells)} pairs, {len(hs)} hosts)"
+        out += [img(plots.matrix_plot(title, hs, matrix), title)]
+        out += [table(pd.DataFrame([{"host A": a, "host B": b, "busbw (GB/s)": fnum(v)} for v, a, b in cells[:MAX_ROWS]]))]
+    if len(out) == 1:
+        out.append("<p>No per-host or pair measurements.</p>")
+    return out
+
+
+def render(ri: ReportInput) -> str:
+    j, rs = ri.judgement, ri.records
+    verdict = verdict_line(j).replace("**", "")
+    body = [f"<h1>stoker report: {esc(ri.title)}</h1>",
+            f'<p class="verdict {"fail" if j.verdict == "fail" else "pass"}">{esc(verdict)}</p>',
+            f'<p class="muted">Run: {esc(j.run_id or "—")} · {len(rs.net)} network and {len(rs.io)} storage records · '
+            f"spec: {esc(j.spec_name or 'none')} · workload: {esc(j.workload_name or 'none')}</p>", "<h2>Findings</h2>"]
+    if j.findings:
+        ft = findings_table(j.findings)
+        body.append(table(ft, list(ft["status"])))
+    else:
+        body.append("<p>No findings: give --spec (or put spec.yaml in the results directory) so that measurements "
+                    "can be compared with advertised figures.</p>")
+    body += _net(sweeps(ri.frame()), ri)
+    body += _storage(ri)
+    if j.model:
+        body += [f"<h2>Starvation model: {esc(j.workload_name or 'workload')}</h2>", table(model_table(j.model))]
+        body += [bullets(f"{k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(j.model_summary.items()))]
+    body += _hosts(ri)
+    if ri.imported or ri.import_notes:
+        body += ["<h2>Imported results</h2>", bullets([*sorted(ri.imported), *[f"note: {n}" for n in ri.import_notes]])]
+    if rs.skipped:
+        body += ["<h2>Skipped lines</h2>", f"<p>{len(rs.skipped)} line(s) could not be read and were left out.</p>",
+                 table(pd.DataFrame([{"file": s.file, "line": s.line, "reason": s.reason} for s in rs.skipped[:MAX_ROWS]]))]
+    notes = [*ri.notes, *j.notes]
+    if notes:
+        body += ["<h2>Notes</h2>", bullets(notes)]
+    body += ["<h2>Units and statistics</h2>", bullets(LEGEND), "<h2>Environment</h2>", bullets(manifest_summary(rs.manifests))]
+    return _page(f"stoker report: {ri.title}", body)
+
+
+def render_compare(clusters: Sequence[ClusterSummary]) -> str:
+    """compare.html: the same table and ranking, and busbw curves of every cluster overlaid."""
+    from reports.clusters import SCOPES, ranking, side_by_side
+
+    body = [f"<h1>stoker compare: {esc(', '.join(c.name for c in clusters))}</h1>", bullets(ranking(clusters)),
+            table(side_by_side(clusters))]
+    for scope in SCOPES:
+        series = [plots.Series(label=f"{c.name} ({c.curves[scope].op}, {c.curves[scope].ranks} ranks)",
+                               sizes=list(c.curves[scope].table["bytes"]), values=list(c.curves[scope].table["busbw"]))
+                  for c in clusters if scope in c.curves]
+        if series:
+            body += [f"<h2>{esc(scope)}</h2>", img(plots.sweep_plot(f"{scope}: busbw vs message size", series),
+                                                   f"{scope} busbw of every cluster")]
+    body += ["<h2>How to read it</h2>", bullets([*COMPARE_LEGEND, *LEGEND[:2]])]
+    return _page(f"stoker compare: {', '.join(c.name for c in clusters)}", body)
+
+
+def _page(title: str, body: Sequence[str]) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")

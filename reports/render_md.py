@@ -1,0 +1,262 @@
+"""report.md (pure): the verdict and what to act on first, then the evidence, then the
+legend and the environment. Deterministic: the same records give the same bytes (no
+generation time, sorted everything), so golden files can pin it down.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from reports.findings import FAILING, Finding
+from reports.manifest import allowlisted_env
+from reports.records import NetRecord, RecordSet
+from reports.report_data import Sweep, expected_for, io_frame, net_frame, per_host, sweeps
+from reports.units import format_size
+
+MAX_ROWS = 20            # host / pair / skipped-line tables show the worst rows, then a summary
+MAX_NAMES = 6            # host names listed in one cell
+STATUS_ORDER = {"below_spec": 0, "starving": 1, "suspect": 2, "no_reference": 3, "ok": 4}
+
+LEGEND = (
+    "- GB/s = 10^9 bytes per second; sizes (K, M, G) are powers of 1024, as nccl-tests prints them.",
+    "- busbw (bus bandwidth) = algbw × the nccl-tests bus factor of the op (all_reduce 2(n−1)/n; all_gather, "
+    "reduce_scatter, alltoall (n−1)/n; broadcast, reduce, sendrecv 1). It is unidirectional and comparable "
+    "with the per-GPU advertised link rate, whatever the number of ranks.",
+    "- algbw = size / time. size is the nccl-tests size column (bytes per rank buffer as nccl-tests defines it per op).",
+    "- time = mean over ranks of the time of one operation in back-to-back iterations (like nccl-tests `-a 1`); "
+    "a sweep row shows the median over the groups of its scope and the slowest group beside it.",
+    "- plateau = the best per-size median busbw among the three largest sizes (the size is named); small messages "
+    "measure latency, not bandwidth. Results with wrong elements carry no bandwidth.",
+    "- storage bw = aggregate over all processes and nodes in the common window; p50/p99 are completion latencies.",
+    "- Status: ok; below_spec = under the threshold share of the advertised figure; starving = the workload needs "
+    "more than was achieved, beyond its idle budget; no_reference = nothing to compare with (never a guess); "
+    "suspect = above what the hardware can physically do (cache, wrong spec).",
+)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReportInput:
+    """Everything a report is made from; built by report_cmd, rendered by md and html."""
+
+    title: str
+    records: RecordSet
+    judgement: Any                       # reports.judge.Judgement
+    imported: Sequence[str] = ()         # files imported from the results directory
+    import_notes: Sequence[str] = ()
+    notes: Sequence[str] = ()            # e.g. spec/workload not supported yet
+    net_df: pd.DataFrame | None = None   # net_frame(records.net) when already built (large runs)
+
+    def frame(self) -> pd.DataFrame:
+        return self.net_df if self.net_df is not None else net_frame(self.records.net)
+
+
+def fnum(x: Any, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and x != x):
+        return "—"
+    if isinstance(x, (int, float)):
+        return f"{x:,.{digits}f}" if abs(x) >= 1000 else f"{x:.{digits}f}"
+    return str(x)
+
+
+def names(hosts: Iterable[str], limit: int = MAX_NAMES) -> str:
+    hs = sorted(hosts)
+    return ", ".join(hs) if len(hs) <= limit else ", ".join(hs[:limit]) + f" (+{len(hs) - limit} more)"
+
+
+def _cell(v: Any) -> str:
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(df: pd.DataFrame) -> str:
+    head = "| " + " | ".join(_cell(c) for c in df.columns) + " |"
+    sep = "| " + " | ".join("---" for _ in df.columns) + " |"
+    body = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, sep, *body])
+
+
+def sorted_findings(findings: Sequence[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (STATUS_ORDER.get(f.status, 9), f.component, f.check))
+
+
+def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
+    rows = [{"status": f.status, "component": f.component, "check": f.check, "measured": fnum(f.measured),
+             "expected": fnum(f.expected), "unit": f.unit, "hosts": names(f.hosts), "what to do": f.message}
+            for f in sorted_findings(findings)]
+    return pd.DataFrame(rows, columns=["status", "component", "check", "measured", "expected", "unit", "hosts",
+                                       "what to do"])
+
+
+def verdict_line(judgement: Any) -> str:
+    bad = [f for f in judgement.findings if f.status in FAILING]
+    if judgement.verdict == "fail":
+        counts = Counter(f.status for f in bad)
+        what = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        return f"**Verdict: FAIL** — {len(bad)} finding{'s' if len(bad) != 1 else ''} to act on ({what})."
+    return "**Verdict: PASS** — no finding is below spec or starving."
+
+
+def sweep_table(s: Sweep) -> pd.DataFrame:
+    t = s.table
+    df = pd.DataFrame({"size": [format_size(int(b)) for b in t["bytes"]], "time (us)": [fnum(v) for v in t["time_us"]],
+                       "algbw (GB/s)": [fnum(v) for v in t["algbw"]], "busbw (GB/s)": [fnum(v) for v in t["busbw"]]})
+    if s.groups > 1:
+        df["slowest group busbw"] = [fnum(v) for v in t["busbw_min"]]
+        df["groups"] = [str(int(v)) for v in t["groups"]]
+    if int(t["wrong"].sum()):
+        df["wrong"] = [str(int(v)) for v in t["wrong"]]
+    return df
+
+
+def plateau_line(s: Sweep, expected: Mapping[str, float], thresholds: Mapping[str, float]) -> str:
+    size, bw = s.plateau
+    line = f"Plateau: **{fnum(bw)} GB/s** busbw at {format_size(size)}"
+    adv = expected_for(s.scope, s.nodes, dict(expected))
+    if adv:
+        share = thresholds.get("network", 0.8)
+        line += f" = {bw / adv:.0%} of the advertised {fnum(adv)} GB/s (threshold {share:.0%})"
+    return line + "."
+
+
+def _net_section(sws: Sequence[Sweep], j: Any) -> list[str]:
+    out = ["## Network sweeps", ""]
+    if not sws:
+        return [*out, "No network records.", ""]
+    for s in sws:
+        if s.scope == "pair":
+            continue  # pairs are many small groups: summarised under localisation
+        out += [f"### {s.scope} · {s.label}", "", plateau_line(s, j.expected, j.thresholds), "",
+                md_table(sweep_table(s)), ""]
+    return out
+
+
+def storage_table(io: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for r in io.itertuples(index=False):
+        note = "FAILED: " + r.failed if r.failed else ("page cache suspected" if r.cache_suspect else "")
+        rows.append({"workload": r.workload, "direction": r.direction, "path": r.path, "scope": r.scope,
+                     "procs": str(r.procs), "bw (GB/s)": fnum(r.bw), "IOPS": fnum(r.iops, 0),
+                     "p50 (ms)": fnum(r.p50_ms), "p99 (ms)": fnum(r.p99_ms), "note": note})
+    return pd.DataFrame(rows)
+
+
+def model_table(model: Sequence[Any]) -> pd.DataFrame:
+    rows = [{"component": m.component, "check": m.check, "required": fnum(m.required), "achieved": fnum(m.achieved),
+             "unit": m.unit, "idle share": f"{m.idle_share:.1%}", "$ per day": fnum(m.usd_per_day, 0),
+             "status": m.status} for m in model]
+    return pd.DataFrame(rows)
+
+
+def _kv(d: Mapping[str, Any]) -> list[str]:
+    return [f"- {k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(d.items())]
+
+
+def pair_cells(net: Sequence[NetRecord]) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
+    """The pair matrix (reports.localise) and its cells, slowest first."""
+    from reports.localise import pair_matrix
+
+    hs, matrix = pair_matrix([r for r in net if r.scope == "pair"])
+    cells = sorted((v, a, b) for i, a in enumerate(hs) for k, b in enumerate(hs) if k > i
+                   for v in [matrix[i][k]] if v is not None)
+    return hs, matrix, cells
+
+
+def _localisation(df: pd.DataFrame, net: Sequence[NetRecord]) -> list[str]:
+    out = ["## Localisation", ""]
+    hosts = per_host(df)
+    if not hosts.empty:
+        for op, part in hosts.groupby("op", sort=True):
+            bw = part["busbw"]
+            out += [f"Intra-node {op} busbw per host at {format_size(int(part['bytes'].max()))}: {len(part)} hosts, "
+                    f"min {fnum(bw.min())}, median {fnum(bw.median())}, max {fnum(bw.max())} GB/s. Slowest first:", ""]
+            top = part.head(MAX_ROWS)
+            out += [md_table(pd.DataFrame({"host": top["host"], "busbw (GB/s)": [fnum(v) for v in top["busbw"]]})), ""]
+    hs, _, cells = pair_cells(net)
+    if cells:
+        out += [f"Pair busbw (largest size): {len(cells)} pairs among {len(hs)} hosts. Slowest first:", ""]
+        out += [md_table(pd.DataFrame([{"host A": a, "host B": b, "busbw (GB/s)": fnum(v)}
+                                       for v, a, b in cells[:MAX_ROWS]])), ""]
+    if len(out) == 2:
+        out += ["No per-host or pair measurements.", ""]
+    return out
+
+
+def manifest_summary(manifests: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Distinct values with how many hosts reported each: 1,000 hosts fit in a few lines."""
+    if not manifests:
+        return ["No manifest (imported results carry only what their logs say)."]
+    hosts = sorted({str(m.get("host", "?")) for m in manifests})
+    tools = sorted({str(m.get("tool", "?")) for m in manifests})
+    out = [f"- tools: {', '.join(tools)}", f"- hosts ({len(hosts)}): {names(hosts, 12)}"]
+    seen: dict[str, Counter[str]] = {}
+    for m in manifests:
+        for key in ("python", "platform"):
+            if key in m:
+                seen.setdefault(key, Counter())[str(m[key])] += 1
+        for k, v in (m.get("versions") or {}).items():
+            seen.setdefault(f"version {k}", Counter())[str(v)] += 1
+        for d in m.get("devices") or []:
+            desc = d if not isinstance(d, Mapping) else d.get("name") or d.get("model") or ", ".join(
+                f"{k}={v}" for k, v in sorted(d.items()) if k not in ("host", "rank", "index"))
+            seen.setdefault("devices", Counter())[str(desc)] += 1
+        for k, v in allowlisted_env(m.get("env") or {}).items():  # again: a manifest may come from elsewhere
+            seen.setdefault(f"env {k}", Counter())[v] += 1
+    for key in sorted(seen):
+        vals = "; ".join(f"{v} (×{n})" if n > 1 else v for v, n in sorted(seen[key].items()))
+        out.append(f"- {key}: {vals}")
+    return out
+
+
+def render(ri: ReportInput) -> str:
+    j, rs = ri.judgement, ri.records
+    df = ri.frame()
+    sws = sweeps(df)
+    lines = [f"# stoker report: {ri.title}", "", verdict_line(j), ""]
+    lines += [f"Run: {j.run_id or '—'} · {len(rs.net)} network and {len(rs.io)} storage records"
+              f" · spec: {j.spec_name or 'none'} · workload: {j.workload_name or 'none'}", ""]
+    lines += ["## Findings", ""]
+    lines += [md_table(findings_table(j.findings)) if j.findings else
+              "No findings: give `--spec` (or put `spec.yaml` in the results directory) so that measurements can "
+              "be compared with advertised figures.", ""]
+    lines += _net_section(sws, j)
+    io = io_frame(rs.io)
+    lines += ["## Storage", "", md_table(storage_table(io)) if not io.empty else "No storage records.", ""]
+    if j.model:
+        lines += [f"## Starvation model: {j.workload_name or 'workload'}", "", md_table(model_table(j.model)), ""]
+        lines += [*_kv(j.model_summary), ""] if j.model_summary else []
+    lines += _localisation(df, rs.net)
+    if ri.imported or ri.import_notes:
+        lines += ["## Imported results", "", *[f"- {s}" for s in sorted(ri.imported)],
+                  *[f"- note: {n}" for n in ri.import_notes], ""]
+    if rs.skipped:
+        lines += ["## Skipped lines", "", f"{len(rs.skipped)} line(s) could not be read and were left out:", ""]
+        lines += [md_table(pd.DataFrame([{"file": s.file, "line": str(s.line), "reason": s.reason}
+                                         for s in rs.skipped[:MAX_ROWS]]))]
+        lines += ["", f"(+{len(rs.skipped) - MAX_ROWS} more)"] if len(rs.skipped) > MAX_ROWS else []
+        lines += [""]
+    notes = [*ri.notes, *j.notes]
+    if notes:
+        lines += ["## Notes", "", *[f"- {n}" for n in notes], ""]
+    lines += ["## Units and statistics", "", *LEGEND, ""]
+    lines += ["## Environment", "", *manifest_summary(rs.manifests), ""]
+    return "\n".join(lines)
+
+
+def render_compare(clusters: Sequence[Any]) -> str:
+    """compare.md: the side-by-side table, the ranking by cost per useful GPU-hour, the rule."""
+    from reports.clusters import ranking, side_by_side
+
+    lines = [f"# stoker compare: {', '.join(c.name for c in clusters)}", "", *[f"- {s}" for s in ranking(clusters)],
+             "", md_table(side_by_side(clusters)), "", "## How to read it", "", *COMPARE_LEGEND, *LEGEND[:2], ""]
+    return "\n".join(lines)
+
+
+COMPARE_LEGEND = (
+    "- busbw plateau: per cluster the all_reduce sweep where measured (else another op), as in each report.",
+    "- storage: the best aggregate bandwidth per scope, direction and workload over the paths measured.",
+    "- cost per useful GPU-hour = price per GPU-hour / (1 − GPU idle share), the idle share being the share of "
+    "step time the accelerators wait for network and storage under the workload (see each cluster's report).",
+)

@@ -1,0 +1,118 @@
+"""Real fio on a temp dir: every workload, small sizes; sane records; nothing left behind."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from reports.records import read_records
+from tests.conftest import REPO, STOKER, needs_tool
+
+pytestmark = needs_tool("fio")
+
+SMALL = ["--ckpt-bytes", "16M", "--ckpt-block", "1M", "--writers", "2", "--runtime", "2", "--workers", "2",
+         "--files-per-worker", "8", "--file-bytes", "1M", "--md-files", "200", "--storm-procs", "3",
+         "--storm-files", "100"]
+
+
+def stoker(*argv: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*STOKER, *argv], capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout)
+
+
+def test_all_workloads_on_a_temp_dir(tmp_path: Path) -> None:
+    work, out = tmp_path / "scratch", tmp_path / "out"
+    work.mkdir()
+    (work / "precious.txt").write_text("not stoker's")
+    p = stoker("io", "--path", str(work), "--out", str(out), *SMALL,
+               env={"STOKER_RUN_ID": "io-local-test", "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, p.stderr
+    recs = read_records(out)
+    assert not recs.skipped
+    by = {(r.workload, r.backend, r.extra.get("op", "")): r for r in recs.io}
+    assert set(by) == {("checkpoint_write", "fio", ""), ("checkpoint_write", "torch.save", ""),
+                       ("checkpoint_write", "torch.dcp", ""), ("checkpoint_read", "fio", ""),
+                       ("dataloader_read", "fio", ""), ("metadata", "fio", "create"),
+                       ("metadata", "fio", "stat"), ("metadata", "fio", "delete"),
+                       ("metadata", "fio", "import_storm")}
+    for r in recs.io:
+        assert r.run_id == "io-local-test" and r.path == str(work) and r.scope == "local"
+        assert r.failed == "" and r.iops > 0 and r.runtime_s > 0
+        if r.bytes:
+            assert r.bw_GBps == pytest.approx(r.bytes / r.runtime_s / 1e9, rel=1e-3)
+        if r.lat_ms:
+            assert r.lat_ms["p99"] >= r.lat_ms["p50"] > 0
+    # exact amounts: 2 writers x 16 MiB, written and read back
+    assert by[("checkpoint_write", "fio", "")].bytes == 32 << 20
+    assert by[("checkpoint_read", "fio", "")].bytes == 32 << 20
+    assert by[("checkpoint_write", "torch.save", "")].bytes == 32 << 20
+    assert by[("checkpoint_write", "fio", "")].direct is True       # ext4 takes O_DIRECT
+    dl = by[("dataloader_read", "fio", "")]
+    assert dl.extra["samples_per_s"] == pytest.approx(dl.iops) and dl.block_size == 128 << 10
+    storm = by[("metadata", "fio", "import_storm")]
+    assert storm.bytes == 3 * 100 * 4096 and storm.procs == 3
+    assert by[("metadata", "fio", "create")].bytes == 0
+    # the work dir is gone and nothing else was touched
+    assert sorted(x.name for x in work.iterdir()) == ["precious.txt"]
+    (manifest,) = recs.manifests
+    assert manifest["fio"].startswith("fio-") and manifest["paths"][str(work)]["fstype"]
+    assert "checkpoint_write" in p.stdout and "GB/s" in p.stdout
+
+
+def test_dry_run_prints_runnable_fio_lines(tmp_path: Path) -> None:
+    p = stoker("io", "--path", str(tmp_path), "--dry-run", "--workloads", "checkpoint")
+    assert p.returncode == 0
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("fio ")]
+    assert len(lines) == 2 and "--rw=write" in lines[0] and "--output-format=json" in lines[0]
+    assert list(tmp_path.iterdir()) == []                  # a dry run writes nothing
+
+
+def one_line_error(p: subprocess.CompletedProcess[str], code: int, text: str) -> None:
+    assert p.returncode == code, (p.stdout, p.stderr)
+    err = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(err) == 1 and text in err[0], p.stderr
+
+
+def test_bad_paths(tmp_path: Path) -> None:
+    one_line_error(stoker("io", "--path", str(tmp_path / "nope")), 2, "does not exist")
+    f = tmp_path / "file"
+    f.write_text("x")
+    one_line_error(stoker("io", "--path", str(f)), 2, "is not a directory")
+    one_line_error(stoker("io", "--path", "/tmp/a:b"), 2, "contains ':'")
+
+
+def test_too_big_is_refused(tmp_path: Path) -> None:
+    p = stoker("io", "--path", str(tmp_path), "--out", str(tmp_path / "o"), "--workloads", "checkpoint",
+               "--ckpt-bytes", "900T")
+    one_line_error(p, 2, "stoker uses at most half")
+    assert [x.name for x in tmp_path.iterdir() if x.name.startswith(".stoker-")] == []   # no work dir left
+
+
+def test_fio_missing(tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    p = stoker("io", "--path", str(tmp_path), env={"PATH": str(empty)})
+    one_line_error(p, 2, "apt-get install fio")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_removes_the_work_dir(tmp_path: Path, sig: signal.Signals) -> None:
+    work = tmp_path / "w"
+    work.mkdir()
+    p = subprocess.Popen([*STOKER, "io", "--path", str(work), "--out", str(tmp_path / "o"),
+                          "--workloads", "dataloader", "--runtime", "60", "--workers", "1",
+                          "--files-per-worker", "4", "--file-bytes", "1M"],
+                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    # wait until fio is reading its files, then stop stoker as Ctrl-C / a scheduler would
+    while not list(work.glob(".stoker-*/*/dl.*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(work.glob(".stoker-*/*/dl.*")), "fio never laid out its files"
+    time.sleep(0.5)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 3, err
+    assert "interrupted" in err
+    assert list(work.iterdir()) == []

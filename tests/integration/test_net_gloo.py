@@ -1,0 +1,135 @@
+"""Real gloo ranks under torchrun and `--nproc`: every op at several sizes; each record
+checked against the nccl-tests formulas with factors worked out by hand here (not taken
+from netbench's table)."""
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PYTHON, STOKER
+
+pytest.importorskip("torch")
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
+# busbw / algbw by hand (nccl-tests doc/PERFORMANCE.md) for 2, 3 and 4 ranks
+HAND_FACTOR = {
+    2: {"all_reduce": 1.0, "all_gather": 0.5, "reduce_scatter": 0.5, "alltoall": 0.5,
+        "broadcast": 1.0, "reduce": 1.0, "sendrecv": 1.0},
+    3: {"all_reduce": 4 / 3, "all_gather": 2 / 3, "reduce_scatter": 2 / 3, "alltoall": 2 / 3,
+        "broadcast": 1.0, "reduce": 1.0, "sendrecv": 1.0},
+    4: {"all_reduce": 1.5, "all_gather": 0.75, "reduce_scatter": 0.75, "alltoall": 0.75,
+        "broadcast": 1.0, "reduce": 1.0, "sendrecv": 1.0},
+}
+SWEEP = ["-b", "8", "-e", "128K", "-f", "16", "-n", "5"]   # 8, 128, 2K, 32K bytes
+
+
+def _port(base: int) -> str:
+    """A free port in this area's range (29700..29799), so parallel suites do not collide."""
+    for p in range(base, 29800):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p))
+                return str(p)
+            except OSError:
+                continue
+    raise RuntimeError("no free port in 29700..29799")
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "net.jsonl").read_text().splitlines()]
+
+
+def _check_formulas(rec: dict) -> None:
+    n = rec["ranks"]
+    assert rec["wrong"] == 0, rec
+    assert rec["algbw_GBps"] == pytest.approx(rec["bytes"] / rec["time_s"] / 1e9, rel=1e-9)
+    assert rec["busbw_GBps"] == pytest.approx(rec["algbw_GBps"] * HAND_FACTOR[n][rec["op"]], rel=1e-9)
+    assert rec["time_min_s"] <= rec["time_p50_s"] <= rec["time_p99_s"]
+
+
+def _torchrun(nproc: int, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    cmd = [PYTHON, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
+           "--master-port", _port(29700), "-m", "launchers.cli", "net", *SWEEP, "--scopes", "world",
+           "--out", str(out), *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+def test_torchrun_every_op(tmp_path: Path, nproc: int) -> None:
+    out = tmp_path / "nb-out"
+    proc = _torchrun(nproc, out, "--in-place")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    recs = _records(out)
+    assert {r["op"] for r in recs} == set(OPS)
+    host = socket.gethostname()
+    for rec in recs:
+        _check_formulas(rec)
+        assert (rec["scope"], rec["ranks"], rec["hosts"], rec["nodes"], rec["backend"]) == ("world", nproc, [host], 1, "gloo")
+    # by hand: all_gather at 3 ranks rounds 8 B (2 floats) down to 0 elements: no record;
+    # 128 B = 32 floats -> 30 elements = 120 B
+    ag = sorted(r["bytes"] for r in recs if r["op"] == "all_gather" and not r["in_place"])
+    assert ag == ([8, 128, 2048, 32768] if nproc == 2 else [120, 2040, 32760])
+    assert any(r["in_place"] for r in recs if r["op"] == "all_gather")
+    assert len({r["run_id"] for r in recs}) == 1
+    assert "# op all_reduce" in proc.stdout and "busbw" in proc.stdout
+
+
+def test_nproc_standalone_table_records_manifest(tmp_path: Path) -> None:
+    out = tmp_path / "nb-standalone"
+    proc = subprocess.run([*STOKER, "net", "--nproc", "2", "--ops", "all_reduce,sendrecv", *SWEEP,
+                           "--out", str(out)], capture_output=True, text=True, timeout=180,
+                          env={**_env(), "NCCL_DEBUG": "WARN", "MY_SECRET": "x"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    recs = _records(out)
+    assert len(recs) == 8 and all(r["scope"] == "intra-node" for r in recs)   # one host: world = intra-node
+    for rec in recs:
+        _check_formulas(rec)
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("# stoker net: scope intra-node, group 0, 2 ranks on host")
+    assert lines[-1].endswith(f"{out}/net.jsonl (GB/s = 1e9 B/s; busbw per nccl-tests PERFORMANCE.md)")
+    rows = [ln.split() for ln in lines if ln and not ln.startswith("#")]
+    assert [r[:5] for r in rows[:2]] == [["8", "2", "float32", "sum", "-1"], ["128", "32", "float32", "sum", "-1"]]
+    manifest = [json.loads(x) for x in (out / "manifest.jsonl").read_text().splitlines()]
+    assert len(manifest) == 1
+    m = manifest[0]
+    assert m["versions"]["torch"].startswith("2.") and m["settings"]["iters"] == 5
+    assert m["env"].get("NCCL_DEBUG") == "WARN" and "MY_SECRET" not in m["env"] and "PATH" not in m["env"]
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
+
+
+def test_scopes_on_two_fake_nodes(tmp_path: Path) -> None:
+    out = tmp_path / "nb-scopes"
+    proc = subprocess.run([*STOKER, "net", "--nproc", "4", "--hosts-override", "h0,h0,h1,h1", "--ops", "all_reduce",
+                           "-b", "4K", "-e", "4K", "-n", "3", "--scopes", "world,intra-node,inter-node,pairs",
+                           "--out", str(out)], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = sorted((r["scope"], r["group"], r["ranks"], tuple(r["hosts"])) for r in _records(out))
+    assert got == [("inter-node", 0, 2, ("h0", "h1")), ("inter-node", 1, 2, ("h0", "h1")),
+                   ("intra-node", 0, 2, ("h0",)), ("intra-node", 1, 2, ("h1",)),
+                   ("pair", 0, 2, ("h0", "h1")), ("world", 0, 4, ("h0", "h1"))]
+    for rec in _records(out):
+        _check_formulas(rec)
+    assert len((out / "manifest.jsonl").read_text().splitlines()) == 2   # one per (fake) host
+
+
+def test_pairs_on_four_fake_nodes(tmp_path: Path) -> None:
+    out = tmp_path / "nb-pairs"
+    proc = subprocess.run([*STOKER, "net", "--nproc", "4", "--hosts-override", "a,b,c,d", "--scopes", "pairs",
+                           "--ops", "all_reduce", "--pair-bytes", "64K", "-n", "3", "--out", str(out)],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    recs = _records(out)
+    pairs = sorted(tuple(r["hosts"]) for r in recs)
+    assert sorted(tuple(sorted(p)) for p in pairs) == [("a", "b"), ("a", "c"), ("a", "d"), ("b", "c"), ("b", "d"), ("c", "d")]
+    assert {r["scope"] for r in recs} == {"pair"} and {r["pass"] for r in recs} == {1}
+    assert sorted(r["round"] for r in recs) == [0, 0, 1, 1, 2, 2]
+    assert all(r["bytes"] == 65536 and r["op"] == "all_reduce" for r in recs)

@@ -1,0 +1,72 @@
+"""Localisation on a real namespaced 4-node cluster: `stoker net --scopes pairs` runs across
+the namespaces and `localise` must name the node or link that tc made slow, and nothing else."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from reports.findings import Finding
+from reports.localise import localise
+from reports.records import NetRecord, read_records
+from tests.conftest import needs_root
+from tests.harness.netns import NetnsCluster, unavailable_reason
+
+pytestmark = needs_root
+
+RATE_MBIT = 400          # every node's link: 0.048 GB/s of TCP goodput
+SLOW_MBIT = RATE_MBIT / 4
+# 4 MiB per pair: 0.09 s per all-reduce on a healthy pair, 0.35 s with the slow one.
+NET = ["-m", "launchers.cli", "net", "--scopes", "pairs", "--min-bytes", "4M", "--max-bytes", "4M",
+       "--pair-bytes", "4M", "--iters", "3", "--warmup", "1", "--backend", "gloo", "--timeout", "60"]
+
+
+@pytest.fixture
+def cluster() -> Iterator[NetnsCluster]:
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with NetnsCluster(prefix="nxl", nodes=4, rate_mbit=RATE_MBIT) as c:
+        yield c
+
+
+def pairs_run(c: NetnsCluster, out: Path, torchrun: bool = True) -> list[NetRecord]:
+    args = [*NET, "--out", str(out)]
+    results = c.torchrun(1, 29450, args, timeout=180) if torchrun else c.launch(1, 29450, args, timeout=180)
+    for rc, so, se in results:
+        assert rc == 0, f"rc {rc}\n{so[-3000:]}\n{se[-3000:]}"
+    recs = read_records(out).net
+    first = [r for r in recs if r.scope == "pair" and r.extra.get("pass") == 1]
+    assert len(first) == 6 and all(r.wrong == 0 for r in recs)   # 3 rounds × 2 pairs
+    return recs
+
+
+def named(findings: list[Finding]) -> list[tuple[str, tuple[str, ...]]]:
+    return [(f.component, f.hosts) for f in findings]
+
+
+def test_slow_node_is_named_and_no_other(cluster: NetnsCluster, tmp_path: Path) -> None:
+    cluster.shape_node(2, SLOW_MBIT)
+    found = localise(pairs_run(cluster, tmp_path), [])
+    assert named(found) == [("node", ("nxln2",))]
+    # Its best pair is capped by its own 100 Mbit/s link: 0.0125 GB/s raw, ~0.012 of goodput.
+    assert 0.85 * SLOW_MBIT / 8000 <= found[0].measured <= SLOW_MBIT / 8000
+    assert found[0].extra["confirmed_with"]   # the second pass re-paired it with good nodes
+
+
+def test_healthy_cluster_gives_no_finding_5_runs_of_5(cluster: NetnsCluster, tmp_path: Path) -> None:
+    # Repeats start the ranks with torchrun's environment but without its agents (half the
+    # processes importing torch on 2 cores); the first run uses torchrun itself.
+    for k in range(5):
+        recs = pairs_run(cluster, tmp_path / str(k), torchrun=k == 0)
+        assert localise(recs, []) == [], k
+        assert all(r.extra.get("pass") == 1 for r in recs if r.scope == "pair"), "nothing to confirm"
+
+
+def test_slow_pair_is_a_link_not_two_nodes(cluster: NetnsCluster, tmp_path: Path) -> None:
+    cluster.shape_pair(0, 3, SLOW_MBIT)
+    found = localise(pairs_run(cluster, tmp_path), [])
+    assert named(found) == [("link", ("nxln0", "nxln3"))]
+    assert 0.85 * SLOW_MBIT / 8000 <= found[0].measured <= SLOW_MBIT / 8000
+    assert 0.85 * RATE_MBIT / 8000 <= found[0].expected <= RATE_MBIT / 8000

@@ -1,0 +1,63 @@
+"""`stoker run` for real on this machine: 2 gloo ranks, fio on a temp dir, the report; its
+exit code is the verdict, and a phase that aborts still leaves a report (exit 3)."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reports.records import read_records
+from tests.conftest import STOKER, needs_tool
+
+pytestmark = [needs_tool("fio"), pytest.mark.slow]
+
+# the quick profile, cut further: this checks the plumbing, not the hardware
+SMALL = ["--profile", "quick", "--ops", "all_reduce", "--max-bytes", "256K", "--iters", "3", "--warmup", "1",
+         "--workloads", "checkpoint", "--ckpt-bytes", "8M", "--io-runtime", "1"]
+
+
+def run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path / "results"
+    p = subprocess.run([*STOKER, "run", "--out", str(out), *SMALL, *extra], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=400)
+    return p, out
+
+
+def phases(out: Path) -> dict[str, int]:
+    return {p["phase"]: p["rc"] for p in map(json.loads, (out / "phases.jsonl").read_text().splitlines())}
+
+
+def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
+    # a spec advertising 1000 GB/s between local ranks: gloo on 2 CPU cores cannot come close
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: la-run\nnetwork:\n  intra_node: {GBps: 1000}\n", encoding="utf-8")
+    p, out = run(tmp_path, "--spec", "spec.yaml")
+    assert phases(out) == {"network": 0, "storage": 0, "report": 0 if p.returncode == 0 else 1}, p.stdout[-3000:]
+
+    recs = read_records(out)
+    assert recs.net and recs.io
+    assert len({r.run_id for r in [*recs.net, *recs.io]}) == 1       # one STOKER_RUN_ID for every phase
+    assert {r.ranks for r in recs.net} == {2}                        # 2 gloo ranks without GPUs
+    assert not list(out.glob(".io-scratch-*"))                      # the storage scratch dir is gone
+
+    verdict = json.loads((out / "verdict.json").read_text())
+    intra = [f for f in verdict["findings"] if f["component"] == "intra-node network"]
+    assert intra and all(f["status"] == "below_spec" for f in intra), intra
+    assert verdict["verdict"] == "fail" and p.returncode == 1
+    # progress while it works, a summary table and the verdict at the end
+    assert "[1/3] network: started" in p.stdout and "[3/3] report: started" in p.stdout
+    assert "phase    status" in p.stdout and "verdict: FAIL" in p.stdout
+    for name in ("report.md", "report.html"):
+        assert (out / name).is_file()
+
+
+def test_an_aborted_phase_still_gets_a_report_and_exit_3(tmp_path: Path) -> None:
+    # the storage phase may take 1 s: stoker io gives up (its own --timeout) and keeps what it had
+    p, out = run(tmp_path, "--io-timeout", "1", "--workloads", "checkpoint,dataloader,metadata")
+    ran = phases(out)
+    assert ran["network"] == 0 and ran["storage"] != 0 and ran["report"] in (0, 1), p.stdout[-3000:]
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert p.returncode == (1 if verdict["verdict"] == "fail" else 3)
+    assert "storage  exit" in p.stdout

@@ -1,0 +1,127 @@
+"""Pure logic of `stoker run` and `stoker submit`: profiles, GPU count, the phase plan,
+exit codes, the summary; and submit's command line (dry run, no sbatch)."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from launchers.phases import PhaseResult, exit_code
+from launchers.profiles import PROFILES, default_profile, get_profile, with_overrides
+from launchers.run_cmd import count_gpus, plan, summary
+from reports.errors import UsageError
+from reports.units import parse_size
+from tests.conftest import STOKER
+
+
+def test_profiles_grow_from_quick_to_full() -> None:
+    q, s, f = (PROFILES[n] for n in ("quick", "standard", "full"))
+    for key in ("max_bytes", "ckpt_bytes"):
+        assert parse_size(getattr(q, key)) < parse_size(getattr(s, key)) < parse_size(getattr(f, key))
+    assert q.iters < s.iters < f.iters
+    assert set(q.ops) <= set(s.ops) <= set(f.ops)
+
+
+def test_unknown_profile_is_usage_error() -> None:
+    with pytest.raises(UsageError, match="quick, standard, full"):
+        get_profile("huge")
+
+
+def test_overrides_apply_only_when_given() -> None:
+    q = get_profile("quick")
+    assert with_overrides(q, iters=None) is q
+    o = with_overrides(q, iters=9, max_bytes="1M")
+    assert (o.iters, o.max_bytes, o.min_bytes) == (9, "1M", q.min_bytes)
+
+
+def test_default_profile() -> None:
+    assert default_profile(0) == "quick"
+    assert default_profile(8) == "standard"
+
+
+@pytest.mark.parametrize(("devs", "env", "n"), [
+    (["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "null"], {}, 2),
+    (["null", "sda"], {}, 0),
+    (["nvidia0", "nvidia1"], {"CUDA_VISIBLE_DEVICES": "1"}, 1),
+    (["nvidia0"], {"CUDA_VISIBLE_DEVICES": ""}, 0),
+    (["nvidia0"], {"CUDA_VISIBLE_DEVICES": "-1"}, 0),
+])
+def test_count_gpus(devs: list[str], env: dict[str, str], n: int) -> None:
+    assert count_gpus(devs, env) == n
+
+
+def test_plan_runs_net_io_report_into_one_dir() -> None:
+    q = get_profile("quick")
+    phases = plan(profile=q, out="/r", io_path="/r/.io", nproc=2, backend="auto", spec="/s.yaml",
+                  workload=None, stoker=("stoker",))
+    assert [p.name for p in phases] == ["network", "storage", "report"]
+    net, io, report = (list(p.argv) for p in phases)
+    assert net[:2] == ["stoker", "net"] and net[-4:] == ["--out", "/r", "--nproc", "2"]
+    assert io[:4] == ["stoker", "io", "--path", "/r/.io"] and io[-2:] == ["--out", "/r"]
+    assert report == ["stoker", "report", "/r", "--spec", "/s.yaml"]
+    # the launcher's limit is past stoker's own --timeout (180 s in quick)
+    assert phases[0].limit_s == 240 and phases[2].limit_s == q.report_timeout_s
+
+
+@pytest.mark.parametrize(("report_rc", "written", "aborted", "want"), [
+    (0, True, False, 0),
+    (1, True, False, 1),
+    (1, True, True, 1),      # a fail verdict stays a fail
+    (0, True, True, 3),      # passed on what was measured, but a phase is missing
+    (2, False, True, 3),
+    (2, False, False, 2),
+])
+def test_exit_code(report_rc: int, written: bool, aborted: bool, want: int) -> None:
+    assert exit_code(report_rc, written, aborted) == want
+
+
+def test_summary_table() -> None:
+    results = [PhaseResult(name="network", rc=0, elapsed_s=12.34), PhaseResult(name="storage", rc=124, elapsed_s=240.0)]
+    verdict = {"verdict": "fail", "run_id": "r1", "findings": [
+        {"component": "local storage", "check": "checkpoint_write", "status": "below_spec",
+         "measured": 0.5, "expected": 6.0, "unit": "GB/s"}]}
+    text = summary(results, verdict, Path("/r"))
+    assert "network  ok        12.3" in text
+    assert "storage  exit 124  240.0" in text
+    assert "local storage  checkpoint_write  below_spec  0.5       6         GB/s" in text
+    assert "verdict: FAIL  (run r1)" in text
+    assert "verdict: none" in summary(results, None, Path("/r"))
+
+
+def _stoker(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*STOKER, *args], capture_output=True, text=True, env=env, cwd=cwd)
+
+
+def test_submit_dry_run_prints_the_script(tmp_path: Path) -> None:
+    p = _stoker("submit", "--nodes", "2", "--profile", "quick", "--dry-run", "--out", str(tmp_path / "r"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("#!/bin/bash\n")
+    assert "#SBATCH --nodes=2\n" in p.stdout and "--scopes pairs" in p.stdout
+    assert f"OUT={tmp_path / 'r'}\n" in p.stdout
+    assert not (tmp_path / "r").exists()  # a dry run writes nothing
+
+
+def test_submit_without_sbatch_is_one_line_exit_2(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path)}  # nothing on PATH
+    p = _stoker("submit", "--nodes", "2", env=env, cwd=tmp_path)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "sbatch not found" in p.stderr
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--nodes", "0"], "--nodes must be at least 1"),
+    (["--nodes", "2", "--spec", "/no/such.yaml"], "no such file"),
+    (["--nodes", "2", "--max-bytes", "lots"], "bad --max-bytes"),
+    (["--nodes", "2", "--profile", "huge"], "invalid choice"),
+])
+def test_submit_bad_input(args: list[str], words: str) -> None:
+    p = _stoker("submit", "--dry-run", *args)
+    assert p.returncode == 2 and words in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_run_bad_path_is_one_line_exit_2(tmp_path: Path) -> None:
+    p = _stoker("run", "--out", str(tmp_path / "r"), "--path", str(tmp_path / "missing"))
+    assert p.returncode == 2 and "no such directory" in p.stderr and p.stderr.count("\n") == 1
+

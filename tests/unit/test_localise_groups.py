@@ -1,0 +1,76 @@
+"""The pair tournament, the grouping search (simulated on a synthetic cluster) and the estimate."""
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Mapping
+
+import pytest
+
+from netbench.topology import round_robin
+from reports.localise_groups import Group, Sizes, estimate, group_search, round_robin_rounds, round_seconds
+
+F = 10.0
+
+
+@pytest.mark.parametrize("n", range(2, 10))
+def test_round_robin_rounds_match_the_netbench_schedule(n: int) -> None:
+    sched = round_robin(n)
+    assert round_robin_rounds(n) == len(sched) == (n - 1 if n % 2 == 0 else n)
+    met = sorted(p for rnd in sched for p in rnd)
+    assert met == list(itertools.combinations(range(n), 2))
+
+
+class Cluster:
+    """Synthetic cluster: a ring all-reduce over a group runs at its slowest hop, a hop at the
+    slower of its two NICs (± noise). Records how many nodes each round used."""
+
+    def __init__(self, n: int, rates: Mapping[int, float], noise: float = 0.05, seed: int = 0) -> None:
+        self.rate = {f"h{i}": rates.get(i, F) for i in range(n)}
+        self.hosts = list(self.rate)
+        self.rng = random.Random(seed)
+        self.noise = noise
+
+    def measure(self, groups: list[Group]) -> list[float]:
+        seen = [h for g in groups for h in g]
+        assert len(seen) == len(set(seen)), "a node in two groups of one round"
+        assert all(len(g) >= 2 for g in groups)
+        return [min(self.rate[h] for h in g) * (1 + self.rng.uniform(-self.noise, self.noise)) for g in groups]
+
+
+@pytest.mark.parametrize("n", [4, 8, 9, 64, 100, 1024])
+def test_grouping_finds_one_bad_node_in_log_rounds(n: int) -> None:
+    for bad in sorted({0, n // 3, n - 1}):
+        c = Cluster(n, {bad: F / 4}, seed=bad)
+        res = group_search(c.hosts, c.measure)
+        assert res.culprits == [f"h{bad}"], (n, bad)
+        assert res.rounds <= math.ceil(math.log2(n)) + 1 < n - 1 or n <= 4
+        assert len(res.cleared) == n - 1
+
+
+def test_grouping_two_bad_nodes_and_healthy_fleets() -> None:
+    c = Cluster(64, {5: F / 3, 40: F / 2}, seed=1)
+    assert group_search(c.hosts, c.measure).culprits == ["h40", "h5"]
+    for seed in range(20):
+        healthy = Cluster(64, {}, noise=0.1, seed=seed)
+        res = group_search(healthy.hosts, healthy.measure)
+        assert res.culprits == [] and res.rounds == 1
+    slow_everywhere = Cluster(16, {i: F / 4 for i in range(16)})
+    assert group_search(slow_everywhere.hosts, slow_everywhere.measure).culprits == []
+    # ... which the expected figure turns into "every group is slow, and nothing is cleared".
+    assert group_search(slow_everywhere.hosts, slow_everywhere.measure, expected=F).culprits == []
+    assert group_search(["a", "b", "c"], Cluster(3, {}).measure).rounds == 0
+
+
+def test_round_seconds_and_estimate_by_hand() -> None:
+    s = Sizes(bytes=1_000_000_000, iters=8, warmup=2, busbw_GBps=10.0, round_setup_s=1.0)
+    assert round_seconds(2, s) == pytest.approx(1 + 10 * 0.1)        # factor 1 for a pair
+    assert round_seconds(4, s) == pytest.approx(1 + 10 * 0.1 * 1.5)  # 2(4−1)/4
+    e = estimate(1024, s)
+    assert e["round_robin_rounds"] == 1023 and e["round_robin_min"] == pytest.approx(1023 * 2 / 60)
+    # 4 groups of 256, halvings to 2 (7 rounds), one pairing round = 9 rounds.
+    assert e["group_rounds"] == 9
+    sizes = [256, 128, 64, 32, 16, 8, 4, 2, 2]
+    assert e["group_min"] == pytest.approx(sum(1 + 2 * (g - 1) / g for g in sizes) / 60)
+    assert [estimate(n)["group_rounds"] for n in (8, 64, 512)] == [2, 5, 8]

@@ -1,0 +1,96 @@
+"""Renderers on small hand-made inputs: escaping, empty sections, embedded PNGs."""
+from __future__ import annotations
+
+import base64
+import re
+import struct
+
+import pandas as pd
+
+from reports import plots
+from reports.findings import Finding
+from reports.judge import Judgement
+from reports.records import NetRecord, RecordSet, SkippedLine
+from reports.render_html import render as render_html
+from reports.render_md import ReportInput, md_table, render as render_md
+from reports.report_data import net_frame, per_host, sweeps
+
+
+def _net(host: str, size: int, busbw: float, *, scope: str = "intra-node", group: int = 0, wrong: int = 0,
+         in_place: bool = False) -> NetRecord:
+    algbw = busbw / 1.5  # all_reduce on 4 ranks: 2*3/4
+    return NetRecord(run_id="r1", ts="t", hosts=(host,), nodes=1, op="all_reduce", scope=scope, ranks=4,
+                     backend="gloo", dtype="float32", bytes=size, time_s=size / algbw / 1e9, algbw_GBps=algbw,
+                     busbw_GBps=busbw, wrong=wrong, group=group, in_place=in_place)
+
+
+def _input(net: list[NetRecord], findings: list[Finding] | None = None, **kw: object) -> ReportInput:
+    j = Judgement(run_id="r1", verdict="fail" if findings else "pass", findings=findings or [])
+    return ReportInput(title=str(kw.get("title", "t")), records=RecordSet(net=net, **kw.get("rs", {})), judgement=j)  # type: ignore[arg-type]
+
+
+def _png_size(b64: str) -> tuple[int, int]:
+    raw = base64.b64decode(b64)
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", raw[16:24])
+
+
+def test_sweep_median_over_groups_slowest_group_and_plateau() -> None:
+    net = [_net(h, s, bw * s / (s + 1024), group=g)
+           for g, (h, bw) in enumerate([("a", 30.0), ("b", 31.0), ("c", 10.0)]) for s in (1024, 1 << 20, 1 << 24)]
+    (sw,) = sweeps(net_frame(net))
+    top = sw.table.iloc[-1]
+    # median of 30, 31, 10 (each x 16M/(16M+1K)) is host a's; the slowest group is c's
+    assert round(top["busbw"], 3) == round(30.0 * (1 << 24) / ((1 << 24) + 1024), 3)
+    assert round(top["busbw_min"], 3) == round(10.0 * (1 << 24) / ((1 << 24) + 1024), 3)
+    assert sw.plateau[0] == 1 << 24 and sw.groups == 3
+    hosts = per_host(net_frame(net))
+    assert list(hosts["host"]) == ["c", "a", "b"]   # slowest first
+
+
+def test_wrong_results_carry_no_bandwidth_and_in_place_duplicates_are_dropped() -> None:
+    net = [_net("a", 1 << 20, 40.0), _net("a", 1 << 20, 39.0, in_place=True), _net("a", 1 << 22, 99.0, wrong=3)]
+    (sw,) = sweeps(net_frame(net))
+    assert list(sw.table["busbw"].fillna(-1)) == [40.0, -1]
+    assert int(sw.table["wrong"].sum()) == 3
+    assert sw.plateau == (1 << 20, 40.0)
+
+
+def test_md_table_escapes_pipes_and_newlines() -> None:
+    out = md_table(pd.DataFrame([{"a": "x|y", "b": "1\n2"}]))
+    assert out.splitlines() == ["| a | b |", "| --- | --- |", "| x\\|y | 1 2 |"]
+
+
+def test_hostile_strings_are_escaped_in_html() -> None:
+    evil = "<script>alert(1)</script>"
+    f = Finding(component="node", check=evil, status="below_spec", measured=1.0, expected=2.0, unit="GB/s",
+                hosts=(evil,), message=evil)
+    ri = _input([_net(evil, 1 << 20, 10.0)], [f], title=evil,
+                rs={"skipped": [SkippedLine(file="net.jsonl", line=3, reason=evil)]})
+    page = render_html(ri)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "http://" not in page and "https://" not in page  # self-contained
+    md = render_md(ri)
+    assert "**Verdict: FAIL** — 1 finding to act on (1 below_spec)." in md
+
+
+def test_empty_sections_say_so_and_every_image_is_a_png() -> None:
+    ri = _input([_net("a", 1 << 20, 10.0), _net("b", 1 << 20, 12.0, group=1)])
+    md, page = render_md(ri), render_html(ri)
+    assert "No storage records." in md and "No findings" in md and "**Verdict: PASS**" in md
+    imgs = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(imgs) == 2   # the intra-node sweep and the per-host grid
+    for b64 in imgs:
+        w, h = _png_size(b64)
+        assert w > 200 and h > 100
+
+
+def test_plots_are_deterministic_and_scale_to_a_thousand_hosts() -> None:
+    hosts = [f"n{i:04d}" for i in range(1000)]
+    vals = [100.0 - (i == 517) * 60 for i in range(1000)]
+    a, b = plots.host_grid("t", hosts, vals), plots.host_grid("t", hosts, vals)
+    assert a == b
+    w, h = _png_size(a)
+    assert w < 1200 and h < 900
+    series = [plots.Series(label="x", sizes=[1 << 10, 1 << 20], values=[1.0, 40.0])]
+    assert _png_size(plots.sweep_plot("s", series, advertised=50.0, threshold=0.8))[0] > 300
