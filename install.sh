@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-DEBS=(fio iperf3 iproute2 procps util-linux
+DEBS=(fio iperf3 iproute2 procps util-linux e2fsprogs
       slurmctld slurmd slurm-client munge libpmix-dev
       openmpi-bin libopenmpi-dev chromium)
 

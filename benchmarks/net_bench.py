@@ -5,7 +5,8 @@
 
 For each op and size both loops run on the same ranks and the same process group,
 interleaved `--repeats` times (so load drift hits both alike); the median of each is
-compared. Targets (issue 2): bandwidth >= 0.97 x bare at >= 1 MiB; latency <= 1.05 x
+compared, and so is the best (minimum) of each, which load on a shared machine
+disturbs least. Targets (issue 2): bandwidth >= 0.97 x bare at >= 1 MiB; latency <= 1.05 x
 bare at 8 bytes. Printed by rank 0; exit 0 whatever the numbers (a benchmark, not a test).
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -27,6 +29,8 @@ def _bare(op: str, send, recv, iters: int) -> float:  # type: ignore[no-untyped-
     """The loop a person would write: warm up, barrier, time `iters` calls; mean across ranks."""
     import torch
     import torch.distributed as dist
+
+    warnings.filterwarnings("ignore", category=FutureWarning)   # torch 2.13 renamed all_gather_into_tensor
 
     def call() -> None:
         if op == "all_reduce":
@@ -62,7 +66,7 @@ def _rank(args: argparse.Namespace) -> None:
         print(f"# netbench harness vs bare torch.distributed loop: gloo, {n} ranks, float32, "
               f"median of {args.repeats} interleaved repeats (ratio = netbench / bare)")
         print(f"# {'op':<11} {'size':>10} {'iters':>6} {'netbench us':>12} {'bare us':>10} "
-              f"{'nb GB/s':>8} {'bare GB/s':>9} {'bw ratio':>8} {'lat ratio':>9}")
+              f"{'nb GB/s':>8} {'bare GB/s':>9} {'bw ratio':>8} {'lat ratio':>9} {'best: bw':>9} {'lat':>6}")
     for op in args.ops.split(","):
         coll = TABLE[op]
         for size in SIZES:
@@ -77,11 +81,12 @@ def _rank(args: argparse.Namespace) -> None:
                 ours.append(mean_across_ranks(got))
                 bare.append(_bare(op, send, recv, iters))
             t_ours, t_bare = statistics.median(ours), statistics.median(bare)
+            best = min(bare) / min(ours)
             nbytes = coll.size_bytes(lay, 4)
             if b.rank == 0:
                 print(f"  {op:<11} {nbytes:>10} {iters:>6} {t_ours * 1e6:>12.1f} {t_bare * 1e6:>10.1f} "
                       f"{nbytes / t_ours / 1e9:>8.3f} {nbytes / t_bare / 1e9:>9.3f} "
-                      f"{t_bare / t_ours:>8.3f} {t_ours / t_bare:>9.3f}", flush=True)
+                      f"{t_bare / t_ours:>8.3f} {t_ours / t_bare:>9.3f} {best:>9.3f} {1 / best:>6.3f}", flush=True)
     dist.barrier()
     b.close()
 
@@ -90,8 +95,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ops", default="all_reduce,all_gather")
     p.add_argument("--nproc", type=int, default=2)
-    p.add_argument("--iters", type=int, default=40)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--iters", type=int, default=100)
+    p.add_argument("--repeats", type=int, default=9)
     args = p.parse_args()
     if "RANK" in os.environ:
         _rank(args)

@@ -12,7 +12,6 @@ and one manifest line per host to OUT/manifest.jsonl. See docs/iobench.md.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import tempfile

@@ -25,6 +25,7 @@ from reports.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
 from reports.units import format_size
 
 T = TypeVar("T")
+_MIB = 1 << 20
 _ERRORS: dict[str, type[StokerError]] = {"DiskFull": DiskFull, "UsageError": UsageError}
 
 
@@ -178,24 +179,26 @@ class Session:
 
     def _torch(self, path: Path, scope: str, wd: safety.WorkDir) -> None:
         c = self.coord
-        nbytes = self.s.ckpt_bytes * self.s.writers
+        # one rank's shard, as each rank of a sharded checkpoint saves its own; held in RAM,
+        # so never more than a quarter of the smallest node's memory
+        nbytes = min(self.s.ckpt_bytes, self.ram // 4 // _MIB * _MIB)
         for backend in torch_ckpt.BACKENDS:
             self.say(f"checkpoint_write {backend} ({format_size(nbytes)}) on {path} ...")
             c.barrier()
             ctx = RecordContext(run_id=self.run_id, workload="checkpoint_write", path=str(path), scope=scope,
                                 backend=backend, direct=False, ram_bytes=self.ram,
-                                extra={"threads": self.s.writers if backend == "torch.dcp" else 1})
-            results = self._measure(ctx, lambda: _save(backend, nbytes, wd.dir, c.host, self.s.writers))
+                                extra={"shard_bytes": nbytes, "capped_by_ram": nbytes < self.s.ckpt_bytes})
+            results = self._measure(ctx, lambda: _save(backend, nbytes, wd.dir, c.host))
             rec = aggregate(results, ctx)
             self.write(rec)
             self.say(f"checkpoint_write {backend} on {path}: {figure(rec)}")
 
 
-def _save(backend: str, nbytes: int, directory: Path, host: str, threads: int) -> HostResult:
+def _save(backend: str, nbytes: int, directory: Path, host: str) -> HostResult:
     target = directory / "torch"
     target.mkdir(exist_ok=True)
     try:
-        return torch_ckpt.save(backend, nbytes, target, host, threads)
+        return torch_ckpt.save(backend, nbytes, target, host)
     except OSError as exc:
         if "No space left" in str(exc):
             raise DiskFull(f"disk full during {backend}: {exc}") from None
@@ -211,24 +214,26 @@ def torch_ckpt_note(wanted: bool) -> str:
 
 
 def figure(rec: IoRecord) -> str:
-    hosts = f"{rec.nodes} host{'s' if rec.nodes != 1 else ''}"
+    hosts = f"{rec.procs} proc{'s' if rec.procs != 1 else ''}, {rec.nodes} host{'s' if rec.nodes != 1 else ''}"
     p99 = rec.lat_ms.get("p99")
     lat = f", p99 {p99:.3f} ms" if p99 is not None else ""
     if rec.bytes == 0:
-        return f"{rec.iops:,.0f} ops/s{lat} ({rec.procs} procs, {hosts})"
+        return f"{rec.iops:,.0f} ops/s{lat} ({hosts})"
     rate = next((f", {rec.extra[k]:,.0f} {unit}" for k, unit in (("samples_per_s", "samples/s"), ("ops_per_s", "ops/s"))
                  if k in rec.extra), "")
     suspect = " [cache suspect]" if rec.cache_suspect else ""
-    return f"{rec.bw_GBps:.3f} GB/s{rate}{lat} ({rec.procs} procs, {hosts}){suspect}"
+    return f"{rec.bw_GBps:.3f} GB/s{rate}{lat} ({hosts}){suspect}"
 
 
 def run(settings: IoSettings, paths: list[str], *, out: str, run_id: str, torch_ckpt: bool,
         timeout_s: float) -> int:
-    find_fio()  # before anything else: a missing fio is the most common first problem
-    checked = [safety.check_path(p) for p in paths]
     coord = connect(timeout_s=timeout_s)
     session: Session | None = None
     try:
+        # checked on every node together, so one node's bad path or missing fio stops all
+        # of them at once instead of leaving the others waiting at a barrier
+        collective(coord, find_fio)
+        checked = collective(coord, lambda: [safety.check_path(p) for p in paths])[coord.rank]
         run_id = coord.gather(run_id)[0]   # every node files its work under rank 0's run id
         session = Session(coord, settings, out=Path(out), run_id=run_id, torch_ckpt=torch_ckpt,
                           timeout_s=timeout_s)

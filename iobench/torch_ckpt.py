@@ -1,6 +1,7 @@
-"""A real checkpoint beside fio's: a synthetic state dict of the node's checkpoint size saved
-with torch.save and with torch.distributed.checkpoint (DCP), timed from the first byte to
-the fsync, so a report can say how close fio's prediction is. torch is imported here only."""
+"""A real checkpoint beside fio's: a synthetic state dict of one writer's shard (`--ckpt-bytes`)
+saved by one process with torch.save and with torch.distributed.checkpoint (DCP), timed
+from the first byte to the fsync, so a report can say how close fio's per-writer figure is.
+torch is imported here only."""
 from __future__ import annotations
 
 import os
@@ -27,12 +28,14 @@ def torch_missing() -> str:
 def _state_dict(nbytes: int) -> dict[str, Any]:
     import torch
 
+    # random bytes, so a compressing file system cannot make the figure look better; one
+    # random block copied (not shared: torch.save would store a shared storage once)
+    block = torch.randint(0, 256, (min(nbytes, _TENSOR_BYTES),), dtype=torch.uint8)
     out: dict[str, Any] = {}
     left, i = nbytes, 0
     while left > 0:
         n = min(left, _TENSOR_BYTES)
-        # random bytes: a compressing file system must not make the figure look better
-        out[f"layer{i}.weight"] = torch.randint(0, 256, (n,), dtype=torch.uint8)
+        out[f"layer{i}.weight"] = block[:n].clone()
         left -= n
         i += 1
     return out
@@ -48,7 +51,7 @@ def _fsync_tree(directory: Path) -> None:
                 os.close(fd)
 
 
-def save(backend: str, nbytes: int, directory: Path, host: str, threads: int) -> HostResult:
+def save(backend: str, nbytes: int, directory: Path, host: str) -> HostResult:
     """Save `nbytes` of tensors into `directory` with `backend`; the files stay until the
     work directory is removed."""
     import torch
@@ -64,8 +67,8 @@ def save(backend: str, nbytes: int, directory: Path, host: str, threads: int) ->
             os.fsync(fh.fileno())
     else:
         # no_dist: each node writes its own shard even when a process group exists;
-        # sync_files: DCP fsyncs what it wrote, as torch.save gets above
-        writer = dcp.FileSystemWriter(str(target), thread_count=max(1, threads), sync_files=True)
+        # one thread, like torch.save; sync_files: DCP fsyncs what it wrote, as above
+        writer = dcp.FileSystemWriter(str(target), thread_count=1, sync_files=True)
         with warnings.catch_warnings():  # "assuming the intent is to save in a single process": it is
             warnings.simplefilter("ignore", UserWarning)
             dcp.save(state, storage_writer=writer, no_dist=True)

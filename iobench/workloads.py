@@ -44,10 +44,10 @@ class IoSettings:
 
     def bytes_needed(self, torch_copy: bool = False) -> int:
         """Peak bytes on disk per node (checkpoint shards stay until read back; the torch
-        comparison writes one more copy of them while they are there)."""
+        comparison writes one more shard while they are there)."""
         need = 0
         if "checkpoint" in self.families:
-            need = max(need, self.ckpt_bytes * self.writers * (2 if torch_copy else 1))
+            need = max(need, self.ckpt_bytes * (self.writers + (1 if torch_copy else 0)))
         if "dataloader" in self.families:
             need = max(need, self.dl_workers * self.dl_files * self.dl_file_bytes)
         if "metadata" in self.families:
@@ -83,7 +83,8 @@ class FioJob:
         return [f"--name={self.name}"] + [f"--{k}={v}" for k, v in self.options]
 
     def command(self, fio: str = "fio") -> list[str]:
-        return [fio, *self.args(), "--output-format=json"]
+        # json+ adds the latency histogram, so hosts' percentiles merge exactly
+        return [fio, *self.args(), "--output-format=json+"]
 
     def jobfile(self) -> str:
         return "\n".join([f"[{self.name}]", *(f"{k}={v}" for k, v in self.options)]) + "\n"
@@ -168,7 +169,8 @@ def plan(s: IoSettings, directory: str) -> list[FioJob]:
 
 def dry_run_text(s: IoSettings, directories: list[str]) -> str:
     """What `stoker io --dry-run` prints: each fio command line, runnable by hand."""
-    lines = [f"# stoker io: fio jobs for {len(directories)} path(s); the work directory is removed afterwards"]
+    lines = [f"# stoker io: the fio jobs for {len(directories)} path(s), in order. To run one by hand,",
+             "# point --directory at an empty directory you created (and remove it afterwards)."]
     for d in directories:
         for job in plan(s, d):
             lines.append(f"# {job.workload or 'setup'}{' ' + job.op if job.op else ''}")

@@ -2,12 +2,17 @@
 # carries its own copy, since Slurm runs a copy of the script away from this directory).
 # Commands come from the Python builders (python -m launchers.argv), never from bash.
 
-# The python that has stoker installed: STOKER_PY, else the one in `stoker`'s shebang.
-if [ -z "${STOKER_PY:-}" ]; then
-  if command -v stoker >/dev/null; then STOKER_PY=$(head -n 1 "$(command -v stoker)" | sed 's/^#! *//'); else STOKER_PY=python3; fi
-fi
-
 die2() { echo "stoker: $*" >&2; exit 2; }
+
+# The python that has stoker installed: STOKER_PY, else the one in `stoker`'s shebang, else
+# the checkout's .venv (install.sh), else python3.
+if [ -z "${STOKER_PY:-}" ]; then
+  if command -v stoker >/dev/null; then STOKER_PY=$(head -n 1 "$(command -v stoker)" | sed 's/^#! *//')
+  elif [ -x "$HERE/../.venv/bin/python" ]; then STOKER_PY="$HERE/../.venv/bin/python"
+  else STOKER_PY=python3; fi
+fi
+"$STOKER_PY" -c 'import launchers.argv' 2>/dev/null ||
+  die2 "$STOKER_PY cannot import stoker: set STOKER_PY to the python it is installed in (./install.sh makes .venv)"
 
 # tokens ARRAY ARGS...: ARRAY := the NUL-separated tokens `launchers.argv ARGS` prints;
 # bad input there (a missing spec, a bad size) ends this script with its one line, exit 2.

@@ -27,6 +27,7 @@ NPROC_PER_NODE=${NPROC_PER_NODE:-$(gpu_count)}
 export MASTER_ADDR=${MASTER_ADDR:-$(hostname)}
 export MASTER_PORT=${MASTER_PORT:-29500}
 export STOKER_RUN_ID="${STOKER_RUN_ID:-mpirun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
+OWN_LOCAL_IO=; [ -n "${LOCAL_IO:-}" ] || OWN_LOCAL_IO=1   # the default dir is ours to remove
 LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$STOKER_RUN_ID}
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 tokens LIMITS limits "$@"
@@ -58,6 +59,10 @@ for i in "${!SCOPES[@]}"; do
 done
 tokens CMD "${L[@]}" --nproc-per-node 1 io --path "$LOCAL_IO" --path "$SHARED_IO" --out "$OUT" "$@"
 phase storage $((LIMITS[1] + GRACE)) "${CMD[@]}"
+if [ -n "$OWN_LOCAL_IO" ]; then  # rmdir: only if stoker io left it empty
+  tokens CMD "${L[@]}" --nproc-per-node 1 exec -- rmdir "$LOCAL_IO"
+  timeout 120 "${CMD[@]}" 2>/dev/null
+fi
 
 echo "stoker: [$PHASES/$PHASES] report"
 tokens CMD report --out "$OUT" "$@"

@@ -3,6 +3,7 @@ overrides (every knob of a profile can be set), the spec and the workload."""
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 from reports.errors import UsageError
@@ -58,3 +59,12 @@ def checked_file(path: str | None, option: str, cwd: Path) -> str | None:
     if not p.is_file():
         raise UsageError(f"{option} {path}: no such file")
     return str(p)
+
+
+def keep_inputs(out: Path, spec: str | None, workload: str | None) -> None:
+    """Copy the spec and workload into the results dir as spec.yaml / workload.yaml: the
+    results then carry what they were judged against (`stoker report DIR` and `stoker
+    compare` use them when no --spec / --workload is given)."""
+    for given, name in ((spec, "spec.yaml"), (workload, "workload.yaml")):
+        if given and Path(given).resolve() != (out / name).resolve():
+            shutil.copyfile(given, out / name)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from launchers import builders as b
-from launchers.options import add_profile_arguments, checked_file, profile_from_args
+from launchers.options import add_profile_arguments, checked_file, keep_inputs, profile_from_args
 from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
 from launchers.profiles import Profile, default_profile
 from reports.errors import UsageError
@@ -29,6 +29,7 @@ from reports.records import new_run_id
 
 HELP = "the embedded default: network sweep, storage tests and the report on this machine"
 CPU_RANKS = 2
+INTERRUPTED = 130  # as a shell reports a Ctrl-C
 _NVIDIA_DEV = re.compile(r"^nvidia\d+$")
 
 
@@ -72,7 +73,10 @@ def _fmt(value: Any) -> str:
 
 def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
@@ -109,6 +113,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot create the results dir {out}: {exc.strerror}; pass --out a writable dir") from None
     verdict_file = out / "verdict.json"
     verdict_file.unlink(missing_ok=True)  # a verdict left from an earlier run in this dir is not this one's
+    keep_inputs(out, spec, workload)
     # storage is measured in a scratch dir on the results dir's file system unless told
     scratch = Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
     env = {**os.environ, "STOKER_RUN_ID": new_run_id()}
@@ -119,7 +124,15 @@ def main(args: argparse.Namespace) -> int:
     results: list[PhaseResult] = []
     try:
         for i, phase in enumerate(phases, 1):
-            results.append(run_phase(phase, i, len(phases), env))
+            if i < len(phases) and any(r.rc == INTERRUPTED for r in results):
+                continue  # Ctrl-C: skip to the report on what was measured
+            try:
+                results.append(run_phase(phase, i, len(phases), env))
+            except KeyboardInterrupt:
+                if i == len(phases):
+                    raise  # a second Ctrl-C, in the report itself
+                print(f"\n[{i}/{len(phases)}] {phase.name}: interrupted; writing the report on what was measured", flush=True)
+                results.append(PhaseResult(name=phase.name, rc=INTERRUPTED, elapsed_s=0.0))
             record_phase(out, results[-1])
     finally:
         if not args.path:

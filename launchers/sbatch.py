@@ -77,6 +77,9 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
     io = b.io_argv(b.IoCommand(profile=p, out="$OUT", paths=("$LOCAL_IO", "$SHARED_IO"), stoker=cfg.stoker))
     cmd = _srun(cfg, io, 1, p.io_timeout_s, mpi=False)
     lines.append(b.shell_line(["phase", "storage", str(p.io_timeout_s + PHASE_GRACE_S), *cmd]))
+    if cfg.local_path is None:  # our own per-node dir; rmdir leaves it if anything is left in it
+        rmdir = b.srun(b.SrunSpec(program=("rmdir", "$LOCAL_IO"), nodes=cfg.nodes, time_limit_s=60, label=False))
+        lines.append(b.shell_line(rmdir) + " 2>/dev/null")
     return lines
 
 

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from launchers.options import add_profile_arguments, checked_file, profile_from_args
+from launchers.options import add_profile_arguments, checked_file, keep_inputs, profile_from_args
 from launchers.sbatch import SbatchConfig, render
 from reports.errors import UsageError
 
@@ -70,9 +70,13 @@ def main(args: argparse.Namespace) -> int:
     if sbatch is None:
         raise UsageError("sbatch not found on PATH: run this on a Slurm login node, "
                          "or use --dry-run to print the script")
-    Path(cfg.out).mkdir(parents=True, exist_ok=True)
     kept = Path(cfg.out) / "acceptance.sbatch"
-    kept.write_text(script, encoding="utf-8")
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        keep_inputs(kept.parent, cfg.spec, cfg.workload)
+        kept.write_text(script, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write into the results dir {cfg.out}: {exc.strerror}; pass --out a writable shared dir") from None
     p = subprocess.run([sbatch, "--parsable", str(kept)], capture_output=True, text=True)
     if p.returncode != 0:
         raise UsageError(f"sbatch refused the job: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")

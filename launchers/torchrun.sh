@@ -28,6 +28,7 @@ BACKEND=${BACKEND:-auto}
 [ -n "${OUT:-}" ] || die2 "set OUT to a results dir on a file system all nodes share"
 NPROC_PER_NODE=${NPROC_PER_NODE:-$(gpu_count)}
 [ "$NPROC_PER_NODE" -gt 0 ] || NPROC_PER_NODE=2
+OWN_LOCAL_IO=; [ -n "${LOCAL_IO:-}" ] || OWN_LOCAL_IO=1   # the default dir is ours to remove
 LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$NODE_RANK-$$}
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 SYNC_TIMEOUT=${SYNC_TIMEOUT:-60}
@@ -70,7 +71,7 @@ done
 tokens CMD "${L[@]}" --nproc-per-node 1 --master-port $((MASTER_PORT + i)) \
   io --path "$LOCAL_IO" --path "$SHARED_IO" --out "$OUT" "$@"
 phase storage $((LIMITS[1] + GRACE)) "${CMD[@]}"
-rm -rf "$LOCAL_IO"
+[ -z "$OWN_LOCAL_IO" ] || rmdir "$LOCAL_IO" 2>/dev/null
 
 if [ "$NODE_RANK" -ne 0 ]; then
   [ "${#ABORTED[@]}" -eq 0 ] || exit 3

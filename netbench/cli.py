@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 from netbench.collectives import OP_NAMES, TABLE
 from netbench.launch_env import detect
 from netbench.topology import SCOPES, parse_pairs
-from reports.errors import UsageError
+from reports.errors import StokerError, UsageError
 from reports.units import parse_size
+
+if TYPE_CHECKING:
+    from netbench.runner import Settings
 
 HELP = "collective sweeps (nccl-tests semantics) over torch.distributed or MPI"
 
@@ -25,32 +29,32 @@ DEFAULT_SCOPES = "world,intra-node,inter-node"
 
 # (flags, dest, options): one table drives both the parser and the ranks' argv of --nproc.
 _OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
-    (("--ops",), "ops", dict(default="all", help=f"comma list of ops or 'all' (default all: {', '.join(OP_NAMES)})")),
-    (("--min-bytes", "-b"), "min_bytes", dict(default="8", help="smallest size, K/M/G = powers of 1024 [nccl-tests -b] (default 8)")),
-    (("--max-bytes", "-e"), "max_bytes", dict(default="64M", help="largest size [-e] (default 64M, about a minute on 2 CPU ranks)")),
-    (("--step-factor", "-f"), "step_factor", dict(default="2", help="multiply the size by this each step [-f] (default 2)")),
-    (("--iters", "-n"), "iters", dict(default=20, type=int, help="timed iterations per size [-n] (default 20)")),
-    (("--warmup", "-w"), "warmup", dict(default=1, type=int, help="untimed iterations first [-w] (default 1, as nccl-tests)")),
-    (("--dtype", "-d"), "dtype", dict(default="float32", help="element type [-d] (default float32)")),
-    (("--backend",), "backend", dict(default="auto", help="auto|nccl|gloo|mpi (auto: nccl with GPUs, else gloo)")),
-    (("--scopes",), "scopes", dict(default=DEFAULT_SCOPES, help=f"comma list of {', '.join(SCOPES)} (default {DEFAULT_SCOPES})")),
-    (("--timeout",), "timeout", dict(default=300.0, type=float, help="abort (exit 3) when one op takes longer, seconds (default 300)")),
-    (("--out",), "out", dict(default=None, help="results directory (default ./stoker-results/<run_id>)")),
-    (("--pair-bytes",), "pair_bytes", dict(default=None, help="size of each pairs measurement (default --max-bytes)")),
-    (("--pair-op",), "pair_op", dict(default="all_reduce", help="op measured between node pairs (default all_reduce)")),
-    (("--pairs",), "pairs", dict(default=None, help="measure only these host pairs: HOSTA:HOSTB,HOSTC:HOSTD")),
-    (("--hosts-override",), "hosts_override", dict(default=None, help="rank i's host name, comma separated (tests; also STOKER_HOSTS_MAP)")),
+    (("--ops",), "ops", dict(default="all", metavar="LIST", help=f"comma list of ops or 'all' (default all: {', '.join(OP_NAMES)})")),
+    (("--min-bytes", "-b"), "min_bytes", dict(default="8", metavar="SIZE", help="smallest size, K/M/G = powers of 1024 [nccl-tests -b] (default 8)")),
+    (("--max-bytes", "-e"), "max_bytes", dict(default="64M", metavar="SIZE", help="largest size [-e] (default 64M, about a minute on 2 CPU ranks)")),
+    (("--step-factor", "-f"), "step_factor", dict(default="2", metavar="F", help="multiply the size by this each step [-f] (default 2)")),
+    (("--iters", "-n"), "iters", dict(default=20, metavar="N", type=int, help="timed iterations per size [-n] (default 20)")),
+    (("--warmup", "-w"), "warmup", dict(default=1, metavar="N", type=int, help="untimed iterations first [-w] (default 1, as nccl-tests)")),
+    (("--dtype", "-d"), "dtype", dict(default="float32", metavar="TYPE", help="element type [-d] (default float32)")),
+    (("--backend",), "backend", dict(default="auto", metavar="NAME", help="auto|nccl|gloo|mpi (auto: nccl with GPUs, else gloo)")),
+    (("--scopes",), "scopes", dict(default=DEFAULT_SCOPES, metavar="LIST", help=f"comma list of {', '.join(SCOPES)} (default {DEFAULT_SCOPES})")),
+    (("--timeout",), "timeout", dict(default=300.0, metavar="SECONDS", type=float, help="abort (exit 3) when one op takes longer, seconds (default 300)")),
+    (("--out",), "out", dict(default=None, metavar="DIR", help="results directory (default ./stoker-results/<run_id>)")),
+    (("--pair-bytes",), "pair_bytes", dict(default=None, metavar="SIZE", help="size of each pairs measurement (default --max-bytes)")),
+    (("--pair-op",), "pair_op", dict(default="all_reduce", metavar="OP", help="op measured between node pairs (default all_reduce)")),
+    (("--pairs",), "pairs", dict(default=None, metavar="A:B,...", help="measure only these host pairs: HOSTA:HOSTB,HOSTC:HOSTD")),
+    (("--hosts-override",), "hosts_override", dict(default=None, metavar="H0,H1,...", help="rank i's host name, comma separated (tests; also STOKER_HOSTS_MAP)")),
 ]
 _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (("--in-place",), "in_place", dict(action="store_true", help="also measure in place, as nccl-tests does")),
-    (("--check",), "check", dict(action=argparse.BooleanOptionalAction, default=True, help="count wrong elements [-c] (default on)")),
+    (("--check",), "check", dict(action=argparse.BooleanOptionalAction, default=True, help="count wrong elements [nccl-tests -c 1] (default on; --no-check skips it)")),
 ]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flags, dest, opts in _OPTIONS + _FLAGS:
         parser.add_argument(*flags, dest=dest, **opts)
-    parser.add_argument("--nproc", type=int, default=None, help="start this many local ranks (no launcher needed)")
+    parser.add_argument("--nproc", type=int, default=None, metavar="N", help="start this many local ranks (no launcher needed)")
 
 
 def rank_argv(args: argparse.Namespace) -> list[str]:
@@ -76,7 +80,7 @@ def _choice_list(text: str, valid: tuple[str, ...], what: str, all_ok: bool = Fa
     return items
 
 
-def settings(args: argparse.Namespace) -> Any:
+def settings(args: argparse.Namespace) -> Settings:
     """Validate every option (one-line UsageError on bad input) into runner Settings."""
     from netbench.backends import DTYPES
     from netbench.runner import Settings
@@ -106,8 +110,11 @@ def settings(args: argparse.Namespace) -> Any:
     )
 
 
-def _check_world(world: int, ops: tuple[str, ...]) -> None:
-    needy = [op for op in ops if TABLE[op].min_ranks > world]
+def _check_world(world: int, s: Settings) -> None:
+    """Checks that need the world size: ops that need 2 ranks, one fake host per rank."""
+    if s.hosts_override and world > len(s.hosts_override.split(",")):
+        raise UsageError(f"--hosts-override names {len(s.hosts_override.split(','))} hosts for {world} ranks: give one per rank")
+    needy = [op for op in s.ops if TABLE[op].min_ranks > world]
     if needy and world > 0:
         raise UsageError(
             f"{', '.join(needy)} need at least 2 ranks and this is a world of {world}: "
@@ -126,16 +133,22 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError("--nproc must be at least 1")
         if args.backend == "mpi":
             raise UsageError("--backend mpi ranks are started by mpirun or srun, not --nproc: run e.g. mpirun -np 2 stoker net --backend mpi")
-        _check_world(args.nproc, s.ops)
+        _check_world(args.nproc, s)
         # the ranks resolve `auto` themselves: importing torch here would only delay them
         return supervise(args.nproc, rank_argv(args))
     le = detect(os.environ)
-    _check_world(le.world, s.ops)
+    _check_world(le.world, s)
     from netbench.runner import execute
 
     b = open_backend(resolve(args.backend), le, s.dtype, s.timeout_s)
     try:
-        _check_world(b.world, s.ops)
-        return execute(b, s, "stoker --nproc" if os.environ.get(CHILD_ENV) else le.launcher)
-    finally:
-        b.close()
+        _check_world(b.world, s)
+        code = execute(b, s, "stoker --nproc" if os.environ.get(CHILD_ENV) else le.launcher)
+    except StokerError as exc:
+        # after a peer died, tearing the process group down can block for good: say why and leave
+        sys.stdout.flush()
+        sys.stderr.write(f"stoker net: {exc}\n")
+        sys.stderr.flush()
+        os._exit(exc.exit_code)
+    b.close()
+    return code

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from reports.errors import UsageError
 
 
+_SLURM_SPECIAL_STEPS = 0xFFFFFFF0
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LaunchEnv:
     launcher: str                 # "torchrun" | "mpirun" | "srun" | "none"
@@ -48,7 +51,10 @@ def detect(env: Mapping[str, str]) -> LaunchEnv:
         local = _int(env, "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK")
         return LaunchEnv(launcher="mpirun", rank=mpi_rank, world=world or 0, local_rank=local or 0,
                          master_addr=addr, master_port=port)
-    if env.get("SLURM_STEP_ID") is not None and _int(env, "SLURM_PROCID") is not None:
+    step = _int(env, "SLURM_STEP_ID")
+    # the batch script and extern steps carry special ids near 2^32 (0xfffffffe, ...):
+    # a plain `stoker net` in an sbatch script is not a rank of an srun step
+    if step is not None and step < _SLURM_SPECIAL_STEPS and _int(env, "SLURM_PROCID") is not None:
         return LaunchEnv(launcher="srun", rank=_int(env, "SLURM_PROCID") or 0, world=_int(env, "SLURM_NTASKS") or 1,
                          local_rank=_int(env, "SLURM_LOCALID") or 0, master_addr=addr, master_port=port)
     return LaunchEnv(launcher="none")

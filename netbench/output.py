@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reports.units import format_size
+from reports.records import NetRecord
 
 _LEFT = "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}"
 _RIGHT = "  {:>8}  {:>7}  {:>7}  {:>6}"
@@ -21,31 +21,34 @@ def scope_header(scope: str, group: int, ranks: int, hosts: Sequence[str], backe
     return f"# stoker net: scope {scope}, group {group}, {ranks} ranks {where}, backend {backend}, dtype {dtype}{tail}"
 
 
-def column_header(in_place: bool, many_groups: bool) -> list[str]:
-    modes = ["out-of-place", "in-place"] if in_place else ["out-of-place"]
+def column_header(in_place_modes: Sequence[bool], many_groups: bool) -> list[str]:
+    """nccl-tests' three header lines; one block of columns per mode measured (an op that
+    only runs in place on this backend gets a single block labelled in-place)."""
+    modes = ["in-place" if m else "out-of-place" for m in in_place_modes]
     grp = "  group" if many_groups else ""
     line1 = "#" + " " * 51 + "".join(f"{m:^36}" for m in modes)
     line2 = "#" + _LEFT.format("size", "count", "type", "redop", "root")[1:] + "".join(
         _RIGHT.format("time", "algbw", "busbw", "#wrong") for _ in modes) + grp
     line3 = "#" + _LEFT.format("(B)", "(elements)", "", "", "")[1:] + "".join(
         _RIGHT.format("(us)", "(GB/s)", "(GB/s)", "") for _ in modes)
-    return [line1, line2, line3]
+    return [line.rstrip() for line in (line1, line2, line3)]
 
 
 def op_header(op: str) -> str:
     return f"# op {op}"
 
 
-def cells(time_s: float, algbw: float, busbw: float, wrong: int) -> str:
-    us = time_s * 1e6
+def _cells(rec: NetRecord) -> str:
+    us = rec.time_s * 1e6
     t = f"{us:.1f}" if us < 1e4 else f"{us:.0f}"
-    return _RIGHT.format(t, f"{algbw:.2f}", f"{busbw:.2f}", str(wrong))
+    return _RIGHT.format(t, f"{rec.algbw_GBps:.2f}", f"{rec.busbw_GBps:.2f}", str(rec.wrong))
 
 
-def row(size: int, count: int, dtype: str, redop: str, root: int, measured: Sequence[str],
-        group: int | None = None) -> str:
-    left = _LEFT.format(size, count, dtype, redop, root)
-    return left + "".join(measured) + ("" if group is None else f"  {group:>5}")
+def row(recs: Sequence[NetRecord], group: int | None = None) -> str:
+    """One size: the records of its modes (out-of-place, then in-place) side by side."""
+    first = recs[0]
+    left = _LEFT.format(first.bytes, first.count, first.dtype, first.redop, first.root)
+    return left + "".join(_cells(x) for x in recs) + ("" if group is None else f"  {group:>5}")
 
 
 def skipped(scope: str, why: str) -> str:
@@ -54,7 +57,3 @@ def skipped(scope: str, why: str) -> str:
 
 def footer(out_dir: str, n_records: int) -> str:
     return f"# {n_records} records in {out_dir}/net.jsonl (GB/s = 1e9 B/s; busbw per nccl-tests PERFORMANCE.md)"
-
-
-def size_label(n: int) -> str:
-    return format_size(n)

@@ -3,10 +3,11 @@ op and size in each group, and (global rank 0 only) write records, manifests and
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from netbench import output
@@ -14,7 +15,7 @@ from netbench.backends import ITEMSIZE, Backend
 from netbench.collectives import TABLE, Collective
 from netbench.harness import ROOT, RankResult, measure
 from netbench.sweep import mean_across_ranks, slowest
-from netbench.topology import Group, Topology, host_pairs_rounds, my_host, pair_rounds, round_robin, scope_groups
+from netbench.topology import Group, Topology, host_pairs_rounds, my_host, pair_rounds, scope_groups
 from netbench.watchdog import Watchdog
 from reports.errors import MeasurementAborted, StokerError
 from reports.manifest import base_manifest
@@ -48,7 +49,6 @@ class _Run:
     writer: RecordWriter | None          # global rank 0 only
     run_id: str
     n_records: int = 0
-    seen: set[str] = field(default_factory=set)
 
     def say(self, line: str) -> None:
         if self.writer is not None:
@@ -65,7 +65,9 @@ def _step(wd: Watchdog, what: str) -> Iterator[None]:
     except StokerError:
         raise
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        # gloo prefixes its messages with a source location; keep the words
+        first = re.sub(r"^\[[^\]]*\]\s*", "", (str(exc).strip().splitlines() or [""])[0])
+        first = first.split(". ")[0][:160]
         raise MeasurementAborted(f"{what} failed ({type(exc).__name__}: {first}); {wd.where}") from None
     finally:
         wd.disarm()
@@ -126,6 +128,22 @@ def _modes(r: _Run, coll: Collective) -> list[bool]:
     return modes
 
 
+def _gather_one(r: _Run, scope: str, comm: Any, mine: Group | None, coll: Collective, size: int,
+                in_place: bool) -> list[RankResult | None] | None:
+    """Measure on this rank's group (if it has one that can run the op) and gather every
+    rank's result at global rank 0. Ranks outside any group still join the gather, which
+    keeps all groups of a round in step."""
+    res: RankResult | None = None
+    if comm is not None and mine is not None and len(mine.ranks) >= coll.min_ranks:
+        lay = coll.layout(size, len(mine.ranks), ITEMSIZE[r.s.dtype])
+        if lay.count > 0:
+            with _step(r.wd, f"{coll.name} at {size} B in scope {scope} (group {mine.index})"):
+                res = measure(r.b, comm, coll, lay, group=mine.index, iters=r.s.iters,
+                              warmup=r.s.warmup, in_place=in_place, check=r.s.check)
+    with _step(r.wd, f"collecting results of {coll.name} at {size} B in scope {scope}"):
+        return r.b.gather(res)
+
+
 def _round(r: _Run, scope: str, groups: Sequence[Group], ops: Sequence[str], sizes: Sequence[int],
            extra: dict[str, Any]) -> dict[int, float]:
     """Measure `ops` x `sizes` on disjoint groups at once; returns busbw of each group's last row."""
@@ -137,46 +155,32 @@ def _round(r: _Run, scope: str, groups: Sequence[Group], ops: Sequence[str], siz
     for g in groups:
         r.say(output.scope_header(scope, g.index, len(g.ranks), g.hosts, b.name, r.s.dtype,
                                   ", ".join(f"{k} {v}" for k, v in extra.items())))
-    header = output.column_header(r.s.in_place, many)
     last: dict[int, float] = {}
-    itemsize = ITEMSIZE[r.s.dtype]
     for opname in ops:
         coll = TABLE[opname]
         if not any(len(g.ranks) >= coll.min_ranks for g in groups):
             r.say(f"# op {opname} needs {coll.min_ranks} ranks per group: skipped in scope {scope}")
             continue
         r.say(output.op_header(opname))
-        for line in header:
+        modes = _modes(r, coll)
+        for line in output.column_header(modes, many):
             r.say(line)
         for size in sizes:
-            cells: dict[int, list[str]] = {}
-            for in_place in _modes(r, coll):
-                res: RankResult | None = None
-                if comm is not None and mine is not None and len(mine.ranks) >= coll.min_ranks:
-                    lay = coll.layout(size, len(mine.ranks), itemsize)
-                    if lay.count > 0:
-                        with _step(r.wd, f"{opname} at {size} B in scope {scope} (group {mine.index})"):
-                            res = measure(b, comm, coll, lay, group=mine.index, iters=r.s.iters,
-                                          warmup=r.s.warmup, in_place=in_place, check=r.s.check)
-                with _step(r.wd, f"collecting results of {opname} at {size} B in scope {scope}"):
-                    everything = b.gather(res)
+            rows: dict[int, list[NetRecord]] = {}
+            for in_place in modes:
+                everything = _gather_one(r, scope, comm, mine, coll, size, in_place)
                 if everything is None or r.writer is None:
                     continue
                 for g in groups:
                     got = [x for x in everything if x is not None and x.group == g.index]
-                    if not got:
-                        continue
-                    rec = _record(r, scope, g, coll, size, got, in_place, {**extra, **_round_extra(g)})
-                    r.writer.write(rec)
-                    r.n_records += 1
-                    last[g.index] = rec.busbw_GBps
-                    cells.setdefault(g.index, [f"{rec.bytes}", f"{rec.count}"]).append(
-                        output.cells(rec.time_s, rec.algbw_GBps, rec.busbw_GBps, rec.wrong))
-            for g in groups:
-                if g.index in cells:
-                    nbytes, count, *measured = cells[g.index]
-                    r.say(output.row(int(nbytes), int(count), r.s.dtype, coll.redop,
-                                     ROOT if coll.rooted else -1, measured, g.index if many else None))
+                    if got:
+                        rec = _record(r, scope, g, coll, size, got, in_place, {**extra, **_round_extra(g)})
+                        r.writer.write(rec)
+                        r.n_records += 1
+                        rows.setdefault(g.index, []).append(rec)
+            for index, recs in rows.items():
+                last[index] = recs[0].busbw_GBps
+                r.say(output.row(recs, index if many else None))
     return last
 
 

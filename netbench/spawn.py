@@ -74,12 +74,14 @@ def _wait(procs: Sequence[subprocess.Popen[bytes]], logs: Sequence[Path]) -> int
         codes = [p.poll() for p in procs]
         failed = [(r, c) for r, c in enumerate(codes) if c not in (None, 0)]
         if failed:
-            _stop(procs, signal.SIGTERM, 2.0)
             rank, code = failed[0]
-            if rank == 0 and code in (2, 3):
-                return code    # rank 0 already said why
-            if codes[0] in (2, 3):
-                return int(codes[0] or 0)
+            # rank 0 usually notices a dead peer at once and says which op failed: let it
+            deadline = time.monotonic() + 2.0
+            while procs[0].poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            _stop(procs, signal.SIGTERM, 2.0)
+            if procs[0].returncode in (2, 3):
+                return int(procs[0].returncode)    # rank 0 already said why, in one line
             why = _last_line(logs[rank]) if rank else ""
             sys.stderr.write(f"stoker net: rank {rank} {_describe(code)}; the other ranks were stopped; "
                              f"records measured so far are kept{': ' + why if why else ''}\n")

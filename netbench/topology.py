@@ -54,8 +54,11 @@ class Group:
 
 
 def _group(topo: Topology, index: int, ranks: Sequence[int], rnd: int | None = None) -> Group:
-    hosts = tuple(dict.fromkeys(topo.hosts[r] for r in ranks))
-    return Group(index=index, ranks=tuple(ranks), hosts=hosts, round=rnd)
+    # torch.distributed numbers a group's ranks in global-rank order; so do we, so that
+    # roots, peers and expected chunks agree with the backend's group ranks
+    ordered = tuple(sorted(ranks))
+    hosts = tuple(dict.fromkeys(topo.hosts[r] for r in ordered))
+    return Group(index=index, ranks=ordered, hosts=hosts, round=rnd)
 
 
 def round_robin(n: int) -> list[list[tuple[int, int]]]:

@@ -75,7 +75,7 @@ def summarise(name: str, records: RecordSet, judgement: Any, spec: Any = None) -
     storage: dict[str, float] = {}
     io = io_frame(records.io)
     for r in io.itertuples(index=False) if not io.empty else ():
-        if r.failed:
+        if r.failed or r.bytes == 0:
             continue
         key = f"{r.scope} {r.direction} ({r.workload})"
         storage[key] = max(storage.get(key, 0.0), float(r.bw))

@@ -53,6 +53,15 @@ def _mtime_utc(path: Path) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
 
 
+# `stoker net` prints an nccl-tests-style table too (netbench/output.py); a log of it kept in
+# DIR (a tee, a Slurm job log) holds what net.jsonl already holds and must not count twice.
+_STOKER_MARK = "# stoker net:"
+
+
+def _is_stoker_output(text: str) -> bool:
+    return _STOKER_MARK in text[:1_000_000]
+
+
 def _looks_like_fio(text: str) -> bool:
     return '"fio version"' in text[:100_000]
 
@@ -71,6 +80,8 @@ def _fio(text: str, *, run_id: str, source_name: str) -> tuple[list[IoRecord], s
 
 def import_text(text: str, *, source_name: str, ts: str, op: str | None = None) -> Imported | None:
     """Records from one file's text; None when it is neither nccl-tests nor fio output."""
+    if _is_stoker_output(text):
+        return None
     run_id = run_id_for(text)
     out = Imported()
     if _looks_like_fio(text):
@@ -105,7 +116,10 @@ def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported
     p = Path(path)
     if not p.is_file():
         raise UsageError(f"{p}: no such file (give nccl-tests logs or -J JSON, or fio JSON files)")
-    got = import_text(_read(p), source_name=p.name, ts=_mtime_utc(p), op=op)
+    text = _read(p)
+    if _is_stoker_output(text):
+        raise UsageError(f"{p}: this is stoker's own output; its records are in the net.jsonl of its --out directory")
+    got = import_text(text, source_name=p.name, ts=_mtime_utc(p), op=op)
     if got is None:
         raise UsageError(f"{p}: neither an nccl-tests log/JSON nor fio JSON output; nothing imported")
     return got

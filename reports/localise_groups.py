@@ -99,10 +99,12 @@ def group_search(hosts: Sequence[str], measure: Measure, expected: float | None 
 # -- the scale estimate -------------------------------------------------------------
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Sizes:
-    """What one measurement costs: bytes per rank buffer, timed and warmup iterations, the
-    per-pair busbw, and a fixed cost per round (creating the round's communicators, barriers)."""
+    """What one measurement costs: bytes per rank buffer, timed and warmup iterations (the
+    `standard` profile: --pair-bytes defaults to its --max-bytes 1G, 20 + 5 iterations), the
+    per-pair busbw (one 400 Gb/s rail at ~80%), and a fixed cost per round (creating the
+    round's communicators, barriers)."""
 
-    bytes: int = 256 << 20
+    bytes: int = 1 << 30
     iters: int = 20
     warmup: int = 5
     busbw_GBps: float = 40.0

@@ -283,7 +283,9 @@ def parse_json(obj: Mapping[str, Any], *, run_id: str, ts: str, source_name: str
     config = obj.get("config") or {}
     args = obj.get("args") or []
     program = str(args[0]) if args else ""
-    name = op or op_from_name(program) or op_from_name(source_name)
+    results = [r for r in obj.get("results") or [] if isinstance(r, Mapping)]
+    experiment = str(results[0].get("experiment_name", "")) if results else ""
+    name = op or op_from_name(program) or op_from_name(experiment) or op_from_name(source_name)
     ranks = {int(d.get("rank", i)): (str(d.get("hostname", "unknown")), str(d.get("device_info", "")))
              for i, d in enumerate(config.get("devices") or []) if isinstance(d, Mapping)}
     if name is None:
@@ -292,9 +294,7 @@ def parse_json(obj: Mapping[str, Any], *, run_id: str, ts: str, source_name: str
     ctx = _Context(op=name, run_id=run_id, ts=ts, hosts=hosts, ranks=len(ranks), device=device,
                    warmup=int(config.get("warmup_iters", 0)), iters=int(config.get("iterations", 0)), source=source_name)
     records: list[NetRecord] = []
-    for res in obj.get("results") or []:
-        if not isinstance(res, Mapping):
-            continue
+    for res in results:
         for key, in_place in (("out_of_place", False), ("in_place", True)):
             t = res.get(key)
             if not isinstance(t, Mapping):

@@ -9,6 +9,7 @@ and written back out unchanged.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import secrets
@@ -124,9 +125,15 @@ def to_dict(rec: Record) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    # dataclasses.fields() is slow enough to matter when reading 10^5 records.
+    return frozenset(f.name for f in dataclasses.fields(cls)) - {"extra"}
+
+
 def from_dict(cls: type[R], obj: Mapping[str, Any]) -> R:
     """Build a record from a JSON object; raises ValueError naming a missing field."""
-    names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+    names = _field_names(cls)
     known = {k: v for k, v in obj.items() if k in names}
     extra = {k: v for k, v in obj.items() if k not in names}
     if "hosts" in known:

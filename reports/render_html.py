@@ -73,10 +73,11 @@ def _net(sws: Sequence[Sweep], ri: ReportInput) -> list[str]:
 
 
 def _storage(ri: ReportInput) -> list[str]:
-    io = io_frame(ri.records.io)
+    io_all = io_frame(ri.records.io)
     out = ["<h2>Storage</h2>"]
-    if io.empty:
+    if io_all.empty:
         return [*out, "<p>No storage records.</p>"]
+    io = io_all[io_all["bytes"] > 0]  # pure metadata moves no bytes: its IOPS are in the table only
     spec_refs, demand = [], []
     for r in io.itertuples(index=False):
         comp = f"{r.scope} storage"
@@ -87,11 +88,13 @@ def _storage(ri: ReportInput) -> list[str]:
                      and m.unit.startswith("GB/s") and r.workload.replace("_", " ") in m.check), None)
         per_node = need is not None and "per node" in need.unit and r.scope == "shared"
         demand.append(None if need is None else need.required * (r.nodes if per_node else 1))
-    labels = [f"{r.workload} {r.direction} {r.path}" for r in io.itertuples(index=False)]
+    labels = [f"{r.workload} {r.direction} {r.path} ({r.backend})" for r in io.itertuples(index=False)]
+    if io.empty:
+        return [*out, table(storage_table(io_all))]
     out.append(img(plots.bar_plot("storage: achieved vs spec and workload demand", labels, list(io["bw"]),
                                   [("spec", spec_refs), ("workload demand", demand)]),
                    "storage bandwidth against spec and demand"))
-    return [*out, table(storage_table(io))]
+    return [*out, table(storage_table(io_all))]
 
 
 def _hosts(ri: ReportInput) -> list[str]:

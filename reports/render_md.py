@@ -62,6 +62,11 @@ def fnum(x: Any, digits: int = 2) -> str:
     return str(x)
 
 
+def fsig(x: Any) -> str:
+    """Three significant digits: latencies span microseconds to seconds."""
+    return fnum(x) if not isinstance(x, (int, float)) or x != x else f"{x:.3g}"
+
+
 def names(hosts: Iterable[str], limit: int = MAX_NAMES) -> str:
     hs = sorted(hosts)
     return ", ".join(hs) if len(hs) <= limit else ", ".join(hs[:limit]) + f" (+{len(hs) - limit} more)"
@@ -137,9 +142,10 @@ def storage_table(io: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in io.itertuples(index=False):
         note = "FAILED: " + r.failed if r.failed else ("page cache suspected" if r.cache_suspect else "")
-        rows.append({"workload": r.workload, "direction": r.direction, "path": r.path, "scope": r.scope,
+        rows.append({"workload": r.workload + (f" ({r.op})" if r.op else ""), "direction": r.direction,
+                     "path": r.path, "scope": r.scope, "tool": r.backend, "block": format_size(r.block) if r.block else "—",
                      "procs": str(r.procs), "bw (GB/s)": fnum(r.bw), "IOPS": fnum(r.iops, 0),
-                     "p50 (ms)": fnum(r.p50_ms), "p99 (ms)": fnum(r.p99_ms), "note": note})
+                     "p50 (ms)": fsig(r.p50_ms), "p99 (ms)": fsig(r.p99_ms), "note": note})
     return pd.DataFrame(rows)
 
 

@@ -110,7 +110,9 @@ def main(args: argparse.Namespace) -> int:
     (directory / "report.md").write_text(out.markdown, encoding="utf-8")
     (directory / "report.html").write_text(out.html, encoding="utf-8")
     (directory / "verdict.json").write_text(json.dumps(out.verdict, indent=2) + "\n", encoding="utf-8")
-    bad = sum(1 for f in out.verdict["findings"] if f["status"] in ("below_spec", "starving"))
+    from reports.findings import FAILING
+
+    bad = sum(1 for f in out.verdict["findings"] if f["status"] in FAILING)
     print(f"verdict: {out.verdict['verdict']} ({bad} finding{'s' if bad != 1 else ''} to act on) -> "
           f"{directory / 'report.md'}, report.html, verdict.json")
     return 0 if out.verdict["verdict"] == "pass" else 1

@@ -98,12 +98,14 @@ def per_host(df: pd.DataFrame, scope: str = "intra-node") -> pd.DataFrame:
 def io_frame(io: Sequence[IoRecord]) -> pd.DataFrame:
     rows = [{"workload": r.workload, "direction": r.direction, "path": r.path, "scope": r.scope, "procs": r.procs,
              "nodes": r.nodes, "bw": r.bw_GBps, "iops": r.iops, "p50_ms": r.lat_ms.get("p50"),
-             "p99_ms": r.lat_ms.get("p99"), "backend": r.backend, "cache_suspect": r.cache_suspect,
-             "failed": r.failed} for r in io]
+             "p99_ms": r.lat_ms.get("p99"), "backend": r.backend, "block": r.block_size, "bytes": r.bytes,
+             "op": str(r.extra.get("op", "")),  # metadata records name their operation (create, stat, ...)
+             "cache_suspect": r.cache_suspect, "failed": r.failed} for r in io]
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    return df.sort_values(["scope", "path", "workload", "direction"], kind="stable").reset_index(drop=True)
+    keys = ["scope", "path", "workload", "direction", "op", "backend", "procs", "block"]
+    return df.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
 def expected_for(scope: str, nodes: int, expected: dict[str, float]) -> float | None:

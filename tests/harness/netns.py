@@ -33,7 +33,11 @@ API (stable; other tests build on it):
 - `torchrun_argv(i, nproc, nnodes, port, module_args)`: torchrun with a static rendezvous
   on node 0's address (node ranks are deterministic: global rank = i * nproc + local rank).
 - `torchrun(nproc, port, module_args, timeout=300, env=None)`: that command on every node at
-  once; [(returncode, stdout, stderr)] per node (returncode -9: killed at the timeout).
+  once; [(returncode, stdout, stderr)] per node (returncode -9: killed at the timeout, or
+  FAIL_GRACE_S after another node failed).
+- `run_all([(node, argv, env), ...], timeout)`: start every job at once, wait for all, output to
+  files (never pipes: a chatty rank blocked on a full pipe would hang its peers); a failure
+  kills the rest after FAIL_GRACE_S. [(returncode, stdout, stderr)] per job.
 - `launch(nproc, port, python_args, timeout=300, env=None)`: the ranks alone, with torchrun's
   environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT) and no agents; per rank.
 - `tcp_goodput_bps(server, client, seconds=2.0)`: iperf3 TCP goodput client -> server.
@@ -56,6 +60,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -67,6 +72,7 @@ IFNAME = "eth0"
 # measured to give 0.94-0.957 Gbit/s TCP goodput on a 1 Gbit/s link.
 BURST = "256kb"
 TBF_LATENCY = "50ms"
+FAIL_GRACE_S = 15.0   # after one rank fails, how long the others may take to notice and exit
 _PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
 
 
@@ -130,7 +136,6 @@ class NetnsCluster:
         self._procs: list[subprocess.Popen[Any]] = []
         self._classes: dict[int, int] = {}      # node -> pair classes on its HTB tree
         self._node_rate: dict[int, float] = {}  # node -> its shaped rate
-        self._up = False
 
     # -- lifecycle ------------------------------------------------------------------
     def __enter__(self) -> NetnsCluster:
@@ -139,7 +144,6 @@ class NetnsCluster:
             raise RuntimeError(reason)
         self.teardown(stale=True)
         atexit.register(self.teardown)
-        self._up = True
         try:
             self._build()
         except BaseException:
@@ -171,7 +175,6 @@ class NetnsCluster:
             _kill_namespace_pids(ns)
             _ip("netns", "del", ns, check=False)
             shutil.rmtree(NETNS_ETC / ns, ignore_errors=True)
-        self._up = False
         if not stale:
             atexit.unregister(self.teardown)
 
@@ -250,42 +253,47 @@ class NetnsCluster:
     def torchrun(self, nproc: int, port: int, module_args: Sequence[str], timeout: float = 300.0,
                  env: Mapping[str, str] | None = None) -> list[tuple[int, str, str]]:
         """torchrun on every node at once, `nproc` ranks each; (returncode, stdout, stderr)
-        per node. On timeout every node is killed and the outputs so far are returned with
-        returncode -9, so a test can show why it hung."""
-        return self._collect([
-            self.popen(i, self.torchrun_argv(i, nproc, self.n, port, module_args), env=self.env(i, env),
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for i in range(self.n)], timeout)
+        per node. When one fails the others get FAIL_GRACE_S to finish, then are killed
+        (returncode -9), as at the timeout; the outputs say why."""
+        return self.run_all([(i, self.torchrun_argv(i, nproc, self.n, port, module_args), self.env(i, env))
+                              for i in range(self.n)], timeout)
 
     def launch(self, nproc: int, port: int, python_args: Sequence[str], timeout: float = 300.0,
                env: Mapping[str, str] | None = None) -> list[tuple[int, str, str]]:
         """`python *python_args` as `nproc` ranks per node with torchrun's environment contract
         (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, ...) but without its agents: half the
         processes importing torch, for tests that repeat a run. One entry per rank."""
-        procs = []
+        jobs = []
         for i in range(self.n):
             for local in range(nproc):
                 contract = {"RANK": str(i * nproc + local), "WORLD_SIZE": str(self.n * nproc),
                             "LOCAL_RANK": str(local), "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": str(i),
                             "MASTER_ADDR": self.addr(0), "MASTER_PORT": str(port)}
-                procs.append(self.popen(i, [sys.executable, *python_args], env=self.env(i, {**(env or {}), **contract}),
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        return self._collect(procs, timeout)
+                jobs.append((i, [sys.executable, *python_args], self.env(i, {**(env or {}), **contract})))
+        return self.run_all(jobs, timeout)
 
-    @staticmethod
-    def _collect(procs: Sequence[subprocess.Popen[Any]], timeout: float) -> list[tuple[int, str, str]]:
+    def run_all(self, jobs: Sequence[tuple[int, list[str], dict[str, str]]],
+                 timeout: float) -> list[tuple[int, str, str]]:
+        """Start every job at once and wait for all. Output goes to files, not pipes: a
+        chatty rank must never block on a full pipe while its peers wait for it."""
+        files = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in jobs]
+        procs = [self.popen(i, argv, env=env, stdout=fo, stderr=fe) for (i, argv, env), (fo, fe) in zip(jobs, files)]
         deadline = time.monotonic() + timeout
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            if any(p.returncode not in (None, 0) for p in procs):
+                deadline = min(deadline, time.monotonic() + FAIL_GRACE_S)
+            time.sleep(0.1)
         out: list[tuple[int, str, str]] = []
-        for p in procs:
-            try:
-                so, se = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-                out.append((p.returncode, so, se))
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    if q.poll() is None:
-                        os.killpg(q.pid, signal.SIGKILL)
-                so, se = p.communicate()
-                out.append((-9, so, se))
+        for p, (fo, fe) in zip(procs, files):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                p.returncode = -9
+            fo.seek(0)
+            fe.seek(0)
+            out.append((p.returncode, fo.read(), fe.read()))
+            fo.close()
+            fe.close()
         return out
 
     # -- link shaping -----------------------------------------------------------------

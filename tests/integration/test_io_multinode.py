@@ -38,8 +38,18 @@ def test_two_nodes_share_one_directory(tmp_path: Path) -> None:
                "--writers", "2", "--md-files", "100", "--storm-procs", "2", "--storm-files", "50"]
         procs.append(subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
-    results = [p.communicate(timeout=240) for p in procs]
-    for p, (o, e) in zip(procs, results):
+    try:
+        results = [p.communicate(timeout=240) for p in procs]
+    finally:
+        for p in procs:   # a hung "node" must not outlive the test
+            if p.poll() is None:
+                p.terminate()   # torchrun passes SIGTERM on to its worker
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+    for p, (_, e) in zip(procs, results):
         assert p.returncode == 0, e[-3000:]
     recs = read_records(out)
     assert not (tmp_path / "out-b" / "io.jsonl").exists()        # rank 0 alone writes records

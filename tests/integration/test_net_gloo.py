@@ -128,8 +128,24 @@ def test_pairs_on_four_fake_nodes(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     recs = _records(out)
-    pairs = sorted(tuple(r["hosts"]) for r in recs)
-    assert sorted(tuple(sorted(p)) for p in pairs) == [("a", "b"), ("a", "c"), ("a", "d"), ("b", "c"), ("b", "d"), ("c", "d")]
-    assert {r["scope"] for r in recs} == {"pair"} and {r["pass"] for r in recs} == {1}
-    assert sorted(r["round"] for r in recs) == [0, 0, 1, 1, 2, 2]
-    assert all(r["bytes"] == 65536 and r["op"] == "all_reduce" for r in recs)
+    every = [("a", "b"), ("a", "c"), ("a", "d"), ("b", "c"), ("b", "d"), ("c", "d")]
+    first = [r for r in recs if r["pass"] == 1]
+    assert sorted(tuple(sorted(r["hosts"])) for r in first) == every        # each pair exactly once
+    assert sorted(r["round"] for r in first) == [0, 0, 1, 1, 2, 2]
+    # pass 2 re-measures pairs that reports.localise finds suspect; timings on one shared
+    # machine may or may not make any pair look slow, so only its shape is checked
+    second = [r for r in recs if r["pass"] != 1]
+    assert all(r["pass"] == 2 and tuple(sorted(r["hosts"])) in every for r in second)
+    assert {r["scope"] for r in recs} == {"pair"}
+    assert all(r["bytes"] == 65536 and r["op"] == "all_reduce" and r["wrong"] == 0 for r in recs)
+
+
+def test_explicit_pairs_only(tmp_path: Path) -> None:
+    out = tmp_path / "nb-explicit"
+    # z:x names rank 2 first; all_gather's chunk order shows whether group ranks agree with torch's
+    proc = subprocess.run([*STOKER, "net", "--nproc", "3", "--hosts-override", "x,y,z", "--pairs", "z:x",
+                           "--pair-op", "all_gather", "--pair-bytes", "8K", "-n", "3", "--out", str(out)],
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [(r["scope"], r["hosts"], r["ranks"], r["bytes"], r["pass"], r["wrong"]) for r in _records(out)] == [
+        ("pair", ["x", "z"], 2, 8192, 1, 0)]

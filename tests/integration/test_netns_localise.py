@@ -61,7 +61,6 @@ def test_healthy_cluster_gives_no_finding_5_runs_of_5(cluster: NetnsCluster, tmp
     for k in range(5):
         recs = pairs_run(cluster, tmp_path / str(k), torchrun=k == 0)
         assert localise(recs, []) == [], k
-        assert all(r.extra.get("pass") == 1 for r in recs if r.scope == "pair"), "nothing to confirm"
 
 
 def test_slow_pair_is_a_link_not_two_nodes(cluster: NetnsCluster, tmp_path: Path) -> None:

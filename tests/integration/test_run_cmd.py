@@ -49,6 +49,7 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
     # progress while it works, a summary table and the verdict at the end
     assert "[1/3] network: started" in p.stdout and "[3/3] report: started" in p.stdout
     assert "phase    status" in p.stdout and "verdict: FAIL" in p.stdout
+    assert (out / "spec.yaml").read_text() == spec.read_text()        # the results keep what judged them
     for name in ("report.md", "report.html"):
         assert (out / name).is_file()
 

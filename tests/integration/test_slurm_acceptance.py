@@ -2,8 +2,12 @@
 and submits it, Slurm runs every phase on n1 and n2, and the results agree with the job."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,3 +80,52 @@ def test_results_dir_not_shared_is_refused_before_the_sweeps(slurm: SlurmCluster
     assert len(lines) == 1 and "not on a file system shared by all 2 nodes" in lines[0]
     # nothing was measured on the node that ran the script
     assert not slurm.node_path(0, out / "net.jsonl").exists()
+
+
+def _ranks_on(node: str, job: str) -> list[int]:
+    """Pids of this job's `stoker net` ranks on one node (from /proc: its environment names
+    the node and the job; these are processes the test started through Slurm)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+            env = set((d / "environ").read_bytes().split(b"\0"))
+        except OSError:
+            continue
+        if b"launchers.cli" in argv and b"net" in argv and f"SLURMD_NODENAME={node}".encode() in env \
+                and f"SLURM_JOB_ID={job}".encode() in env:
+            pids.append(int(d.name))
+    return pids
+
+
+def test_a_hung_node_ends_the_phase_and_the_report_is_still_written(slurm: SlurmCluster, tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    # larger sizes stretch the inter-node sweep, so it can be caught mid-way
+    job = submit(slurm, out, tmp_path, "--max-bytes", "16M", "--iters", "5", "--net-timeout", "15")
+    deadline = time.monotonic() + 240
+    stopped: list[int] = []
+    while not stopped and time.monotonic() < deadline:
+        net = out / "net.jsonl"
+        if net.exists() and any(json.loads(x).get("nodes") == 2 for x in net.read_text().splitlines() if x.strip()):
+            stopped = _ranks_on("n2", job)  # the inter-node sweep is under way: n2 hangs now
+            for pid in stopped:
+                os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.2)
+    assert stopped, "never caught the inter-node phase running"
+    try:
+        slurm.wait(job, timeout_s=400)
+    finally:
+        for pid in stopped:  # SIGKILL from Slurm reaches stopped processes; CONT in case it did not
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+    rc = slurm.exit_code(job)
+    ran = {p["phase"]: p for p in map(json.loads, (out / "phases.jsonl").read_text().splitlines())}
+    # the hung phase ended within its limits (15 s stoker timeout, srun --time 2 min, timeout 135 s)
+    assert ran["inter-node"]["rc"] != 0 and ran["inter-node"]["elapsed_s"] <= 135 + 30, ran
+    # the phases after it ran, and the report was written from what was measured
+    assert ran["pairs"]["rc"] == 0 and ran["storage"]["rc"] == 0, ran
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert (out / "report.md").is_file()
+    assert rc == (1 if verdict["verdict"] == "fail" else 3)

@@ -1,6 +1,9 @@
 """Each command builder's exact tokens, computed by hand from its spec."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from launchers import builders as b
@@ -94,3 +97,16 @@ def test_every_launcher_is_registered() -> None:
 ])
 def test_shell_line_quotes_everything_but_script_variables(tokens: list[str], line: str) -> None:
     assert b.shell_line(tokens) == line
+
+
+def test_script_argv_wraps_the_phase_in_the_launcher() -> None:
+    args = ["--launcher", "torchrun", "--nnodes", "3", "--nproc-per-node", "2", "--node-rank", "2",
+            "--master-addr", "10.0.0.1", "--master-port", "29600",
+            "net", "--profile", "quick", "--scopes", "pairs", "--out", "/r"]
+    p = subprocess.run([sys.executable, "-m", "launchers.argv", *args], capture_output=True, text=True, check=True)
+    tokens = p.stdout.split("\0")[:-1]
+    assert tokens[:10] == [sys.executable, "-m", "torch.distributed.run", "--nnodes=3", "--nproc-per-node=2",
+                           "--node-rank=2", "--master-addr=10.0.0.1", "--master-port=29600", "--max-restarts=0",
+                           "--no-python"]
+    assert tokens[10:14] == [sys.executable, "-m", "launchers.cli", "net"]
+    assert tokens[tokens.index("--scopes") + 1] == "pairs"

@@ -1,12 +1,13 @@
 """Aggregation across hosts, the cache rule, space rule, mounts and launcher detection (pure)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from iobench.aggregate import HostResult, RecordContext, aggregate
 from iobench.coordinator import host_name, launcher_rank
 from iobench.safety import mount_of, space_problem
-from pathlib import Path
 
 CTX = RecordContext(run_id="r", workload="checkpoint_write", path="/p", scope="shared", direct=True)
 

@@ -22,7 +22,7 @@ def test_checkpoint_write_renders_exact_fio_arguments() -> None:
         "--name=checkpoint_write", "--directory=/d", "--numjobs=3", "--group_reporting=1", "--rw=write",
         "--filename_format=ckpt.$jobnum", "--size=67108864", "--bs=4194304", "--ioengine=psync",
         "--direct=1", "--end_fsync=1"]
-    assert write.command()[-1] == "--output-format=json" and write.command()[0] == "fio"
+    assert write.command()[-1] == "--output-format=json+" and write.command()[0] == "fio"
     assert "--rw=read" in read.args() and "--invalidate=1" in read.args() and "--end_fsync=1" not in read.args()
     assert write.jobfile().splitlines()[:3] == ["[checkpoint_write]", "directory=/d", "numjobs=3"]
 
@@ -61,6 +61,7 @@ def test_bytes_and_inodes_needed() -> None:
     s = IoSettings(ckpt_bytes=100 * MIB, writers=4, dl_workers=2, dl_files=10, dl_file_bytes=MIB,
                    md_procs=2, md_files=1000, md_file_bytes=4096, storm_files=10)
     assert s.bytes_needed() == 400 * MIB            # the largest family; they run one after another
+    assert s.bytes_needed(torch_copy=True) == 500 * MIB   # plus one torch shard beside the fio shards
     assert s.inodes_needed() == 16 + 4 + 20 + 2000
 
 

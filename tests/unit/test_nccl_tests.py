@@ -154,3 +154,10 @@ def test_nccl_version_codes() -> None:
 
 def test_samples_exist() -> None:
     assert len(list(Path(SAMPLES).iterdir())) >= 4
+
+
+def test_json_op_from_experiment_name_when_args_are_missing() -> None:
+    obj = json.loads((SAMPLES / "v2.17_all_reduce.json").read_text())
+    obj["args"] = []
+    p = nccl_tests.parse_json(obj, run_id="r", ts="t", source_name="out.json")
+    assert {r.op for r in p.records} == {"all_reduce"}   # experiment_name "AllReduce"

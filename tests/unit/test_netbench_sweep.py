@@ -104,6 +104,7 @@ def test_launch_env() -> None:
     s = detect({"SLURM_STEP_ID": "0", "SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1"})
     assert (s.launcher, s.rank, s.world, s.local_rank) == ("srun", 5, 8, 1)
     assert detect({"SLURM_PROCID": "0", "SLURM_NTASKS": "8"}).launcher == "none"   # batch script, no step
+    assert detect({"SLURM_STEP_ID": str(0xFFFFFFFE), "SLURM_PROCID": "0", "SLURM_NTASKS": "8"}).launcher == "none"
     o = detect({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1"})
     assert (o.launcher, o.rank, o.world, o.local_rank) == ("mpirun", 3, 4, 1)
     p = detect({"PMI_RANK": "2", "PMI_SIZE": "3"})

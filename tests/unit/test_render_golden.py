@@ -57,6 +57,10 @@ def test_golden_content_says_what_to_act_on_first(outcome) -> None:  # type: ign
     assert "hunter2" not in md and "hunter2" not in outcome.html and "HOME" not in md
     # the imported nccl-tests log is judged beside stoker's own records
     assert "all_reduce_perf.log" in md and "16 ranks on 2 nodes · nccl-tests" in md
+    # by hand: plateau x 1G / (1G + 4M) (make_inputs.ramp) = x 0.996109
+    assert "| 1G | 5,070.94 | 211.74 | 370.55 | 249.03 | 4 |" in md          # 372 (median host), 250 (gpu03)
+    assert "Plateau: **35.86 GB/s** busbw at 1G = 72% of the advertised 50.00 GB/s" in md   # 36; 8 x NDR / 8
+    assert "| gpu03 | gpu04 | 19.92 |" in md                                  # the slow link: 20
     v = outcome.verdict
     assert v["verdict"] == "fail" and v["skipped_lines"] == 2 and v["imported"] == ["all_reduce_perf.log"]
     assert {f["status"] for f in v["findings"]} <= {"ok", "below_spec", "starving", "no_reference", "suspect"}
