@@ -48,6 +48,31 @@ def _bare(op: str, send, recv, iters: int) -> float:  # type: ignore[no-untyped-
     return float(t.item()) / dist.get_world_size()
 
 
+def _loop_overhead(n: int = 200_000) -> float:
+    """Seconds per iteration that the harness's timed loop adds to a bare loop (a timestamp
+    per op), measured with a no-op in place of the collective: noise-free, unlike the ratios."""
+    from netbench.backends import PerfCounterTimer
+
+    def noop() -> None:
+        pass
+
+    best = float("inf")
+    for _ in range(5):
+        timer = PerfCounterTimer()
+        mark = timer.mark
+        t0 = time.perf_counter()
+        mark()
+        for _ in range(n):
+            noop()
+            mark()
+        t1 = time.perf_counter()
+        for _ in range(n):
+            noop()
+        t2 = time.perf_counter()
+        best = min(best, ((t1 - t0) - (t2 - t1)) / n)
+    return best
+
+
 def _rank(args: argparse.Namespace) -> None:
     import torch
     import torch.distributed as dist
@@ -87,6 +112,9 @@ def _rank(args: argparse.Namespace) -> None:
                 print(f"  {op:<11} {nbytes:>10} {iters:>6} {t_ours * 1e6:>12.1f} {t_bare * 1e6:>10.1f} "
                       f"{nbytes / t_ours / 1e9:>8.3f} {nbytes / t_bare / 1e9:>9.3f} "
                       f"{t_bare / t_ours:>8.3f} {t_ours / t_bare:>9.3f} {best:>9.3f} {1 / best:>6.3f}", flush=True)
+    if b.rank == 0:
+        print(f"# harness loop overhead: {_loop_overhead() * 1e9:.0f} ns per timed iteration "
+              "(one perf_counter read and list append; the op call itself is pre-bound)")
     dist.barrier()
     b.close()
 

@@ -18,7 +18,8 @@ def scope_header(scope: str, group: int, ranks: int, hosts: Sequence[str], backe
                  extra: str = "") -> str:
     where = f"on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts {','.join(hosts)}"
     tail = f", {extra}" if extra else ""
-    return f"# stoker net: scope {scope}, group {group}, {ranks} ranks {where}, backend {backend}, dtype {dtype}{tail}"
+    noun = "rank" if ranks == 1 else "ranks"
+    return f"# stoker net: scope {scope}, group {group}, {ranks} {noun} {where}, backend {backend}, dtype {dtype}{tail}"
 
 
 def column_header(in_place_modes: Sequence[bool], many_groups: bool) -> list[str]:

@@ -80,12 +80,26 @@ def _warn(r: _Run, line: str) -> None:
         sys.stderr.flush()
 
 
+def _installed_versions() -> dict[str, str]:
+    """Versions of the communication packages present, read from their metadata: importing
+    mpi4py's MPI under torchrun would initialise MPI, and torch under mpirun costs seconds."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str] = {}
+    for dist in ("torch", "mpi4py", "numpy"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
 def _manifest(b: Backend, s: Settings, run_id: str, host: str, topo: Topology, launcher: str) -> dict[str, Any]:
     m = base_manifest("net", run_id, os.environ)
     m["host"] = host
     m["launcher"] = launcher
     m["ranks_on_host"] = topo.hosts.count(host)
-    m["versions"] = b.versions()
+    m["versions"] = {**_installed_versions(), **b.versions()}
     m["devices"] = [b.device]
     m["settings"] = {**asdict(s), "backend": b.name, "world": b.world}
     try:
