@@ -124,7 +124,10 @@ def render(ri: ReportInput) -> str:
     body = [f"<h1>stoker report: {esc(ri.title)}</h1>",
             f'<p class="verdict {"fail" if j.verdict == "fail" else "pass"}">{esc(verdict)}</p>',
             f'<p class="muted">Run: {esc(j.run_id or "—")} · {len(rs.net)} network and {len(rs.io)} storage records · '
-            f"spec: {esc(j.spec_name or 'none')} · workload: {esc(j.workload_name or 'none')}</p>", "<h2>Findings</h2>"]
+            f"spec: {esc(j.spec_name or 'none')} · workload: {esc(j.workload_name or 'none')}</p>"]
+    if ri.missing:
+        body += ["<h2>Missing measurements</h2>", bullets(ri.missing)]
+    body.append("<h2>Findings</h2>")
     if j.findings:
         ft = findings_table(j.findings)
         body.append(table(ft, list(ft["status"])))

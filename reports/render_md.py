@@ -48,6 +48,7 @@ class ReportInput:
     imported: Sequence[str] = ()         # files imported from the results directory
     import_notes: Sequence[str] = ()
     notes: Sequence[str] = ()            # e.g. spec/workload not supported yet
+    missing: Sequence[str] = ()          # phases that aborted: what this report lacks
     net_df: pd.DataFrame | None = None   # net_frame(records.net) when already built (large runs)
 
     def frame(self) -> pd.DataFrame:
@@ -223,6 +224,8 @@ def render(ri: ReportInput) -> str:
     lines = [f"# stoker report: {ri.title}", "", verdict_line(j), ""]
     lines += [f"Run: {j.run_id or '—'} · {len(rs.net)} network and {len(rs.io)} storage records"
               f" · spec: {j.spec_name or 'none'} · workload: {j.workload_name or 'none'}", ""]
+    if ri.missing:
+        lines += ["## Missing measurements", "", *[f"- {m}" for m in ri.missing], ""]
     lines += ["## Findings", ""]
     lines += [md_table(findings_table(j.findings)) if j.findings else
               "No findings: give `--spec` (or put `spec.yaml` in the results directory) so that measurements can "

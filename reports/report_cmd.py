@@ -48,6 +48,23 @@ def load_optional(kind: str, given: str | None, directory: Path) -> tuple[Any, l
     return loaded, ([] if given else [f"{kind} taken from {Path(path).name} in the results directory"])
 
 
+def aborted_phases(directory: Path) -> list[dict[str, Any]]:
+    """Phases of `stoker run` / the sbatch job that did not end cleanly (DIR/phases.jsonl,
+    written by launchers): their measurements are missing or partial, and the report says so."""
+    from reports.records import iter_jsonl
+
+    path = directory / "phases.jsonl"
+    if not path.is_file():
+        return []
+    return [obj for _, obj, _ in iter_jsonl(path) if obj is not None and obj.get("rc", 0) != 0]
+
+
+def _phase_note(p: dict[str, Any]) -> str:
+    why = "ran past its time limit" if p.get("rc") == 124 else f"ended with exit code {p.get('rc')}"
+    return (f"phase {p.get('phase', '?')} {why} after {p.get('elapsed_s', '?')} s: its measurements are "
+            "missing or partial; findings for it may be absent")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Outcome:
     verdict: dict[str, Any]
@@ -85,13 +102,15 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
                          "run `stoker run --out DIR` or `stoker import FILE --out DIR` first")
     spec, spec_notes = load_optional("spec", spec_arg, directory)
     workload, wl_notes = load_optional("workload", workload_arg, directory)
+    aborted = aborted_phases(directory)
     j = judge(rs, spec, workload)
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(title=title, records=rs, judgement=j, imported=imp.sources, import_notes=imp.notes,
-                     notes=[*spec_notes, *wl_notes], net_df=net_frame(rs.net))
+                     notes=[*spec_notes, *wl_notes], missing=[_phase_note(p) for p in aborted], net_df=net_frame(rs.net))
     verdict = verdict_json(j.run_id, j.findings, spec=j.spec_name, workload=j.workload_name,
                            records={"net": len(rs.net), "io": len(rs.io)}, skipped_lines=len(rs.skipped),
-                           imported=sorted(imp.sources))
+                           imported=sorted(imp.sources),
+                           aborted_phases=[str(p.get("phase", "?")) for p in aborted])
     return Collected(report=ri, spec=spec, verdict=verdict)
 
 
