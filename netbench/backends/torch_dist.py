@@ -16,6 +16,7 @@ import torch.distributed as dist
 
 from netbench.backends import Backend, PerfCounterTimer, Timer
 from netbench.launch_env import LaunchEnv, require_rendezvous
+from netbench.spawn import free_port
 from reports.errors import UsageError
 
 _DTYPES = {
@@ -55,15 +56,12 @@ class TorchBackend(Backend):
     in_place_ops = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter"})
 
     def __init__(self, name: str, le: LaunchEnv, dtype: str, timeout_s: float) -> None:
-        addr, port = ("127.0.0.1", 0) if le.world <= 1 else require_rendezvous(le)
         if le.world < 1:
             raise UsageError(f"the {le.launcher} environment does not say how many ranks there are: export WORLD_SIZE or use --backend mpi")
-        if le.world <= 1:  # a lone rank still needs a store; a free port avoids clashes
-            import socket
-
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
+        if le.world == 1:   # a lone rank still needs a store; a free port avoids clashes
+            addr, port = "127.0.0.1", free_port()
+        else:
+            addr, port = require_rendezvous(le)
         self.name = name
         self.rank, self.world = le.rank, le.world
         self._dtype = _DTYPES[dtype]
