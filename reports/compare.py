@@ -6,6 +6,12 @@ is the best of those medians among the three largest sizes measured, and the fin
 names that size. Large messages are where busbw saturates; taking the best of the top
 three tolerates one noisy point without rewarding a single outlier group.
 
+Inter-node rails are the exception: the rails of one run (one group per local rank) run at
+the same moment and may share the node's NICs, so one rail can finish early and leave the
+link to the others. What a job spanning every GPU gets per GPU is the node's aggregate —
+all rails' bytes over the slowest rail's time — which, rails moving equal bytes, is the
+slowest rail's busbw. So per run the minimum over rails is taken, then the median over runs.
+
 Status: ok / below_spec (plateau < threshold x advertised) / no_reference (no figure given
 or detected: never a guess) / suspect (above what the hardware can carry: > 1.05 x
 advertised, or > 2.1 x for all_reduce / reduce_scatter on links with in-network reduction
@@ -78,6 +84,9 @@ def build_curves(net: Sequence[NetRecord]) -> tuple[dict[tuple[str, str], Curve]
     their correctness check failed (their bandwidth means nothing). Explicit intra-node /
     inter-node sweeps win over `world` sweeps of the same op."""
     values: dict[tuple[str, str, bool], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    # explicit inter-node rails: (op) -> size -> (run_id, in_place) -> busbw of each concurrent rail
+    rails: dict[str, dict[int, dict[tuple[str, bool], list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
     hosts: dict[tuple[str, str, bool], set[str]] = defaultdict(set)
     backends: dict[tuple[str, str, bool], str] = {}
     wrong = 0
@@ -88,9 +97,15 @@ def build_curves(net: Sequence[NetRecord]) -> tuple[dict[tuple[str, str], Curve]
         if r.time_s <= 0 or r.scope == "pair":
             continue
         key = (effective_scope(r), r.op, r.scope == "world")
-        values[key][r.bytes].append(r.busbw_GBps)
+        if r.scope == "inter-node":
+            rails[r.op][r.bytes][(r.run_id, r.in_place)].append(r.busbw_GBps)
+        else:
+            values[key][r.bytes].append(r.busbw_GBps)
         hosts[key].update(r.hosts)
         backends[key] = r.backend
+    for op, by_size_run in rails.items():
+        for size, runs in by_size_run.items():
+            values[("inter-node", op, False)][size] = [min(v) for v in runs.values()]
     curves: dict[tuple[str, str], Curve] = {}
     for (scope, op, from_world), by_size in sorted(values.items(), key=lambda kv: kv[0][2], reverse=True):
         # world-derived first, so an explicit sweep of the same (scope, op) replaces it

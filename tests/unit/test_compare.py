@@ -119,3 +119,21 @@ def test_match_storage_prefers_the_longest_prefix() -> None:
     assert compare.match_storage("/data/fast/x", [a, b]) is b
     assert compare.match_storage("/data/slow", [a, b]) is a
     assert compare.match_storage("/database", [a, b]) is None
+
+
+def test_concurrent_rails_count_at_the_slowest_rail() -> None:
+    """Two rails sharing a link: 0.027 and 0.024 GB/s in one run. The node moves both rails'
+    bytes in the slower rail's time, so per GPU it delivers 0.024, not the median 0.0255.
+    A second run (0.030, 0.026) gives 0.026; the curve takes the median over runs: 0.025."""
+    from reports.compare import build_curves
+    from reports.records import NetRecord
+
+    def rail(run: str, group: int, bw: float) -> NetRecord:
+        return NetRecord(run_id=run, ts="t", hosts=("a", "b"), nodes=2, op="all_reduce", scope="inter-node",
+                         ranks=2, backend="gloo", dtype="float32", bytes=1 << 26, time_s=1.0, algbw_GBps=bw,
+                         busbw_GBps=bw, wrong=0, group=group)
+
+    curves, _ = build_curves([rail("r1", 0, 0.027), rail("r1", 1, 0.024)])
+    assert curves[("inter-node", "all_reduce")].busbw == (0.024,)
+    curves, _ = build_curves([rail("r1", 0, 0.027), rail("r1", 1, 0.024), rail("r2", 0, 0.030), rail("r2", 1, 0.026)])
+    assert curves[("inter-node", "all_reduce")].busbw == (0.025,)

@@ -63,11 +63,15 @@ def test_fio_json_goes_to_io_records() -> None:
 
 
 def test_stoker_net_stdout_kept_in_dir_is_not_imported_twice(tmp_path: Path) -> None:
-    from netbench import output
-
-    table = [output.scope_header("world", 0, 2, ["h1"], "gloo", "float32"), *output.column_header(False, False),
-             output.op_header("all_reduce"),
-             output.row(1 << 20, 1 << 18, "float32", "sum", -1, [output.cells(1e-3, 1.05, 1.05, 0)])]
+    # What `stoker net` prints (copied from a real run), e.g. kept as a Slurm job log.
+    table = [
+        "# stoker net: scope world, group 0, 2 ranks on host h1, backend gloo, dtype float32",
+        "#                                                               out-of-place",
+        "#       size         count      type   redop    root      time    algbw    busbw  #wrong",
+        "#        (B)    (elements)                                (us)   (GB/s)   (GB/s)",
+        "# op all_reduce",
+        "     1048576        262144   float32     sum      -1    1000.0     1.05     1.05       0",
+    ]
     (tmp_path / "slurm-77.out").write_text("\n".join(table) + "\n")
     assert import_dir(tmp_path).net == []
     with pytest.raises(UsageError, match="stoker's own output"):
