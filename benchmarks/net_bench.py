@@ -4,7 +4,7 @@
     python benchmarks/net_bench.py --ops all_reduce,all_gather --repeats 7
 
 For each op and size both loops run on the same ranks and the same process group,
-interleaved `--repeats` times (so load drift hits both alike); the median of each is
+interleaved `--repeats` times, alternating which goes first (so load drift hits both alike); the median of each is
 compared, and so is the best (minimum) of each, which load on a shared machine
 disturbs least. Targets (issue 2): bandwidth >= 0.97 x bare at >= 1 MiB; latency <= 1.05 x
 bare at 8 bytes. Printed by rank 0; exit 0 whatever the numbers (a benchmark, not a test).
@@ -100,11 +100,14 @@ def _rank(args: argparse.Namespace) -> None:
             send = torch.ones(lay.send)
             recv = torch.ones(lay.recv) if op != "all_reduce" else send
             ours, bare = [], []
-            for _ in range(args.repeats):
+            for rep in range(args.repeats):
+                # alternate which loop goes first, so that neither always runs on a warmer link
+                if rep % 2:
+                    bare.append(_bare(op, send, recv, iters))
                 r = measure(b, comm, coll, lay, group=0, iters=iters, warmup=1, in_place=False, check=False)
-                got = b.allgather(r.time_s)
-                ours.append(mean_across_ranks(got))
-                bare.append(_bare(op, send, recv, iters))
+                ours.append(mean_across_ranks(b.allgather(r.time_s)))
+                if not rep % 2:
+                    bare.append(_bare(op, send, recv, iters))
             t_ours, t_bare = statistics.median(ours), statistics.median(bare)
             best = min(bare) / min(ours)
             nbytes = coll.size_bytes(lay, 4)
@@ -124,7 +127,7 @@ def main() -> int:
     p.add_argument("--ops", default="all_reduce,all_gather")
     p.add_argument("--nproc", type=int, default=2)
     p.add_argument("--iters", type=int, default=100)
-    p.add_argument("--repeats", type=int, default=9)
+    p.add_argument("--repeats", type=int, default=15)
     args = p.parse_args()
     if "RANK" in os.environ:
         _rank(args)
