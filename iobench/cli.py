@@ -12,6 +12,7 @@ and one manifest line per host to OUT/manifest.jsonl. See docs/iobench.md.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import tempfile
@@ -47,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-torch", action="store_true", help="skip the torch.save / DCP checkpoint beside fio")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds one fio job may take before the run aborts (default 1800)")
     parser.add_argument("--dry-run", action="store_true", help="print the fio command lines and exit")
-    parser.add_argument("--out", default=DEFAULT_OUT, help=f"results directory (default ./{DEFAULT_OUT})")
+    parser.add_argument("--out", default=None, help=f"results directory (default ./{DEFAULT_OUT}/<run_id>)")
 
 
 def _positive(value: int, what: str, low: int = 1, high: int | None = None) -> int:
@@ -102,7 +103,9 @@ def main(args: argparse.Namespace) -> int:
 
     previous = signal.signal(signal.SIGTERM, _sigterm)
     try:
-        return run(settings, paths, out=args.out, run_id=new_run_id(), torch_ckpt=not args.no_torch,
+        run_id = new_run_id()
+        out = args.out or os.path.join(DEFAULT_OUT, run_id)
+        return run(settings, paths, out=out, run_id=run_id, torch_ckpt=not args.no_torch,
                    timeout_s=args.timeout)
     finally:
         signal.signal(signal.SIGTERM, previous)

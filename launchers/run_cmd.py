@@ -15,7 +15,6 @@ import re
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ _NVIDIA_DEV = re.compile(r"^nvidia\d+$")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", help="results dir (default ./stoker-results-<time>)")
+    parser.add_argument("--out", help="results dir (default ./stoker-results/<run_id>)")
     parser.add_argument("--path", help="directory for the storage tests (default: a temp dir in the results dir)")
     parser.add_argument("--nproc", type=int, help="local ranks for the network sweep (default: one per GPU, else 2)")
     parser.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo", "mpi"),
@@ -104,7 +103,8 @@ def main(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     spec = checked_file(args.spec, "--spec", cwd)
     workload = checked_file(args.workload, "--workload", cwd)
-    out = (cwd / (args.out or f"stoker-results-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}")).resolve()
+    run_id = new_run_id()
+    out = (cwd / (args.out or f"stoker-results/{run_id}")).resolve()
     if args.path and not Path(args.path).is_dir():
         raise UsageError(f"--path {args.path}: no such directory")
     try:
@@ -116,7 +116,7 @@ def main(args: argparse.Namespace) -> int:
     keep_inputs(out, spec, workload)
     # storage is measured in a scratch dir on the results dir's file system unless told
     scratch = Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
-    env = {**os.environ, "STOKER_RUN_ID": new_run_id()}
+    env = {**os.environ, "STOKER_RUN_ID": run_id}
     phases = plan(profile=profile, out=str(out), io_path=str(scratch), nproc=nproc, backend=args.backend,
                   spec=spec, workload=workload, stoker=(sys.executable, "-m", "launchers.cli"))
     print(f"stoker run {env['STOKER_RUN_ID']}: profile {profile.name}, {nproc} ranks "

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="GPUs per node: one rank each (default 0: 2 CPU ranks per node, gloo)")
     parser.add_argument("--partition", help="Slurm partition")
     parser.add_argument("--time", help="job time limit in Slurm's format (default: the phases' limits added up)")
-    parser.add_argument("--out", help="results dir on a file system all nodes share (default: ./stoker-results-<time>)")
+    parser.add_argument("--out", help="results dir on a file system all nodes share (default: ./stoker-results/<time>)")
     parser.add_argument("--local-path", help="node-local dir for storage tests (default: $TMPDIR or /tmp on each node)")
     parser.add_argument("--shared-path", help="shared dir for storage tests (default: OUT/io-scratch)")
     parser.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo", "mpi"),
@@ -37,7 +37,7 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         raise UsageError(f"--nodes must be at least 1, got {args.nodes}")
     if args.gpus_per_node < 0:
         raise UsageError(f"--gpus-per-node must not be negative, got {args.gpus_per_node}")
-    out = Path(args.out) if args.out else Path(f"stoker-results-{_stamp()}")
+    out = Path(args.out) if args.out else Path("stoker-results") / _stamp()
     return SbatchConfig(
         nodes=args.nodes,
         ranks_per_node=args.gpus_per_node or CPU_RANKS,
