@@ -46,10 +46,11 @@ def check_path(text: str) -> Path:
     return p.resolve()
 
 
-def space_problem(*, free_bytes: int, free_inodes: int | None, need_bytes: int, need_inodes: int) -> str:
+def space_problem(*, free_bytes: int | None, free_inodes: int | None, need_bytes: int, need_inodes: int) -> str:
     """Why the test must not run here ('' when it may): it may use at most half of what
-    is free, so that a production file system never fills up because of it."""
-    if need_bytes * 2 > free_bytes:
+    is free, so that a production file system never fills up because of it. None: the file
+    system reports no limit (0 total), as ramfs does for bytes and btrfs for inodes."""
+    if free_bytes is not None and need_bytes * 2 > free_bytes:
         return (f"the test needs {need_bytes / 1e9:.2f} GB but only {free_bytes / 1e9:.2f} GB is free "
                 "(stoker uses at most half); lower --ckpt-bytes or choose another --path")
     # some file systems (btrfs, many network ones) report no inode limit: 0 total
@@ -62,7 +63,8 @@ def space_problem(*, free_bytes: int, free_inodes: int | None, need_bytes: int, 
 def check_space(path: Path, need_bytes: int, need_inodes: int) -> None:
     st = os.statvfs(path)
     free_inodes = st.f_favail if st.f_files > 0 else None
-    problem = space_problem(free_bytes=st.f_bavail * st.f_frsize, free_inodes=free_inodes,
+    free_bytes = st.f_bavail * st.f_frsize if st.f_blocks > 0 else None
+    problem = space_problem(free_bytes=free_bytes, free_inodes=free_inodes,
                             need_bytes=need_bytes, need_inodes=need_inodes)
     if problem:
         raise UsageError(f"{path}: {problem}")

@@ -71,7 +71,9 @@ class Session:
         def mine() -> dict[str, Any]:
             m = base_manifest("iobench", self.run_id, os.environ)
             m["host"] = self.coord.host
-            m.update(fio=self.fio_version, fio_path=self.fio, settings=asdict(self.s), torch=self.torch_note,
+            m.update(fio=self.fio_version, fio_path=self.fio, settings=asdict(self.s),
+                     # the torch checkpoint's version, or why it did not run
+                     torch=self.torch_note or _torch_version(),
                      ram_bytes=safety.ram_bytes(),
                      paths={str(p): asdict(safety.mount_of(p)) for p in paths})
             return m
@@ -249,3 +251,11 @@ def run(settings: IoSettings, paths: list[str], *, out: str, run_id: str, torch_
             session.close()
         coord.close()
 
+
+def _torch_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return "installed"

@@ -46,6 +46,7 @@ class IoCommand:
     out: str
     paths: tuple[str, ...]
     stoker: tuple[str, ...] = STOKER
+    writers: int | None = None    # checkpoint writers per node (one shard per GPU); None: stoker io's default
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,6 +85,7 @@ def io_argv(c: IoCommand) -> list[str]:
         "--ckpt-bytes", p.ckpt_bytes,
         "--runtime", str(p.io_runtime_s),
         "--timeout", str(p.io_timeout_s),
+        *(["--writers", str(c.writers)] if c.writers else []),
         "--out", c.out,
     ]
 

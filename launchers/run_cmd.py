@@ -51,16 +51,18 @@ def count_gpus(dev_names: Iterable[str], environ: Mapping[str, str]) -> int:
 
 
 def plan(*, profile: Profile, out: str, io_path: str, nproc: int, backend: str,
-         spec: str | None, workload: str | None, stoker: tuple[str, ...]) -> list[Phase]:
-    """The phases of a local run, in order (pure)."""
+         spec: str | None, workload: str | None, stoker: tuple[str, ...], gpus: int = 0) -> list[Phase]:
+    """The phases of a local run, in order (pure). With GPUs, one checkpoint writer per GPU,
+    as each rank saves its own shard."""
     net = b.net_argv(b.NetCommand(profile=profile, out=out, scopes=("world",), backend=backend,
                                   nproc=nproc, stoker=stoker))
-    io = b.io_argv(b.IoCommand(profile=profile, out=out, paths=(io_path,), stoker=stoker))
+    io = b.io_argv(b.IoCommand(profile=profile, out=out, paths=(io_path,), stoker=stoker, writers=gpus or None))
     report = b.report_argv(b.ReportCommand(out=out, spec=spec, workload=workload, stoker=stoker))
     # the launcher's limit sits past stoker's own --timeout, so stoker ends first and says why
     grace = 60
-    return [
-        Phase(name="network", argv=tuple(net), limit_s=profile.net_timeout_s + grace),
+    # one rank (a single-GPU machine) has no link to measure: no network phase
+    network = [Phase(name="network", argv=tuple(net), limit_s=profile.net_timeout_s + grace)] if nproc >= 2 else []
+    return network + [
         Phase(name="storage", argv=tuple(io), limit_s=profile.io_timeout_s + grace),
         Phase(name="report", argv=tuple(report), limit_s=profile.report_timeout_s),
     ]
@@ -118,9 +120,12 @@ def main(args: argparse.Namespace) -> int:
     scratch = Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
     env = {**os.environ, "STOKER_RUN_ID": run_id}
     phases = plan(profile=profile, out=str(out), io_path=str(scratch), nproc=nproc, backend=args.backend,
-                  spec=spec, workload=workload, stoker=(sys.executable, "-m", "launchers.cli"))
+                  spec=spec, workload=workload, stoker=(sys.executable, "-m", "launchers.cli"), gpus=gpus)
     print(f"stoker run {env['STOKER_RUN_ID']}: profile {profile.name}, {nproc} ranks "
           f"({gpus} GPUs), storage in {scratch}, results in {out}", flush=True)
+    if nproc < 2:
+        print("network: skipped, one rank has no link to measure (--nproc 2 --backend gloo checks the "
+              "local loopback instead)", flush=True)
     results: list[PhaseResult] = []
     try:
         for i, phase in enumerate(phases, 1):

@@ -119,6 +119,8 @@ def sweep_table(s: Sweep) -> pd.DataFrame:
 
 def plateau_line(s: Sweep, expected: Mapping[str, float], thresholds: Mapping[str, float]) -> str:
     size, bw = s.plateau
+    if s.ranks < 2:   # nccl-tests on one GPU: the same; bus bandwidth needs a second rank
+        return "One rank crosses no link: busbw is 0 by definition and the sweep is not judged."
     line = f"Plateau: **{fnum(bw)} GB/s** busbw at {format_size(size)}"
     adv = expected_for(s.scope, s.nodes, dict(expected))
     if adv:

@@ -37,7 +37,7 @@ class Sweep:
 
     @property
     def label(self) -> str:
-        return f"{self.op} · {self.ranks} ranks on {self.nodes} node{'s' if self.nodes != 1 else ''} · {self.backend}"
+        return f"{self.op} · {self.ranks} rank{'s' if self.ranks != 1 else ''} on {self.nodes} node{'s' if self.nodes != 1 else ''} · {self.backend}"
 
     @property
     def plateau(self) -> tuple[int, float]:

@@ -22,6 +22,14 @@ class Timer(ABC):
     """Timestamps between back-to-back ops: perf_counter on CPUs, CUDA events on GPUs
     (recording an event does not synchronise, so the loop stays back-to-back)."""
 
+    # True where a mark costs real time next to a fast op (a CUDA event record: microseconds
+    # of host time): the harness then keeps marks out of the headline loop
+    intrusive: bool = False
+
+    def prepare(self, marks: int) -> None:
+        """Called before the timed loop with the number of marks to come, so that a timer
+        can allocate outside it (CUDA events)."""
+
     @abstractmethod
     def mark(self) -> None: ...
 

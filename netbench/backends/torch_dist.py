@@ -30,16 +30,38 @@ _REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_sc
 
 
 class CudaEventTimer(Timer):
+    """Events created and recorded once before the timed loop (torch creates the CUDA event
+    at its first record), so a mark in the loop is one cudaEventRecord on a known stream:
+    on a host-bound op (8 bytes) creating events there cost ~50% of the op's time, and even a
+    record costs ~15% (H100, one rank): hence `intrusive`, see netbench.harness."""
+
+    intrusive = True
+
     def __init__(self) -> None:
         self._events: list[torch.cuda.Event] = []
+        self._records: list[Callable[[], object]] = []
+        self._used = 0
+
+    def prepare(self, marks: int) -> None:
+        stream = torch.cuda.current_stream()
+        self._events = [torch.cuda.Event(enable_timing=True) for _ in range(marks)]
+        for ev in self._events:
+            ev.record(stream)
+        self._records = [partial(ev.record, stream) for ev in self._events]
 
     def mark(self) -> None:
+        if self._used == len(self._events):   # more marks than prepared: still correct, slower
+            self._grow()
+        self._records[self._used]()
+        self._used += 1
+
+    def _grow(self) -> None:
         ev = torch.cuda.Event(enable_timing=True)
-        ev.record()
         self._events.append(ev)
+        self._records.append(partial(ev.record, torch.cuda.current_stream()))
 
     def intervals(self) -> list[float]:
-        e = self._events
+        e = self._events[:self._used]
         return [a.elapsed_time(b) / 1e3 for a, b in zip(e, e[1:])]
 
 
@@ -58,7 +80,9 @@ class TorchBackend(Backend):
     def __init__(self, name: str, le: LaunchEnv, dtype: str, timeout_s: float) -> None:
         if le.world < 1:
             raise UsageError(f"the {le.launcher} environment does not say how many ranks there are: export WORLD_SIZE or use --backend mpi")
-        if le.world == 1:   # a lone rank still needs a store; a free port avoids clashes
+        if le.world == 1 and not (le.launcher == "torchrun" and le.master_addr and le.master_port):
+            # a lone rank still needs a store; a free port avoids clashes. Under torchrun the
+            # agent hosts the store at MASTER_ADDR/PORT and ranks only connect: use that one
             addr, port = "127.0.0.1", free_port()
         else:
             addr, port = require_rendezvous(le)
@@ -66,7 +90,11 @@ class TorchBackend(Backend):
         self.rank, self.world = le.rank, le.world
         self._dtype = _DTYPES[dtype]
         if name == "nccl":
-            torch.cuda.set_device(le.local_rank % torch.cuda.device_count())
+            gpus = torch.cuda.device_count()
+            if le.local_rank >= gpus:   # NCCL refuses two ranks on one GPU ("Duplicate GPU detected")
+                raise UsageError(f"local rank {le.local_rank} has no GPU of its own ({gpus} visible): NCCL needs one GPU "
+                                 f"per rank; start at most {gpus} ranks per node (--nproc {gpus}) or use --backend gloo")
+            torch.cuda.set_device(le.local_rank)
             self._dev = torch.device("cuda", torch.cuda.current_device())
             self.device = torch.cuda.get_device_name(self._dev)
         else:
@@ -132,7 +160,8 @@ class TorchBackend(Backend):
         raise ValueError(op)
 
     def barrier(self, comm: _Comm) -> None:
-        dist.barrier(group=comm.pg)
+        # NCCL: name the device, or torch guesses it (and warns)
+        dist.barrier(group=comm.pg, device_ids=[self._dev.index] if self._dev.type == "cuda" else None)
         self.sync()
 
     def sync(self) -> None:

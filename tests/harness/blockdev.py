@@ -1,4 +1,4 @@
-"""Root-only test beds for storage: a tmpfs of a given size, and a loop device with an ext4
+"""Root-only test beds for storage: a tmpfs of a given size, a ramfs, and a loop device with an ext4
 file system whose reads and writes are throttled to a known rate by a blkio cgroup.
 
 Names carry the `io` prefix and the pid so that concurrent test runs never collide; every
@@ -28,6 +28,19 @@ def tmpfs(size: str, *, read_only: bool = False) -> Iterator[Path]:
     mnt = Path(tempfile.mkdtemp(prefix=f"io-tmpfs-{os.getpid()}-"))
     opts = f"size={size}" + (",ro" if read_only else "")
     _run("mount", "-t", "tmpfs", "-o", opts, f"io-tmpfs-{os.getpid()}", str(mnt))
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+        mnt.rmdir()
+
+
+@contextlib.contextmanager
+def ramfs() -> Iterator[Path]:
+    """A fresh ramfs: no O_DIRECT (EINVAL, unlike tmpfs since Linux 6.6) and no size limit
+    (statvfs reports 0 blocks)."""
+    mnt = Path(tempfile.mkdtemp(prefix=f"io-ramfs-{os.getpid()}-"))
+    _run("mount", "-t", "ramfs", f"io-ramfs-{os.getpid()}", str(mnt))
     try:
         yield mnt
     finally:

@@ -9,7 +9,7 @@ import pytest
 
 from reports.records import read_records
 from tests.conftest import REPO, STOKER, needs_root, needs_tool
-from tests.harness.blockdev import start_in_cgroup, throttled_disk, tmpfs
+from tests.harness.blockdev import ramfs, start_in_cgroup, throttled_disk, tmpfs
 from tests.integration.test_io_local import one_line_error, stoker
 
 pytestmark = [needs_root, needs_tool("fio")]
@@ -54,3 +54,19 @@ def test_disk_full_mid_test_cleans_up_and_exits_3(tmp_path: Path) -> None:
         (rec,) = read_records(out).io
         assert rec.workload == "checkpoint_write" and rec.failed.startswith("disk full")
         assert rec.bytes == 0 and rec.bw_GBps == 0.0     # nothing is claimed for a failed test
+
+
+def test_no_o_direct_falls_back_and_says_so(tmp_path: Path) -> None:
+    with ramfs() as mnt:
+        (mnt / "theirs.dat").write_bytes(b"x")
+        out = tmp_path / "out"
+        p = stoker("io", "--path", str(mnt), "--out", str(out), "--workloads", "checkpoint", "--no-torch",
+                   "--ckpt-bytes", "8M", "--ckpt-block", "1M", "--writers", "2")
+        assert p.returncode == 0, p.stderr
+        assert "O_DIRECT refused here" in p.stdout
+        recs = {r.workload: r for r in read_records(out).io}
+        assert set(recs) == {"checkpoint_write", "checkpoint_read"}
+        for r in recs.values():
+            assert r.direct is False and "O_DIRECT refused" in r.extra["direct_fallback"] and r.bytes == 16 << 20
+        # buffered reads of a RAM-backed file system: the page cache is the device
+        assert sorted(x.name for x in mnt.iterdir()) == ["theirs.dat"]

@@ -87,6 +87,15 @@ def test_torchrun_every_op(tmp_path: Path, nproc: int) -> None:
     assert "# op all_reduce" in proc.stdout and "busbw" in proc.stdout
 
 
+def test_torchrun_with_one_rank_joins_the_agents_store(tmp_path: Path) -> None:
+    # torchrun's agent hosts the store at MASTER_ADDR/PORT and its ranks only connect to it:
+    # a lone rank that made its own store on another port used to wait there for ever
+    out = tmp_path / "nb-one"
+    proc = _torchrun(1, out, "--ops", "all_reduce,broadcast")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert {(r["op"], r["ranks"]) for r in _records(out)} == {("all_reduce", 1), ("broadcast", 1)}
+
+
 def test_nproc_standalone_table_records_manifest(tmp_path: Path) -> None:
     out = tmp_path / "nb-standalone"
     proc, recs = _net(out, "--nproc", "2", "--ops", "all_reduce,sendrecv", *SWEEP,

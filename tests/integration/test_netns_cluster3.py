@@ -26,7 +26,9 @@ RATE_MBIT = 400
 # this over gpus_per_node (2).
 NODE_GBPS = RATE_MBIT * 1e6 / 8 / 1e9
 PORT = 17951  # the launchers area's port range (phase i uses PORT + i)
-SMALL = ["--profile", "quick", "--ops", "all_reduce", "--min-bytes", "1M", "--max-bytes", "4M",
+# 4M and up: at 1M, 4 iterations ride on the shaper's token-bucket burst and measured 0.027
+# GB/s per rail against the 0.025 the rate allows (the plateau would then be "suspect")
+SMALL = ["--profile", "quick", "--ops", "all_reduce", "--min-bytes", "4M", "--max-bytes", "8M",
          "--iters", "4", "--warmup", "1", "--workloads", "checkpoint", "--ckpt-bytes", "8M", "--io-runtime", "1"]
 # 6 ranks on 2 shared cores: gloo's own CPU cost may take some of the rate under load, so the
 # spec passes at half of it (a threshold in the spec, as an operator would set it); measured
@@ -87,9 +89,17 @@ def test_every_phase_ran_on_all_three_nodes(results: Path) -> None:
 
 
 def test_measured_rail_is_under_the_shaped_rate(results: Path) -> None:
-    rails = [r.busbw_GBps for r in read_records(results).net if r.scope == "inter-node" and r.op == "all_reduce"]
-    # a rail shares the node's link with the other rail: it cannot beat half the shaped rate
-    assert rails and max(rails) <= NODE_GBPS / RANKS * 1.10, rails
+    by_size: dict[tuple[int, bool], list[float]] = {}
+    for r in read_records(results).net:
+        if r.scope == "inter-node" and r.op == "all_reduce":
+            by_size.setdefault((r.bytes, r.in_place), []).append(r.busbw_GBps)
+    assert by_size
+    for rails in by_size.values():
+        # the rails share the node's link: no rail beats the whole link, and the node's
+        # aggregate (every rail at the slowest one's pace, as the judge counts it) fits in it.
+        # One rail alone may beat half: when the other finishes first it gets the whole link.
+        assert max(rails) <= NODE_GBPS * 1.10, rails
+        assert min(rails) * len(rails) <= NODE_GBPS * 1.10, rails
 
 
 def test_spec_at_the_shaped_rate_is_ok(results: Path, tmp_path: Path) -> None:

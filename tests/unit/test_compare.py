@@ -45,6 +45,13 @@ def test_wrong_results_are_left_out_and_world_maps_to_a_scope() -> None:
     assert curves[("intra-node", "all_gather")].busbw == (7.0,)   # a one-node world sweep is intra-node
 
 
+def test_a_one_rank_sweep_crosses_no_link_and_is_left_out() -> None:
+    # nccl-tests on one GPU: all_reduce busbw = algbw x 2(n-1)/n = 0, a local copy, not a link
+    curves, wrong = compare.build_curves([net("world", "all_reduce", 1 << 20, 0.0, ranks=1),
+                                          net("world", "all_gather", 1 << 20, 0.0, ranks=1)])
+    assert curves == {} and wrong == 0
+
+
 @pytest.mark.parametrize(("busbw", "status"), [
     (400.0, "ok"),          # 400 / 450 = 89% >= 80%
     (360.0, "ok"),          # exactly 80%

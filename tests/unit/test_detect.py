@@ -43,6 +43,13 @@ def test_nvidia_smi_dgx_h100() -> None:
     assert accelerator_of(gpus[0]["name"]) == "h100-sxm"
 
 
+def test_nvidia_smi_recorded_on_a_real_h100() -> None:
+    # recorded on this project's lent GPU machine (one H100 in a VM, driver 580.159.04)
+    gpus = detect.parse_nvidia_smi((D / "nvidia-smi-h100-vm-recorded.csv").read_text())
+    assert gpus == [{"name": "NVIDIA H100 80GB HBM3", "memory_MiB": 81559, "bus_id": "0000:00:06.0"}]
+    assert accelerator_of(gpus[0]["name"]) == "h100-sxm"
+
+
 @pytest.mark.parametrize(("file", "count", "accelerator"), [
     ("nvidia-smi-a100-sxm.csv", 2, "a100-sxm"),
     ("nvidia-smi-h100-pcie.csv", 1, "h100-pcie"),

@@ -52,6 +52,7 @@ def test_metadata_records_count_operations_not_bytes() -> None:
 
 def test_space_rule_half_of_free() -> None:
     assert space_problem(free_bytes=1000, free_inodes=100, need_bytes=500, need_inodes=50) == ""
+    assert space_problem(free_bytes=None, free_inodes=None, need_bytes=1 << 40, need_inodes=10**9) == ""  # no limit reported
     assert "needs 0.00 GB" in space_problem(free_bytes=1000, free_inodes=100, need_bytes=501, need_inodes=1)
     assert "inodes" in space_problem(free_bytes=1000, free_inodes=100, need_bytes=1, need_inodes=51)
     assert space_problem(free_bytes=1000, free_inodes=None, need_bytes=1, need_inodes=10**9) == ""

@@ -65,6 +65,13 @@ def test_plan_runs_net_io_report_into_one_dir() -> None:
     assert phases[0].limit_s == 240 and phases[2].limit_s == q.report_timeout_s
 
 
+def test_plan_of_one_rank_has_no_network_phase() -> None:
+    phases = plan(profile=get_profile("quick"), out="/r", io_path="/r/.io", nproc=1, backend="auto",
+                  spec=None, workload=None, stoker=("stoker",), gpus=1)
+    assert [p.name for p in phases] == ["storage", "report"]
+    assert phases[0].argv[-4:] == ("--writers", "1", "--out", "/r")   # one checkpoint shard per GPU
+
+
 @pytest.mark.parametrize(("report_rc", "written", "aborted", "want"), [
     (0, True, False, 0),
     (1, True, False, 1),
