@@ -128,4 +128,3 @@ def _reads(p: Path) -> str:
         return p.read_bytes().decode(errors="replace")
     except OSError:   # the process ended while we looked
         return ""
-
