@@ -20,7 +20,7 @@ from iobench.coordinator import Coordinator, connect
 from iobench.runner import DiskFull, find_fio, fio_version, run_job
 from iobench.workloads import FioJob, IoSettings, plan
 from reports.errors import MeasurementAborted, StokerError, UsageError
-from reports.manifest import base_manifest
+from reports.manifest import base_manifest, installed_versions
 from reports.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
 from reports.units import format_size
 
@@ -73,7 +73,7 @@ class Session:
             m["host"] = self.coord.host
             m.update(fio=self.fio_version, fio_path=self.fio, settings=asdict(self.s),
                      # the torch checkpoint's version, or why it did not run
-                     torch=self.torch_note or _torch_version(),
+                     torch=self.torch_note or installed_versions(("torch",)).get("torch", "installed"),
                      ram_bytes=safety.ram_bytes(),
                      paths={str(p): asdict(safety.mount_of(p)) for p in paths})
             return m
@@ -251,11 +251,3 @@ def run(settings: IoSettings, paths: list[str], *, out: str, run_id: str, torch_
             session.close()
         coord.close()
 
-
-def _torch_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("torch")
-    except PackageNotFoundError:
-        return "installed"

@@ -18,7 +18,7 @@ from netbench.sweep import mean_across_ranks, slowest
 from netbench.topology import Group, Topology, host_pairs_rounds, my_host, pair_rounds, scope_groups
 from netbench.watchdog import Watchdog
 from reports.errors import MeasurementAborted, StokerError
-from reports.manifest import base_manifest
+from reports.manifest import base_manifest, installed_versions
 from reports.records import MANIFEST_FILE, NET_FILE, NetRecord, RecordWriter, new_run_id, utc_now
 from reports.units import gbps
 
@@ -80,26 +80,12 @@ def _warn(r: _Run, line: str) -> None:
         sys.stderr.flush()
 
 
-def _installed_versions() -> dict[str, str]:
-    """Versions of the communication packages present, read from their metadata: importing
-    mpi4py's MPI under torchrun would initialise MPI, and torch under mpirun costs seconds."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out: dict[str, str] = {}
-    for dist in ("torch", "mpi4py", "numpy"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            pass
-    return out
-
-
 def _manifest(b: Backend, s: Settings, run_id: str, host: str, topo: Topology, launcher: str) -> dict[str, Any]:
     m = base_manifest("net", run_id, os.environ)
     m["host"] = host
     m["launcher"] = launcher
     m["ranks_on_host"] = topo.hosts.count(host)
-    m["versions"] = {**_installed_versions(), **b.versions()}
+    m["versions"] = {**installed_versions(("torch", "mpi4py", "numpy")), **b.versions()}
     m["devices"] = [b.device]
     m["settings"] = {**asdict(s), "backend": b.name, "world": b.world}
     try:

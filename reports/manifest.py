@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 # Prefixes that configure the communication stack. Anything else is left out on purpose:
@@ -30,6 +30,20 @@ def allowlisted_env(environ: Mapping[str, str]) -> dict[str, str]:
             continue
         out[name] = value
     return dict(sorted(out.items()))
+
+
+def installed_versions(names: Iterable[str]) -> dict[str, str]:
+    """Versions of the packages present, read from their metadata without importing them:
+    importing mpi4py's MPI under torchrun would initialise MPI, and torch costs seconds."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str] = {}
+    for dist in names:
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            pass
+    return out
 
 
 def base_manifest(tool: str, run_id: str, environ: Mapping[str, str]) -> dict[str, Any]:
