@@ -27,8 +27,8 @@ class Timer(ABC):
     intrusive: bool = False
 
     def prepare(self, marks: int) -> None:
-        """Called before the timed loop with the number of marks to come, so that a timer
-        can allocate outside it (CUDA events)."""
+        """Called before the timed loop with the number of marks to come (no more are made),
+        so that a timer can allocate outside it (CUDA events)."""
 
     @abstractmethod
     def mark(self) -> None: ...

@@ -49,16 +49,9 @@ class CudaEventTimer(Timer):
             ev.record(stream)
         self._records = [partial(ev.record, stream) for ev in self._events]
 
-    def mark(self) -> None:
-        if self._used == len(self._events):   # more marks than prepared: still correct, slower
-            self._grow()
+    def mark(self) -> None:   # one of the marks prepare() made: IndexError past them
         self._records[self._used]()
         self._used += 1
-
-    def _grow(self) -> None:
-        ev = torch.cuda.Event(enable_timing=True)
-        self._events.append(ev)
-        self._records.append(partial(ev.record, torch.cuda.current_stream()))
 
     def intervals(self) -> list[float]:
         e = self._events[:self._used]
