@@ -68,5 +68,4 @@ def test_no_o_direct_falls_back_and_says_so(tmp_path: Path) -> None:
         assert set(recs) == {"checkpoint_write", "checkpoint_read"}
         for r in recs.values():
             assert r.direct is False and "O_DIRECT refused" in r.extra["direct_fallback"] and r.bytes == 16 << 20
-        # buffered reads of a RAM-backed file system: the page cache is the device
         assert sorted(x.name for x in mnt.iterdir()) == ["theirs.dat"]
