@@ -33,8 +33,9 @@ def goodput_GBps(cluster: NetnsCluster) -> float:
 
 
 def run_net(c: NetnsCluster, nproc: int, out: Path, port: int) -> list[NetRecord]:
+    # 4 timed iterations: with 2, one slow TCP stretch once took a run to -13% of iperf3
     args = ["-m", "launchers.cli", "net", "--ops", "all_reduce", "--min-bytes", "64M", "--max-bytes", "64M",
-            "--iters", "2", "--warmup", "1", "--backend", "gloo", "--timeout", "120",
+            "--iters", "4", "--warmup", "1", "--backend", "gloo", "--timeout", "120",
             "--scopes", "world,intra-node,inter-node", "--out", str(out)]
     for rc, so, se in c.torchrun(nproc=nproc, port=port, module_args=args, timeout=240):
         assert rc == 0, f"rc {rc}\n{so[-3000:]}\n{se[-3000:]}"
