@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.fio_json import (PHYSICAL_MAX_HOST_GBPS, FioDoc, exceeds_physical_bound,
+from reports.ingest.fio_json import (PHYSICAL_MAX_HOST_GBPS, FioDoc, exceeds_physical_bound,
                               merge_latency, sum_parts)
 from reports.records import IoRecord, utc_now
 from reports.units import gbps

@@ -89,7 +89,7 @@ def _manifest(b: Backend, s: Settings, run_id: str, host: str, topo: Topology, l
     m["devices"] = [b.device]
     m["settings"] = {**asdict(s), "backend": b.name, "world": b.world}
     try:
-        from reports.detect import detect_hardware  # type: ignore[import-not-found]
+        from reports.judging.detect import detect_hardware  # type: ignore[import-not-found]
 
         m["hardware"] = detect_hardware()
     except ImportError:
@@ -207,7 +207,7 @@ def _scope(r: _Run, topo: Topology, scope: str) -> None:
         _round(r, scope, rounds[0], r.s.ops, r.s.sizes, {})
         return
     first = _pairs(r, topo, rounds, 1)
-    from reports.localise import confirmation_pairs
+    from reports.judging.localise import confirmation_pairs
 
     with _step(r.wd, "sharing the confirmation pairs"):
         again = r.b.bcast(confirmation_pairs(first) if r.writer is not None else None)

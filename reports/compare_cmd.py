@@ -23,9 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from reports.clusters import summarise, unique_names
-    from reports.render_html import render_compare as render_html
-    from reports.render_md import render_compare as render_md
+    from reports.judging.clusters import summarise, unique_names
+    from reports.render.html import render_compare as render_html
+    from reports.render.markdown import render_compare as render_md
     from reports.report_cmd import collect
 
     if len(args.dirs) < 2:

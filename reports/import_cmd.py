@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from reports.importers import import_file  # keeps `stoker --help` light
+    from reports.ingest.importers import import_file  # keeps `stoker --help` light
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():

@@ -22,7 +22,7 @@ from reports.errors import UsageError
 HELP = "judge the records in DIR: report.md, report.html, verdict.json"
 SPEC_FILES = ("spec.yaml", "spec.yml")
 WORKLOAD_FILES = ("workload.yaml", "workload.yml")
-_LOADERS = {"spec": ("reports.spec", "load_spec"), "workload": ("reports.workload", "load_workload")}
+_LOADERS = {"spec": ("reports.judging.spec", "load_spec"), "workload": ("reports.judging.workload", "load_workload")}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,17 +77,17 @@ class Collected:
     """One results directory read, imported and judged: what report and compare render."""
 
     report: Any          # render_md.ReportInput
-    spec: Any            # reports.spec.Spec or None
+    spec: Any            # reports.judging.spec.Spec or None
     verdict: dict[str, Any]
 
 
 def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Collected:
     from reports.findings import verdict_json
-    from reports.importers import import_dir
-    from reports.judge import judge
+    from reports.ingest.importers import import_dir
+    from reports.judging.judge import judge
     from reports.records import read_records
-    from reports.render_md import ReportInput
-    from reports.report_data import net_frame
+    from reports.render.markdown import ReportInput
+    from reports.judging.frames import net_frame
 
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such results directory")
@@ -116,8 +116,8 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
 
 def build(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Outcome:
     """Everything `stoker report` writes, as strings."""
-    from reports.render_html import render as render_html
-    from reports.render_md import render as render_md
+    from reports.render.html import render as render_html
+    from reports.render.markdown import render as render_md
 
     c = collect(directory, spec_arg, workload_arg)
     return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))

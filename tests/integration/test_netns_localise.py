@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from reports.findings import Finding
-from reports.localise import localise
+from reports.judging.localise import localise
 from reports.records import NetRecord, read_records
 from tests.conftest import needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason

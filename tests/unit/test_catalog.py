@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports import catalog
+from reports.judging import catalog
 from reports.errors import UsageError
 
 KINDS = ("accelerator", "link", "storage class", "model preset", "dataloader preset")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.clusters import ClusterSummary, cost_per_useful, ranking, side_by_side, unique_names
+from reports.judging.clusters import ClusterSummary, cost_per_useful, ranking, side_by_side, unique_names
 
 
 def _c(name: str, price: float | None, idle: float | None, inter: float) -> ClusterSummary:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from reports import compare
-from reports.spec import Spec, StorageSpec, parse_spec
+from reports.judging import compare
+from reports.judging.spec import Spec, StorageSpec, parse_spec
 from tests.unit.recordgen import flat, io, net
 
 SPEC = parse_spec({"accelerator": "h100-sxm", "network": {"inter_node": {"link": "ib-ndr", "count": 8}},
@@ -132,7 +132,7 @@ def test_concurrent_rails_count_at_the_slowest_rail() -> None:
     """Two rails sharing a link: 0.027 and 0.024 GB/s in one run. The node moves both rails'
     bytes in the slower rail's time, so per GPU it delivers 0.024, not the median 0.0255.
     A second run (0.030, 0.026) gives 0.026; the curve takes the median over runs: 0.025."""
-    from reports.compare import build_curves
+    from reports.judging.compare import build_curves
     from reports.records import NetRecord
 
     def rail(run: str, group: int, bw: float) -> NetRecord:

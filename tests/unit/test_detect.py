@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reports import detect
-from reports.catalog import match_gpu_name
+from reports.judging import detect
+from reports.judging.catalog import match_gpu_name
 from tests.conftest import DATA
 
 D = DATA / "detect"

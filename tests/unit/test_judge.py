@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reports.judge import judge
+from reports.judging.judge import judge
 from reports.records import RecordSet, RecordWriter, read_records
-from reports.spec import parse_spec
-from reports.workload import load_workload
+from reports.judging.spec import parse_spec
+from reports.judging.workload import load_workload
 from tests.unit.recordgen import flat, io, net
 
 SPEC = parse_spec({"name": "h100", "accelerator": "h100-sxm", "network": {"inter_node": {"link": "ib-ndr", "count": 8}},

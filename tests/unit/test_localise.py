@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from reports.localise import (
+from reports.judging.localise import (
     confirmation_pairs, localise, low_threshold, node_scores, pair_matrix, pair_values, rounds, slow_links,
     slow_nodes,
 )

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import pytest
 
 from netbench.topology import round_robin
-from reports.localise_groups import Group, Sizes, estimate, group_search, round_robin_rounds, round_seconds
+from reports.judging.localise_groups import Group, Sizes, estimate, group_search, round_robin_rounds, round_seconds
 
 F = 10.0
 

@@ -10,11 +10,11 @@ import dataclasses
 
 import pytest
 
-from reports.catalog import Accelerator
-from reports.compare import build_curves
-from reports.model import Measured, starvation
-from reports.spec import Spec
-from reports.workload import Checkpoint, Dataloader, Workload, load_workload
+from reports.judging.catalog import Accelerator
+from reports.judging.compare import build_curves
+from reports.judging.model import Measured, starvation
+from reports.judging.spec import Spec
+from reports.judging.workload import Checkpoint, Dataloader, Workload, load_workload
 from tests.unit.recordgen import flat
 
 ACC = Accelerator(name="test-1000", tflops={"bf16": 1000.0}, hbm_GB=80, hbm_TBps=3, intra_link="nvlink4",
@@ -180,7 +180,7 @@ def test_total_idle_share_combines_step_and_checkpoint() -> None:
 
 def test_docs_worked_example() -> None:
     """The numbers of docs/model.md's worked example."""
-    from reports.spec import load_spec
+    from reports.judging.spec import load_spec
     from tests.conftest import REPO
 
     spec = load_spec(REPO / "examples" / "spec-h100.yaml")

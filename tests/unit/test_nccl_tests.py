@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reports import nccl_tests
-from reports.nccl_tests import op_from_name, parse_text, ranks_from_factor, strip_prefix
+from reports.ingest import nccl_tests
+from reports.ingest.nccl_tests import op_from_name, parse_text, ranks_from_factor, strip_prefix
 
 from tests.conftest import DATA
 

@@ -7,13 +7,13 @@ import struct
 
 import pandas as pd
 
-from reports import plots
+from reports.render import plots
 from reports.findings import Finding
-from reports.judge import Judgement
+from reports.judging.judge import Judgement
 from reports.records import NetRecord, RecordSet, SkippedLine
-from reports.render_html import render as render_html
-from reports.render_md import ReportInput, md_table, render as render_md
-from reports.report_data import net_frame, per_host, sweeps
+from reports.render.html import render as render_html
+from reports.render.markdown import ReportInput, md_table, render as render_md
+from reports.judging.frames import net_frame, per_host, sweeps
 
 
 def _net(host: str, size: int, busbw: float, *, scope: str = "intra-node", group: int = 0, wrong: int = 0,

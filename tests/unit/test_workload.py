@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from reports.errors import UsageError
-from reports.workload import DDP_BUCKET_BYTES, load_workload
+from reports.judging.workload import DDP_BUCKET_BYTES, load_workload
 from tests.conftest import REPO
 
 

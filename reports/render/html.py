@@ -10,11 +10,11 @@ from itertools import groupby
 
 import pandas as pd
 
-from reports import plots
-from reports.clusters import ClusterSummary
-from reports.render_md import (COMPARE_LEGEND, LEGEND, MAX_ROWS, ReportInput, fnum, findings_table, manifest_summary, model_table,
+from reports.render import plots
+from reports.judging.clusters import ClusterSummary
+from reports.render.markdown import (COMPARE_LEGEND, LEGEND, MAX_ROWS, ReportInput, fnum, findings_table, manifest_summary, model_table,
                                pair_cells, plateau_line, storage_table, sweep_table, verdict_line)
-from reports.report_data import Sweep, expected_for, io_frame, per_host, sweeps
+from reports.judging.frames import Sweep, expected_for, io_frame, per_host, sweeps
 from reports.units import format_size
 
 CSS = """
@@ -154,7 +154,7 @@ def render(ri: ReportInput) -> str:
 
 def render_compare(clusters: Sequence[ClusterSummary]) -> str:
     """compare.html: the same table and ranking, and busbw curves of every cluster overlaid."""
-    from reports.clusters import SCOPES, ranking, side_by_side
+    from reports.judging.clusters import SCOPES, ranking, side_by_side
 
     body = [f"<h1>stoker compare: {esc(', '.join(c.name for c in clusters))}</h1>", bullets(ranking(clusters)),
             table(side_by_side(clusters))]

@@ -7,7 +7,7 @@ the spec) and, when a workload was modelled, the cost per useful GPU-hour:
     cost per useful GPU-hour = price per GPU-hour / (1 - idle share)
 
 where the idle share is the share of step time the accelerators wait for network and
-storage (reports.model). A cluster that is 20% cheaper but keeps its GPUs waiting 30% of
+storage (reports.judging.model). A cluster that is 20% cheaper but keeps its GPUs waiting 30% of
 the time costs more per hour of work done.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 
 from reports.findings import FAILING
 from reports.records import RecordSet
-from reports.report_data import Sweep, io_frame, net_frame, sweeps
+from reports.judging.frames import Sweep, io_frame, net_frame, sweeps
 
 SCOPES = ("intra-node", "inter-node")
 
@@ -51,7 +51,7 @@ def cost_per_useful(price: float | None, idle_share: float | None) -> float | No
 
 
 def effective(s: Sweep) -> str:
-    """World sweeps stand for inter-node on several nodes, intra-node on one (as reports.compare)."""
+    """World sweeps stand for inter-node on several nodes, intra-node on one (as reports.judging.compare)."""
     if s.scope == "world":
         return "inter-node" if s.nodes > 1 else "intra-node"
     return s.scope

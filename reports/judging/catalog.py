@@ -1,4 +1,4 @@
-"""The catalog of advertised figures: data files under reports/catalog/ (YAML, each figure
+"""The catalog of advertised figures: data files under reports/judging/catalog/ (YAML, each figure
 with its source), read once and looked up by name.
 
 Names resolve case-insensitively and ignore '-', '_' and spaces ("H100-SXM" = "h100 sxm" =

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from reports.compare import PLATEAU_SIZES
+from reports.judging.compare import PLATEAU_SIZES
 from reports.records import IoRecord, NetRecord
 
 SCOPE_ORDER = ("world", "intra-node", "inter-node", "pair")
@@ -42,7 +42,7 @@ class Sweep:
     @property
     def plateau(self) -> tuple[int, float]:
         """(size, busbw): the best per-size median among the largest sizes, the same rule
-        as the judgement (reports.compare); small sizes measure latency, not bandwidth."""
+        as the judgement (reports.judging.compare); small sizes measure latency, not bandwidth."""
         top = self.table.tail(PLATEAU_SIZES).dropna(subset=["busbw"])
         if top.empty:
             return int(self.table["bytes"].iloc[-1]), float("nan")
@@ -71,7 +71,7 @@ def sweeps(df: pd.DataFrame) -> list[Sweep]:
     keys = ["scope", "op", "backend", "ranks"]
     for key, part in df.groupby(keys, sort=True):
         scope, op, backend, ranks = key
-        # Results that failed the correctness check carry no bandwidth (as in reports.compare).
+        # Results that failed the correctness check carry no bandwidth (as in reports.judging.compare).
         good = part.assign(busbw_GBps=part["busbw_GBps"].where(part["wrong"] == 0),
                            algbw_GBps=part["algbw_GBps"].where(part["wrong"] == 0))
         t = good.groupby("bytes", sort=True).agg(

@@ -14,7 +14,7 @@ import pandas as pd
 from reports.findings import FAILING, Finding
 from reports.manifest import allowlisted_env
 from reports.records import NetRecord, RecordSet
-from reports.report_data import Sweep, expected_for, io_frame, net_frame, per_host, sweeps
+from reports.judging.frames import Sweep, expected_for, io_frame, net_frame, per_host, sweeps
 from reports.units import format_size
 
 MAX_ROWS = 20            # host / pair / skipped-line tables show the worst rows, then a summary
@@ -44,7 +44,7 @@ class ReportInput:
 
     title: str
     records: RecordSet
-    judgement: Any                       # reports.judge.Judgement
+    judgement: Any                       # reports.judging.judge.Judgement
     imported: Sequence[str] = ()         # files imported from the results directory
     import_notes: Sequence[str] = ()
     notes: Sequence[str] = ()            # e.g. spec/workload not supported yet
@@ -164,8 +164,8 @@ def _kv(d: Mapping[str, Any]) -> list[str]:
 
 
 def pair_cells(net: Sequence[NetRecord]) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
-    """The pair matrix (reports.localise) and its cells, slowest first."""
-    from reports.localise import pair_matrix
+    """The pair matrix (reports.judging.localise) and its cells, slowest first."""
+    from reports.judging.localise import pair_matrix
 
     hs, matrix = pair_matrix([r for r in net if r.scope == "pair"])
     cells = sorted((v, a, b) for i, a in enumerate(hs) for k, b in enumerate(hs) if k > i
@@ -258,7 +258,7 @@ def render(ri: ReportInput) -> str:
 
 def render_compare(clusters: Sequence[Any]) -> str:
     """compare.md: the side-by-side table, the ranking by cost per useful GPU-hour, the rule."""
-    from reports.clusters import ranking, side_by_side
+    from reports.judging.clusters import ranking, side_by_side
 
     lines = [f"# stoker compare: {', '.join(c.name for c in clusters)}", "", *[f"- {s}" for s in ranking(clusters)],
              "", md_table(side_by_side(clusters)), "", "## How to read it", "", *COMPARE_LEGEND, *LEGEND[:2], ""]

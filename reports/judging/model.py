@@ -19,13 +19,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports import catalog
-from reports.compare import Curve
-from reports.judge import ModelRow
-from reports.spec import Spec
-from reports.workload import Workload
+from reports.judging import catalog
+from reports.judging.compare import Curve
+from reports.judging.spec import Spec
+from reports.judging.workload import Workload
 
 DEFAULT_GPUS_PER_NODE = 8
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelRow:
+    """One line of the starvation model: what the workload needs of a component."""
+
+    component: str               # a findings.COMPONENTS name, or "checkpoint" / "dataloader" spelled via check
+    check: str
+    required: float | None
+    achieved: float | None
+    unit: str
+    idle_share: float            # share of step time the accelerators wait for this component
+    usd_per_day: float | None    # idle share x GPUs x price x 24
+    status: str                  # ok | starving | no_reference
+    extra: dict[str, Any] = field(default_factory=dict)   # exposed_s, base_s, message size, notes
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -28,14 +28,14 @@ from dataclasses import dataclass
 
 from reports.findings import Finding
 from reports.records import OPS, IoRecord, NetRecord
-from reports.spec import Spec, StorageSpec
+from reports.judging.spec import Spec, StorageSpec
 from reports.units import format_size
 
 SUSPECT_FACTOR = 1.05
 IN_NETWORK_FACTOR = 2.1
 REDUCING_OPS = ("all_reduce", "reduce_scatter")
 PLATEAU_SIZES = 3
-MAX_HOSTS_NAMED = 8   # a scope-wide finding over more hosts names none: reports.localise names culprits
+MAX_HOSTS_NAMED = 8   # a scope-wide finding over more hosts names none: reports.judging.localise names culprits
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from reports.localise import DEFAULT_MIN_GAP, rounds
+from reports.judging.localise import DEFAULT_MIN_GAP, rounds
 
 FIRST_GROUPS = 4
 Group = tuple[str, ...]

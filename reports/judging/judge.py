@@ -1,8 +1,8 @@
 """Judgement: records + spec + workload -> findings and the verdict (pure).
 
-judge() = the sweep plateaus against advertised figures (reports.compare), the node and
-link culprits (reports.localise), and the starvation model (reports.model) turned into
-findings. Without a spec, what reports.detect put in the manifests stands in for one;
+judge() = the sweep plateaus against advertised figures (reports.judging.compare), the node and
+link culprits (reports.judging.localise), and the starvation model (reports.judging.model) turned into
+findings. Without a spec, what reports.judging.detect put in the manifests stands in for one;
 with neither, findings are `no_reference` (never a guessed figure).
 """
 from __future__ import annotations
@@ -11,27 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports import compare, detect
 from reports.findings import Finding, verdict_of
-from reports.localise import localise
+from reports.judging import compare, detect, model
+from reports.judging.localise import localise
+from reports.judging.model import ModelRow
+from reports.judging.spec import Spec, fill_from_hardware
+from reports.judging.workload import Workload
 from reports.records import IoRecord, RecordSet
-from reports.spec import Spec, fill_from_hardware
-from reports.workload import Workload
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ModelRow:
-    """One line of the starvation model: what the workload needs of a component."""
-
-    component: str               # a findings.COMPONENTS name, or "checkpoint" / "dataloader" spelled via check
-    check: str
-    required: float | None
-    achieved: float | None
-    unit: str
-    idle_share: float            # share of step time the accelerators wait for this component
-    usd_per_day: float | None    # idle share x GPUs x price x 24
-    status: str                  # ok | starving | no_reference
-    extra: dict[str, Any] = field(default_factory=dict)   # exposed_s, base_s, message size, notes
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -112,7 +98,6 @@ def _skipped_notes(records: RecordSet) -> list[str]:
 
 
 def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | None = None) -> Judgement:
-    from reports import model  # model imports ModelRow from here
 
     run_ids = sorted({r.run_id for r in records.net} | {r.run_id for r in records.io})
     notes = _skipped_notes(records)

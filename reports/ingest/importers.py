@@ -1,6 +1,6 @@
 """Foreign results -> records: nccl-tests logs and `-J` JSON, fio JSON. Files are told apart
 by their content, never by their name. The IO is here (reading files); the parsing is in
-`reports.nccl_tests` and `reports.fio_json` (pure).
+`reports.ingest.nccl_tests` and `reports.ingest.fio_json` (pure).
 
 A file's run id is derived from its content (`import-<sha256[:12]>`), so importing the
 same file twice, or a copy left in a results directory that was already imported, is
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reports import nccl_tests
+from reports.ingest import nccl_tests
 from reports.errors import UsageError
 from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, IoRecord, NetRecord
 
@@ -69,7 +69,7 @@ def _looks_like_fio(text: str) -> bool:
 def _fio(text: str, *, run_id: str, source_name: str) -> tuple[list[IoRecord], str | None]:
     """fio JSON through the iobench parser; imported lazily so that reports works without it."""
     try:
-        mod = importlib.import_module("reports.fio_json")
+        mod = importlib.import_module("reports.ingest.fio_json")
     except ImportError:
         return [], f"{source_name}: fio JSON found but this stoker has no fio parser yet; skipped"
     try:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reports import catalog
+from reports.judging import catalog
 from reports.errors import UsageError
-from reports.spec import Fields, read_yaml
+from reports.judging.spec import Fields, read_yaml
 
 DDP_BUCKET_BYTES = 25 * 2**20      # torch DDP's default bucket_cap_mb=25
 DEFAULT_LAYERS = 32

@@ -1,0 +1,1 @@
+"""Judging: spec, catalog, comparison with advertised figures, the starvation model, localisation, detection."""

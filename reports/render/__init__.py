@@ -1,0 +1,1 @@
+"""Rendering: markdown, HTML and plots from a judgement and the records."""

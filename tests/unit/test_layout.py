@@ -1,0 +1,75 @@
+"""The package layout keeps one direction: reports' rooms depend ingest -> judging -> render,
+never back, and no module of reports imports itself in a circle (read from the source with
+ast, so a lazy import inside a function counts too)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ROOMS = ("ingest", "judging", "render")
+# the shared schema every room (and netbench/iobench) may use
+SHARED = {"reports", "reports.errors", "reports.records", "reports.findings", "reports.units", "reports.manifest"}
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def _graph(pkg: str) -> dict[str, set[str]]:
+    mods = {_module(p): p for p in (ROOT / pkg).rglob("*.py")}
+    return {m: {i for i in _imports(p) if i in mods and i != m} for m, p in mods.items()}
+
+
+def _room(mod: str) -> str | None:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in ROOMS else None
+
+
+def test_reports_has_no_import_cycle() -> None:
+    graph = _graph("reports")
+    state: dict[str, int] = {}
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                raise AssertionError("import cycle: " + " -> ".join([*stack, m, n]))
+            if n not in state:
+                visit(n, [*stack, m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+
+
+def test_rooms_depend_one_way() -> None:
+    order = {r: i for i, r in enumerate(ROOMS)}
+    bad = [(m, n) for m, deps in _graph("reports").items() for n in deps
+           if _room(m) and _room(n) and order[_room(n)] > order[_room(m)]]   # type: ignore[index]
+    assert not bad, f"a room imports a later room: {bad}"
+
+
+def test_measurement_imports_only_the_schema_from_reports() -> None:
+    # netbench/iobench may use the record schema, plus three documented extras: hardware
+    # detection (it fills the manifest), the fio parser (shared with `stoker import`) and the
+    # localiser's choice of pairs to measure again (the pairs scope's confirmation pass).
+    allowed = SHARED | {"reports.judging.detect", "reports.ingest.fio_json", "reports.judging.localise"}
+    for pkg in ("netbench", "iobench"):
+        for p in (ROOT / pkg).rglob("*.py"):
+            used = {i for i in _imports(p) if i.startswith("reports")}
+            extra = {i for i in used if i not in allowed and i.rsplit(".", 1)[0] not in allowed}
+            assert not extra, f"{p.relative_to(ROOT)} imports {sorted(extra)}"
