@@ -1,14 +1,22 @@
 """Which launcher started this process, and this rank's place in the job (pure).
 
-torchrun: RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/MASTER_PORT. Open MPI's mpirun:
-OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK; MPICH/Hydra: PMI_RANK/PMI_SIZE; PMIx: PMIX_RANK.
-srun: SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID (only inside a step: SLURM_STEP_ID set).
+One table, LAUNCHERS: the first row whose `when` variables are all set decides. The order
+is the point, because real launchers stack their variables on top of each other:
+- torchrun under srun carries SLURM_* too; its RANK/WORLD_SIZE are the ones torch uses.
+- Open MPI's mpirun inside an sbatch allocation starts its daemons with srun, so its ranks
+  also see SLURM_STEP_ID/SLURM_PROCID (the daemon's: one per node). OMPI_COMM_WORLD_* are
+  set only by Open MPI's own launcher, so they win.
+- MPICH/Hydra and Intel MPI (a Hydra) likewise bootstrap through srun; MPI_LOCALRANKID is
+  set by Hydra's proxy and never by srun, so it tells them from srun's pmi2 plugin.
+- srun's MPI plugins put PMI_* (pmi2) or PMIX_* (pmix) beside SLURM_*: inside an srun step
+  Slurm's own variables decide, whatever the plugin (PMIx gives no world size at all).
+- Bare PMI_RANK/PMIX_RANK outside any of these: some other PMI launcher.
 torch.distributed needs a rendezvous address that only torchrun provides; under srun or
 mpirun it has to be exported (MASTER_ADDR, MASTER_PORT).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from reports.errors import UsageError
@@ -25,6 +33,19 @@ class LaunchEnv:
     local_rank: int = 0
     master_addr: str | None = None
     master_port: int | None = None
+    source: str = ""              # the LAUNCHERS row that decided, for messages
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Launcher:
+    """One row of the table: when these variables are set, read rank/world/local from these."""
+    source: str
+    launcher: str
+    when: tuple[str, ...]
+    rank: tuple[str, ...]
+    world: tuple[str, ...]
+    local: tuple[str, ...]
+    extra: Callable[[Mapping[str, str]], bool] | None = None   # a further condition
 
 
 def _int(env: Mapping[str, str], *names: str) -> int | None:
@@ -38,25 +59,40 @@ def _int(env: Mapping[str, str], *names: str) -> int | None:
     return None
 
 
-def detect(env: Mapping[str, str]) -> LaunchEnv:
-    """Read the launcher's environment; 'none' when nothing launched us."""
-    addr = env.get("MASTER_ADDR") or None
-    port = _int(env, "MASTER_PORT")
-    if _int(env, "RANK") is not None and _int(env, "WORLD_SIZE") is not None:
-        return LaunchEnv(launcher="torchrun", rank=_int(env, "RANK") or 0, world=_int(env, "WORLD_SIZE") or 1,
-                         local_rank=_int(env, "LOCAL_RANK") or 0, master_addr=addr, master_port=port)
-    mpi_rank = _int(env, "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
-    if mpi_rank is not None:
-        world = _int(env, "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
-        local = _int(env, "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK")
-        return LaunchEnv(launcher="mpirun", rank=mpi_rank, world=world or 0, local_rank=local or 0,
-                         master_addr=addr, master_port=port)
-    step = _int(env, "SLURM_STEP_ID")
+def _in_srun_step(env: Mapping[str, str]) -> bool:
     # the batch script and extern steps carry special ids near 2^32 (0xfffffffe, ...):
     # a plain `stoker net` in an sbatch script is not a rank of an srun step
-    if step is not None and step < _SLURM_SPECIAL_STEPS and _int(env, "SLURM_PROCID") is not None:
-        return LaunchEnv(launcher="srun", rank=_int(env, "SLURM_PROCID") or 0, world=_int(env, "SLURM_NTASKS") or 1,
-                         local_rank=_int(env, "SLURM_LOCALID") or 0, master_addr=addr, master_port=port)
+    step = _int(env, "SLURM_STEP_ID", "SLURM_STEPID")
+    return step is not None and step < _SLURM_SPECIAL_STEPS
+
+
+LAUNCHERS: tuple[Launcher, ...] = (
+    Launcher(source="torchrun", launcher="torchrun", when=("RANK", "WORLD_SIZE"),
+             rank=("RANK",), world=("WORLD_SIZE",), local=("LOCAL_RANK",)),
+    Launcher(source="Open MPI mpirun", launcher="mpirun", when=("OMPI_COMM_WORLD_RANK",),
+             rank=("OMPI_COMM_WORLD_RANK",), world=("OMPI_COMM_WORLD_SIZE",), local=("OMPI_COMM_WORLD_LOCAL_RANK",)),
+    Launcher(source="MPICH/Hydra or Intel MPI mpiexec", launcher="mpirun", when=("PMI_RANK", "MPI_LOCALRANKID"),
+             rank=("PMI_RANK",), world=("PMI_SIZE",), local=("MPI_LOCALRANKID",)),
+    Launcher(source="srun step", launcher="srun", when=("SLURM_PROCID",), extra=_in_srun_step,
+             rank=("SLURM_PROCID",), world=("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"), local=("SLURM_LOCALID",)),
+    Launcher(source="PMI launcher", launcher="mpirun", when=("PMI_RANK",),
+             rank=("PMI_RANK",), world=("PMI_SIZE",), local=("PMI_LOCAL_RANK",)),
+    Launcher(source="PMIx launcher", launcher="mpirun", when=("PMIX_RANK",),
+             rank=("PMIX_RANK",), world=(), local=()),
+)
+
+
+def detect(env: Mapping[str, str]) -> LaunchEnv:
+    """Read the launcher's environment; 'none' when nothing launched us.
+
+    world is 0 when the launcher does not say (a bare PMIx launcher): the backend then
+    asks for WORLD_SIZE or --backend mpi."""
+    for row in LAUNCHERS:
+        if all(env.get(name, "").strip() for name in row.when) and (row.extra is None or row.extra(env)):
+            return LaunchEnv(launcher=row.launcher, source=row.source, rank=_int(env, *row.rank) or 0,
+                             world=_int(env, *row.world) or 0 if row.world else 0,
+                             local_rank=_int(env, *row.local) or 0 if row.local else 0,
+                             master_addr=env.get("MASTER_ADDR") or None, master_port=_int(env, "MASTER_PORT"))
     return LaunchEnv(launcher="none")
 
 

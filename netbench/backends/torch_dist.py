@@ -72,7 +72,7 @@ class TorchBackend(Backend):
 
     def __init__(self, name: str, le: LaunchEnv, dtype: str, timeout_s: float) -> None:
         if le.world < 1:
-            raise UsageError(f"the {le.launcher} environment does not say how many ranks there are: export WORLD_SIZE or use --backend mpi")
+            raise UsageError(f"the {le.source or le.launcher} environment does not say how many ranks there are: export WORLD_SIZE or use --backend mpi")
         if le.world == 1 and not (le.launcher == "torchrun" and le.master_addr and le.master_port):
             # a lone rank still needs a store; a free port avoids clashes. Under torchrun the
             # agent hosts the store at MASTER_ADDR/PORT and ranks only connect: use that one

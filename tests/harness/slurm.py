@@ -29,7 +29,7 @@ SRUN_PORTS = "17830-17899"
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
 
 
-def _conf(d: Path, nodes: list[str], cpus: int) -> str:
+def _conf(d: Path, nodes: list[str], cpus: int, mpi_default: str = "none") -> str:
     host = socket.gethostname()
     lines = [
         "ClusterName=stokerla",
@@ -56,7 +56,7 @@ def _conf(d: Path, nodes: list[str], cpus: int) -> str:
         "SelectTypeParameters=CR_CPU",
         f"SrunPortRange={SRUN_PORTS}",
         "ReturnToService=2",
-        "MpiDefault=none",
+        f"MpiDefault={mpi_default}",
         "SchedulerParameters=sched_interval=1",
         "KillWait=5",
         "InactiveLimit=0",
@@ -71,9 +71,11 @@ def _conf(d: Path, nodes: list[str], cpus: int) -> str:
 class SlurmCluster:
     """slurmctld + `nodes` slurmd on this machine; a context manager."""
 
-    def __init__(self, *, prefix: str = "la", nodes: int = 2, cpus: int | None = None) -> None:
+    def __init__(self, *, prefix: str = "la", nodes: int = 2, cpus: int | None = None, mpi_default: str = "none") -> None:
         """Every node also gets its own empty tmpfs at `self.private` (a mount namespace
-        per slurmd): a results dir there is NOT shared between the nodes."""
+        per slurmd): a results dir there is NOT shared between the nodes. `mpi_default`:
+        slurm.conf MpiDefault (none, pmi2, pmix): what a plain srun step gets."""
+        self.mpi_default = mpi_default
         self.names = [f"n{i + 1}" for i in range(nodes)]
         self.cpus = cpus or os.cpu_count() or 2
         self.dir = Path(tempfile.mkdtemp(prefix=f"{prefix}-slurm-"))
@@ -96,7 +98,7 @@ class SlurmCluster:
     def start(self) -> None:
         for sub in ("state", "spool", "private", *(f"tmp/{n}" for n in self.names), *(f"spool/{n}" for n in self.names)):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        self.conf.write_text(_conf(self.dir, self.names, self.cpus), encoding="utf-8")
+        self.conf.write_text(_conf(self.dir, self.names, self.cpus, self.mpi_default), encoding="utf-8")
         self._spawn(["slurmctld", "-D", "-i"], "slurmctld.out")
         for n in self.names:
             # unshare execs sh, which execs slurmd: the pid we hold is the daemon's. The
