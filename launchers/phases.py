@@ -34,6 +34,7 @@ class PhaseResult:
     name: str
     rc: int             # the child's exit code; 124 when it ran past its limit (as timeout(1))
     elapsed_s: float
+    last_line: str = ""  # its last line of output: the report names it when the phase failed
 
     @property
     def ok(self) -> bool:
@@ -44,8 +45,10 @@ def _clock(seconds: float) -> str:
     return f"{int(seconds) // 60:d}:{int(seconds) % 60:02d}"
 
 
-def _pump(src: TextIO, prefix: str, sink: TextIO) -> None:
+def _pump(src: TextIO, prefix: str, sink: TextIO, last: list[str]) -> None:
     for line in src:
+        if line.strip():
+            last[:] = [line.strip()]
         sink.write(f"{prefix}{line}" if line.endswith("\n") else f"{prefix}{line}\n")
         sink.flush()
 
@@ -71,7 +74,8 @@ def run_phase(phase: Phase, index: int, total: int, env: Mapping[str, str], sink
     proc = subprocess.Popen(list(phase.argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, errors="replace", start_new_session=True)
     assert proc.stdout is not None
-    reader = threading.Thread(target=_pump, args=(proc.stdout, f"  {phase.name} | ", sink), daemon=True)
+    last: list[str] = []
+    reader = threading.Thread(target=_pump, args=(proc.stdout, f"  {phase.name} | ", sink, last), daemon=True)
     reader.start()
     try:
         rc = proc.wait(timeout=phase.limit_s)
@@ -87,17 +91,21 @@ def run_phase(phase: Phase, index: int, total: int, env: Mapping[str, str], sink
     sink.write(f"[{index}/{total}] {phase.name}: {'done' if rc == 0 else f'ended with exit code {rc}'} "
                f"after {_clock(elapsed)}\n")
     sink.flush()
-    return PhaseResult(name=phase.name, rc=rc, elapsed_s=elapsed)
+    return PhaseResult(name=phase.name, rc=rc, elapsed_s=elapsed, last_line="".join(last)[:300])
 
 
 def record_phase(out: Path, result: PhaseResult) -> None:
     with open(out / PHASES_FILE, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"phase": result.name, "rc": result.rc, "elapsed_s": round(result.elapsed_s, 1)}) + "\n")
+        line = {"phase": result.name, "rc": result.rc, "elapsed_s": round(result.elapsed_s, 1)}
+        if result.rc != 0 and result.last_line:
+            line["error"] = result.last_line
+        fh.write(json.dumps(line) + "\n")
 
 
 def exit_code(report_rc: int, verdict_written: bool, aborted: bool) -> int:
-    """The run's exit code: the verdict (0 pass, 1 fail); 3 when a phase aborted but the
-    report still passed or could not judge; the report's own code otherwise."""
+    """The run's exit code: the report's, which is the verdict's (0 pass or unjudged, 1 fail,
+    3 incomplete); 3 when a phase aborted and the report did not fail; the report's own
+    code (2, 70, 124) when it wrote no verdict."""
     if verdict_written and report_rc == 1:
         return 1
     if aborted:

@@ -89,10 +89,13 @@ def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Pat
                  _fmt(f.get("expected")), f.get("unit", "")] for f in verdict.get("findings", [])]
         if rows:
             parts.append(table(rows, ["component", "check", "status", "measured", "expected", "unit"]))
-        parts.append(f"verdict: {str(verdict.get('verdict', '?')).upper()}  (run {verdict.get('run_id', '?')})")
+        words = str(verdict.get("headline") or str(verdict.get("verdict", "?")).upper())
+        parts.append(f"verdict: {words}  (run {verdict.get('run_id', '?')})")
     else:
         parts.append("verdict: none (the report was not written)")
-    parts.append(f"results: {out}  (report.md, report.html, verdict.json)")
+    # only what is there: a report that failed leaves some or none of its files
+    written = [n for n in ("report.md", "report.html", "verdict.json") if (out / n).is_file()]
+    parts.append(f"results: {out}" + (f"  ({', '.join(written)})" if written else "  (no report files were written)"))
     return "\n\n".join(parts)
 
 

@@ -1,7 +1,9 @@
-"""Findings and the verdict (CONTRACT.md `verdict.json`)."""
+"""Findings and the verdict (CONTRACT.md `verdict.json`): pass, fail, incomplete, unjudged."""
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,10 +35,49 @@ class Finding:
         return out
 
 
-def verdict_of(findings: list[Finding]) -> str:
-    """`fail` when any finding is below_spec or starving (CONTRACT.md)."""
-    return "fail" if any(f.status in FAILING for f in findings) else "pass"
+VERDICTS = ("pass", "fail", "incomplete", "unjudged")
+# the process exit for each verdict (CONTRACT.md): an unjudged exploratory run is not an
+# error; the acceptance job turns it into one unless told otherwise (`--allow-unjudged`)
+EXIT_CODES = {"pass": 0, "fail": 1, "incomplete": 3, "unjudged": 0}
 
 
-def verdict_json(run_id: str, findings: list[Finding], **extra: Any) -> dict[str, Any]:
-    return {"verdict": verdict_of(findings), "run_id": run_id, "findings": [f.to_dict() for f in findings], **extra}
+def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
+    """CONTRACT.md's order: `fail` when any finding is below_spec or starving; else
+    `incomplete` when a phase that should have produced records did not (`missing`: one
+    line per such phase); else `unjudged` when nothing was judged: no finding is `ok`, or one
+    is `suspect` (a result the hardware cannot physically give: the measurement cannot vouch
+    for it); else `pass`."""
+    if any(f.status in FAILING for f in findings):
+        return "fail"
+    if missing:
+        return "incomplete"
+    if not any(f.status == "ok" for f in findings) or any(f.status == "suspect" for f in findings):
+        return "unjudged"
+    return "pass"
+
+
+def headline(verdict: str, findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
+    """The verdict in words, one line; "PASS" only for `pass`."""
+    if verdict == "fail":
+        counts = Counter(f.status for f in findings if f.status in FAILING)
+        n = sum(counts.values())
+        what = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
+        return f"FAIL — {n} finding{'s' if n != 1 else ''} to act on ({what})."
+    if verdict == "incomplete":
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        return f"INCOMPLETE — {missing[0] if missing else 'a phase produced no records'}{more}."
+    if verdict == "unjudged":
+        suspect = sum(f.status == "suspect" for f in findings)
+        if suspect:
+            return (f"UNJUDGED — {suspect} finding{'s are' if suspect != 1 else ' is'} suspect (above what the "
+                    "hardware can do: page cache or a wrong spec), so the measurement cannot vouch for the hardware.")
+        n = sum(f.status == "no_reference" for f in findings)
+        return (f"UNJUDGED — nothing was judged: {n} check{'s' if n != 1 else ''} had no reference — give --spec "
+                "(or put spec.yaml in the results directory).")
+    return "PASS — no finding is below spec or starving."
+
+
+def verdict_json(run_id: str, findings: list[Finding], missing: Sequence[str] = (), **extra: Any) -> dict[str, Any]:
+    verdict = verdict_of(findings, missing)
+    return {"verdict": verdict, "headline": headline(verdict, findings, missing), "run_id": run_id,
+            "findings": [f.to_dict() for f in findings], **extra}

@@ -2,8 +2,9 @@
 
 Reads net.jsonl, io.jsonl and manifest.jsonl, imports foreign results placed in DIR
 (nccl-tests logs or -J JSON, fio JSON), judges them against the spec and the workload,
-and writes DIR/report.md, DIR/report.html and DIR/verdict.json. Exit 0 when the verdict
-is pass, 1 when it is fail, 2 on bad input (missing or empty DIR, malformed spec).
+and writes DIR/report.md, DIR/report.html and DIR/verdict.json. Exit: the verdict's
+(findings.EXIT_CODES: 0 pass or unjudged, 1 fail, 3 incomplete; 1 for unjudged with
+--fail-unjudged), 2 on bad input (missing or empty DIR, malformed spec).
 
 Without --spec / --workload, a `spec.yaml` / `workload.yaml` kept in DIR is used, so a
 results directory carries what it should be judged against (`stoker compare` relies on it).
@@ -11,8 +12,10 @@ results directory carries what it should be judged against (`stoker compare` rel
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", metavar="DIR", help="results directory (net.jsonl, io.jsonl, nccl-tests/fio files)")
     parser.add_argument("--spec", metavar="FILE", help="cluster spec YAML: what the hardware is advertised to do")
     parser.add_argument("--workload", metavar="FILE", help="workload YAML or preset: what the accelerators will need")
+    parser.add_argument("--fail-unjudged", action="store_true",
+                        help="exit 1 when nothing could be judged (the acceptance job: no reference is no acceptance)")
 
 
 def load_optional(kind: str, given: str | None, directory: Path) -> tuple[Any, list[str]]:
@@ -48,21 +53,57 @@ def load_optional(kind: str, given: str | None, directory: Path) -> tuple[Any, l
     return loaded, ([] if given else [f"{kind} taken from {Path(path).name} in the results directory"])
 
 
-def aborted_phases(directory: Path) -> list[dict[str, Any]]:
-    """Phases of `stoker run` / the sbatch job that did not end cleanly (DIR/phases.jsonl,
-    written by launchers): their measurements are missing or partial, and the report says so."""
+def read_phases(directory: Path) -> list[dict[str, Any]]:
+    """How each phase of `stoker run` / the sbatch job ended (DIR/phases.jsonl, written by
+    launchers); empty when the records came from elsewhere (stoker net/io, imports)."""
     from reports.records import iter_jsonl
 
     path = directory / "phases.jsonl"
     if not path.is_file():
         return []
-    return [obj for _, obj, _ in iter_jsonl(path) if obj is not None and obj.get("rc", 0) != 0]
+    return [obj for _, obj, _ in iter_jsonl(path) if isinstance(obj, dict)]
 
 
-def _phase_note(p: dict[str, Any]) -> str:
-    why = "ran past its time limit" if p.get("rc") == 124 else f"ended with exit code {p.get('rc')}"
-    return (f"phase {p.get('phase', '?')} {why} after {p.get('elapsed_s', '?')} s: its measurements are "
-            "missing or partial; findings for it may be absent")
+def aborted_phases(directory: Path) -> list[dict[str, Any]]:
+    """Phases that did not end cleanly: their measurements are missing or partial."""
+    return [p for p in read_phases(directory) if p.get("rc", 0) != 0]
+
+
+# which records each phase writes: a network phase its scopes, storage any io record
+PHASE_SCOPES = {"network": ("world",), "intra-node": ("intra-node",), "inter-node": ("world", "inter-node"),
+                "pairs": ("pair",)}
+# launcher chatter after a rank's own error: not the reason
+_CHATTER = ("srun: ", "slurmstepd: ", "timeout: ")
+
+
+def last_error_line(directory: Path, p: dict[str, Any]) -> str:
+    """The phase's last line of output that is not its launcher's chatter: `error` in the
+    phase line (stoker run), or the last line of its `log` file in DIR (the sbatch job)."""
+    text = str(p.get("error") or "")
+    log = str(p.get("log") or "")
+    if not text and log and "/" not in log and (directory / log).is_file():
+        lines = [ln.strip() for ln in (directory / log).read_text(encoding="utf-8", errors="replace").splitlines()]
+        lines = [ln.split(": ", 1)[1] if ln[:1].isdigit() and ": " in ln else ln for ln in lines if ln]  # srun -l labels
+        text = next((ln for ln in reversed(lines) if not ln.startswith(_CHATTER)), lines[-1] if lines else "")
+    return text[:300]
+
+
+def missing_phases(directory: Path, phases: list[dict[str, Any]], net_scopes: set[str], io_count: int) -> list[str]:
+    """One line per phase that should have produced records and did not: it aborted, or it
+    ended cleanly with none of its records (pure but for reading a phase's log)."""
+    out = []
+    for p in phases:
+        name = str(p.get("phase", "?"))
+        rc = p.get("rc", 0)
+        if rc != 0:
+            why = "ran past its time limit" if rc == 124 else f"ended with exit code {rc}"
+            err = last_error_line(directory, p)
+            out.append(f"phase {name} {why} after {p.get('elapsed_s', '?')} s" + (f": {err}" if err else ""))
+        elif name == "storage" and io_count == 0:
+            out.append(f"phase {name} ended cleanly but wrote no storage records")
+        elif name in PHASE_SCOPES and not net_scopes & set(PHASE_SCOPES[name]):
+            out.append(f"phase {name} ended cleanly but wrote no network records")
+    return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,7 +123,7 @@ class Collected:
 
 
 def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Collected:
-    from reports.findings import verdict_json
+    from reports.findings import verdict_json, verdict_of
     from reports.ingest.importers import import_dir
     from reports.judging.judge import judge
     from reports.records import read_records
@@ -102,15 +143,18 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
                          "run `stoker run --out DIR` or `stoker import FILE --out DIR` first")
     spec, spec_notes = load_optional("spec", spec_arg, directory)
     workload, wl_notes = load_optional("workload", workload_arg, directory)
-    aborted = aborted_phases(directory)
+    phases = read_phases(directory)
+    missing = missing_phases(directory, phases, {r.scope for r in rs.net}, len(rs.io))
     j = judge(rs, spec, workload)
+    j = dataclasses.replace(j, verdict=verdict_of(j.findings, missing))
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(title=title, records=rs, judgement=j, imported=imp.sources, import_notes=imp.notes,
-                     notes=[*spec_notes, *wl_notes], missing=[_phase_note(p) for p in aborted], net_df=net_frame(rs.net))
-    verdict = verdict_json(j.run_id, j.findings, spec=j.spec_name, workload=j.workload_name,
+                     notes=[*spec_notes, *wl_notes], missing=missing, net_df=net_frame(rs.net))
+    verdict = verdict_json(j.run_id, j.findings, missing, spec=j.spec_name, workload=j.workload_name,
                            records={"net": len(rs.net), "io": len(rs.io)}, skipped_lines=len(rs.skipped),
                            imported=sorted(imp.sources),
-                           aborted_phases=[str(p.get("phase", "?")) for p in aborted])
+                           aborted_phases=[str(p.get("phase", "?")) for p in phases if p.get("rc", 0) != 0],
+                           missing_phases=missing)
     return Collected(report=ri, spec=spec, verdict=verdict)
 
 
@@ -129,9 +173,13 @@ def main(args: argparse.Namespace) -> int:
     (directory / "report.md").write_text(out.markdown, encoding="utf-8")
     (directory / "report.html").write_text(out.html, encoding="utf-8")
     (directory / "verdict.json").write_text(json.dumps(out.verdict, indent=2) + "\n", encoding="utf-8")
-    from reports.findings import FAILING
+    from reports.findings import EXIT_CODES
 
-    bad = sum(1 for f in out.verdict["findings"] if f["status"] in FAILING)
-    print(f"verdict: {out.verdict['verdict']} ({bad} finding{'s' if bad != 1 else ''} to act on) -> "
+    v = out.verdict["verdict"]
+    print(f"verdict: {v} — {out.verdict['headline'].partition(' — ')[2]} -> "
           f"{directory / 'report.md'}, report.html, verdict.json")
-    return 0 if out.verdict["verdict"] == "pass" else 1
+    if v == "unjudged" and getattr(args, "fail_unjudged", False):
+        print("stoker: an acceptance needs a reference: give --spec (or pass --allow-unjudged to stoker submit)",
+              file=sys.stderr)
+        return 1
+    return EXIT_CODES.get(v, 1)

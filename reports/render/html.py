@@ -120,9 +120,9 @@ def _hosts(ri: ReportInput) -> list[str]:
 
 def render(ri: ReportInput) -> str:
     j, rs = ri.judgement, ri.records
-    verdict = verdict_line(j).replace("**", "")
+    verdict = verdict_line(j, ri.missing).replace("**", "")
     body = [f"<h1>stoker report: {esc(ri.title)}</h1>",
-            f'<p class="verdict {"fail" if j.verdict == "fail" else "pass"}">{esc(verdict)}</p>',
+            f'<p class="verdict {"pass" if j.verdict == "pass" else "fail"}">{esc(verdict)}</p>',
             f'<p class="muted">Run: {esc(j.run_id or "—")} · {len(rs.net)} network and {len(rs.io)} storage records · '
             f"spec: {esc(j.spec_name or 'none')} · workload: {esc(j.workload_name or 'none')}</p>"]
     if ri.missing:

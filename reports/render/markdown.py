@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.findings import FAILING, Finding
+from reports.findings import Finding, headline
 from reports.manifest import allowlisted_env
 from reports.records import NetRecord, RecordSet
 from reports.judging.frames import Sweep, expected_for, io_frame, net_frame, per_host, sweeps
@@ -96,13 +96,9 @@ def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
                                        "what to do"])
 
 
-def verdict_line(judgement: Any) -> str:
-    bad = [f for f in judgement.findings if f.status in FAILING]
-    if judgement.verdict == "fail":
-        counts = Counter(f.status for f in bad)
-        what = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-        return f"**Verdict: FAIL** — {len(bad)} finding{'s' if len(bad) != 1 else ''} to act on ({what})."
-    return "**Verdict: PASS** — no finding is below spec or starving."
+def verdict_line(judgement: Any, missing: Sequence[str] = ()) -> str:
+    word, _, rest = headline(judgement.verdict, judgement.findings, missing).partition(" — ")
+    return f"**Verdict: {word}** — {rest}"
 
 
 def sweep_table(s: Sweep) -> pd.DataFrame:
@@ -223,7 +219,9 @@ def render(ri: ReportInput) -> str:
     j, rs = ri.judgement, ri.records
     df = ri.frame()
     sws = sweeps(df)
-    lines = [f"# stoker report: {ri.title}", "", verdict_line(j), ""]
+    # an incomplete report says on its first line which phase is missing and why
+    first = f" — INCOMPLETE: {ri.missing[0]}" if j.verdict == "incomplete" and ri.missing else ""
+    lines = [f"# stoker report: {ri.title}{first}", "", verdict_line(j, ri.missing), ""]
     lines += [f"Run: {j.run_id or '—'} · {len(rs.net)} network and {len(rs.io)} storage records"
               f" · spec: {j.spec_name or 'none'} · workload: {j.workload_name or 'none'}", ""]
     if ri.missing:

@@ -64,11 +64,11 @@ def test_detection_from_manifests_stands_in_for_a_spec() -> None:
     assert j.hardware["hosts"] == 2
 
 
-def test_nothing_to_compare_with_is_no_reference_and_passes() -> None:
+def test_nothing_to_compare_with_is_no_reference_and_unjudged() -> None:
     j = judge(records(), None, None)
     net_findings = [f for f in j.findings if f.component.endswith("network")]
     assert [f.status for f in net_findings] == ["no_reference", "no_reference"]
-    assert j.verdict == "pass" and j.expected == {}
+    assert j.verdict == "unjudged" and j.expected == {}
 
 
 def test_workload_without_accelerator_is_noted() -> None:

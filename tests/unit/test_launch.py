@@ -79,6 +79,8 @@ def test_plan_of_one_rank_has_no_network_phase() -> None:
     (0, True, True, 3),      # passed on what was measured, but a phase is missing
     (2, False, True, 3),
     (2, False, False, 2),
+    (3, True, False, 3),     # the report itself found a phase that wrote no records
+    (70, False, False, 70),  # a report that crashed is never a pass
 ])
 def test_exit_code(report_rc: int, written: bool, aborted: bool, want: int) -> None:
     assert exit_code(report_rc, written, aborted) == want
@@ -95,6 +97,16 @@ def test_summary_table() -> None:
     assert "local storage  checkpoint_write  below_spec  0.5       6         GB/s" in text
     assert "verdict: FAIL  (run r1)" in text
     assert "verdict: none" in summary(results, None, Path("/r"))
+
+
+def test_summary_lists_only_the_files_written(tmp_path: Path) -> None:
+    results = [PhaseResult(name="report", rc=70, elapsed_s=1.0)]
+    assert summary(results, None, tmp_path).endswith(f"results: {tmp_path}  (no report files were written)")
+    (tmp_path / "verdict.json").write_text("{}")
+    verdict = {"verdict": "unjudged", "headline": "UNJUDGED — nothing was judged: 2 checks had no reference", "run_id": "r2"}
+    text = summary(results, verdict, tmp_path)
+    assert text.endswith(f"results: {tmp_path}  (verdict.json)") and "report.md" not in text
+    assert "verdict: UNJUDGED — nothing was judged: 2 checks had no reference  (run r2)" in text and "PASS" not in text
 
 
 def _stoker(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
