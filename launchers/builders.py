@@ -55,6 +55,7 @@ class ReportCommand:
     spec: str | None = None
     workload: str | None = None
     stoker: tuple[str, ...] = STOKER
+    fail_unjudged: bool = False     # the acceptance job: nothing judged is no acceptance
 
 
 def net_argv(c: NetCommand) -> list[str]:
@@ -96,6 +97,8 @@ def report_argv(c: ReportCommand) -> list[str]:
         argv += ["--spec", c.spec]
     if c.workload:
         argv += ["--workload", c.workload]
+    if c.fail_unjudged:
+        argv.append("--fail-unjudged")
     return argv
 
 

@@ -37,6 +37,7 @@ class SbatchConfig:
     # must not depend on the results dir (which the job itself checks, and may refuse)
     log: str = "stoker-acceptance-%j.out"
     stoker: tuple[str, ...] = b.STOKER
+    allow_unjudged: bool = False      # True: a run with nothing to compare with may end 0
 
 
 def template_text() -> str:
@@ -105,7 +106,8 @@ def _default_or(path: str | None, default: str) -> str:
 
 def render(cfg: SbatchConfig, template: str | None = None) -> str:
     p = cfg.profile
-    report = b.report_argv(b.ReportCommand(out="$OUT", spec=cfg.spec, workload=cfg.workload, stoker=cfg.stoker))
+    report = b.report_argv(b.ReportCommand(out="$OUT", spec=cfg.spec, workload=cfg.workload, stoker=cfg.stoker,
+                                           fail_unjudged=not cfg.allow_unjudged))
     shared_check = b.srun(b.SrunSpec(program=("test", "-s", "$MARK"), nodes=cfg.nodes, time_limit_s=60, label=False))
     phases = _phase_lines(cfg)
     values = {

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from launchers.gres import gres_problem
 from launchers.options import add_profile_arguments, checked_file, keep_inputs, profile_from_args
 from launchers.sbatch import SbatchConfig, render
 from reports.errors import UsageError
@@ -29,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo", "mpi"),
                         help="collective backend for the sweeps (default auto: nccl with GPUs, else gloo)")
     parser.add_argument("--dry-run", action="store_true", help="print the script instead of submitting it")
+    parser.add_argument("--allow-unjudged", action="store_true",
+                        help="let the job end 0 when nothing could be compared with a reference (default: it fails; give --spec)")
     add_profile_arguments(parser, default="standard")
 
 
@@ -53,7 +56,23 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         shared_path=str(cwd / args.shared_path) if args.shared_path else None,
         # the interpreter that runs this command, so the job finds the same stoker
         stoker=(sys.executable, "-m", "launchers.cli"),
+        allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
     )
+
+
+def check_gres(gpus_per_node: int, partition: str | None) -> None:
+    """Ask sinfo whether the nodes declare the GPUs asked for; one line (exit 2) if not.
+    When sinfo cannot answer, sbatch gets the last word."""
+    if gpus_per_node <= 0 or shutil.which("sinfo") is None:
+        return
+    argv = ["sinfo", "-h", "-o", "%G", *(["--partition", partition] if partition else [])]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    problem = gres_problem(p.stdout, gpus_per_node, partition) if p.returncode == 0 and p.stdout.strip() else None
+    if problem:
+        raise UsageError(problem)
 
 
 def _stamp() -> str:
@@ -70,6 +89,7 @@ def main(args: argparse.Namespace) -> int:
     if sbatch is None:
         raise UsageError("sbatch not found on PATH: run this on a Slurm login node, "
                          "or use --dry-run to print the script")
+    check_gres(cfg.gpus_per_node, cfg.partition)
     kept = Path(cfg.out) / "acceptance.sbatch"
     try:
         kept.parent.mkdir(parents=True, exist_ok=True)

@@ -144,3 +144,41 @@ def test_run_bad_path_is_one_line_exit_2(tmp_path: Path) -> None:
     p = _stoker("run", "--out", str(tmp_path / "r"), "--path", str(tmp_path / "missing"))
     assert p.returncode == 2 and "no such directory" in p.stderr and p.stderr.count("\n") == 1
 
+
+
+@pytest.mark.parametrize(("sinfo", "wanted", "want"), [
+    ("(null)\n", 8, "declare no GPUs"),
+    ("(null)\n(null)\n", 1, "declare no GPUs"),
+    ("gpu:8\n", 8, None),
+    ("gpu:h100:8(S:0-1)\n", 8, None),
+    ("gpu:a100:4(S:0,1),gpu:v100:2\n(null)\n", 6, None),      # 4 + 2 on one node group
+    ("gpu:a100:4(S:0,1)\ngpu:2\n", 8, "at most 4 GPUs each"),
+    ("(null)\n", 0, None),                                     # no GPUs asked for: nothing to check
+])
+def test_gres_problem(sinfo: str, wanted: int, want: str | None) -> None:
+    from launchers.gres import gres_problem
+
+    got = gres_problem(sinfo, wanted, "gpu")
+    assert (got is None) if want is None else (got is not None and want in got and "\n" not in got)
+
+
+def test_submit_gpus_on_a_cluster_without_gres_is_one_line_before_sbatch(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sinfo").write_text("#!/bin/sh\necho '(null)'\n")
+    (bin_dir / "sbatch").write_text(f"#!/bin/sh\ntouch {tmp_path}/sbatch-called\n")
+    for tool in ("sinfo", "sbatch"):
+        (bin_dir / tool).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    p = _stoker("submit", "--nodes", "2", "--gpus-per-node", "8", "--out", str(tmp_path / "r"), env=env, cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "declare no GPUs" in p.stderr and "drop --gpus-per-node" in p.stderr
+    assert not (tmp_path / "sbatch-called").exists()
+
+
+def test_submit_renders_fail_unjudged_unless_allowed(tmp_path: Path) -> None:
+    strict = _stoker("submit", "--nodes", "2", "--dry-run", "--out", str(tmp_path / "r"))
+    loose = _stoker("submit", "--nodes", "2", "--dry-run", "--allow-unjudged", "--out", str(tmp_path / "r"))
+    report = [ln for ln in strict.stdout.splitlines() if " launchers.cli report " in ln]
+    assert len(report) == 1 and report[0].endswith(" --fail-unjudged")
+    assert "--fail-unjudged" not in loose.stdout
