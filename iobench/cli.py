@@ -19,7 +19,7 @@ import tempfile
 from types import FrameType
 
 from iobench.coordinator import host_name
-from iobench.workloads import FAMILIES, IoSettings, default_procs, dry_run_text
+from iobench.workloads import FAMILIES, MIN_RUNTIME_S, RAMP_S, IoSettings, default_procs, dry_run_text
 from reports.errors import UsageError
 from reports.records import new_run_id
 from reports.units import parse_size
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ckpt-bytes", default="256M", help="checkpoint shard per writer (K/M/G/T = 1024 powers; default 256M)")
     parser.add_argument("--ckpt-block", default="4M", help="checkpoint block size, 1M-16M (default 4M)")
     parser.add_argument("--writers", type=int, default=d.writers, help=f"checkpoint writers per node (default {d.writers})")
-    parser.add_argument("--runtime", type=int, default=d.runtime_s, help=f"seconds of sustained dataloader reads (default {d.runtime_s})")
+    parser.add_argument("--runtime", type=int, default=d.runtime_s, help=f"seconds of each checkpoint and dataloader test, after {RAMP_S} s of ramp (default {d.runtime_s}, at least {MIN_RUNTIME_S})")
     parser.add_argument("--workers", type=int, default=d.dl_workers, help=f"dataloader workers per node (default {d.dl_workers})")
     parser.add_argument("--sample-bytes", default="128K", help="bytes per dataloader sample / random read (default 128K)")
     parser.add_argument("--files-per-worker", type=int, default=d.dl_files, help=f"dataloader files per worker (default {d.dl_files})")
@@ -78,7 +78,7 @@ def settings_from_args(args: argparse.Namespace) -> IoSettings:
         raise UsageError(f"--file-bytes ({args.file_bytes}) must hold at least one sample ({args.sample_bytes})")
     return IoSettings(
         families=families, ckpt_bytes=ckpt, ckpt_block=block, writers=_positive(args.writers, "--writers", high=256),
-        runtime_s=_positive(args.runtime, "--runtime"), dl_workers=_positive(args.workers, "--workers", high=256),
+        runtime_s=_positive(args.runtime, "--runtime", low=MIN_RUNTIME_S), dl_workers=_positive(args.workers, "--workers", high=256),
         dl_sample_bytes=sample, dl_files=_positive(args.files_per_worker, "--files-per-worker"),
         dl_file_bytes=file_bytes, md_files=_positive(args.md_files, "--md-files"),
         md_procs=min(2, default_procs()), storm_procs=_positive(args.storm_procs, "--storm-procs", high=256),

@@ -18,7 +18,7 @@ from iobench import safety, torch_ckpt
 from iobench.aggregate import HostResult, RecordContext, aggregate, host_results
 from iobench.coordinator import Coordinator, connect
 from iobench.runner import DiskFull, find_fio, fio_version, run_job
-from iobench.workloads import FioJob, IoSettings, plan
+from iobench.workloads import RAMP_S, FioJob, IoSettings, plan
 from reports.errors import MeasurementAborted, StokerError, UsageError
 from reports.manifest import base_manifest, installed_versions
 from reports.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
@@ -138,7 +138,7 @@ class Session:
         c.barrier()
         procs = int(dict(job.options).get("numjobs", "1"))
         ctx = self._context(job, path, scope, s, fallback, dropped)
-        limit = self.timeout_s + s.runtime_s   # --timeout is on top of a time-based job's own runtime
+        limit = self.timeout_s + s.runtime_s + RAMP_S   # --timeout is on top of a time-based job's own runtime
         runs = self._measure(ctx, lambda: run_job(self.fio, job, c.host, limit))
         if not job.workload:
             return

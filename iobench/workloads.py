@@ -14,6 +14,11 @@ FAMILIES = ("checkpoint", "dataloader", "metadata")
 # fio's metadata engines and the metadata op each one measures
 METADATA_OPS = (("create", "filecreate"), ("stat", "filestat"), ("delete", "filedelete"))
 MIB = 1 << 20
+# every bandwidth job runs for a time, not a size, so that it is steady: fio's time_based
+# with ramp_time (the ramp is left out of fio's figures). Shorter than MIN_RUNTIME_S is not a
+# bandwidth (issue 11: a 64 MiB shard written in 0.4 s); the judge refuses records under it.
+MIN_RUNTIME_S = 2
+RAMP_S = 1
 
 
 def default_procs(cpus: int | None = None) -> int:
@@ -30,7 +35,7 @@ class IoSettings:
     ckpt_block: int = 4 * MIB
     writers: int = default_procs()
     direct: bool = True                # O_DIRECT; False when the file system refuses it
-    runtime_s: int = 10                # dataloader_read, sustained
+    runtime_s: int = 10                # every bandwidth job (time_based), after RAMP_S of ramp
     dl_workers: int = default_procs()
     dl_sample_bytes: int = 128 << 10   # one random read = one sample
     dl_files: int = 64                 # per worker
@@ -98,18 +103,24 @@ def _common(directory: str, procs: int) -> list[tuple[str, str]]:
     return [("directory", directory), ("numjobs", str(procs)), ("group_reporting", "1")]
 
 
+def _timed(s: IoSettings) -> tuple[tuple[str, str], ...]:
+    """Run for runtime_s after RAMP_S of ramp, going over the files again as often as it takes."""
+    return (("time_based", "1"), ("runtime", str(s.runtime_s)), ("ramp_time", str(RAMP_S)))
+
+
 def checkpoint_jobs(s: IoSettings, directory: str) -> list[FioJob]:
     """Every writer writes its own shard in large blocks, fsync at the end; then the shards
     are read back as a resume does, past the page cache (O_DIRECT, or fio's per-file cache
-    invalidation plus dropped caches when the file system refuses O_DIRECT)."""
+    invalidation plus dropped caches when the file system refuses O_DIRECT). Both for
+    runtime_s: a shard written faster than that is written again, so the figure is steady."""
     shard = [("filename_format", "ckpt.$jobnum"), ("size", str(s.ckpt_bytes)),
              ("bs", str(s.ckpt_block)), ("ioengine", "psync"), ("direct", "1" if s.direct else "0")]
     write = FioJob(name="checkpoint_write", workload="checkpoint_write", block_size=s.ckpt_block,
                    direct=s.direct,
-                   options=(*_common(directory, s.writers), ("rw", "write"), *shard, ("end_fsync", "1")))
+                   options=(*_common(directory, s.writers), ("rw", "write"), *shard, *_timed(s), ("end_fsync", "1")))
     read = FioJob(name="checkpoint_read", workload="checkpoint_read", block_size=s.ckpt_block,
                   direct=s.direct,
-                  options=(*_common(directory, s.writers), ("rw", "read"), *shard, ("invalidate", "1")))
+                  options=(*_common(directory, s.writers), ("rw", "read"), *shard, *_timed(s), ("invalidate", "1")))
     return [write, read]
 
 
@@ -122,7 +133,7 @@ def dataloader_job(s: IoSettings, directory: str) -> FioJob:
                       ("filesize", str(s.dl_file_bytes)), ("size", str(s.dl_files * s.dl_file_bytes)),
                       ("file_service_type", "random"), ("filename_format", "dl.$jobnum.$filenum"),
                       ("ioengine", "psync"), ("direct", "1" if s.direct else "0"),
-                      ("time_based", "1"), ("runtime", str(s.runtime_s)), ("invalidate", "1")))
+                      *_timed(s), ("invalidate", "1")))
 
 
 def metadata_jobs(s: IoSettings, directory: str) -> list[FioJob]:

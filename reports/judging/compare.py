@@ -35,6 +35,9 @@ SUSPECT_FACTOR = 1.05
 IN_NETWORK_FACTOR = 2.1
 REDUCING_OPS = ("all_reduce", "reduce_scatter")
 PLATEAU_SIZES = 3
+# a storage record shorter than this is not a steady bandwidth (stoker's fio jobs run at
+# least 2 s after their ramp; fio may report a hair under): shown, never judged
+MIN_STEADY_S = 1.5
 MAX_HOSTS_NAMED = 8   # a scope-wide finding over more hosts names none: reports.judging.localise names culprits
 
 
@@ -200,11 +203,33 @@ def _advertised(entry: StorageSpec | None, direction: str) -> float | None:
     return entry.write_GBps if direction == "write" else entry.read_GBps
 
 
+def why_not_compared(r: IoRecord) -> str:
+    """Why a storage record may not stand for the disk against its advertised figure ("" when
+    it may): only IO that bypassed the page cache (O_DIRECT, or buffered over a data set
+    larger than the host's memory) and ran long enough to be steady."""
+    if r.backend.startswith("torch"):
+        return "the framework's save path, through the page cache"
+    if r.direct is not True:
+        data, ram = r.extra.get("data_bytes") or 0, r.extra.get("ram_bytes") or 0
+        if not (r.direct is False and data > ram > 0):
+            return "buffered IO that the page cache can hold" if r.direct is False else "direct IO not recorded"
+    if 0 < r.runtime_s < MIN_STEADY_S:
+        return f"ran {r.runtime_s:.2g} s, too short to be a steady bandwidth (at least {MIN_STEADY_S:g} s)"
+    return ""
+
+
+def _beside(recs: Sequence[IoRecord]) -> str:
+    return "; ".join(f"{r.backend}{' buffered' if r.direct is False and not r.backend.startswith('torch') else ''} "
+                     f"{r.bw_GBps:.2f} GB/s ({why_not_compared(r)})" for r in recs)
+
+
 def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Finding], dict[str, float]]:
-    """One finding per (path, workload, direction). The best run counts (a slower repeat
-    is noise, not the hardware's figure). Shared storage compares the aggregate of all
-    nodes with the file system's figure; local storage compares the median node with the
-    per-node figure and names the nodes under the threshold."""
+    """One finding per (path, workload, direction). Only records that bypassed the page cache
+    and ran long enough are compared with the advertised figure (why_not_compared); the others
+    (torch.save/dcp, buffered, too short) are named beside, never judged. Among the compared
+    ones the best run counts (a slower repeat is noise, not the hardware's figure). Shared
+    storage compares the aggregate of all nodes with the file system's figure; local storage
+    compares the median node with the per-node figure and names the nodes under the threshold."""
     groups: dict[tuple[str, str, str], list[IoRecord]] = defaultdict(list)
     for r in io:
         if not r.failed and r.workload != "metadata" and r.direction in ("read", "write"):
@@ -212,10 +237,21 @@ def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Fin
     findings: list[Finding] = []
     expected_used: dict[str, float] = {}
     threshold = (spec.thresholds if spec else {}).get("storage", 0.80)
-    for (path, workload, direction), recs in sorted(groups.items()):
+    for (path, workload, direction), all_recs in sorted(groups.items()):
         entry = match_storage(path, spec.storage) if spec else None
-        kind = entry.kind if entry else recs[0].scope
+        kind = entry.kind if entry else all_recs[0].scope
         component = "local storage" if kind == "local" else "shared storage"
+        recs = [r for r in all_recs if not why_not_compared(r)]
+        aside = [r for r in all_recs if why_not_compared(r)]
+        beside = f" Beside it, not compared: {_beside(aside)}." if aside else ""
+        if not recs:
+            findings.append(Finding(
+                component=component, check=f"{workload} {direction} bandwidth", status="no_reference",
+                measured=round(max(r.bw_GBps for r in aside), 3), expected=_advertised(entry, direction), unit="GB/s",
+                hosts=(), message=(f"{workload} on {path}: no measurement that bypassed the page cache and ran long "
+                                   f"enough ({_beside(aside)}): rerun stoker io (fio, direct IO) before judging it."),
+                extra={"path": path, "workload": workload, "direction": direction, "backend": aside[0].backend}))
+            continue
         best = max(recs, key=lambda r: r.bw_GBps)
         low: tuple[str, ...] = ()
         expected = _advertised(entry, direction)
@@ -250,6 +286,6 @@ def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Fin
             component=component, check=f"{workload} {direction} bandwidth", status=status,
             measured=round(measured, 3), expected=expected, unit="GB/s",
             hosts=low if low else (best.hosts if status in ("below_spec", "suspect") else ()),
-            message=msg, extra={"path": path, "workload": workload, "direction": direction, "backend": best.backend},
+            message=msg + beside, extra={"path": path, "workload": workload, "direction": direction, "backend": best.backend},
         ))
     return findings, expected_used

@@ -15,7 +15,7 @@ pytestmark = [needs_tool("fio"), pytest.mark.slow]
 
 # the quick profile, cut further: this checks the plumbing, not the hardware
 SMALL = ["--profile", "quick", "--ops", "all_reduce", "--max-bytes", "256K", "--iters", "3", "--warmup", "1",
-         "--workloads", "checkpoint", "--ckpt-bytes", "8M", "--io-runtime", "1"]
+         "--workloads", "checkpoint", "--ckpt-bytes", "8M", "--io-runtime", "2"]
 
 
 def run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:

@@ -14,7 +14,7 @@ from tests.conftest import PYTHON, REPO, needs_tool
 
 SCRIPTS = REPO / "launchers"
 SMALL = ["--profile", "quick", "--ops", "all_reduce", "--max-bytes", "256K", "--iters", "3", "--warmup", "1",
-         "--workloads", "checkpoint", "--ckpt-bytes", "8M", "--io-runtime", "1"]
+         "--workloads", "checkpoint", "--ckpt-bytes", "8M", "--io-runtime", "2"]
 
 
 def script(name: str, env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

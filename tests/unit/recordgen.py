@@ -17,9 +17,10 @@ def flat(scope: str, op: str, busbw: float, hosts: tuple[str, ...] = ("n1",), si
 
 
 def io(workload: str, direction: str, path: str, bw: float, *, scope: str = "shared",
-       per_host: dict[str, float] | None = None, cache_suspect: bool = False, failed: str = "") -> IoRecord:
+       per_host: dict[str, float] | None = None, cache_suspect: bool = False, failed: str = "",
+       direct: bool | None = True, runtime_s: float = 0.0, backend: str = "fio") -> IoRecord:
     hosts = tuple(per_host) if per_host else ("n1", "n2")
     return IoRecord(run_id="r1", ts="2026-11-22T00:00:00Z", hosts=hosts, nodes=len(hosts), workload=workload,
                     direction=direction, path=path, scope=scope, procs=8 * len(hosts), bytes=10**12, bw_GBps=bw,
                     per_host_bw_GBps=per_host or {h: bw / len(hosts) for h in hosts}, iops=1.0, lat_ms={},
-                    cache_suspect=cache_suspect, failed=failed)
+                    cache_suspect=cache_suspect, failed=failed, direct=direct, runtime_s=runtime_s, backend=backend)

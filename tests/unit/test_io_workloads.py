@@ -21,7 +21,7 @@ def test_checkpoint_write_renders_exact_fio_arguments() -> None:
     assert write.args() == [
         "--name=checkpoint_write", "--directory=/d", "--numjobs=3", "--group_reporting=1", "--rw=write",
         "--filename_format=ckpt.$jobnum", "--size=67108864", "--bs=4194304", "--ioengine=psync",
-        "--direct=1", "--end_fsync=1"]
+        "--direct=1", "--time_based=1", "--runtime=10", "--ramp_time=1", "--end_fsync=1"]
     assert write.command()[-1] == "--output-format=json+" and write.command()[0] == "fio"
     assert "--rw=read" in read.args() and "--invalidate=1" in read.args() and "--end_fsync=1" not in read.args()
     assert write.jobfile().splitlines()[:3] == ["[checkpoint_write]", "directory=/d", "numjobs=3"]
@@ -38,7 +38,7 @@ def test_dataloader_is_time_based_random_sample_reads() -> None:
                                     dl_file_bytes=MIB), "/d")
     a = job.args()
     for token in ("--rw=randread", "--bs=65536", "--nrfiles=10", "--filesize=1048576", "--size=10485760",
-                  "--numjobs=4", "--time_based=1", "--runtime=7"):
+                  "--numjobs=4", "--time_based=1", "--runtime=7", "--ramp_time=1"):
         assert token in a
 
 
@@ -77,6 +77,7 @@ def test_settings_from_args() -> None:
     (["--ckpt-bytes", "1M", "--ckpt-block", "4M"], "at least one block"),
     (["--writers", "0"], "--writers must be"),
     (["--runtime", "0"], "--runtime must be"),
+    (["--runtime", "1"], "--runtime must be at least 2"),    # not long enough to be a steady bandwidth
     (["--sample-bytes", "1000"], "multiple of 512"),
 ])
 def test_bad_settings(argv: list[str], message: str) -> None:
