@@ -10,12 +10,13 @@ config, state and logs live in one temp dir; clients find them through SLURM_CON
         job = c.sbatch([script])
         state = c.wait(job, timeout_s=300)
 
-Ports: 17817 (slurmctld), 17818.. (one per slurmd), srun 17830-17899: the launchers
-area's range, so that other tests on this machine do not collide.
+Ports: picked free when the cluster starts (slurmctld, one per slurmd, and a block of 70
+for srun), so two clusters, or other tests on this machine, never collide on a fixed one.
 """
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -23,18 +24,36 @@ import tempfile
 import time
 from pathlib import Path
 
-CTLD_PORT = 17817
-SLURMD_PORT0 = 17818
-SRUN_PORTS = "17830-17899"
+SRUN_PORT_COUNT = 70
 TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
 
 
-def _conf(d: Path, nodes: list[str], cpus: int, mpi_default: str = "none") -> str:
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(count: int, low: int = 20000, high: int = 40000) -> int:
+    """The first of `count` consecutive ports that are free now (a block at a random base)."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(low, high - count)
+        if all(_port_free(p) for p in range(base, base + count)):
+            return base
+    raise RuntimeError(f"no {count} consecutive free ports between {low} and {high}")
+
+
+def _conf(d: Path, nodes: list[str], cpus: int, mpi_default: str, ports: int) -> str:
+    """`ports`: the first of len(nodes) + 1 + SRUN_PORT_COUNT free ports."""
     host = socket.gethostname()
     lines = [
         "ClusterName=stokerla",
         f"SlurmctldHost={host}(127.0.0.1)",
-        f"SlurmctldPort={CTLD_PORT}",
+        f"SlurmctldPort={ports}",
         "AuthType=auth/none",
         "CredType=cred/none",
         "SlurmUser=root",
@@ -54,7 +73,7 @@ def _conf(d: Path, nodes: list[str], cpus: int, mpi_default: str = "none") -> st
         "MailProg=/bin/true",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_CPU",
-        f"SrunPortRange={SRUN_PORTS}",
+        f"SrunPortRange={ports + 1 + len(nodes)}-{ports + len(nodes) + SRUN_PORT_COUNT}",
         "ReturnToService=2",
         f"MpiDefault={mpi_default}",
         "SchedulerParameters=sched_interval=1",
@@ -63,7 +82,7 @@ def _conf(d: Path, nodes: list[str], cpus: int, mpi_default: str = "none") -> st
         "MinJobAge=600",
     ]
     for i, n in enumerate(nodes):
-        lines.append(f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={SLURMD_PORT0 + i} CPUs={cpus} State=UNKNOWN")
+        lines.append(f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={ports + 1 + i} CPUs={cpus} State=UNKNOWN")
     lines.append(f"PartitionName=la Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
 
@@ -98,7 +117,8 @@ class SlurmCluster:
     def start(self) -> None:
         for sub in ("state", "spool", "private", *(f"tmp/{n}" for n in self.names), *(f"spool/{n}" for n in self.names)):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        self.conf.write_text(_conf(self.dir, self.names, self.cpus, self.mpi_default), encoding="utf-8")
+        self.conf.write_text(_conf(self.dir, self.names, self.cpus, self.mpi_default,
+                                     free_ports(1 + len(self.names) + SRUN_PORT_COUNT)), encoding="utf-8")
         self._spawn(["slurmctld", "-D", "-i"], "slurmctld.out")
         for n in self.names:
             # unshare execs sh, which execs slurmd: the pid we hold is the daemon's. The
