@@ -1,6 +1,7 @@
 """Real fio on a temp dir: every workload, small sizes; sane records; nothing left behind."""
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import time
@@ -128,3 +129,18 @@ def _reads(p: Path) -> str:
         return p.read_bytes().decode(errors="replace")
     except OSError:   # the process ended while we looked
         return ""
+
+
+def test_a_fio_error_other_than_a_full_disk_aborts_with_fios_reason() -> None:
+    """fio writes its JSON with a non-zero job `error` (here EPERM: /proc/version cannot be
+    written, even by root) and exits 1: a MeasurementAborted naming it, not a DiskFull."""
+    from iobench.runner import DiskFull, run_job
+    from iobench.workloads import FioJob
+    from reports.errors import MeasurementAborted
+
+    job = FioJob(name="checkpoint_write", workload="checkpoint_write",
+                 options=(("filename", "/proc/version"), ("rw", "write"), ("bs", "4096"), ("size", "4096")))
+    with pytest.raises(MeasurementAborted) as info:
+        run_job(shutil.which("fio") or "fio", job, "n1", timeout_s=60)
+    assert not isinstance(info.value, DiskFull)
+    assert "fio checkpoint_write failed (exit 1, error 1)" in str(info.value) and "Operation not permitted" in str(info.value)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import STOKER
+from tests.conftest import PYTHON, STOKER
 
 LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_STEP_ID")
 
@@ -45,10 +45,14 @@ def test_bad_input_one_line_exit_2(argv: list[str], says: str, tmp_path: Path) -
 
 def test_nccl_without_gpu_says_use_gloo(tmp_path: Path) -> None:
     pytest.importorskip("torch")
+    # decided before the run, by torch itself: on a CPU-only machine an exit 0 from nccl is
+    # exactly the regression this guards (a network phase "passing" on no GPU), never a skip
+    probe = subprocess.run([PYTHON, "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True,
+                           text=True, timeout=120, env=_clean_env())
+    if probe.stdout.strip() == "True":
+        pytest.skip("a CUDA GPU is visible here: nccl may run")
     proc = subprocess.run([*STOKER, "net", "--backend", "nccl", "--ops", "all_reduce"], capture_output=True,
                           text=True, timeout=120, env=_clean_env())
-    if proc.returncode == 0:
-        pytest.skip("a CUDA GPU is visible here")
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].endswith("use --backend gloo on CPUs")
 
 

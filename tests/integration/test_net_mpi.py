@@ -27,10 +27,14 @@ def mpirun() -> str:
     exe = shutil.which("mpirun")
     if exe is None:
         pytest.skip("mpirun not installed (./install.sh installs Open MPI)")
+    installed = subprocess.run([PYTHON, "-c", "import importlib.util as u; print(u.find_spec('mpi4py') is not None)"],
+                               capture_output=True, text=True, timeout=60, env=_env())
+    if installed.stdout.strip() != "True":
+        pytest.skip("mpi4py not installed (pip install mpi4py)")
+    # both are here (as in CI): an mpi4py that will not load with this MPI is a failure, not a skip
     probe = subprocess.run([PYTHON, "-c", "from mpi4py import MPI; print(MPI.Get_library_version())"],
                            capture_output=True, text=True, timeout=60, env=_env())
-    if probe.returncode != 0:
-        pytest.skip(f"mpi4py does not load with this MPI: {probe.stderr.strip()[-200:]}")
+    assert probe.returncode == 0, f"mpi4py does not load with this MPI: {probe.stderr.strip()[-500:]}"
     return exe
 
 

@@ -98,3 +98,18 @@ def test_percentile_from_bins() -> None:
     assert percentile_from_bins(bins, 90) == pytest.approx(0.002)
     assert percentile_from_bins(bins, 99) == pytest.approx(0.009)
     assert percentile_from_bins({}, 50) is None
+
+
+def test_a_job_error_marks_the_record_failed_and_it_is_not_judged() -> None:
+    import json
+
+    from reports.judging.compare import compare_storage
+    from reports.judging.spec import Spec, StorageSpec
+
+    doc = json.loads((FIO / "fio-3.33_ckpt_group.json").read_text())
+    doc["jobs"][0]["error"] = 5                                    # EIO, mid-run: fio still wrote its JSON
+    (rec,) = records_from_fio_output(json.dumps(doc), run_id="r1", source_name="eio.json")
+    assert rec.failed == "fio error 5"
+    spec = Spec(storage=(StorageSpec(path="/tmp", kind="local", read_GBps=1.0, write_GBps=1.0),))
+    # 1.68 GB/s against 1.0 advertised would be `suspect` if it were judged; a failed run is not
+    assert compare_storage([rec], spec) == ([], {})
