@@ -21,7 +21,7 @@ def test_report_fail_exit_1_and_three_files(tmp_path: Path) -> None:
     shutil.copytree(DATA / "reports" / "basic", d)
     p = _stoker("report", str(d))
     assert p.returncode == 1, p.stderr
-    assert p.stdout.startswith("verdict: fail (5 findings to act on)")
+    assert p.stdout.startswith("verdict: fail — 5 findings to act on (5 below_spec). -> ")
     v = json.loads((d / "verdict.json").read_text())
     assert v["verdict"] == "fail" and set(v) >= {"verdict", "run_id", "findings"}
     assert (d / "report.md").read_text().startswith("# stoker report: golden-h100")

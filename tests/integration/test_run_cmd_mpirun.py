@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from netbench.spawn import free_port
 from reports.records import read_records
 from tests.conftest import PYTHON, REPO, needs_tool
 
@@ -28,7 +29,7 @@ def script(name: str, env: dict[str, str], *args: str, cwd: Path) -> subprocess.
 def test_mpirun_script_runs_every_phase_and_exits_with_the_verdict(tmp_path: Path) -> None:
     out = tmp_path / "results"
     env = {"OUT": str(out), "NPROC_PER_NODE": "2", "BACKEND": "gloo", "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": "17965", "LOCAL_IO": str(tmp_path / "local"),
+           "MASTER_PORT": str(free_port()), "LOCAL_IO": str(tmp_path / "local"),
            "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
     p = script("mpirun.sh", env, *SMALL, cwd=tmp_path)
     phases = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]
@@ -38,7 +39,8 @@ def test_mpirun_script_runs_every_phase_and_exits_with_the_verdict(tmp_path: Pat
     assert len({r.run_id for r in [*recs.net, *recs.io]}) == 1
     assert all(r.run_id.startswith("mpirun-") for r in recs.net)
     verdict = json.loads((out / "verdict.json").read_text())
-    assert p.returncode == (0 if verdict["verdict"] == "pass" else 1)
+    # no spec and no GPU to detect: nothing had a reference, and mpirun.sh's exit says unjudged (0)
+    assert verdict["verdict"] == "unjudged" and p.returncode == 0, (verdict["findings"], p.stdout[-2000:])
     assert (tmp_path / "local").is_dir()  # a dir the operator named is never removed
 
 
