@@ -69,6 +69,12 @@ def supervise(nproc: int, argv: Sequence[str]) -> int:
             return 3
 
 
+# after a rank fails: how long rank 0 may take to say which op failed, then how long the
+# others get to end on SIGTERM before SIGKILL (tests derive their limits from these)
+PEER_WAIT_S = 2.0
+STOP_GRACE_S = 2.0
+
+
 def _wait(procs: Sequence[subprocess.Popen[bytes]], logs: Sequence[Path]) -> int:
     while True:
         codes = [p.poll() for p in procs]
@@ -76,10 +82,10 @@ def _wait(procs: Sequence[subprocess.Popen[bytes]], logs: Sequence[Path]) -> int
         if failed:
             rank, code = failed[0]
             # rank 0 usually notices a dead peer at once and says which op failed: let it
-            deadline = time.monotonic() + 2.0
+            deadline = time.monotonic() + PEER_WAIT_S
             while procs[0].poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
-            _stop(procs, signal.SIGTERM, 2.0)
+            _stop(procs, signal.SIGTERM, STOP_GRACE_S)
             if procs[0].returncode in (2, 3):
                 return int(procs[0].returncode)    # rank 0 already said why, in one line
             why = _last_line(logs[rank]) if rank else ""

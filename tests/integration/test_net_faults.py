@@ -89,9 +89,16 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
+TIMEOUT_S = 5
+# a loaded 2-core machine: interpreters ending, torch tearing down its process group
+TEARDOWN_S = 11
+
+
 def test_hung_rank_times_out_exit_3_records_kept(tmp_path: Path) -> None:
+    from netbench.spawn import PEER_WAIT_S, STOP_GRACE_S
+
     out = tmp_path / "nb-hang"
-    proc = _start(out, "--timeout", "5")
+    proc = _start(out, "--timeout", str(TIMEOUT_S))
     try:
         _first_record(out, proc)
         stopped = _rank_pid(proc.pid, 1)
@@ -99,9 +106,10 @@ def test_hung_rank_times_out_exit_3_records_kept(tmp_path: Path) -> None:
         t0 = time.monotonic()
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 3, err
-        assert time.monotonic() - t0 < 5 + 15
+        # rank 0's collective times out, then the launcher's waits: nothing else may take time
+        assert time.monotonic() - t0 < TIMEOUT_S + PEER_WAIT_S + STOP_GRACE_S + TEARDOWN_S
         line = [ln for ln in err.splitlines() if "timeout" in ln]
-        assert line and "all_reduce at" in line[0] and "scope intra-node" in line[0] and "within 5 s" in line[0], err
+        assert line and "all_reduce at" in line[0] and "scope intra-node" in line[0] and f"within {TIMEOUT_S} s" in line[0], err
         assert (out / "net.jsonl").read_text().count("\n") >= 1
         assert not Path(f"/proc/{stopped}").exists() or "zombie" in Path(f"/proc/{stopped}/status").read_text()
     finally:
