@@ -67,3 +67,55 @@ def test_rendered_script_is_valid_bash(name: str, tmp_path: Path) -> None:
     script = tmp_path / "job.sbatch"
     script.write_text(render(CASES[name]), encoding="utf-8")
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True).returncode == 0
+
+
+FAKE_SRUN = '''#!/bin/sh
+# srun OPTIONS... PROGRAM ARGS...: runs the program once, here
+while [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) break ;; esac; done
+exec "$@"
+'''
+FAKE_SCONTROL = '''#!/bin/sh
+case "$*" in *hostnames*) echo n1 ;; *) echo "NodeName=n1 NodeAddr=127.0.0.1 State=IDLE" ;; esac
+'''
+# a stoker whose phases end as the test says: net/io exit with $NET_RC/$IO_RC (net prints a
+# reason first), report with $REPORT_RC after noting its arguments
+FAKE_STOKER = '''#!/bin/sh
+case "$1" in
+  net) echo "stoker: the srun step environment does not say how many ranks there are" >&2; exit "${NET_RC:-0}" ;;
+  io) exit "${IO_RC:-0}" ;;
+  report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
+esac
+exit 99
+'''
+
+
+@pytest.mark.parametrize(("net_rc", "report_rc", "job_rc"), [
+    (0, 0, 0),      # pass (or unjudged with --allow-unjudged)
+    (0, 1, 1),      # fail, or unjudged without --allow-unjudged: the report exits 1
+    (0, 3, 3),      # the report found a phase that wrote no records
+    (2, 3, 3),      # network phases died: incomplete
+    (2, 1, 1),      # a fail outranks the abort
+    (2, 0, 3),      # a report that passes over an aborted phase still does not pass
+    (0, 70, 70),    # a report that crashed with no aborted phase fails the job
+])
+def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL), ("stoker", FAKE_STOKER)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    out = tmp_path / "out"
+    cfg = SbatchConfig(nodes=2, ranks_per_node=2, gpus_per_node=0, profile=get_profile("quick"), out=str(out),
+                       backend="gloo", local_path=str(tmp_path / "local"), stoker=("stoker",))
+    script = tmp_path / "job.sbatch"
+    script.write_text(render(cfg), encoding="utf-8")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1",
+           "NET_RC": str(net_rc), "REPORT_RC": str(report_rc), "ARGS_FILE": str(tmp_path / "report-args")}
+    p = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == job_rc, p.stdout + p.stderr
+    assert (tmp_path / "report-args").read_text().split() == [str(out), "--fail-unjudged"]
+    phases = [line for line in (out / "phases.jsonl").read_text().splitlines()]
+    assert len(phases) == 4 and f'"phase":"intra-node","rc":{net_rc},' in phases[0]
+    assert '"log":"phase-intra-node.log"' in phases[0]
+    # the phase's own words are kept for the report's first line
+    assert (out / "phase-intra-node.log").read_text() == "stoker: the srun step environment does not say how many ranks there are\n"
