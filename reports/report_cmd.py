@@ -66,7 +66,7 @@ def read_phases(directory: Path) -> list[dict[str, Any]]:
 
 def aborted_phases(directory: Path) -> list[dict[str, Any]]:
     """Phases that did not end cleanly: their measurements are missing or partial."""
-    return [p for p in read_phases(directory) if p.get("rc", 0) != 0]
+    return [p for p in read_phases(directory) if p.get("rc", 0) != 0 and p.get("phase") != "report"]
 
 
 # which records each phase writes: a network phase its scopes, storage any io record
@@ -95,6 +95,8 @@ def missing_phases(directory: Path, phases: list[dict[str, Any]], net_scopes: se
     for p in phases:
         name = str(p.get("phase", "?"))
         rc = p.get("rc", 0)
+        if name == "report":
+            continue   # an earlier report (stoker run records it): it measures nothing
         if rc != 0:
             why = "ran past its time limit" if rc == 124 else f"ended with exit code {rc}"
             err = last_error_line(directory, p)
@@ -153,7 +155,7 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     verdict = verdict_json(j.run_id, j.findings, missing, spec=j.spec_name, workload=j.workload_name,
                            records={"net": len(rs.net), "io": len(rs.io)}, skipped_lines=len(rs.skipped),
                            imported=sorted(imp.sources),
-                           aborted_phases=[str(p.get("phase", "?")) for p in phases if p.get("rc", 0) != 0],
+                           aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)],
                            missing_phases=missing)
     return Collected(report=ri, spec=spec, verdict=verdict)
 

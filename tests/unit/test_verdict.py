@@ -63,7 +63,7 @@ def test_missing_phases(tmp_path: Path) -> None:
         {"phase": "inter-node", "rc": 2, "elapsed_s": 5, "log": "phase-inter-node.log"},
         {"phase": "pairs", "rc": 0, "elapsed_s": 3},                              # clean, but no pair records
         {"phase": "storage", "rc": 124, "elapsed_s": 200, "error": "fio: io_u error on file x"},
-        {"phase": "report", "rc": 0, "elapsed_s": 1},
+        {"phase": "report", "rc": 1, "elapsed_s": 1},       # an earlier report's fail: not a measurement
     ]
     assert missing_phases(tmp_path, phases, {"intra-node"}, io_count=3) == [
         "phase inter-node ended with exit code 2 after 5 s: stoker: the srun step environment does not say how many ranks there are",
