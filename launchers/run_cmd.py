@@ -3,8 +3,9 @@
 progress while it works, a summary table and the verdict at the end.
 
 Every phase is a `stoker` child process (launchers never imports netbench or iobench),
-writing into one results dir under one STOKER_RUN_ID. Exit code: the verdict (0 pass,
-1 fail), 3 when a phase aborted (the report still says what is missing), 2 bad input.
+writing into one results dir under one STOKER_RUN_ID. Exit code: the verdict (0 pass or
+unjudged, 1 fail, 3 incomplete: a phase aborted or wrote no records; the report still says
+what is missing), 2 bad input.
 """
 from __future__ import annotations
 
