@@ -40,8 +40,8 @@ _OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (("--scopes",), "scopes", dict(default=DEFAULT_SCOPES, metavar="LIST", help=f"comma list of {', '.join(SCOPES)} (default {DEFAULT_SCOPES})")),
     (("--timeout",), "timeout", dict(default=300.0, metavar="SECONDS", type=float, help="abort (exit 3) when one op takes longer, seconds (default 300)")),
     (("--out",), "out", dict(default=None, metavar="DIR", help="results directory (default ./stoker-results/<run_id>)")),
-    (("--pair-bytes",), "pair_bytes", dict(default=None, metavar="SIZE", help="size of each pairs measurement (default --max-bytes)")),
-    (("--pair-op",), "pair_op", dict(default="all_reduce", metavar="OP", help="op measured between node pairs (default all_reduce)")),
+    (("--pair-bytes",), "pair_bytes", dict(default=None, metavar="SIZE", help="size of each pairs or groups measurement (default --max-bytes)")),
+    (("--pair-op",), "pair_op", dict(default="all_reduce", metavar="OP", help="op measured between node pairs and in the groups search (default all_reduce)")),
     (("--pairs",), "pairs", dict(default=None, metavar="A:B,...", help="measure only these host pairs: HOSTA:HOSTB,HOSTC:HOSTD")),
     (("--hosts-override",), "hosts_override", dict(default=None, metavar="H0,H1,...", help="rank i's host name, comma separated (tests; also STOKER_HOSTS_MAP)")),
 ]

@@ -15,7 +15,7 @@ from netbench.backends import ITEMSIZE, Backend
 from netbench.collectives import TABLE, Collective
 from netbench.harness import ROOT, RankResult, measure
 from netbench.sweep import mean_across_ranks, slowest
-from netbench.topology import Group, Topology, host_pairs_rounds, my_host, pair_rounds, scope_groups
+from netbench.topology import Group, Topology, host_groups, host_pairs_rounds, my_host, pair_rounds, scope_groups
 from netbench.watchdog import Watchdog
 from reports.errors import MeasurementAborted, StokerError
 from reports.manifest import base_manifest, installed_versions
@@ -198,8 +198,33 @@ def _pairs(r: _Run, topo: Topology, rounds: list[list[Group]], pass_no: int) -> 
     return bw
 
 
+def _groups(r: _Run, topo: Topology) -> None:
+    """The log-round search for a slow node or link (reports.judging.localise_groups): each
+    round measures the search's groups at once with real collectives; rank 0's busbw of each
+    group is shared so that every rank's copy of the search takes the same next step."""
+    from reports.judging.localise_groups import group_search
+
+    done = 0
+
+    def measure(hgroups: list[tuple[str, ...]]) -> list[float]:
+        nonlocal done
+        groups = host_groups(topo, hgroups, done)
+        last = _round(r, "groups", groups, (r.s.pair_op,), (r.s.pair_bytes,), {})
+        with _step(r.wd, f"sharing the results of groups round {done}"):
+            values = r.b.bcast([last.get(g.index, 0.0) for g in groups] if r.writer is not None else None)
+        done += 1
+        return list(values)
+
+    res = group_search(topo.nodes, measure)
+    named = [*res.culprits, *(f"{a}-{b}" for a, b in res.links)]
+    r.say(f"# groups search: {res.rounds} rounds; slow: {', '.join(named) or 'none'}")
+
+
 def _scope(r: _Run, topo: Topology, scope: str) -> None:
     rounds, why = scope_groups(topo, scope)
+    if scope == "groups" and not why:
+        _groups(r, topo)
+        return
     if not rounds:
         _warn(r, output.skipped(scope, why))
         return

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from reports.errors import UsageError
 
-SCOPES = ("world", "intra-node", "inter-node", "pairs")
+SCOPES = ("world", "intra-node", "inter-node", "pairs", "groups")
 
 
 def my_host(rank: int, override: str | None = None, environ: Mapping[str, str] | None = None) -> str:
@@ -96,7 +96,15 @@ def scope_groups(topo: Topology, scope: str) -> tuple[list[list[Group]], str]:
         return [groups], ""
     if scope == "pairs":
         return pair_rounds(topo, round_robin(len(node_ranks))), ""
+    if scope == "groups":   # rounds are chosen as the search goes (netbench.runner): none up front
+        return ([], "") if len(node_ranks) >= 4 else ([], f"{len(node_ranks)} nodes: the search needs 4, use --scopes pairs")
     raise UsageError(f"unknown scope {scope!r}: choose from {', '.join(SCOPES)}")
+
+
+def host_groups(topo: Topology, groups: Sequence[Sequence[str]], rnd: int) -> list[Group]:
+    """Groups of host names (one round of the groups search) -> groups of their local rank 0."""
+    lead = dict(zip(topo.nodes, topo.leaders()))
+    return [_group(topo, i, [lead[h] for h in g], rnd=rnd) for i, g in enumerate(groups)]
 
 
 def pair_rounds(topo: Topology, rounds: Sequence[Sequence[tuple[int, int]]]) -> list[list[Group]]:

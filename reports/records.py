@@ -25,7 +25,7 @@ IO_FILE = "io.jsonl"
 MANIFEST_FILE = "manifest.jsonl"
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
-NET_SCOPES = ("world", "intra-node", "inter-node", "pair")
+NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
 IO_SCOPES = ("local", "shared")
 
 

@@ -97,7 +97,7 @@ def build_curves(net: Sequence[NetRecord]) -> tuple[dict[tuple[str, str], Curve]
         if r.wrong:
             wrong += 1
             continue
-        if r.time_s <= 0 or r.scope == "pair" or r.ranks < 2:
+        if r.time_s <= 0 or r.scope in ("pair", "groups") or r.ranks < 2:
             continue   # a lone rank crosses no link: its "bandwidth" is a local copy
         key = (effective_scope(r), r.op, r.scope == "world")
         if r.scope == "inter-node":

@@ -14,6 +14,7 @@ from typing import Any
 from reports.findings import Finding, verdict_of
 from reports.judging import compare, detect, model
 from reports.judging.localise import localise
+from reports.judging.localise_groups import group_findings
 from reports.judging.model import ModelRow
 from reports.judging.spec import Spec, fill_from_hardware
 from reports.judging.workload import Workload
@@ -114,6 +115,7 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
     findings += io_findings
     expected.update(io_expected)
     findings += localise(records.net, records.io, spec.inter_node_per_gpu_GBps if spec else None)
+    findings += group_findings(records.net)
     rows: list[ModelRow] = []
     summary: dict[str, Any] = {}
     if workload is not None:

@@ -12,15 +12,23 @@ node). Fast groups clear their members. Groups of 2 or 3 are resolved by pairing
 with a cleared node. A group is slow when under (1 − min_gap) × the reference, which is the
 expected figure when given, else the best result seen so far (any healthy group or pair runs
 at link speed). Starting with 4 groups rather than 2 keeps cleared nodes available when two
-bad nodes fall in different halves. It looks for nodes; a slow link between two ring
-neighbours makes its group slow but is only named by the pair tournament.
+bad nodes fall in different halves. A slow group of 2 or 3 whose members all reach full
+speed with cleared partners holds a slow *link*: a group of 2 is that link; a group of 3 has
+its three pairs measured. A slow link between groups that are never measured together (or
+that a halving splits apart) is only named by the pair tournament.
+
+`stoker net --scopes groups` runs this search with real collectives (netbench.runner), one
+`round` per call of `measure`; `group_findings` replays the same search on the recorded
+rounds, so the report reaches the decisions the run took, by the same code.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from reports.findings import Finding
 from reports.judging.localise import DEFAULT_MIN_GAP, rounds
+from reports.records import NetRecord
 
 FIRST_GROUPS = 4
 Group = tuple[str, ...]
@@ -47,10 +55,17 @@ class SearchResult:
     culprits: list[str]
     cleared: list[str]
     history: list[list[tuple[Group, float]]] = field(default_factory=list)  # per round
+    links: list[tuple[str, str]] = field(default_factory=list)   # slow paths between cleared nodes
+    reference: float = 0.0        # what "slow" was measured against (expected, or the best seen)
 
     @property
     def rounds(self) -> int:
         return len(self.history)
+
+    def value(self, hosts: Sequence[str]) -> float:
+        """The last busbw measured for exactly these hosts (a pair or a group)."""
+        want = frozenset(hosts)
+        return next(v for rnd in reversed(self.history) for g, v in rnd if frozenset(g) == want)
 
 
 def group_search(hosts: Sequence[str], measure: Measure, expected: float | None = None,
@@ -93,7 +108,102 @@ def group_search(hosts: Sequence[str], measure: Measure, expected: float | None 
         for batch in rounds(pairs):
             for (h, _), v in zip(batch, run(list(batch))):
                 (culprits if slow(v) else cleared).append(h)
-    return SearchResult(culprits=sorted(culprits), cleared=sorted(cleared), history=history)
+    links = _links(open_groups, set(culprits), run, slow) if cleared else []
+    return SearchResult(culprits=sorted(culprits), cleared=sorted(cleared), history=history,
+                        links=links, reference=best)
+
+
+def _links(slow_groups: list[Group], culprits: set[str], run: Measure,
+           slow: Callable[[float], bool]) -> list[tuple[str, str]]:
+    """A slow group whose members all reached full speed with cleared partners is slowed by
+    a path inside it: a pair is that path; the pairs of a trio are measured to find it."""
+    out: list[tuple[str, str]] = []
+    trio_pairs: list[tuple[str, str]] = []
+    for g in slow_groups:
+        if culprits & set(g):
+            continue
+        if len(g) == 2:
+            out.append((min(g), max(g)))
+        else:
+            trio_pairs += [(a, b) for i, a in enumerate(g) for b in g[i + 1:]]
+    for batch in rounds(trio_pairs):
+        out += [(min(p), max(p)) for p, v in zip(batch, run(list(batch))) if slow(v)]
+    return sorted(out)
+
+
+# -- the search replayed on recorded rounds ---------------------------------------------
+def recorded_rounds(net: Sequence[NetRecord]) -> list[dict[frozenset[str], float]]:
+    """busbw per group (by its hosts) of each round of `scope: "groups"` records, for the op
+    and size the search used (all_reduce preferred, the largest size)."""
+    recs = [r for r in net if r.scope == "groups" and r.wrong == 0 and isinstance(r.extra.get("round"), int)]
+    if not recs:
+        return []
+    ops = {r.op for r in recs}
+    op = "all_reduce" if "all_reduce" in ops else min(ops)
+    recs = [r for r in recs if r.op == op]
+    size = max(r.bytes for r in recs)
+    out: list[dict[frozenset[str], float]] = [{} for _ in range(1 + max(r.extra["round"] for r in recs))]
+    for r in recs:
+        if r.bytes == size:
+            out[r.extra["round"]][frozenset(r.hosts)] = r.busbw_GBps
+    return out
+
+
+def replay(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_GAP) -> SearchResult | None:
+    """The search the run took, decided again from its records (None: no groups records,
+    or they do not hold a round the search asks for, e.g. the run was cut short)."""
+    recorded = recorded_rounds(net)
+    if not recorded or not recorded[0]:
+        return None
+    # round 0 splits the node list into contiguous groups in rank order: their concatenation
+    # is that list (hosts within a record are already in rank order)
+    first = sorted((r for r in net if r.scope == "groups" and r.extra.get("round") == 0),
+                   key=lambda r: r.group)
+    hosts = list(dict.fromkeys(h for r in first for h in r.hosts))
+    done = 0
+
+    def measure(groups: list[Group]) -> list[float]:
+        nonlocal done
+        if done >= len(recorded):
+            raise LookupError("round not recorded")
+        values = [recorded[done].get(frozenset(g)) for g in groups]
+        done += 1
+        if any(v is None for v in values):
+            raise LookupError("group not recorded")
+        return [float(v) for v in values if v is not None]
+
+    try:
+        return group_search(hosts, measure, min_gap=min_gap)
+    except LookupError:
+        return None
+
+
+def group_findings(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_GAP) -> list[Finding]:
+    """`node` findings for the search's culprits and `link` findings for its slow paths."""
+    res = replay(net, min_gap)
+    if res is None:
+        return []
+    ref = res.reference
+    rounds_used = res.rounds
+    out: list[Finding] = []
+    for h in res.culprits:
+        partner = next(g for rnd in reversed(res.history) for g, _ in rnd if h in g and len(g) == 2)
+        v = res.value(partner)
+        other = next(x for x in partner if x != h)
+        out.append(Finding(
+            component="node", check="groups busbw", status="below_spec", measured=v, expected=ref, unit="GB/s",
+            hosts=(h,), extra={"basis": "fleet", "rounds": rounds_used, "confirmed_with": [other]},
+            message=f"{h} is slow: its group and its pair with the cleared node {other} reach {v:.3g} GB/s "
+                    f"against {ref:.3g} GB/s for healthy groups (found in {rounds_used} rounds): "
+                    "check its NIC, cable and switch port, or drain it."))
+    for a, b in res.links:
+        v = res.value((a, b))
+        out.append(Finding(
+            component="link", check="groups busbw", status="below_spec", measured=v, expected=ref, unit="GB/s",
+            hosts=(a, b), extra={"basis": "fleet", "rounds": rounds_used},
+            message=f"The path between {a} and {b} is slow ({v:.3g} GB/s) while both reach full speed with "
+                    "other nodes: check the cables, switch ports and routes between them."))
+    return out
 
 
 # -- the scale estimate -------------------------------------------------------------

@@ -55,7 +55,7 @@ def bullets(lines: Iterable[str]) -> str:
 def _net(sws: Sequence[Sweep], ri: ReportInput) -> list[str]:
     j = ri.judgement
     out = ["<h2>Network sweeps</h2>"]
-    shown = [s for s in sws if s.scope != "pair"]
+    shown = [s for s in sws if s.scope not in ("pair", "groups")]
     if not shown:
         return [*out, "<p>No network records.</p>"]
     for scope, group in groupby(shown, key=lambda s: s.scope):

@@ -130,7 +130,7 @@ def _net_section(sws: Sequence[Sweep], j: Any) -> list[str]:
     if not sws:
         return [*out, "No network records.", ""]
     for s in sws:
-        if s.scope == "pair":
+        if s.scope in ("pair", "groups"):
             continue  # pairs are many small groups: summarised under localisation
         out += [f"### {s.scope} · {s.label}", "", plateau_line(s, j.expected, j.thresholds), "",
                 md_table(sweep_table(s)), ""]

@@ -9,7 +9,10 @@ from collections.abc import Mapping
 import pytest
 
 from netbench.topology import round_robin
-from reports.judging.localise_groups import Group, Sizes, estimate, group_search, round_robin_rounds, round_seconds
+from reports.judging.localise_groups import (
+    Group, Sizes, estimate, group_findings, group_search, replay, round_robin_rounds, round_seconds,
+)
+from reports.records import NetRecord
 
 F = 10.0
 
@@ -74,3 +77,52 @@ def test_round_seconds_and_estimate_by_hand() -> None:
     sizes = [256, 128, 64, 32, 16, 8, 4, 2, 2]
     assert e["group_min"] == pytest.approx(sum(1 + 2 * (g - 1) / g for g in sizes) / 60)
     assert [estimate(n)["group_rounds"] for n in (8, 64, 512)] == [2, 5, 8]
+
+
+class LinkCluster(Cluster):
+    """Cluster plus slow paths: a group runs at its slowest member or slowest path inside it."""
+
+    def __init__(self, n: int, rates: Mapping[int, float], links: Mapping[tuple[int, int], float]) -> None:
+        super().__init__(n, rates, noise=0.0)
+        self.links = {frozenset((f"h{a}", f"h{b}")): v for (a, b), v in links.items()}
+
+    def measure(self, groups: list[Group]) -> list[float]:
+        base = super().measure(groups)
+        return [min([v, *(x for k, x in self.links.items() if k <= set(g))]) for g, v in zip(groups, base)]
+
+
+def test_a_slow_link_in_a_pair_group_is_a_link_not_a_node() -> None:
+    # 8 nodes: round 1 is 4 groups of 2; (h2, h3) slow, both fast with cleared partners
+    c = LinkCluster(8, {}, {(2, 3): F / 4})
+    res = group_search(c.hosts, c.measure)
+    assert res.culprits == [] and res.links == [("h2", "h3")] and res.rounds == 2
+    assert res.value(("h3", "h2")) == F / 4 and res.reference == F
+
+
+def test_a_slow_link_in_a_trio_is_found_among_its_three_pairs() -> None:
+    # 12 nodes: 4 groups of 3 (h0-2, h3-5, h6-8, h9-11); the path h6-h8 is slow. Rounds: the
+    # groups, one pairing of the trio's members with cleared nodes, then its 3 pairs one by one.
+    c = LinkCluster(12, {}, {(6, 8): F / 4})
+    res = group_search(c.hosts, c.measure)
+    assert res.culprits == [] and res.links == [("h6", "h8")] and res.rounds == 1 + 1 + 3
+
+
+def _records(res_history: list[list[tuple[Group, float]]]) -> list[NetRecord]:
+    return [NetRecord(run_id="r", ts="t", hosts=g, nodes=len(g), op="all_reduce", scope="groups", ranks=len(g),
+                      backend="gloo", dtype="float32", bytes=1 << 22, time_s=1.0, algbw_GBps=v, busbw_GBps=v,
+                      wrong=0, group=i, extra={"round": k})
+            for k, rnd in enumerate(res_history) for i, (g, v) in enumerate(rnd)]
+
+
+def test_group_findings_replay_the_recorded_search() -> None:
+    c = Cluster(8, {5: F / 4}, noise=0.0)
+    run = group_search(c.hosts, c.measure)
+    found = group_findings(_records(run.history))
+    assert [(f.component, f.hosts) for f in found] == [("node", ("h5",))]
+    # its pairing round put h5 with a cleared node: measured at h5's speed, against the best group
+    assert found[0].measured == F / 4 and found[0].expected == F and found[0].extra["rounds"] == 2
+    lc = LinkCluster(8, {}, {(2, 3): F / 4})
+    found = group_findings(_records(group_search(lc.hosts, lc.measure).history))
+    assert [(f.component, f.hosts, f.measured) for f in found] == [("link", ("h2", "h3"), F / 4)]
+    # a run cut short (the pairing round missing) is not judged on half a search
+    assert replay(_records(run.history[:1])) is None and group_findings([]) == []
