@@ -31,6 +31,14 @@ class Profile:
     report_timeout_s: int = 300
 
 
+# Above this many nodes the acceptance job localises with the log-round groups search
+# (`--scopes groups`: ~log2(n) + 1 rounds) instead of the pair tournament (n - 1 rounds).
+# At 64 nodes the tournament is 63 rounds, ~3 minutes at the standard profile (2.67 s a
+# round, docs/localisation.md), a third of its 600 s phase limit, and it names every slow
+# link; at 256 it would be ~11 minutes, past the limit, while the search takes 7 rounds.
+# The search names a slow node, or a slow link only between nodes it measures together.
+GROUPS_ABOVE_NODES = 64
+
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (

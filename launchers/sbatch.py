@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from launchers import builders as b
-from launchers.profiles import Profile
+from launchers.profiles import GROUPS_ABOVE_NODES, Profile
 
 # What the rendered script may hold beyond the profile's own limits: stoker's --timeout
 # fires first, srun's --time next (Slurm kills on whole minutes), `timeout` last.
@@ -53,10 +53,12 @@ def job_time(cfg: SbatchConfig) -> str:
 
 
 def net_phases(cfg: SbatchConfig) -> list[tuple[str, tuple[str, ...]]]:
-    """(phase name, scopes) in the contract's order; one node has no inter-node phases."""
+    """(phase name, scopes) in the contract's order; one node has no inter-node phases, and
+    above GROUPS_ABOVE_NODES nodes the groups search replaces the pair tournament."""
     phases = [("intra-node", ("intra-node",))]
     if cfg.nodes > 1:
-        phases += [("inter-node", ("world", "inter-node")), ("pairs", ("pairs",))]
+        localise = "groups" if cfg.nodes > GROUPS_ABOVE_NODES else "pairs"
+        phases += [("inter-node", ("world", "inter-node")), (localise, (localise,))]
     return phases
 
 

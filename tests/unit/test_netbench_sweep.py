@@ -8,7 +8,9 @@ import pytest
 
 from netbench.launch_env import detect, require_rendezvous
 from netbench.sweep import iter_stats, mean_across_ranks, percentile, sizes, slowest
-from netbench.topology import Topology, host_pairs_rounds, my_host, parse_pairs, round_robin, scope_groups
+from netbench.topology import (
+    Topology, host_groups, host_pairs_rounds, my_host, parse_pairs, round_robin, scope_groups,
+)
 from reports.errors import UsageError
 
 
@@ -124,3 +126,13 @@ def test_backend_not_installed_says_what_to_install(monkeypatch: pytest.MonkeyPa
         backends.check_installed("gloo")
     with pytest.raises(UsageError, match="choose from auto, nccl, gloo, mpi"):
         backends.check_installed("tcp")
+
+
+def test_groups_scope_maps_host_groups_to_each_nodes_first_rank() -> None:
+    # 4 nodes of 2 ranks, hosts interleaved: node d's first rank is 3, c's is 6
+    t = Topology(hosts=("a", "b", "a", "d", "b", "e", "c", "d", "c", "e"))
+    assert scope_groups(t, "groups") == ([], "")   # rounds are chosen as the search runs
+    gs = host_groups(t, [("a", "b"), ("d", "c", "e")], rnd=3)
+    assert [(g.index, g.ranks, g.hosts, g.round) for g in gs] == [
+        (0, (0, 1), ("a", "b"), 3), (1, (3, 5, 6), ("d", "e", "c"), 3)]
+    assert scope_groups(Topology(hosts=("a", "b", "c")), "groups") == ([], "3 nodes: the search needs 4, use --scopes pairs")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from launchers.profiles import get_profile
-from launchers.sbatch import SbatchConfig, job_time, render
+from launchers.sbatch import SbatchConfig, job_time, net_phases, render
 from tests.conftest import DATA
 
 GOLDEN = DATA / "launchers"
@@ -119,3 +119,13 @@ def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int,
     assert '"log":"phase-intra-node.log"' in phases[0]
     # the phase's own words are kept for the report's first line
     assert (out / "phase-intra-node.log").read_text() == "stoker: the srun step environment does not say how many ranks there are\n"
+
+
+def test_groups_search_replaces_pairs_above_64_nodes() -> None:
+    def last(nodes: int) -> tuple[str, tuple[str, ...]]:
+        return net_phases(SbatchConfig(nodes=nodes, ranks_per_node=8, gpus_per_node=8,
+                                       profile=get_profile("standard"), out="/r"))[-1]
+    assert last(64) == ("pairs", ("pairs",))
+    assert last(65) == ("groups", ("groups",))
+    assert "--scopes groups" in render(SbatchConfig(nodes=128, ranks_per_node=8, gpus_per_node=8,
+                                                    profile=get_profile("standard"), out="/r"))
