@@ -48,6 +48,7 @@ _OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
 _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (("--in-place",), "in_place", dict(action="store_true", help="also measure in place, as nccl-tests does")),
     (("--check",), "check", dict(action=argparse.BooleanOptionalAction, default=True, help="count wrong elements [nccl-tests -c 1] (default on; --no-check skips it)")),
+    (("--graph",), "graph", dict(action=argparse.BooleanOptionalAction, default=True, help="NCCL: time the iterations as one captured CUDA graph [nccl-tests -G] (default on; --no-graph times eagerly; gloo and MPI are always eager)")),
 ]
 
 
@@ -67,6 +68,7 @@ def rank_argv(args: argparse.Namespace) -> list[str]:
     if args.in_place:
         argv.append("--in-place")
     argv.append("--check" if args.check else "--no-check")
+    argv.append("--graph" if args.graph else "--no-graph")
     return argv
 
 
@@ -105,7 +107,7 @@ def settings(args: argparse.Namespace) -> Settings:
         ops=ops, sizes=tuple(sizes(lo, hi, factor)), iters=args.iters, warmup=args.warmup, dtype=args.dtype,
         scopes=scopes, in_place=args.in_place, check=args.check, timeout_s=args.timeout,
         pair_bytes=parse_size(args.pair_bytes, "--pair-bytes") if args.pair_bytes else hi,
-        pair_op=args.pair_op, pairs=tuple(parse_pairs(args.pairs)) if args.pairs else (),
+        pair_op=args.pair_op, pairs=tuple(parse_pairs(args.pairs)) if args.pairs else (), graph=args.graph,
         out=args.out, hosts_override=args.hosts_override,
     )
 

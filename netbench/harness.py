@@ -8,6 +8,14 @@ gives the per-iteration min/p50/p99/CV without a second pass and without changin
 the headline time means. On GPUs an event record costs microseconds of host time, which
 shows on ops the host cannot enqueue fast enough (8 bytes): there the headline loop has
 only its two end events, and the statistics come from a second loop with one per op.
+
+With `graph` (NCCL's default, nccl-tests -G): after the check and warm-up, the `iters` ops are
+captured as one CUDA graph, launched once untimed (the first launch uploads it), then
+GRAPH_REPLAYS times between marks: t = mean replay time / iters, and the statistics are over
+the replays' per-op means (single ops inside a graph cannot be timed). The host's per-call
+cost (~25-30 us in torch) leaves the timed loop, which is what nccl-tests -G measures. A
+backend without graphs (gloo, MPI) times eagerly; a capture that fails does too, and the
+result says why (`graph_error`).
 """
 from __future__ import annotations
 
@@ -21,6 +29,7 @@ from netbench.collectives import Collective, Layout, count_wrong
 from netbench.sweep import IterStats, iter_stats
 
 ROOT = 0   # nccl-tests' default root (-r 0), as a rank of the group
+GRAPH_REPLAYS = 3   # timed launches of the captured graph: enough for a min and a median
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -31,6 +40,8 @@ class RankResult:
     time_s: float          # this rank's elapsed / iters
     stats: IterStats
     wrong: int
+    graph: bool = False    # timed as a captured CUDA graph
+    graph_error: str = ""  # why capture failed (timed eagerly instead); "" when it did not
 
 
 def _buffers(b: Backend, coll: Collective, lay: Layout, n: int, me: int, in_place: bool) -> tuple[Any, Any]:
@@ -51,7 +62,7 @@ def _buffers(b: Backend, coll: Collective, lay: Layout, n: int, me: int, in_plac
 
 def measure(
     b: Backend, comm: Any, coll: Collective, lay: Layout, *, group: int, iters: int, warmup: int,
-    in_place: bool, check: bool,
+    in_place: bool, check: bool, graph: bool = False,
 ) -> RankResult:
     """Check, warm up and time one op at one size on this rank's group."""
     n, me = b.group_size(comm), b.group_rank(comm)
@@ -65,12 +76,28 @@ def measure(
         wrong = count_wrong(b.to_numpy(recv), coll.expected(lay.count, n, me, ROOT))
     for _ in range(warmup):
         op()
+    replay, graph_error = _capture(b, op, iters) if graph else (None, "")
+    if replay is not None:
+        replay()        # the first launch uploads the graph: untimed
+        per_op = [t / iters for t in _timed_loop(b, comm, replay, GRAPH_REPLAYS, every_op=True).intervals()]
+        return RankResult(group=group, time_s=sum(per_op) / len(per_op), stats=iter_stats(per_op),
+                          wrong=wrong, graph=True)
     timer = _timed_loop(b, comm, op, iters, every_op=True)
     times = timer.intervals()
     headline = sum(times) / iters
     if timer.intrusive:
         headline = _timed_loop(b, comm, op, iters, every_op=False).intervals()[0] / iters
-    return RankResult(group=group, time_s=headline, stats=iter_stats(times), wrong=wrong)
+    return RankResult(group=group, time_s=headline, stats=iter_stats(times), wrong=wrong, graph_error=graph_error)
+
+
+def _capture(b: Backend, op: Any, iters: int) -> tuple[Any, str]:
+    """(replay call or None, why capture failed or "")."""
+    try:
+        return b.capture(op, iters), ""
+    except Exception as exc:   # a failed capture must cost the graph, never the measurement
+        b.sync()
+        first = (str(exc).strip().splitlines() or [""])[0][:160]
+        return None, f"{type(exc).__name__}: {first}"
 
 
 def _timed_loop(b: Backend, comm: Any, op: Any, iters: int, *, every_op: bool) -> Timer:

@@ -37,6 +37,7 @@ class Settings:
     pair_bytes: int
     pair_op: str
     pairs: tuple[tuple[str, str], ...] = ()
+    graph: bool = True            # NCCL: time as a captured CUDA graph (gloo/MPI: always eager)
     out: str | None = None
     hosts_override: str | None = None
 
@@ -49,6 +50,7 @@ class _Run:
     writer: RecordWriter | None          # global rank 0 only
     run_id: str
     n_records: int = 0
+    graph_warned: bool = False
 
     def say(self, line: str) -> None:
         if self.writer is not None:
@@ -139,7 +141,7 @@ def _gather_one(r: _Run, scope: str, comm: Any, mine: Group | None, coll: Collec
         if lay.count > 0:
             with _step(r.wd, f"{coll.name} at {size} B in scope {scope} (group {mine.index})"):
                 res = measure(r.b, comm, coll, lay, group=mine.index, iters=r.s.iters,
-                              warmup=r.s.warmup, in_place=in_place, check=r.s.check)
+                              warmup=r.s.warmup, in_place=in_place, check=r.s.check, graph=r.s.graph)
     with _step(r.wd, f"collecting results of {coll.name} at {size} B in scope {scope}"):
         return r.b.gather(res)
 
@@ -171,10 +173,12 @@ def _round(r: _Run, scope: str, groups: Sequence[Group], ops: Sequence[str], siz
                 everything = _gather_one(r, scope, comm, mine, coll, size, in_place)
                 if everything is None or r.writer is None:
                     continue
+                _graph_fallback(r, everything)
                 for g in groups:
                     got = [x for x in everything if x is not None and x.group == g.index]
                     if got:
-                        rec = _record(r, scope, g, coll, size, got, in_place, {**extra, **_round_extra(g)})
+                        graph = {"graph": all(x.graph for x in got)}
+                        rec = _record(r, scope, g, coll, size, got, in_place, {**extra, **_round_extra(g), **graph})
                         r.writer.write(rec)
                         r.n_records += 1
                         rows.setdefault(g.index, []).append(rec)
@@ -182,6 +186,15 @@ def _round(r: _Run, scope: str, groups: Sequence[Group], ops: Sequence[str], siz
                 last[index] = recs[0].busbw_GBps
                 r.say(output.row(recs, index if many else None))
     return last
+
+
+def _graph_fallback(r: _Run, results: Sequence[RankResult | None]) -> None:
+    """One line, the first time a CUDA-graph capture failed: from then on that op is timed
+    eagerly (its records say graph: false)."""
+    why = next((x.graph_error for x in results if x is not None and x.graph_error), "")
+    if why and not r.graph_warned:
+        r.graph_warned = True
+        _warn(r, f"# CUDA graph capture failed ({why}): timing eagerly where it fails; records say graph: false")
 
 
 def _round_extra(g: Group) -> dict[str, Any]:

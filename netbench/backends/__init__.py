@@ -98,6 +98,13 @@ class Backend(ABC):
     @abstractmethod
     def timer(self) -> Timer: ...
 
+    def capture(self, op: Callable[[], object], iters: int) -> Callable[[], object] | None:
+        """`iters` calls of `op` captured as one replayable graph (CUDA graphs, as nccl-tests
+        -G): returns the replay call. None: this backend has no graphs (gloo, MPI), eager
+        timing is the only kind. Raises when capture was tried and failed (old NCCL, a driver
+        that refuses): the harness then times eagerly and says why."""
+        return None
+
     @abstractmethod
     def gather(self, obj: Any) -> list[Any] | None:
         """Every rank's object at global rank 0 (None elsewhere)."""

@@ -2,7 +2,8 @@
 
 torch has no out-of-place all_reduce, broadcast or reduce: those always run in place
 (records say in_place=true). The NCCL path is thin and has not been run in this
-project's CI (no GPU there)."""
+project's CI (no GPU there); its CUDA-graph capture (`capture`, nccl-tests -G) has not
+been run on a GPU at all yet (tests/unit/test_harness.py drives the harness's side of it)."""
 from __future__ import annotations
 
 import datetime
@@ -27,6 +28,7 @@ _DTYPES = {
 # torch 2.13 renamed the tensor forms (the old names warn); same call, same semantics
 _ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 _REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+NCCL_GRAPHS = (2, 9, 6)   # the first NCCL whose collectives can be captured in a CUDA graph
 
 
 class CudaEventTimer(Timer):
@@ -163,6 +165,24 @@ class TorchBackend(Backend):
 
     def timer(self) -> Timer:
         return CudaEventTimer() if self._dev.type == "cuda" else PerfCounterTimer()
+
+    def capture(self, op: Callable[[], object], iters: int) -> Callable[[], object] | None:
+        """NCCL: the ops captured into one torch.cuda.CUDAGraph (torch.cuda.graph captures on its
+        own side stream; replay() launches on the current one, where the timer's events are).
+        gloo: None. The caller has already run the op eagerly (check, warm-up), which
+        NCCL needs before capture to set up its communicator."""
+        if self._dev.type != "cuda":
+            return None
+        if torch.cuda.nccl.version() < NCCL_GRAPHS:
+            have = ".".join(map(str, torch.cuda.nccl.version()))
+            raise RuntimeError(f"NCCL {have} cannot be captured in a CUDA graph (needs 2.9.6 or later)")
+        graph = torch.cuda.CUDAGraph()
+        # thread_local: NCCL's watchdog thread polls events while we capture; "global" mode
+        # would turn its (harmless) calls into a capture error
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            for _ in range(iters):
+                op()
+        return graph.replay
 
     def gather(self, obj: Any) -> list[Any] | None:
         out: list[Any] | None = [None] * self.world if self.rank == 0 else None

@@ -21,14 +21,15 @@ def test_defaults_and_nccl_tests_aliases() -> None:
     s = settings(_parse())
     assert s.ops == ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
     assert (s.sizes[0], s.sizes[-1], len(s.sizes)) == (8, 64 << 20, 24)     # 8 B .. 64 MiB, x2
-    assert (s.iters, s.warmup, s.dtype, s.timeout_s, s.check) == (20, 1, "float32", 300.0, True)
+    assert (s.iters, s.warmup, s.dtype, s.timeout_s, s.check, s.graph) == (20, 1, "float32", 300.0, True, True)
+    assert settings(_parse("--no-graph")).graph is False
     assert s.scopes == ("world", "intra-node", "inter-node") and s.pair_bytes == 64 << 20
     a = settings(_parse("-b", "1K", "-e", "4K", "-f", "4", "-n", "7", "-w", "0", "-d", "float16", "--no-check"))
     assert (a.sizes, a.iters, a.warmup, a.dtype, a.check) == ((1024, 4096), 7, 0, "float16", False)
 
 
 def test_rank_argv_round_trips() -> None:
-    args = _parse("--ops", "all_reduce", "-b", "8", "-e", "1M", "--in-place", "--no-check", "--nproc", "3",
+    args = _parse("--ops", "all_reduce", "-b", "8", "-e", "1M", "--in-place", "--no-check", "--no-graph", "--nproc", "3",
                   "--hosts-override", "a,b,c", "--pairs", "a:b", "--timeout", "9")
     argv = rank_argv(args)
     assert "--nproc" not in argv
