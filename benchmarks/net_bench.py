@@ -9,6 +9,15 @@ interleaved `--repeats` times, alternating which goes first (so load drift hits 
 compared, and so is the best (minimum) of each, which load on a shared machine
 disturbs least. Targets (issue 2): bandwidth >= 0.97 x bare at >= 1 MiB; latency <= 1.05 x
 bare at 8 bytes. Printed by rank 0; exit 0 whatever the numbers (a benchmark, not a test).
+
+Against nccl-tests on a GPU machine (issue 15; docs/netbench.md says how to build it):
+
+    python benchmarks/net_bench.py --vs-nccl-tests nccl-tests/build [--gpus 1,8] [-e 1G]
+
+runs, for all_reduce, all_gather, reduce_scatter and broadcast at each GPU count, nccl-tests
+eager and with `-G 1` (CUDA graph) and `stoker net --backend nccl` with `--no-graph` and
+`--graph`, same sizes and iterations, and prints them side by side: graph vs -G and eager vs
+eager. Goals: 8-byte time <= 1.1 x nccl-tests, bandwidth at >= 128 MiB >= 0.98 x.
 """
 from __future__ import annotations
 
@@ -20,6 +29,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -130,6 +140,87 @@ def _rank(args: argparse.Namespace) -> None:
     b.close()
 
 
+# -- graph vs eager vs nccl-tests (GPU machines) ---------------------------------------
+VS_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
+GOAL_LAT, GOAL_BW, BW_FROM = 1.1, 0.98, 128 << 20
+
+
+def _nccl_tests(build: Path, op: str, gpus: int, graph: bool, a: argparse.Namespace) -> dict[tuple[int, bool], Any]:
+    """One nccl-tests binary (-g GPUS in one process, MPI=0), parsed by stoker's own importer."""
+    from reports.ingest.nccl_tests import parse_log
+
+    exe = build / f"{op}_perf"
+    cmd = [str(exe), "-b", "8", "-e", a.max_bytes, "-f", str(a.step_factor), "-g", str(gpus),
+           "-n", str(a.iters), "-w", str(a.warmup), "-c", "1", *(["-G", "1"] if graph else [])]
+    text = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=True).stdout
+    recs = parse_log(text, run_id="nccl-tests", ts="", source_name=exe.name, op=op).records
+    return {(r.bytes, r.in_place): r for r in recs}
+
+
+def _stoker(op: str, gpus: int, graph: bool, a: argparse.Namespace, out: Path) -> dict[int, Any]:
+    from reports.records import read_records
+
+    cmd = [sys.executable, "-m", "launchers.cli", "net", "--backend", "nccl", "--nproc", str(gpus),
+           "--ops", op, "-b", "8", "-e", a.max_bytes, "-f", str(a.step_factor), "-n", str(a.iters),
+           "-w", str(a.warmup), "--scopes", "world", "--graph" if graph else "--no-graph", "--out", str(out)]
+    subprocess.run(cmd, check=True, timeout=1800, stdout=subprocess.DEVNULL)
+    return {r.bytes: r for r in read_records(out).net if r.op == op}
+
+
+def _ratio(x: float, y: float) -> str:
+    return f"{x / y:.3f}" if y > 0 else "-"
+
+
+def vs_nccl_tests(a: argparse.Namespace) -> int:
+    import tempfile
+
+    import torch
+
+    build = Path(a.vs_nccl_tests)
+    have = torch.cuda.device_count()
+    counts = [int(g) for g in a.gpus.split(",")] if a.gpus else sorted({*(1 << k for k in range(8) if 1 << k <= have), have})
+    if not have or not (build / "all_reduce_perf").exists():
+        print(f"net_bench: needs GPUs ({have} visible) and nccl-tests binaries in {build}", file=sys.stderr)
+        return 2
+    print(f"# stoker net vs nccl-tests on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, NCCL "
+          f"{'.'.join(map(str, torch.cuda.nccl.version()))}; -n {a.iters} -w {a.warmup}; times in us; "
+          f"bw ratio = stoker / nccl-tests (busbw and algbw agree at equal ranks)")
+    print(f"# {'op':<14} {'gpus':>4} {'bytes':>11} {'nt us':>9} {'st us':>9} {'t ratio':>7} {'nt -G us':>9} "
+          f"{'st graph':>9} {'t ratio':>7} {'bw eager':>8} {'bw graph':>8}")
+    verdicts = []
+    with tempfile.TemporaryDirectory(prefix="netspeed-vs-") as tmp:
+        for gpus in counts:
+            for op in VS_OPS:
+                nt = {g: _nccl_tests(build, op, gpus, g, a) for g in (False, True)}
+                st = {g: _stoker(op, gpus, g, a, Path(tmp) / f"{op}{gpus}{g}") for g in (False, True)}
+                lat: dict[bool, float] = {}
+                bw: dict[bool, list[float]] = {False: [], True: []}
+                for size, ours in sorted(st[False].items()):
+                    key = (size, ours.in_place)
+                    g_ours = st[True].get(size)
+                    if key not in nt[False] or key not in nt[True] or g_ours is None:
+                        continue
+                    e, g = nt[False][key], nt[True][key]
+                    print(f"  {op:<14} {gpus:>4} {size:>11} {e.time_s * 1e6:>9.2f} {ours.time_s * 1e6:>9.2f} "
+                          f"{_ratio(ours.time_s, e.time_s):>7} {g.time_s * 1e6:>9.2f} {g_ours.time_s * 1e6:>9.2f} "
+                          f"{_ratio(g_ours.time_s, g.time_s):>7} {_ratio(e.time_s, ours.time_s):>8} "
+                          f"{_ratio(g.time_s, g_ours.time_s):>8}", flush=True)
+                    if not lat:
+                        lat = {False: ours.time_s / e.time_s, True: g_ours.time_s / g.time_s}
+                    if size >= BW_FROM:
+                        bw[False].append(e.time_s / ours.time_s)
+                        bw[True].append(g.time_s / g_ours.time_s)
+                for mode, name in ((False, "eager"), (True, "graph")):
+                    worst_bw = min(bw[mode], default=float("nan"))
+                    ok = lat.get(mode, 99) <= GOAL_LAT and worst_bw >= GOAL_BW
+                    verdicts.append(f"  {op:<14} {gpus:>4} {name:<6} smallest-size time x{lat.get(mode, float('nan')):.3f} "
+                                    f"(goal <= {GOAL_LAT}), worst bw at >= 128 MiB x{worst_bw:.3f} (goal >= {GOAL_BW}): "
+                                    f"{'meets' if ok else 'MISSES'}")
+    print("# goals")
+    print("\n".join(verdicts))
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ops", default="all_reduce,all_gather")
@@ -137,7 +228,16 @@ def main() -> int:
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
+    p.add_argument("--vs-nccl-tests", metavar="BUILD_DIR", help="GPU: compare with the nccl-tests binaries in BUILD_DIR")
+    p.add_argument("--gpus", default=None, help="with --vs-nccl-tests: GPU counts, e.g. 1,8 (default 1,2,4.. up to all)")
+    p.add_argument("--max-bytes", "-e", default="1G", help="with --vs-nccl-tests: largest size (default 1G)")
+    p.add_argument("--step-factor", "-f", type=int, default=4, help="with --vs-nccl-tests: size factor (default 4)")
+    p.add_argument("--warmup", "-w", type=int, default=5, help="with --vs-nccl-tests: warm-up iterations (default 5)")
     args = p.parse_args()
+    if args.vs_nccl_tests:
+        if "--iters" not in sys.argv and "-n" not in sys.argv:
+            args.iters = 50
+        return vs_nccl_tests(args)
     if "RANK" in os.environ:
         _rank(args)
         return 0
