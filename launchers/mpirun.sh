@@ -51,7 +51,9 @@ timeout 120 "${CMD[@]}" || die2 "cannot create $LOCAL_IO or $SHARED_IO on every 
 
 GRACE=120
 NAMES=(intra-node) SCOPES=(intra-node)
-[ "$NNODES" -gt 1 ] && NAMES+=(inter-node pairs) SCOPES+=(world,inter-node pairs)
+# above 64 nodes (launchers.profiles.GROUPS_ABOVE_NODES) the log-round search replaces the tournament
+LOCALISE=$([ "$NNODES" -gt 64 ] && echo groups || echo pairs)
+[ "$NNODES" -gt 1 ] && NAMES+=(inter-node "$LOCALISE") SCOPES+=(world,inter-node "$LOCALISE")
 PHASES=$(( ${#SCOPES[@]} + 2 ))
 for i in "${!SCOPES[@]}"; do
   tokens CMD "${L[@]}" --nproc-per-node "$NPROC_PER_NODE" net --scopes "${SCOPES[$i]}" --backend "$BACKEND" --out "$OUT" "$@"

@@ -58,7 +58,9 @@ WRITE_PHASES=$([ "$NODE_RANK" -eq 0 ] && echo 1 || echo 0)
 L=(--launcher torchrun --nnodes "$NNODES" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")
 GRACE=120
 NAMES=(intra-node) SCOPES=(intra-node)
-[ "$NNODES" -gt 1 ] && NAMES+=(inter-node pairs) SCOPES+=(world,inter-node pairs)
+# above 64 nodes (launchers.profiles.GROUPS_ABOVE_NODES) the log-round search replaces the tournament
+LOCALISE=$([ "$NNODES" -gt 64 ] && echo groups || echo pairs)
+[ "$NNODES" -gt 1 ] && NAMES+=(inter-node "$LOCALISE") SCOPES+=(world,inter-node "$LOCALISE")
 PHASES=$(( ${#SCOPES[@]} + 1 + (NODE_RANK == 0) ))
 i=0
 for scopes in "${SCOPES[@]}"; do

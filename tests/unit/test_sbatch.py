@@ -129,3 +129,11 @@ def test_groups_search_replaces_pairs_above_64_nodes() -> None:
     assert last(65) == ("groups", ("groups",))
     assert "--scopes groups" in render(SbatchConfig(nodes=128, ranks_per_node=8, gpus_per_node=8,
                                                     profile=get_profile("standard"), out="/r"))
+
+
+def test_launcher_scripts_switch_to_groups_at_the_same_node_count() -> None:
+    from launchers.profiles import GROUPS_ABOVE_NODES
+
+    for script in ("torchrun.sh", "mpirun.sh"):
+        text = (Path(__file__).resolve().parents[2] / "launchers" / script).read_text()
+        assert f'LOCALISE=$([ "$NNODES" -gt {GROUPS_ABOVE_NODES} ] && echo groups || echo pairs)' in text, script
