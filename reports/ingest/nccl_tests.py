@@ -27,6 +27,7 @@ _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s)")
 _RANK = re.compile(r"^#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*?)\s*$")
 _START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _PARAMS = re.compile(r"warmup iters:\s*(\d+)\s+iters:\s*(\d+)")
+_GRAPH = re.compile(r"\bgraph:\s*(\d+)")   # -G N: N launches of a captured CUDA graph (absent before 2.9)
 _TESTS_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
 _NCCL_VERSION = re.compile(r"NCCL version\s+(\S+)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
@@ -129,6 +130,7 @@ class _Section:
     rows: list[list[str]] = field(default_factory=list)
     warmup: int = 0
     iters: int = 0
+    graph: bool | None = None
 
 
 def _header_columns(body: str) -> list[str] | None:
@@ -165,6 +167,8 @@ def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], lis
             if cur.rows:  # a second test in the same file without a "starting" line
                 sections.append(cur := _Section())
             cur.warmup, cur.iters = int(m.group(1)), int(m.group(2))
+            if g := _GRAPH.search(body):
+                cur.graph = int(g.group(1)) > 0
         elif m := _RANK.match(body):
             cur.ranks[int(m.group(1))] = (m.group(2), m.group(4))
         elif m := _AVG.match(body):
@@ -199,6 +203,7 @@ class _Context:
     warmup: int
     iters: int
     source: str
+    graph: bool | None = None     # None: the log does not say
 
 
 def _record(ctx: _Context, lead: Mapping[str, Any], timing: Mapping[str, Any], in_place: bool) -> NetRecord | None:
@@ -212,6 +217,8 @@ def _record(ctx: _Context, lead: Mapping[str, Any], timing: Mapping[str, Any], i
     root = _num(str(lead.get("root", "-1")))
     dtype = str(lead.get("type", "unknown"))
     extra: dict[str, Any] = {"source": ctx.source}
+    if ctx.graph is not None:
+        extra["graph"] = ctx.graph
     if max_error is not None:  # versions before 2.10 printed the largest error, not a count
         extra["max_error"] = max_error
     elif wrong is None:
@@ -266,7 +273,7 @@ def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | No
         hosts, device = _hosts_of(sec.ranks)
         all_ranks.update(sec.ranks)
         ctx = _Context(op=name, run_id=run_id, ts=ts, hosts=hosts, ranks=len(sec.ranks), device=device,
-                       warmup=sec.warmup, iters=sec.iters, source=source_name)
+                       warmup=sec.warmup, iters=sec.iters, source=source_name, graph=sec.graph)
         for row in sec.rows:
             lead, groups = _row_fields(sec.header, row)
             for i, timing in enumerate(groups[:2]):
@@ -292,7 +299,8 @@ def parse_json(obj: Mapping[str, Any], *, run_id: str, ts: str, source_name: str
         return Parsed(records=[], manifest={}, notes=[f"{source_name}: cannot tell which test wrote it; pass --op"])
     hosts, device = _hosts_of(ranks)
     ctx = _Context(op=name, run_id=run_id, ts=ts, hosts=hosts, ranks=len(ranks), device=device,
-                   warmup=int(config.get("warmup_iters", 0)), iters=int(config.get("iterations", 0)), source=source_name)
+                   warmup=int(config.get("warmup_iters", 0)), iters=int(config.get("iterations", 0)), source=source_name,
+                   graph=bool(config["graph"]) if "graph" in config else None)
     records: list[NetRecord] = []
     for res in results:
         for key, in_place in (("out_of_place", False), ("in_place", True)):

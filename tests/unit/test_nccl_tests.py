@@ -161,3 +161,14 @@ def test_json_op_from_experiment_name_when_args_are_missing() -> None:
     obj["args"] = []
     p = nccl_tests.parse_json(obj, run_id="r", ts="t", source_name="out.json")
     assert {r.op for r in p.records} == {"all_reduce"}   # experiment_name "AllReduce"
+
+
+def test_graph_mode_is_read_from_the_header_or_json_config() -> None:
+    # "graph: 0" in the v2.13 header and config.graph 0 in the JSON: eager; a -G 1 run says 1;
+    # the v2.4 header has no graph field, so its records do not claim either way
+    assert {r.extra.get("graph") for r in _parse("v2.13_mpirun_all_reduce.log").records} == {False}
+    assert {r.extra.get("graph") for r in _parse("v2.17_all_reduce.json").records} == {False}
+    assert {"graph" in r.extra for r in _parse("all_reduce_perf_v2.4_old.txt").records} == {False}
+    text = (SAMPLES / "v2.13_mpirun_all_reduce.log").read_text().replace("graph: 0", "graph: 1")
+    parsed = parse_text(text, run_id="r", ts="t", source_name="all_reduce_perf.log")
+    assert parsed is not None and {r.extra["graph"] for r in parsed.records} == {True}
