@@ -184,9 +184,25 @@ def _localisation(df: pd.DataFrame, net: Sequence[NetRecord]) -> list[str]:
         out += [f"Pair busbw (largest size): {len(cells)} pairs among {len(hs)} hosts. Slowest first:", ""]
         out += [md_table(pd.DataFrame([{"host A": a, "host B": b, "busbw (GB/s)": fnum(v)}
                                        for v, a, b in cells[:MAX_ROWS]])), ""]
+    out += groups_search_lines(net)
     if len(out) == 2:
         out += ["No per-host or pair measurements.", ""]
     return out
+
+
+def groups_search_lines(net: Sequence[NetRecord]) -> list[str]:
+    """The groups search replayed on its records: what each round measured and what it named."""
+    from reports.judging.localise_groups import replay
+
+    res = replay(net)
+    if res is None:
+        return []
+    named = [*res.culprits, *(f"{a}–{b} (link)" for a, b in res.links)]
+    rows = [{"round": k, "groups": len(rnd), "slowest group": ", ".join(g), "its busbw (GB/s)": fnum(v),
+             "fastest (GB/s)": fnum(max(x for _, x in rnd))}
+            for k, rnd in enumerate(res.history) for g, v in [min(rnd, key=lambda gv: gv[1])]]
+    return [f"Groups search (`--scopes groups`): {res.rounds} rounds over {len({h for rnd in res.history for g, _ in rnd for h in g})} nodes, "
+            f"reference {fnum(res.reference)} GB/s; slow: {', '.join(named) or 'none'}.", "", md_table(pd.DataFrame(rows)), ""]
 
 
 def manifest_summary(manifests: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -94,3 +94,16 @@ def test_plots_are_deterministic_and_scale_to_a_thousand_hosts() -> None:
     assert w < 1200 and h < 900
     series = [plots.Series(label="x", sizes=[1 << 10, 1 << 20], values=[1.0, 40.0])]
     assert _png_size(plots.sweep_plot("s", series, advertised=50.0, threshold=0.8))[0] > 300
+
+
+def test_localisation_shows_the_groups_search_round_by_round() -> None:
+    from reports.judging.localise_groups import group_search
+    from reports.render.markdown import groups_search_lines
+    from tests.unit.test_localise_groups import Cluster, _records
+
+    c = Cluster(8, {5: 2.5}, noise=0.0)
+    lines = groups_search_lines(_records(group_search(c.hosts, c.measure).history))
+    assert lines[0] == "Groups search (`--scopes groups`): 2 rounds over 8 nodes, reference 10.00 GB/s; slow: h5."
+    # round 0: h5's group of 2 is the slowest; round 1: h5 with a cleared node
+    assert "| 0 | 4 | h4, h5 | 2.50 | 10.00 |" in lines[2] and "| 1 | 2 | h5, h1 | 2.50 | 10.00 |" in lines[2]
+    assert groups_search_lines([]) == []
