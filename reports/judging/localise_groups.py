@@ -151,7 +151,10 @@ def recorded_rounds(net: Sequence[NetRecord]) -> list[dict[frozenset[str], float
 
 def replay(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_GAP) -> SearchResult | None:
     """The search the run took, decided again from its records (None: no groups records,
-    or they do not hold a round the search asks for, e.g. the run was cut short)."""
+    or they do not hold a round the search asks for, e.g. the run was cut short). With several
+    runs in one directory, the last run's search."""
+    runs = list(dict.fromkeys(r.run_id for r in net if r.scope == "groups"))
+    net = [r for r in net if r.scope == "groups" and r.run_id == runs[-1]] if runs else []
     recorded = recorded_rounds(net)
     if not recorded or not recorded[0]:
         return None

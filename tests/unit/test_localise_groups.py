@@ -1,6 +1,7 @@
 """The pair tournament, the grouping search (simulated on a synthetic cluster) and the estimate."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -124,5 +125,8 @@ def test_group_findings_replay_the_recorded_search() -> None:
     lc = LinkCluster(8, {}, {(2, 3): F / 4})
     found = group_findings(_records(group_search(lc.hosts, lc.measure).history))
     assert [(f.component, f.hosts, f.measured) for f in found] == [("link", ("h2", "h3"), F / 4)]
+    # two runs in one directory: the last one's search is judged (here, the slow-link run)
+    again = [dataclasses.replace(r, run_id="r2") for r in _records(group_search(lc.hosts, lc.measure).history)]
+    assert [f.hosts for f in group_findings(_records(run.history) + again)] == [("h2", "h3")]
     # a run cut short (the pairing round missing) is not judged on half a search
     assert replay(_records(run.history[:1])) is None and group_findings([]) == []
