@@ -76,6 +76,8 @@ def measure(
         wrong = count_wrong(b.to_numpy(recv), coll.expected(lay.count, n, me, ROOT))
     for _ in range(warmup):
         op()
+    if graph and not check and warmup == 0:
+        op()   # NCCL sets up its communicator at the first call, which must not be in a capture
     replay, graph_error = _capture(b, op, iters) if graph else (None, "")
     if replay is not None:
         replay()        # the first launch uploads the graph: untimed

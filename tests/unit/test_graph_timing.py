@@ -70,6 +70,14 @@ def test_graph_capture_and_replay_time_the_device_not_the_host() -> None:
     assert r.stats.min == r.stats.p50 == pytest.approx(1.2e-6)
 
 
+def test_one_eager_op_precedes_capture_even_without_check_and_warmup() -> None:
+    b = GraphBackend()
+    coll = TABLE["all_reduce"]
+    r = measure(b, None, coll, coll.layout(1024, 2, 4), group=0, iters=4, warmup=0,  # type: ignore[arg-type]
+                in_place=True, check=False, graph=True)
+    assert b.eager_calls == 1 and b.captured == [4] and r.graph
+
+
 def test_no_graph_and_graphless_backends_time_eagerly_without_a_word() -> None:
     for b, graph in ((GraphBackend(), False), (GraphBackend(can=False), True)):
         r = _measure(b, graph=graph)
