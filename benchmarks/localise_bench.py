@@ -8,6 +8,8 @@ Cases (every link shaped to 200 Mbit/s, as tests/integration/test_netns_groups.p
   node     node 5's link shaped to 1/4: the goal is node 5 named in <= ceil(log2 8) + 2 = 5 rounds
   healthy  nothing shaped lower: the goal is no finding in 5 runs of 5
   link     the path between nodes 2 and 3 shaped to 1/4: one `link` finding naming both
+  pairs    (not in the default list) node 5 at 1/4 found by the pair tournament instead
+           (`--scopes pairs`, same sizes), for the rounds and seconds it takes
 Then the simulated search at 8..1,024 nodes (reports.judging.localise_groups.estimate, the same
 search code with a simulated backend). Prints a table; exit 0 whatever the numbers.
 """
@@ -24,25 +26,40 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reports.judging.localise_groups import estimate  # noqa: E402
 from tests.harness.netns import NetnsCluster, unavailable_reason  # noqa: E402
+from reports.records import NetRecord, read_records  # noqa: E402
 from tests.integration.test_netns_groups import (  # noqa: E402
-    NODES, RATE_MBIT, SLOW_MBIT, groups_run, localisation, rounds_used,
+    NET, NODES, PORT, RATE_MBIT, SLOW_MBIT, groups_run, localisation, rounds_used,
 )
 
 CASES = {"node": ({("node", ("nsgn5",))}, "node 5 at 1/4"),
          "healthy": (set(), "none"),
-         "link": ({("link", ("nsgn2", "nsgn3"))}, "link 2-3 at 1/4")}
+         "link": ({("link", ("nsgn2", "nsgn3"))}, "link 2-3 at 1/4"),
+         "pairs": ({("node", ("nsgn5",))}, "node 5 at 1/4, pair tournament")}
+
+
+def pairs_run(c: NetnsCluster, out: Path) -> tuple[int, list[NetRecord]]:
+    """The tournament on the same bed: (rounds incl. the confirmation pass, records)."""
+    args = [a if a != "groups" else "pairs" for a in NET]
+    for rc, so, se in c.launch(1, PORT, [*args, "--out", str(out)], timeout=400):
+        assert rc == 0, f"rc {rc}\n{so[-2000:]}\n{se[-2000:]}"
+    recs = read_records(out).net
+    return len({(r.extra.get("pass"), r.extra.get("round")) for r in recs}), recs
 
 
 def one(case: str, out: Path) -> tuple[int, list[tuple[str, tuple[str, ...]]], float]:
     with NetnsCluster(prefix="nsg", nodes=NODES, rate_mbit=RATE_MBIT) as c:
-        if case == "node":
-            c.shape_node(5, SLOW_MBIT)
-        elif case == "link":
+        if case == "link":
             c.shape_pair(2, 3, SLOW_MBIT)
+        elif case != "healthy":
+            c.shape_node(5, SLOW_MBIT)
         t0 = time.monotonic()
-        recs = groups_run(c, out)
+        if case == "pairs":
+            rounds, recs = pairs_run(c, out)
+        else:
+            recs = groups_run(c, out)
+            rounds = rounds_used(recs)
         took = time.monotonic() - t0
-    return rounds_used(recs), [(f.component, f.hosts) for f in localisation(recs)], took
+    return rounds, [(f.component, f.hosts) for f in localisation(recs)], took
 
 
 def main() -> int:
