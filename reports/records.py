@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 import secrets
 import time
@@ -144,6 +145,60 @@ def from_dict(cls: type[R], obj: Mapping[str, Any]) -> R:
         raise ValueError(str(exc)) from None
 
 
+# Figures a record's judgement rests on. A NaN compares False with everything, so one NaN
+# busbw made a starving component "ok"; a string made the judgement raise. Such a record
+# is refused where it is read (reason naming the field), never judged.
+_NET_FLOATS = ("time_s", "algbw_GBps", "busbw_GBps")
+_NET_INTS = ("nodes", "ranks", "bytes", "wrong")
+_NET_OPTIONAL = ("time_min_s", "time_p50_s", "time_p99_s", "time_cv")
+_IO_FLOATS = ("bw_GBps", "iops", "runtime_s")
+_IO_INTS = ("nodes", "procs", "bytes")
+_IO_MAPS = ("per_host_bw_GBps", "lat_ms")
+
+
+def _bad_number(name: str, value: Any, integer: bool = False) -> str:
+    """Why `value` is not a valid figure ("" when it is): a finite number >= 0 (an integer
+    where `integer`). JSON true/false are not numbers here, though Python says they are."""
+    want = "an integer >= 0" if integer else "a finite number >= 0"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{name} is {json.dumps(value)[:40]}: expected {want}"
+    if integer and not isinstance(value, int):
+        return f"{name} is {value!r}: expected {want}"
+    if not math.isfinite(value) or value < 0:
+        return f"{name} is {value!r}: expected {want}"
+    return ""
+
+
+def check_figures(kind: str, obj: Mapping[str, Any]) -> str:
+    """Why the figures of a net or io record object are unusable, or "" when they are fine.
+    Fields that are absent are left to from_dict (which names a missing required field)."""
+    if "hosts" in obj and not (isinstance(obj["hosts"], list) and all(isinstance(h, str) for h in obj["hosts"])):
+        return "hosts is not a list of host names"
+    if kind == "net":
+        floats, ints, optional, maps = _NET_FLOATS, _NET_INTS, _NET_OPTIONAL, ()
+    else:
+        floats, ints, optional, maps = _IO_FLOATS, _IO_INTS, (), _IO_MAPS
+    for name in floats:
+        if name in obj and (why := _bad_number(name, obj[name])):
+            return why
+    for name in ints:
+        if name in obj and (why := _bad_number(name, obj[name], integer=True)):
+            return why
+    for name in optional:
+        if obj.get(name) is not None and (why := _bad_number(name, obj[name])):
+            return why
+    for name in maps:
+        value = obj.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            return f"{name} is not an object of figures"
+        for k, v in value.items():
+            if v is not None and (why := _bad_number(f"{name}.{k}", v)):
+                return why
+    return ""
+
+
 class RecordWriter:
     """Appends records to a JSONL file, flushing and fsyncing each line so that a crash
     or Ctrl-C never loses a finished measurement."""
@@ -208,7 +263,7 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
     lines are skipped and listed in `skipped`, never raised."""
     d = Path(directory)
     out = RecordSet()
-    for name, cls, sink in ((NET_FILE, NetRecord, out.net), (IO_FILE, IoRecord, out.io)):
+    for name, cls, kind, sink in ((NET_FILE, NetRecord, "net", out.net), (IO_FILE, IoRecord, "io", out.io)):
         p = d / name
         if not p.exists():
             continue
@@ -218,6 +273,10 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
                 continue
             if obj.get("schema", SCHEMA) != SCHEMA:
                 out.skipped.append(SkippedLine(file=name, line=n, reason=f"schema {obj.get('schema')} not understood"))
+                continue
+            why = check_figures(kind, obj)
+            if why:
+                out.skipped.append(SkippedLine(file=name, line=n, reason=why))
                 continue
             try:
                 sink.append(from_dict(cls, obj))  # type: ignore[arg-type]

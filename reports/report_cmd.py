@@ -140,7 +140,8 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     rs.io += imp.io
     rs.manifests += imp.manifests
     if not rs.net and not rs.io:
-        skipped = f" ({len(rs.skipped)} unreadable lines)" if rs.skipped else ""
+        first = rs.skipped[0] if rs.skipped else None
+        skipped = f" ({len(rs.skipped)} unreadable lines; first {first.file}:{first.line}: {first.reason})" if first else ""
         raise UsageError(f"{directory}: no records{skipped} and no nccl-tests or fio output to import; "
                          "run `stoker run --out DIR` or `stoker import FILE --out DIR` first")
     spec, spec_notes = load_optional("spec", spec_arg, directory)
