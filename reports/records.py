@@ -261,11 +261,17 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
 def read_records(directory: str | os.PathLike[str]) -> RecordSet:
     """Read net.jsonl, io.jsonl and manifest.jsonl from `directory`. Truncated or garbled
     lines are skipped and listed in `skipped`, never raised."""
+    from reports.columns import read_net
+
     d = Path(directory)
     out = RecordSet()
     for name, cls, kind, sink in ((NET_FILE, NetRecord, "net", out.net), (IO_FILE, IoRecord, "io", out.io)):
         p = d / name
         if not p.exists():
+            continue
+        if kind == "net" and (read := read_net(p, functools.partial(from_dict, NetRecord), SCHEMA)) is not None:
+            out.net, refused = read  # type: ignore[assignment]  # a Sequence[NetRecord] read as columns
+            out.skipped += [SkippedLine(file=name, line=n, reason=why) for n, why in refused]
             continue
         for n, obj, reason in iter_jsonl(p):
             if obj is None:

@@ -125,6 +125,7 @@ class Collected:
 
 
 def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Collected:
+    from reports.columns import net_columns
     from reports.findings import verdict_json, verdict_of
     from reports.ingest.importers import import_dir
     from reports.judging.judge import judge
@@ -135,7 +136,8 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such results directory")
     rs = read_records(directory)
-    imp = import_dir(directory, known_run_ids={r.run_id for r in (*rs.net, *rs.io)})
+    known = {str(x) for x in net_columns(rs.net)["run_id"].unique()} | {r.run_id for r in rs.io}
+    imp = import_dir(directory, known_run_ids=known)
     rs.net += imp.net
     rs.io += imp.io
     rs.manifests += imp.manifests
@@ -147,7 +149,7 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     spec, spec_notes = load_optional("spec", spec_arg, directory)
     workload, wl_notes = load_optional("workload", workload_arg, directory)
     phases = read_phases(directory)
-    missing = missing_phases(directory, phases, {r.scope for r in rs.net}, len(rs.io))
+    missing = missing_phases(directory, phases, {str(s) for s in net_columns(rs.net)["scope"].unique()}, len(rs.io))
     j = judge(rs, spec, workload)
     j = dataclasses.replace(j, verdict=verdict_of(j.findings, missing))
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name

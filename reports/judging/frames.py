@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from reports.columns import net_columns
 from reports.judging.compare import PLATEAU_SIZES
 from reports.records import IoRecord, NetRecord
 
@@ -53,11 +54,12 @@ class Sweep:
 def net_frame(net: Sequence[NetRecord]) -> pd.DataFrame:
     """One row per record, out-of-place results only where a size also has in-place ones
     (nccl-tests prints both; they measure the same path)."""
-    rows = [(r.scope, r.op, r.backend, r.ranks, r.nodes, r.bytes, r.time_s, r.algbw_GBps, r.busbw_GBps, r.group,
-             r.hosts[0] if r.hosts else "", r.wrong, r.in_place) for r in net]
-    df = pd.DataFrame(rows, columns=[*_NET_COLS, "in_place"])
-    if df.empty:
-        return df
+    cols = net_columns(net)
+    if cols.empty:
+        return pd.DataFrame(columns=[*_NET_COLS])
+    df = cols[[*_NET_COLS, "in_place"]].copy()
+    for c in ("scope", "op", "backend", "host"):   # plain strings, as the renderers expect
+        df[c] = df[c].astype(str)
     keys = ["scope", "op", "backend", "ranks", "bytes"]
     has_oop = ~df.groupby(keys)["in_place"].transform("min").astype(bool)  # min is False where any is out-of-place
     return df[~(df["in_place"] & has_oop)].drop(columns="in_place")

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reports.columns import net_columns
 from reports.findings import Finding, verdict_of
 from reports.judging import compare, detect, model
 from reports.judging.localise import localise
@@ -100,7 +101,7 @@ def _skipped_notes(records: RecordSet) -> list[str]:
 
 def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | None = None) -> Judgement:
 
-    run_ids = sorted({r.run_id for r in records.net} | {r.run_id for r in records.io})
+    run_ids = sorted({str(x) for x in net_columns(records.net)["run_id"].unique()} | {r.run_id for r in records.io})
     notes = _skipped_notes(records)
     hardware = detect.summarise([m["hardware"] for m in records.manifests if isinstance(m.get("hardware"), dict)])
     spec = fill_from_hardware(spec, hardware) if hardware else spec

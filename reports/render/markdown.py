@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from reports.findings import Finding, headline
@@ -161,11 +162,13 @@ def _kv(d: Mapping[str, Any]) -> list[str]:
 
 def pair_cells(net: Sequence[NetRecord]) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
     """The pair matrix (reports.judging.localise) and its cells, slowest first."""
-    from reports.judging.localise import pair_matrix
+    from reports.judging.localise import pair_matrix, pair_values
 
-    hs, matrix = pair_matrix([r for r in net if r.scope == "pair"])
-    cells = sorted((v, a, b) for i, a in enumerate(hs) for k, b in enumerate(hs) if k > i
-                   for v in [matrix[i][k]] if v is not None)
+    hs, matrix = pair_matrix(net)
+    f = pair_values(net).frame     # the same cells as the matrix's upper triangle, sorted as columns
+    a, b, v = f["a"].to_numpy(dtype=str), f["b"].to_numpy(dtype=str), f["v"].to_numpy(dtype=float)
+    order = np.lexsort((b, a, v))
+    cells = list(zip(v[order].tolist(), a[order].tolist(), b[order].tolist()))
     return hs, matrix, cells
 
 
