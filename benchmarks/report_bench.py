@@ -1,12 +1,15 @@
 """Benchmark: `stoker report` on synthetic results of a 1,000-node cluster.
 
-    .venv/bin/python benchmarks/report_bench.py [--nodes 1000] [--keep DIR]
+    .venv/bin/python benchmarks/report_bench.py [--nodes 1000] [--keep DIR] [--baseline REV]
 
-Writes records as a real acceptance run would (8 GPUs per node; world, intra-node and
-inter-node sweeps of four ops from 1K to 8G; a pair pass of 16 rounds; storage; one
-manifest line per host), then runs `stoker report DIR --spec ... --workload llama-70b` as a
-child process and prints its wall time and peak memory (ru_maxrss of the child, from
-os.wait4). Targets (issue 4): under 20 s and under 2 GiB.
+Writes records as a real acceptance run would (8 GPUs per node; world, inter-node (one rail
+per GPU) and intra-node sweeps of four ops from 1K to 8G; the whole pair round-robin and its
+confirmation pass; storage; one manifest line per host; one slow node, one slow link), then
+runs `stoker report DIR --workload llama-70b` (the spec is DIR/spec.yaml) as a child process
+and prints its wall time, CPU time and peak memory (ru_maxrss of the child, from os.wait4).
+With --baseline, the same report is also run on the code of git revision REV (e.g. the
+commit before the columnar reader), side by side, and the two verdict.json are compared:
+the findings must be the same. Targets (issue 15): under 10 s and under 1 GiB.
 """
 from __future__ import annotations
 
@@ -19,7 +22,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+TARGET_S, TARGET_MIB = 10.0, 1024.0
 REPO = Path(__file__).resolve().parent.parent
 OPS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
        "reduce_scatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
@@ -36,36 +41,63 @@ price_per_gpu_hour: 2.49
 """
 
 
-def _rec(op: str, scope: str, hosts: list[str], ranks: int, group: int, size: int, plateau: float) -> str:
+def _rec(op: str, scope: str, hosts: list[str], ranks: int, group: int, size: int, plateau: float,
+         in_place: bool = False, **more: object) -> str:
     busbw = plateau * size / (size + (8 << 20))
     algbw = busbw / OPS[op](ranks) if OPS[op](ranks) else busbw
+    t = size / (algbw * 1e9)
     return json.dumps({"schema": 1, "kind": "net", "run_id": "bench", "ts": "2026-01-01T00:00:00Z", "hosts": hosts,
                        "nodes": len(hosts), "op": op, "scope": scope, "ranks": ranks, "backend": "nccl",
-                       "dtype": "bfloat16", "bytes": size, "time_s": size / (algbw * 1e9), "algbw_GBps": algbw,
-                       "busbw_GBps": busbw, "wrong": 0, "group": group}, separators=(",", ":"))
+                       "dtype": "bfloat16", "bytes": size, "time_s": t, "algbw_GBps": algbw,
+                       "busbw_GBps": busbw, "wrong": 0, "count": size // 2, "in_place": in_place, "iters": 20,
+                       "group": group, "time_p99_s": t * 1.1, **more}, separators=(",", ":"))
 
 
 def write_results(d: Path, nodes: int) -> int:
+    """The full acceptance run of a `nodes`-node cluster with 8 GPUs each: world, inter-node
+    (one rail per local rank) and intra-node sweeps of four ops over 24 sizes (nccl-tests
+    prints in-place beside out-of-place for all_reduce and all_gather), the whole pair
+    round-robin (nodes - 1 rounds of disjoint pairs at the largest pair size) and its
+    confirmation pass, storage and one manifest line per host. One node (SLOW) has a slow
+    NIC and slow GPU links; one path (SLOW_LINK) is slow between two healthy nodes."""
     hosts = [f"node{i:04d}" for i in range(nodes)]
+    slow, slow_link = hosts[min(517, nodes - 1)], {hosts[3 % nodes], hosts[4 % nodes]}
     n = 0
     with open(d / "net.jsonl", "w") as fh:
         for op in OPS:
             for size in SIZES:
                 fh.write(_rec(op, "world", hosts, nodes * GPUS, 0, size, 46.0) + "\n")
-                fh.write(_rec(op, "inter-node", hosts, nodes, 0, size, 47.0) + "\n")
-                n += 2
+                n += 1
+                for rail in range(GPUS):
+                    fh.write(_rec(op, "inter-node", hosts, nodes, rail, size, 47.0) + "\n")
+                    n += 1
+            placements = (False, True) if op in ("all_reduce", "all_gather") else (False,)
             for g, h in enumerate(hosts):
-                slow = 0.6 if g == 517 else 1.0
+                bw = 370.0 * (0.6 if h == slow else 1.0)
                 for size in SIZES:
-                    fh.write(_rec(op, "intra-node", [h], GPUS, g, size, 370.0 * slow) + "\n")
-                    n += 1
-        for r in range(16):  # round-robin rounds of disjoint pairs
+                    for in_place in placements:
+                        fh.write(_rec(op, "intra-node", [h], GPUS, g, size, bw, in_place) + "\n")
+                        n += 1
+        # circle method: in each of nodes - 1 rounds every node meets one partner
+        ring = hosts[1:]
+        pair_size = SIZES[-1]
+        for r in range(nodes - 1):
+            order = [hosts[0], *ring[r:], *ring[:r]]
             for i in range(nodes // 2):
-                a, b = hosts[(i + r) % nodes], hosts[(nodes - 1 - i + r) % nodes]
-                for size in SIZES[-3:]:
-                    bw = 20.0 if {a, b} == {"node0003", "node0004"} else 45.0
-                    fh.write(_rec("all_reduce", "pair", sorted([a, b]), 2, r * nodes + i, size, bw) + "\n")
-                    n += 1
+                a, b = order[i], order[nodes - 1 - i]
+                bw = 20.0 if slow in (a, b) or {a, b} == slow_link else 45.0
+                fh.write(_rec("all_reduce", "pair", sorted([a, b]), 2, r * nodes + i, pair_size, bw, **{"pass": 1})
+                         + "\n")
+                n += 1
+        for k, partner in enumerate(hosts[10:12]):   # the confirmation pass re-pairs the suspects
+            for suspect in sorted(slow_link) + [slow]:
+                bw = 20.0 if suspect == slow else 45.0
+                fh.write(_rec("all_reduce", "pair", sorted([suspect, partner]), 2, k, pair_size, bw, **{"pass": 2})
+                         + "\n")
+                n += 1
+        for a, b in [sorted(slow_link)]:
+            fh.write(_rec("all_reduce", "pair", [a, b], 2, 99, pair_size, 20.0, **{"pass": 2}) + "\n")
+            n += 1
     with open(d / "io.jsonl", "w") as fh:
         for wl, direction, path, scope, bw in (("checkpoint_write", "write", "/lustre", "shared", 150.0),
                                                ("checkpoint_read", "read", "/lustre", "shared", 380.0),
@@ -76,6 +108,7 @@ def write_results(d: Path, nodes: int) -> int:
                                  "hosts": hosts, "nodes": nodes, "workload": wl, "direction": direction, "path": path,
                                  "scope": scope, "procs": nodes * 8, "bytes": int(bw * 6e10), "bw_GBps": bw,
                                  "per_host_bw_GBps": per, "iops": bw * 1000, "lat_ms": {"p50": 1.0, "p99": 9.0}}) + "\n")
+            n += 1
     with open(d / "manifest.jsonl", "w") as fh:
         for h in hosts:
             fh.write(json.dumps({"schema": 1, "kind": "manifest", "tool": "net", "run_id": "bench", "host": h,
@@ -85,40 +118,85 @@ def write_results(d: Path, nodes: int) -> int:
     return n
 
 
-def run_child(cmd: list[str]) -> tuple[int, float, float, float]:
+def run_child(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = REPO) -> tuple[int, float, float, float]:
     """(exit code, wall seconds, CPU seconds, peak RSS in MiB) of one child process. CPU time
     is shown beside wall time because on a shared machine the wall time includes waiting."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     cpu = usage.ru_utime + usage.ru_stime
     return proc.returncode, time.perf_counter() - t0, cpu, usage.ru_maxrss / 1024  # Linux: KiB
 
 
+def checkout(rev: str, into: Path) -> Path:
+    """The tree of git revision `rev` (its reports/ and launchers/), unpacked under `into`."""
+    tar = subprocess.run(["git", "-C", str(REPO), "archive", rev], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar, check=True)
+    return into
+
+
+def report(d: Path, code: Path) -> dict[str, Any]:
+    """Run `stoker report` from the code in `code`; the figures and the findings it wrote."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    env["PYTHONPATH"] = str(code)
+    load = os.getloadavg()[0]
+    rc, secs, cpu, rss = run_child([sys.executable, "-m", "launchers.cli", "report", str(d), "--workload",
+                                    "llama-70b"], env, cwd=code)   # -m puts the cwd first on sys.path
+    verdict = json.loads((d / "verdict.json").read_text()) if (d / "verdict.json").exists() else {}
+    for name in ("verdict.json", "report.md", "report.html"):
+        (d / name).unlink(missing_ok=True)   # files this benchmark's report wrote; the next run writes its own
+    return {"rc": rc, "wall": secs, "cpu": cpu, "rss": rss, "load": load, "verdict": verdict}
+
+
+def findings(v: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [(f["component"], f["check"], f["status"], f.get("measured"), tuple(f.get("hosts", ()))) for f in
+            v.get("findings", [])]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--keep", metavar="DIR", help="write the results here and keep them")
+    ap.add_argument("--baseline", metavar="REV", help="also run the report of this git revision and compare")
     args = ap.parse_args()
     d = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="rp_bench_"))
     d.mkdir(parents=True, exist_ok=True)
+    old_code = Path(tempfile.mkdtemp(prefix="rp_bench_code_")) if args.baseline else None
     try:
         t0 = time.perf_counter()
         n = write_results(d, args.nodes)
         size_mb = (d / "net.jsonl").stat().st_size / 1e6
-        print(f"{args.nodes} nodes: {n} net records ({size_mb:.0f} MB) written in {time.perf_counter() - t0:.1f} s")
-        load = os.getloadavg()[0]
-        rc, secs, cpu, rss = run_child([sys.executable, "-m", "launchers.cli", "report", str(d), "--workload",
-                                        "llama-70b"])
-        html_mb = (d / "report.html").stat().st_size / 1e6 if (d / "report.html").exists() else 0.0
-        print(f"stoker report: exit {rc}, wall {secs:.1f} s, CPU {cpu:.1f} s, peak RSS {rss:.0f} MiB, "
-              f"report.html {html_mb:.1f} MB; load average before {load:.1f} on {os.cpu_count()} CPUs "
-              f"(targets: < 20 s, < 2048 MiB)")
-        return 0 if rc in (0, 1) and secs < 20 and rss < 2048 else 1
+        print(f"{args.nodes} nodes x {GPUS} GPUs: {n} records ({size_mb:.0f} MB of net.jsonl) written in "
+              f"{time.perf_counter() - t0:.1f} s")
+        runs = {"this tree": report(d, REPO)}
+        if old_code is not None:
+            runs[f"baseline {args.baseline}"] = report(d, checkout(args.baseline, old_code))
+        print(f"{'code':<24} {'exit':>4} {'wall s':>7} {'CPU s':>6} {'peak RSS MiB':>13} {'findings':>9} "
+              f"{'load before':>11}")
+        for name, r in runs.items():
+            print(f"{name:<24} {r['rc']:>4} {r['wall']:>7.1f} {r['cpu']:>6.1f} {r['rss']:>13.0f} "
+                  f"{len(r['verdict'].get('findings', [])):>9} {r['load']:>11.1f}")
+        print(f"{'target':<24} {'':>4} {TARGET_S:>7.1f} {'':>6} {TARGET_MIB:>13.0f}   on {os.cpu_count()} CPUs")
+        new = runs["this tree"]
+        ok = new["rc"] in (0, 1) and new["wall"] < TARGET_S and new["rss"] < TARGET_MIB
+        if old_code is not None:
+            old = runs[f"baseline {args.baseline}"]
+            same = findings(old["verdict"]) == findings(new["verdict"]) and old["verdict"].get("verdict") == \
+                new["verdict"].get("verdict")
+            print(f"findings the same as the baseline's: {'yes' if same else 'NO'} "
+                  f"(verdict {new['verdict'].get('verdict')}, {len(findings(new['verdict']))} findings); "
+                  f"speed-up {old['wall'] / new['wall']:.1f}x wall, {old['cpu'] / new['cpu']:.1f}x CPU")
+            ok = ok and same
+        bad = [f"{f['component']} {' '.join(f['hosts'])}: {f['status']}" for f in new["verdict"].get("findings", [])
+               if f["component"] in ("node", "link")]
+        print("node/link findings:", "; ".join(bad) or "none")
+        return 0 if ok else 1
     finally:
         if not args.keep:
             shutil.rmtree(d, ignore_errors=True)
+        if old_code is not None:
+            shutil.rmtree(old_code, ignore_errors=True)
 
 
 if __name__ == "__main__":

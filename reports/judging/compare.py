@@ -26,6 +26,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from reports.columns import hosts_in, net_columns
 from reports.findings import Finding
 from reports.records import OPS, IoRecord, NetRecord
@@ -92,13 +94,14 @@ def build_curves(net: Sequence[NetRecord]) -> tuple[dict[tuple[str, str], Curve]
     if df.empty:
         return {}, 0
     wrong = int((df["wrong"] != 0).sum())
-    scope = df["scope"].astype(str)
     # a lone rank crosses no link: its "bandwidth" is a local copy
-    use = df[(df["wrong"] == 0) & (df["time_s"] > 0) & ~scope.isin(("pair", "groups")) & (df["ranks"] >= 2)]
-    scope = scope[use.index]
+    use = df[(df["wrong"] == 0) & (df["time_s"] > 0) & ~df["scope"].isin(("pair", "groups")) & (df["ranks"] >= 2)]
+    # object (Python str) columns: pandas' arrow-backed strings are slow to build row by row
+    scope = use["scope"].astype(object).to_numpy()
     from_world = scope == "world"
-    eff = scope.where(~from_world, use["nodes"].le(1).map({True: "intra-node", False: "inter-node"}))
-    use = use.assign(eff=eff, from_world=from_world, op=use["op"].astype(str), backend=use["backend"].astype(str))
+    eff = np.where(from_world, np.where(use["nodes"].to_numpy() <= 1, "intra-node", "inter-node"), scope)
+    use = use.assign(eff=eff.astype(object), from_world=from_world, op=use["op"].astype(object),
+                     backend=use["backend"].astype(object))
     values: dict[tuple[str, str, bool], dict[int, list[float]]] = {}
     hosts: dict[tuple[str, str, bool], set[str]] = {}
     backends: dict[tuple[str, str, bool], str] = {}

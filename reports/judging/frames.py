@@ -58,8 +58,8 @@ def net_frame(net: Sequence[NetRecord]) -> pd.DataFrame:
     if cols.empty:
         return pd.DataFrame(columns=[*_NET_COLS])
     df = cols[[*_NET_COLS, "in_place"]].copy()
-    for c in ("scope", "op", "backend", "host"):   # plain strings, as the renderers expect
-        df[c] = df[c].astype(str)
+    for c in ("scope", "op", "backend", "host"):   # plain Python strings, as the renderers expect
+        df[c] = df[c].astype(object)
     keys = ["scope", "op", "backend", "ranks", "bytes"]
     has_oop = ~df.groupby(keys)["in_place"].transform("min").astype(bool)  # min is False where any is out-of-place
     return df[~(df["in_place"] & has_oop)].drop(columns="in_place")

@@ -162,6 +162,12 @@ def _kv(d: Mapping[str, Any]) -> list[str]:
 
 def pair_cells(net: Sequence[NetRecord]) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
     """The pair matrix (reports.judging.localise) and its cells, slowest first."""
+    from reports.columns import memo
+
+    return memo(net, "pair_cells", lambda: _pair_cells(net))  # type: ignore[no-any-return]
+
+
+def _pair_cells(net: Sequence[NetRecord]) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
     from reports.judging.localise import pair_matrix, pair_values
 
     hs, matrix = pair_matrix(net)
