@@ -77,6 +77,21 @@ class NetTable(Sequence[Any]):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def where(self, mask: Any) -> list[Any]:
+        """The records of the rows where `mask` (a boolean array over `frame`) is true, built
+        for those rows only."""
+        import numpy as np
+        import pyarrow as pa
+
+        rows = np.flatnonzero(np.asarray(mask, dtype=bool))
+        if self._records is not None or not len(rows):
+            every = self._all()
+            return [every[i] for i in rows]
+        n = self._table.num_rows
+        head = rows[rows < n]
+        part = NetTable(self._table.take(pa.array(head, pa.int64())), self.frame.iloc[:0], self._build)
+        return [*part._all(), *(self._tail[i - n] for i in rows[rows >= n])]
+
     def __iadd__(self, other: Sequence[NetRecord]) -> NetTable:
         import pandas as pd
 
@@ -118,6 +133,14 @@ def net_columns(net: Sequence[NetRecord]) -> pd.DataFrame:
     return net.frame if isinstance(net, NetTable) else records_frame(net)
 
 
+def scope_records(net: Sequence[NetRecord], *scopes: str) -> list[Any]:
+    """The records of these scopes; from a NetTable only those are built (the groups search
+    has tens of records among a fleet's 10^5)."""
+    if isinstance(net, NetTable):
+        return net.where(net.frame["scope"].isin(scopes).to_numpy())
+    return [r for r in net if r.scope in scopes]  # type: ignore[attr-defined]
+
+
 def memo(net: Sequence[NetRecord], key: str, compute: Any) -> Any:
     """compute() once per NetTable (the report asks for the pair matrix three times)."""
     if not isinstance(net, NetTable):
@@ -156,10 +179,16 @@ def read_net(path: Path, build: Build, schema_version: int) -> tuple[NetTable, l
     if schema is not None:
         for i in pc.indices_nonzero(pc.fill_null(pc.not_equal(schema, schema_version), False)).to_pylist():
             bad[i] = f"schema {schema[i].as_py()} not understood"
-    for name_ in (*_INTS, *_FLOATS, *(c for c in _OPTIONAL_FLOATS if c in table.column_names)):
+    # the order reports.records.check_figures tests them in, so both readers give one reason
+    for name_ in (*_FLOATS, *_INTS, *(c for c in _OPTIONAL_FLOATS if c in table.column_names)):
         col = table.column(name_)
+        if pa.types.is_null(col.type):
+            continue
         want = "an integer >= 0" if name_ in _INTS else "a finite number >= 0"
-        for i in pc.indices_nonzero(pc.fill_null(pc.less(col, 0), False)).to_pylist():
+        wrong = pc.less(col, 0)
+        if pa.types.is_floating(col.type):   # pyarrow reads NaN and Infinity as numbers
+            wrong = pc.or_(wrong, pc.invert(pc.is_finite(col)))
+        for i in pc.indices_nonzero(pc.fill_null(wrong, False)).to_pylist():
             bad.setdefault(i, f"{name_} is {col[i].as_py()!r}: expected {want}")
     skipped = [(i + 1, bad[i]) for i in sorted(bad)]
     if bad:
@@ -181,8 +210,11 @@ def _typed(table: Any) -> bool:
         return False
     if not all(pa.types.is_int64(t.field(n).type) for n in _INTS):
         return False
-    floats = (*_FLOATS, *(n for n in _OPTIONAL_FLOATS if n in t.names))
-    if not all(pa.types.is_floating(t.field(n).type) or pa.types.is_int64(t.field(n).type) for n in floats):
+    if not all(pa.types.is_floating(t.field(n).type) or pa.types.is_int64(t.field(n).type) for n in _FLOATS):
+        return False
+    # optional statistics may be null on every line (imported results carry none)
+    optional = [t.field(n).type for n in _OPTIONAL_FLOATS if n in t.names]
+    if not all(pa.types.is_floating(x) or pa.types.is_int64(x) or pa.types.is_null(x) for x in optional):
         return False
     hosts = t.field("hosts").type
     return pa.types.is_list(hosts) and pa.types.is_string(hosts.value_type)

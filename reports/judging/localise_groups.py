@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from reports.findings import Finding
+from reports.columns import scope_records
 from reports.judging.localise import DEFAULT_MIN_GAP, rounds
 from reports.records import NetRecord
 
@@ -135,7 +136,7 @@ def _links(slow_groups: list[Group], culprits: set[str], run: Measure,
 def recorded_rounds(net: Sequence[NetRecord]) -> list[dict[frozenset[str], float]]:
     """busbw per group (by its hosts) of each round of `scope: "groups"` records, for the op
     and size the search used (all_reduce preferred, the largest size)."""
-    recs = [r for r in net if r.scope == "groups" and r.wrong == 0 and isinstance(r.extra.get("round"), int)]
+    recs = [r for r in scope_records(net, "groups") if r.wrong == 0 and isinstance(r.extra.get("round"), int)]
     if not recs:
         return []
     ops = {r.op for r in recs}
@@ -153,6 +154,7 @@ def replay(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_GAP) -> Search
     """The search the run took, decided again from its records (None: no groups records,
     or they do not hold a round the search asks for, e.g. the run was cut short). With several
     runs in one directory, the last run's search."""
+    net = scope_records(net, "groups")   # built only for these records when read as columns
     runs = list(dict.fromkeys(r.run_id for r in net if r.scope == "groups"))
     net = [r for r in net if r.scope == "groups" and r.run_id == runs[-1]] if runs else []
     recorded = recorded_rounds(net)
