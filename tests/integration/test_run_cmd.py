@@ -3,6 +3,7 @@ exit code is the verdict, and a phase that aborts still leaves a report (exit 3)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -55,13 +56,21 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
 
 
 def test_an_aborted_phase_still_gets_a_report_and_exit_3(tmp_path: Path) -> None:
-    # the storage phase may take 1 s, and 2 writers x 2 GiB of O_DIRECT writes cannot finish in it
-    # on any disk of this class: stoker io gives up (its own --timeout) and keeps what it had
-    p, out = run(tmp_path, "--io-timeout", "1", "--ckpt-bytes", "2G", "--workloads", "checkpoint,dataloader,metadata")
+    # fio gone from PATH: the storage phase stops at once with its one-line reason (exit 2).
+    # (A too-short --io-timeout no longer does: every fio job is time_based, and stoker io's
+    # --timeout is on top of its runtime.) stoker itself runs by its absolute interpreter.
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    out = tmp_path / "results"
+    p = subprocess.run([*STOKER, "run", "--out", str(out), *SMALL], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=400, env={**os.environ, "PATH": str(bare)})
     ran = phases(out)
-    assert ran["network"] == 0 and ran["storage"] != 0 and ran["report"] in (0, 1), p.stdout[-3000:]
+    assert ran["network"] == 0 and ran["storage"] == 2 and ran["report"] == 3, p.stdout[-3000:]
     verdict = json.loads((out / "verdict.json").read_text())
     # no spec: nothing can fail, so the missing storage measurements decide
     assert verdict["verdict"] == "incomplete" and p.returncode == 3, verdict
-    assert verdict["missing_phases"][0].startswith("phase storage ")
+    first = (out / "report.md").read_text().splitlines()[0]
+    assert first.endswith("INCOMPLETE: phase storage ended with exit code 2 after "
+                          f"{verdict['missing_phases'][0].split(' after ')[1]}")
+    assert "fio not found on PATH" in first, first
     assert "storage  exit" in p.stdout
