@@ -20,7 +20,7 @@ from pathlib import Path
 
 from launchers import builders as b
 from launchers.cli import OneLineParser
-from launchers.options import add_profile_arguments, checked_file, profile_from_args
+from launchers.options import add_profile_arguments, checked_file, checked_workload, profile_from_args
 from reports.errors import StokerError
 
 
@@ -57,7 +57,7 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
         return list(args.command[1:] if args.command[:1] == ["--"] else args.command)
     stoker = (sys.executable, "-m", "launchers.cli")
     spec = checked_file(args.spec, "--spec", cwd)
-    workload = checked_file(args.workload, "--workload", cwd)
+    workload = checked_workload(args.workload, cwd)
     profile = profile_from_args(args)
     if args.what == "limits":
         return [str(profile.net_timeout_s), str(profile.io_timeout_s), str(profile.report_timeout_s)]

@@ -61,10 +61,29 @@ def checked_file(path: str | None, option: str, cwd: Path) -> str | None:
     return str(p)
 
 
+def checked_workload(given: str | None, cwd: Path) -> str | None:
+    """An absolute path to a workload file, or a preset name as given (llama-70b, unet3d):
+    `stoker report` and `compare` accept both, so `run` and `submit` do too."""
+    if given is None or (cwd / given).is_file():
+        return checked_file(given, "--workload", cwd)
+    from reports.judging.workload import load_workload   # raises UsageError naming the presets
+    load_workload(given)
+    return given
+
+
+def _preset_yaml(name: str) -> str:
+    from reports.judging import catalog
+    if catalog.normalise(name) in {catalog.normalise(n) for n in catalog.names("model preset")}:
+        return f"preset: {name}\n"
+    return f"name: {name}\ndataloader: {{preset: {name}}}\n"
+
+
 def keep_inputs(out: Path, spec: str | None, workload: str | None) -> None:
     """Copy the spec and workload into the results dir as spec.yaml / workload.yaml: the
     results then carry what they were judged against (`stoker report DIR` and `stoker
     compare` use them when no --spec / --workload is given)."""
     for given, name in ((spec, "spec.yaml"), (workload, "workload.yaml")):
-        if given and Path(given).resolve() != (out / name).resolve():
+        if given and not Path(given).is_file():
+            (out / name).write_text(_preset_yaml(given))   # a preset name (checked_workload)
+        elif given and Path(given).resolve() != (out / name).resolve():
             shutil.copyfile(given, out / name)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from launchers import builders as b
-from launchers.options import add_profile_arguments, checked_file, keep_inputs, profile_from_args
+from launchers.options import add_profile_arguments, checked_file, checked_workload, keep_inputs, profile_from_args
 from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
 from launchers.profiles import Profile, default_profile
 from reports.errors import UsageError
@@ -108,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--nproc must be at least 1, got {nproc}")
     cwd = Path.cwd()
     spec = checked_file(args.spec, "--spec", cwd)
-    workload = checked_file(args.workload, "--workload", cwd)
+    workload = checked_workload(args.workload, cwd)
     run_id = new_run_id()
     out = (cwd / (args.out or f"stoker-results/{run_id}")).resolve()
     if args.path and not Path(args.path).is_dir():

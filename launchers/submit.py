@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from launchers.gres import gres_problem
-from launchers.options import add_profile_arguments, checked_file, keep_inputs, profile_from_args
+from launchers.options import add_profile_arguments, checked_file, checked_workload, keep_inputs, profile_from_args
 from launchers.sbatch import SbatchConfig, render
 from reports.errors import UsageError
 
@@ -51,7 +51,7 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         partition=args.partition,
         time=args.time,
         spec=checked_file(args.spec, "--spec", cwd),
-        workload=checked_file(args.workload, "--workload", cwd),
+        workload=checked_workload(args.workload, cwd),
         local_path=args.local_path,
         shared_path=str(cwd / args.shared_path) if args.shared_path else None,
         # the interpreter that runs this command, so the job finds the same stoker

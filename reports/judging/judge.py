@@ -45,10 +45,18 @@ _FIX = {
 }
 
 
+# A checkpoint is a torch.save / DCP call, not fio: buffered, one writer, serialisation
+# included. These ran at half fio's O_DIRECT figure on an H100 node's disk (issue 13), so
+# the model's checkpoint stall trusts them whenever they were measured.
+REAL_SAVE_BACKENDS = ("torch.save", "torch.dcp")
+
+
 def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> IoRecord | None:
     """The best record of `workload`: on `path` if the workload names one, else on shared
-    storage if any, else anywhere."""
+    storage if any, else anywhere; for checkpoint_write a real save's record if any."""
     recs = [r for r in io if r.workload == workload and not r.failed]
+    if workload == "checkpoint_write":
+        recs = [r for r in recs if r.backend in REAL_SAVE_BACKENDS] or recs
     if path:
         recs = [r for r in recs if r.path == path or r.path.startswith(path.rstrip("/") + "/")]
     else:
@@ -127,7 +135,7 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
         measured = model.Measured(
             curves=curves, read_GBps_per_node=rd.bw_GBps / max(1, rd.nodes) if rd else None,
             read_component=_component(rd, spec), write_GBps=wr.bw_GBps if wr else None,
-            write_component=_component(wr, spec))
+            write_component=_component(wr, spec), write_backend=wr.backend if wr else "fio")
         rows, summary = model.starvation(workload, spec, measured)
         if "why" in summary:
             notes.append(f"workload {workload.name}: {summary['why']}")

@@ -20,6 +20,7 @@ from reports.errors import UsageError
 from reports.judging.spec import Fields, read_yaml
 
 DDP_BUCKET_BYTES = 25 * 2**20      # torch DDP's default bucket_cap_mb=25
+DDP_FIRST_BUCKET_BYTES = 2**20     # torch DDP's first bucket (the last layers' gradients): 1 MiB
 DEFAULT_LAYERS = 32
 
 
@@ -53,9 +54,10 @@ class Workload:
     gpus: int | None = None
     gpus_per_node: int | None = None
     data: str = "fsdp"                 # ddp | fsdp
-    tensor: int = 1                    # tensor-parallel degree, inside one node
+    tensor: int = 1                    # tensor-parallel degree (beyond a node's GPUs it crosses nodes)
     global_batch_tokens: float | None = None
     mfu: float = 0.40
+    compute_s: float | None = None     # measured compute time of one step; replaces the FLOPs estimate
     dtype: str = "bf16"
     grad_bytes: float = 2.0            # bytes per gradient element on the wire
     bucket_bytes: float = DDP_BUCKET_BYTES
@@ -68,7 +70,8 @@ class Workload:
 
     @property
     def is_training(self) -> bool:
-        return self.params is not None and self.gpus is not None and self.global_batch_tokens is not None
+        return self.params is not None and self.gpus is not None and (
+            self.global_batch_tokens is not None or self.compute_s is not None)
 
     @property
     def n_layers(self) -> int:
@@ -83,7 +86,7 @@ class Workload:
 
 
 _KEYS = ("preset", "name", "params", "layers", "hidden", "seq_len", "gpus", "gpus_per_node", "parallelism",
-         "global_batch_tokens", "mfu", "dtype", "grad_bytes", "bucket_bytes", "overlap", "tp_overlap", "dataloader",
+         "global_batch_tokens", "mfu", "compute_s", "dtype", "grad_bytes", "bucket_bytes", "overlap", "tp_overlap", "dataloader",
          "checkpoint", "idle_budget", "source")
 
 
@@ -147,7 +150,7 @@ def parse_workload(data: Mapping[str, Any], file: str) -> Workload:
         name = f.catalog_name("model preset", data["preset"], "preset")
         data = _merge(catalog.resolve("model preset", name)[1], {k: v for k, v in data.items() if k != "preset"})
     kw: dict[str, Any] = {"name": str(data.get("name", name)), "file": file}
-    for key in ("params", "global_batch_tokens", "grad_bytes", "bucket_bytes"):
+    for key in ("params", "global_batch_tokens", "grad_bytes", "bucket_bytes", "compute_s"):
         if key in data:
             kw[key] = f.number(data[key], key)
     for key in ("layers", "hidden", "seq_len", "gpus", "gpus_per_node"):

@@ -1,4 +1,7 @@
 import subprocess
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import STOKER
 
@@ -13,3 +16,20 @@ def test_unknown_option_is_one_line_exit_2() -> None:
     p = subprocess.run([*STOKER, "net", "--no-such-flag"], capture_output=True, text=True)
     assert p.returncode == 2
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_run_and_submit_take_a_workload_preset_name(tmp_path: Path) -> None:
+    """Issue 17: `stoker run --workload llama-70b` was refused though report/compare accept it."""
+    from launchers.options import checked_workload, keep_inputs
+    from reports.errors import UsageError
+    from reports.judging.workload import load_workload
+
+    assert checked_workload("llama-70b", tmp_path) == "llama-70b"
+    assert checked_workload("unet3d", tmp_path) == "unet3d"
+    with pytest.raises(UsageError, match="neither a file nor a preset"):
+        checked_workload("llama-71b", tmp_path)
+    (tmp_path / "w.yaml").write_text("preset: llama-8b\n")
+    assert checked_workload("w.yaml", tmp_path) == str(tmp_path / "w.yaml")
+    for name in ("llama-70b", "unet3d"):
+        keep_inputs(tmp_path, None, name)
+        assert load_workload(tmp_path / "workload.yaml").name == name

@@ -37,30 +37,64 @@ def test_ddp_hidden_behind_the_backward_pass() -> None:
     assert s["compute_s"] == pytest.approx(1.2)
     (row,) = rows
     # D = 16 ranks > 8 per node -> inter-node. Gradients 1e9 x 2 B = 2e9 B; bus bytes = 2e9 x 2 x 15/16 = 3.75e9
-    # time at 10 GB/s = 0.375 s; window = overlap 1.0 x backward 2/3 x 1.2 = 0.8 s -> nothing exposed
+    # time at 10 GB/s = 0.375 s; window = overlap 1.0 x backward 2/3 x 1.2 = 0.8 s
     assert row.component == "inter-node network" and row.check == "DDP gradient all_reduce (16 ranks)"
     assert row.extra["comm_s"] == pytest.approx(0.375)
     assert row.extra["window_s"] == pytest.approx(0.8)
-    assert (row.idle_share, row.status) == (0.0, "ok")
     assert row.extra["message_bytes"] == 25 * 2**20          # DDP's 25 MiB buckets
+    # buckets: 1 MiB first, 76 x 25 MiB, and the first layers' remainder 2e9 - 1,993,342,976 = 6,657,024 B
+    assert row.extra["buckets"] == 78 and row.extra["last_bucket_bytes"] == 6_657_024
+    # the last full bucket is ready at 0.8 x (1 - 6657024 / 2e9) = 0.797337 s and takes
+    # 26214400 x 1.875 / 10e9 = 4.9152 ms, ending at 0.802252 s; the remainder then takes 1.2482 ms:
+    # exposed = 0.8035006 - 0.8 = 3.5006 ms (the last bucket cannot hide)
+    assert row.extra["exposed_s"] == pytest.approx(0.0035006, rel=1e-4)
+    # share = 0.0035006 / 1.2035006 = 0.0029087, within 5%
+    assert row.idle_share == pytest.approx(0.0029087, rel=1e-4) and row.status == "ok"
     # required busbw: the budget allows E = 0.05 / 0.95 x 1.2 = 0.063158 s exposed;
     # 3.75e9 B / (0.8 + 0.063158) s = 4.3445 GB/s
     assert row.required == pytest.approx(4.3445, rel=1e-4)
     assert row.achieved == pytest.approx(10.0)
-    assert s["step_s"] == pytest.approx(1.2) and s["idle_share"] == 0.0
+    assert s["step_s"] == pytest.approx(1.2035006, rel=1e-6)
 
 
 def test_ddp_starving_and_the_cost() -> None:
     rows, s = starvation(DDP, SPEC, measured(flat("inter-node", "all_reduce", 2.0, B)))
     (row,) = rows
-    # 3.75e9 B at 2 GB/s = 1.875 s; exposed = 1.875 - 0.8 = 1.075 s; share = 1.075 / (1.2 + 1.075) = 0.472527
-    assert row.extra["exposed_s"] == pytest.approx(1.075)
-    assert row.idle_share == pytest.approx(0.472527, rel=1e-5)
+    # at 2 GB/s a 25 MiB bucket takes 24.576 ms but is filled every 10.486 ms: the all-reduces
+    # run back to back from the second bucket's ready time, 0.8 x 27262976 / 2e9 = 0.0109052 s.
+    # end = 0.0109052 + 1.875 (all) - 0.000983 (the 1 MiB bucket, done before) = 1.8849222 s
+    # exposed = 1.8849222 - 0.8 = 1.0849222 s; share = 1.0849222 / 2.2849222 = 0.474818
+    assert row.extra["exposed_s"] == pytest.approx(1.0849222, rel=1e-6)
+    assert row.idle_share == pytest.approx(0.474818, rel=1e-5)
     assert row.status == "starving"
-    # $ per day = share x 16 GPUs x $2 x 24 h = 0.472527 x 768 = 362.90
-    assert row.usd_per_day == pytest.approx(362.90, rel=1e-4)
-    assert s["step_s"] == pytest.approx(2.275)
-    assert s["usd_per_day_lost"] == pytest.approx(362.90, rel=1e-4)
+    # $ per day = share x 16 GPUs x $2 x 24 h = 0.474818 x 768 = 364.66
+    assert row.usd_per_day == pytest.approx(364.66, rel=1e-4)
+    assert s["step_s"] == pytest.approx(2.2849222, rel=1e-6)
+    assert s["usd_per_day_lost"] == pytest.approx(364.66, rel=1e-4)
+
+
+def test_ddp_one_bucket_is_never_hidden() -> None:
+    """The 2 x 200 Mbit/s bed of issue 13: 6.3 M fp32 parameters = 25.2 MB, one 25 MiB bucket
+    plus a small one; a compute-heavy step hid almost none of it."""
+    w = Workload(params=6.3e6, gpus=2, gpus_per_node=1, data="ddp", grad_bytes=4.0, compute_s=1.38)
+    rows, s = starvation(w, None, measured(flat("inter-node", "all_reduce", 0.025, B)))
+    (row,) = rows
+    # buckets: 1 MiB, then the remaining 24,151,424 B in one (< 25 MiB)
+    assert row.extra["buckets"] == 2 and row.extra["last_bucket_bytes"] == 24_151_424
+    # the big bucket is ready at the end of the backward (2/3 x 1.38 = 0.92 s) and takes
+    # 24151424 x 2 x 1/2 / 0.025e9 = 0.966057 s, all exposed; share = 0.966057 / 2.346057 = 0.411779
+    assert s["compute_s"] == 1.38 and s["compute_from"] == "compute_s (measured)"
+    assert row.extra["exposed_s"] == pytest.approx(0.966057, rel=1e-5)
+    assert row.idle_share == pytest.approx(0.411779, rel=1e-5)
+
+
+def test_tensor_parallel_beyond_a_node_crosses_nodes() -> None:
+    w = dataclasses.replace(FSDP_TP, gpus=64, tensor=16)
+    m = measured(flat("intra-node", "all_reduce", 100.0), flat("inter-node", "all_reduce", 20.0, B))
+    tp = starvation(w, SPEC, m)[0][0]
+    # 16 GPUs of tensor parallelism on 8-GPU nodes: the group spans 2 nodes, judged on the inter-node sweep
+    assert tp.component == "inter-node network" and tp.check == "tensor parallel all_reduce (16 GPUs)"
+    assert tp.achieved == pytest.approx(20.0)
 
 
 # tp_overlap 0: tensor-parallel collectives on the critical path (Megatron without --tp-comm-overlap)
@@ -159,7 +193,8 @@ def test_checkpoint_sync_and_async() -> None:
     # required so the stall stays within 5%: 14e9 / (0.05 / 0.95 x 3600 s) = 0.073889 GB/s
     assert ck.required == pytest.approx(0.073889, rel=1e-4)
     assert ck.status == "ok"
-    assert s["idle_share"] == pytest.approx(5.5525e-4, rel=1e-4)
+    # with the DDP step's 0.0029087 (see above): 1 - (1 - 0.0029087) x (1 - 5.5525e-4) = 0.0034623
+    assert s["idle_share"] == pytest.approx(0.0034623, rel=1e-4)
     asyn = dataclasses.replace(DDP, checkpoint=Checkpoint(interval_minutes=60, bytes_per_param=14, async_=True))
     rows, _ = starvation(asyn, SPEC, measured(flat("inter-node", "all_reduce", 10.0, B), write=7.0))
     ck = rows[-1]
@@ -174,8 +209,8 @@ def test_checkpoint_sync_and_async() -> None:
 def test_total_idle_share_combines_step_and_checkpoint() -> None:
     w = dataclasses.replace(DDP, checkpoint=Checkpoint(interval_minutes=60, bytes_per_param=14))
     _, s = starvation(w, SPEC, measured(flat("inter-node", "all_reduce", 2.0, B), write=7.0))
-    # compute share of wall time = (1 - 0.472527) x (1 - 5.5525e-4); idle = 1 - that = 0.472820
-    assert s["idle_share"] == pytest.approx(0.472820, rel=1e-5)
+    # compute share of wall time = (1 - 0.474818) x (1 - 5.5525e-4); idle = 1 - that = 0.475110
+    assert s["idle_share"] == pytest.approx(0.475110, rel=1e-5)
 
 
 def test_docs_worked_example() -> None:
@@ -206,3 +241,24 @@ def test_docs_worked_example() -> None:
     assert (round(dp1.idle_share, 3), dp1.status) == (0.327, "starving")
     tp0 = starvation(dataclasses.replace(w, tp_overlap=0.0), spec, m)[0][0]
     assert (round(tp0.idle_share, 3), tp0.status) == (0.161, "starving")
+
+
+def test_dataloader_demand_follows_compute_not_the_starved_step() -> None:
+    """Issue 17: a starving network stretched the step and made the dataloader look idle."""
+    w = dataclasses.replace(DDP, dataloader=Dataloader(name="llm-text", bytes_per_token=4.0))
+    rows, _ = starvation(w, SPEC, measured(flat("inter-node", "all_reduce", 0.01, B), read=1.0))
+    dl = rows[-1]
+    # the network exposes minutes per step, but the demand is 800,000 tokens x 4 B per node per C = 1.2 s
+    assert rows[0].extra["exposed_s"] > 300
+    assert dl.required == pytest.approx(0.0026667, rel=1e-4)
+
+
+def test_compute_s_replaces_the_flops_estimate() -> None:
+    # no accelerator, no batch: the measured compute time is all the model needs for DDP
+    w = Workload(params=1e9, gpus=16, data="ddp", compute_s=2.0)
+    rows, s = starvation(w, None, measured(flat("inter-node", "all_reduce", 2.0, B)))
+    assert s["compute_s"] == 2.0 and "why" not in s
+    # window 2/3 x 2.0 = 1.3333 s; the chain is bucket-bound (24.576 ms per 25 MiB vs 17.476 ms to fill one),
+    # so it runs back to back from the second bucket's ready time 1.3333 x 27262976 / 2e9 = 0.0181753 s:
+    # end = 0.0181753 + 1.875 - 0.000983 = 1.8921923; exposed = 1.8921923 - 1.3333333 = 0.558859 s
+    assert rows[0].extra["exposed_s"] == pytest.approx(0.558859, rel=1e-5)

@@ -77,3 +77,10 @@ def test_errors_name_file_field_and_expectation(tmp_path: Path, text: str, messa
 def test_unknown_preset_name() -> None:
     with pytest.raises(UsageError, match=r"workload 'lama-70b' is neither a file nor a preset: did you mean llama-70b"):
         load_workload("lama-70b")
+
+
+def test_compute_s_from_a_file(tmp_path: Path) -> None:
+    w = load_workload(write(tmp_path, "params: 6.3e6\ngpus: 2\nparallelism: {data: ddp}\ncompute_s: 0.726\n"))
+    assert w.compute_s == 0.726 and w.is_training and w.global_batch_tokens is None
+    with pytest.raises(UsageError, match="compute_s"):
+        load_workload(write(tmp_path, "params: 6.3e6\ngpus: 2\ncompute_s: fast\n"))
