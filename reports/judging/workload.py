@@ -59,7 +59,7 @@ class Workload:
     mfu: float = 0.40
     compute_s: float | None = None     # measured compute time of one step; replaces the FLOPs estimate
     dtype: str = "bf16"
-    grad_bytes: float = 2.0            # bytes per gradient element on the wire
+    grad_bytes: float = 2.0            # bytes per gradient (and FSDP parameter) element on the wire
     bucket_bytes: float = DDP_BUCKET_BYTES
     overlap: float = 1.0               # share of the overlap window data-parallel communication may hide in
     tp_overlap: float = 0.5            # share of compute tensor-parallel collectives hide behind (0: none)
