@@ -65,9 +65,10 @@ def _json_lines(text: str) -> list[dict]:
 
 
 # -- network: stoker net, then real DDP / FSDP ---------------------------------------
-def stoker_net(c: NetnsCluster, out: Path, port: int, iters: int = 3) -> RecordSet:
+def stoker_net(c: NetnsCluster, out: Path, port: int, iters: int = 3,
+               ops: str = "all_reduce,all_gather,reduce_scatter") -> RecordSet:
     """stoker's own collective sweep across the nodes, one rank per node (as the job runs)."""
-    args = ["-m", "launchers.cli", "net", "--ops", "all_reduce,all_gather,reduce_scatter",
+    args = ["-m", "launchers.cli", "net", "--ops", ops,
             "--min-bytes", NET_SIZES[0], "--max-bytes", NET_SIZES[1], "--step-factor", "2",
             "--iters", str(iters), "--warmup", "1", "--backend", "gloo", "--timeout", "240",
             "--scopes", "inter-node", "--out", str(out)]
