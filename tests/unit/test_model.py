@@ -273,3 +273,14 @@ def test_cpu_ranks_lose_compute_to_overlapped_communication() -> None:
     # CPU (steal 0.5): bucket 1's 0.1 s overlaps the backward and stretches it by 0.05 s, to 1.05;
     # bucket 2 then runs 1.05..1.15: exposed = 0.05 (stretch) + 0.1 (last bucket) = 0.15 s
     assert _ddp_time(curve, 2, [1e6, 1e6], 1.0, steal=0.5)[2] == pytest.approx(0.15)
+
+
+def test_fsdp_on_cpu_ranks_does_not_overlap() -> None:
+    m = measured(flat("inter-node", "all_gather", 20.0, B), flat("inter-node", "reduce_scatter", 25.0, B))
+    w = dataclasses.replace(FSDP_TP, tensor=1)
+    (gpu,) = starvation(w, SPEC, m)[0]
+    (cpu,) = starvation(w, SPEC, dataclasses.replace(m, cpu_ranks=True))[0]
+    # GPU: hidden behind C (prefetch on CUDA streams); CPU ranks: no streams, all of it is exposed
+    assert gpu.extra["exposed_s"] == 0.0
+    assert cpu.extra["exposed_s"] == pytest.approx(cpu.extra["comm_s"]) and cpu.extra["window_s"] == 0.0
+    assert "CPU ranks" in cpu.extra["note"]

@@ -23,6 +23,9 @@ from reports.judging.workload import Checkpoint, Dataloader, Workload
 from reports.records import RecordSet, read_records
 from tests.harness.blockdev import start_in_cgroup
 from tests.harness.netns import NetnsCluster
+from tests.validation.io_worker import make_samples
+
+__all__ = ["make_samples"]   # the sample files of the real dataloader, made by the harness
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PY = sys.executable
