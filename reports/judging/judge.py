@@ -55,8 +55,6 @@ def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec
     """The best record of `workload`: on `path` if the workload names one, else on shared
     storage if any, else anywhere; for checkpoint_write a real save's record if any."""
     recs = [r for r in io if r.workload == workload and not r.failed]
-    if workload == "checkpoint_write":
-        recs = [r for r in recs if r.backend in REAL_SAVE_BACKENDS] or recs
     if path:
         recs = [r for r in recs if r.path == path or r.path.startswith(path.rstrip("/") + "/")]
     else:
@@ -65,6 +63,8 @@ def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec
             return e.kind if e else r.scope
         shared = [r for r in recs if kind(r) == "shared"]
         recs = shared or recs
+    if workload == "checkpoint_write":   # after the place is chosen: a real save elsewhere does not count here
+        recs = [r for r in recs if r.backend in REAL_SAVE_BACKENDS] or recs
     return max(recs, key=lambda r: r.bw_GBps, default=None)
 
 
