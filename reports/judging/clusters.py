@@ -272,7 +272,7 @@ def summarise(name: str, run: str, records: RecordSet, judgement: Any, spec: Any
     if workload is not None and not s.problems and s.cost_per_useful_gpu_hour is None:
         return _with_problem(s, f"price_per_gpu_hour {price:g} gives no finite cost")
     if workload is not None and not s.problems and s.tokens_per_step and s.usd_per_billion_tokens is None:
-        return _with_problem(s, f"price_per_gpu_hour {price:g} gives no finite cost per token")
+        return _with_problem(s, f"price_per_gpu_hour {price:g} gives no finite cost")
     return s
 
 

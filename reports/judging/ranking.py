@@ -246,7 +246,7 @@ def _headline(rank: list[Ranked], not_ranked: dict[str, tuple[str, ...]], cluste
         lead = (f"Cheapest {metric.removeprefix('$ ')} of {workload}: {b.name} at ${b.value:,.2f}"
                 if len(winners) == 1 else
                 f"Tie for the cheapest {metric.removeprefix('$ ')} of {workload}: {', '.join(winners)} "
-                f"(inside the run-to-run spread); {b.name} at ${b.value:,.2f}")
+                f"(equal, or apart by less than their noise); {b.name} at ${b.value:,.2f}")
         idle = f"{s.idle_share:.1%}" if s.idle_share is not None else "—"
         out.append(f"{lead} (list ${s.price_per_gpu_hour:.2f} per GPU-hour, GPUs idle {idle}, {_why(clusters[b.name])}).")
         for r in rank[1:]:
