@@ -30,7 +30,7 @@ from reports.units import format_size
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Cell:
     value: float | None
-    noise: float = 0.0          # relative: 0.05 = +-5%
+    noise: float | None = None  # relative: 0.05 = +-5%; None = unknown (one run, no iteration spread recorded)
     note: str = ""              # e.g. "block 1M, 16 procs" or "not measured"
 
 
@@ -51,7 +51,7 @@ class Ranked:
     name: str
     metric: str
     value: float
-    noise: float
+    noise: float | None
     rank: int
     tied_with: tuple[str, ...] = ()
 
@@ -74,18 +74,20 @@ def group_runs(summaries: Sequence[ClusterSummary]) -> dict[str, list[ClusterSum
 
 
 def combine(values: Sequence[tuple[float, float | None]]) -> Cell:
-    """Median over runs; noise = max(half the range / median, the records' own spread)."""
+    """Median over runs; noise = max(half the range / median, the records' own spread),
+    None when neither is known (one run whose records carry no iteration spread)."""
     vals = [v for v, _ in values]
     med = statistics.median(vals)
-    spread = (max(vals) - min(vals)) / 2 / med if med > 0 and len(vals) > 1 else 0.0
-    own = max((c for _, c in values if c is not None), default=0.0)
-    return Cell(value=med, noise=max(spread, own), note=f"{len(vals)} runs" if len(vals) > 1 else "")
+    known = [c for _, c in values if c is not None]
+    if len(vals) > 1:
+        known.append((max(vals) - min(vals)) / 2 / med if med > 0 else 0.0)
+    return Cell(value=med, noise=max(known) if known else None, note=f"{len(vals)} runs" if len(vals) > 1 else "")
 
 
 def tie(a: Cell, b: Cell) -> bool:
     """The noise bands overlap: a difference inside the noise."""
     assert a.value is not None and b.value is not None
-    return abs(a.value - b.value) <= a.value * a.noise + b.value * b.noise
+    return abs(a.value - b.value) <= a.value * (a.noise or 0.0) + b.value * (b.noise or 0.0)
 
 
 def _best(cells: dict[str, Cell], better: str) -> tuple[str, ...]:
@@ -200,10 +202,11 @@ def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Compar
                        else ("$ per useful GPU-hour", lambda s: s.cost_per_useful_gpu_hour))
         cost_rows = [
             _metric_row(clusters, metric, "$", "cost", get, "lower", ranked_names),
-            _metric_row(clusters, "$ per useful GPU-hour", "$", "info", lambda s: s.cost_per_useful_gpu_hour, "lower", ranked_names),
-            _metric_row(clusters, "$ per step", "$", "info", lambda s: s.usd_per_step, "lower", ranked_names),
-            _metric_row(clusters, "billion tokens per day", "", "info", lambda s: s.billion_tokens_per_day, "higher", ranked_names),
-            _metric_row(clusters, "$ per day at the workload's scale", "$", "info", lambda s: s.usd_per_day, "lower", ranked_names),
+            *[_metric_row(clusters, figure, unit, "info", get_, better, ranked_names) for figure, unit, get_, better in (
+                ("$ per useful GPU-hour", "$", lambda s: s.cost_per_useful_gpu_hour, "lower"),
+                ("$ per step", "$", lambda s: s.usd_per_step, "lower"),
+                ("billion tokens per day", "", lambda s: s.billion_tokens_per_day, "higher"),
+                ("$ per day at the workload's scale", "$", lambda s: s.usd_per_day, "lower"))],
             _metric_row(clusters, "GPU idle share", "", "idle", lambda s: s.idle_share, "lower", ranked_names),
             *[_metric_row(clusters, f"idle: {comp}", "", "idle", lambda s, c=comp: s.idle_by_component.get(c), "lower",
                           ranked_names)
@@ -213,6 +216,9 @@ def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Compar
             cost_rows = [cost_rows[0], *cost_rows[2:]]
         rows = [*cost_rows, *rows]
         cells = cost_rows[0].cells
+        for n in sorted(n for n in ranked_names if cells[n].value is None):
+            not_ranked[n] = (f"no {metric} could be computed (the workload's GPU count or step time is missing)",)
+            ranked_names.discard(n)
         order = sorted((n for n in ranked_names if cells[n].value is not None), key=lambda n: (cells[n].value, n))
         for i, n in enumerate(order):
             c = cells[n]
@@ -268,6 +274,10 @@ def _num(x: float | None, digits: int = 6) -> float | None:
     return round(x, digits) if x is not None and finite(x) else None
 
 
+def _noise(x: float | None) -> float | None:
+    return None if x is None else _num(x, 4)
+
+
 def to_json(cmp: Comparison) -> dict[str, Any]:
     """compare.json (CONTRACT.md): no inf or nan anywhere (json.dumps(allow_nan=False) holds it to that)."""
     clusters = []
@@ -284,9 +294,9 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
         })
     rows = [{"figure": r.figure, "kind": r.kind, "unit": r.unit, "comparable": r.comparable, "reasons": list(r.reasons),
              "better": r.better, "best": list(r.best),
-             "values": {n: {"value": _num(c.value), "noise": _num(c.noise, 4), "note": c.note} for n, c in r.cells.items()}}
+             "values": {n: {"value": _num(c.value), "noise": _noise(c.noise), "note": c.note} for n, c in r.cells.items()}}
             for r in cmp.rows]
-    ranking = [{"rank": r.rank, "name": r.name, "metric": r.metric, "value": _num(r.value), "noise": _num(r.noise, 4),
+    ranking = [{"rank": r.rank, "name": r.name, "metric": r.metric, "value": _num(r.value), "noise": _noise(r.noise),
                 "tied_with": list(r.tied_with)} for r in cmp.ranking]
     return {"schema": 1, "workload": cmp.workload, "headline": cmp.headline, "clusters": clusters, "rows": rows,
             "ranking": ranking}

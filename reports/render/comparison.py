@@ -40,7 +40,7 @@ def fmt(c: Cell, unit: str, price: float | None = None) -> str:
         v = f"{c.value:.1%}" if c.value <= 1 else f"{c.value:,.1f}"
     else:
         v = f"{c.value:,.2f}"
-    extra = [f"±{c.noise:.0%}"] if c.noise >= 0.005 else []
+    extra = [f"±{c.noise:.0%}"] if c.noise is not None and c.noise >= 0.005 else []
     if unit == "GB/s" and price and finite(c.value / price):
         extra.append(f"{c.value / price:.2f} per $")
     if c.note and not c.note.startswith("at "):
@@ -72,7 +72,7 @@ def rows_table(cmp: Comparison) -> pd.DataFrame:
 
 def ranking_table(cmp: Comparison) -> pd.DataFrame:
     rows = [{"rank": f"{r.rank}{'=' if r.tied_with else ''}", "cluster": r.name, r.metric: f"${r.value:,.2f}",
-             "±": f"{r.noise:.0%}", "tied with": ", ".join(r.tied_with) or "—"} for r in cmp.ranking]
+             "±": "unknown" if r.noise is None else f"{r.noise:.0%}", "tied with": ", ".join(r.tied_with) or "—"} for r in cmp.ranking]
     rows += [{"rank": "not ranked", "cluster": n, cmp.ranking[0].metric if cmp.ranking else "cost": "—", "±": "—",
               "tied with": "; ".join(why)} for n, why in cmp.not_ranked.items()]
     return pd.DataFrame(rows)
