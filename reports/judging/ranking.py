@@ -182,7 +182,7 @@ def _metric_row(clusters: dict[str, list[ClusterSummary]], figure: str, unit: st
         if all(v is not None and finite(v) for v in vals):
             cells[n] = combine([(float(v), None) for v in vals if v is not None])
         else:
-            cells[n] = Cell(value=None, note="not ranked" if n not in ranked else "")
+            cells[n] = Cell(value=None, note="unmeasured" if kind == "idle" else "not ranked" if n not in ranked else "")
     best = _best({n: c for n, c in cells.items() if n in ranked}, better) if kind == "cost" else ()
     return Row(figure=figure, unit=unit, kind=kind, cells=cells, comparable=kind == "cost" and len(best) > 0,
                better=better, best=best)

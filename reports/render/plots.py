@@ -150,7 +150,9 @@ def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     for i, (s, adv) in enumerate(zip(series, advertised)):
         color = f"C{i % 10}"
-        ax.plot(list(s.sizes), list(s.values), marker="o", markersize=3, linewidth=1.5, label=s.label, color=color)
+        # markers and dashes differ too, so that two clusters with the same curve both show
+        ax.plot(list(s.sizes), list(s.values), marker="osD^v"[i % 5], markersize=4 + (i % 3), linewidth=1.5,
+                linestyle=("-", "-.", ":")[i % 3], label=s.label, color=color)
         if adv:
             ax.axhline(adv, color=color, linestyle="--", linewidth=1, label=f"{s.label.split(' (')[0]} advertised {adv:g}")
     ax.set_xscale("log", base=2)

@@ -15,7 +15,7 @@ import pytest
 
 from launchers.cli import main as stoker
 from reports.report_cmd import collect
-from tests.conftest import DATA, STOKER
+from tests.conftest import DATA, STOKER, needs_tool
 
 
 def _edit_records(d: Path, name: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
@@ -139,3 +139,20 @@ def test_no_spec_and_nan_record(tmp_path: Path) -> None:
     assert any("intra-node all_reduce sweep (tensor parallel)" in x for x in reasons["c"]), reasons["c"]
     for f in ("compare.md", "compare.html", "compare.json"):
         assert not re.search(r"\b(inf|nan|Infinity|NaN)\b", (tmp_path / "o" / f).read_text()), f
+
+
+@needs_tool("chromium")
+def test_compare_html_in_chromium(tmp_path: Path) -> None:
+    """compare.html in a real headless Chromium: every chart decodes, nothing fetched from outside."""
+    from tests.integration.test_report_html import PROBE, _chromium
+
+    dirs = [_trial(tmp_path, "neo-a", 2.49), _trial(tmp_path, "neo-c", 1.49, drop_intra=True)]
+    assert stoker(["compare", *map(str, dirs), "--workload", "llama-70b", "--out", str(tmp_path / "o")]) == 0
+    page = (tmp_path / "o" / "compare.html").read_text()
+    assert not re.search(r'(src|href)="(https?:)?//', page)
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    p = _chromium("--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
+    m = re.search(r"IMGS:([01]*):END", p.stdout)
+    assert m, p.stderr[-2000:]
+    assert m.group(1) == "1111"   # cost stacked by component, inter- and intra-node busbw, storage
