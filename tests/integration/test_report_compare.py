@@ -156,3 +156,26 @@ def test_compare_html_in_chromium(tmp_path: Path) -> None:
     m = re.search(r"IMGS:([01]*):END", p.stdout)
     assert m, p.stderr[-2000:]
     assert m.group(1) == "1111"   # cost stacked by component, inter- and intra-node busbw, storage
+
+
+def test_real_gloo_sweeps_of_different_ranges(tmp_path: Path) -> None:
+    """Two real 2-rank gloo sweeps of this machine, to 1M and to 4M: compared at 1M only, each
+    cluster's figure its own records' median there, the noise their iteration CV."""
+    for name, top in (("short", "1M"), ("long", "4M")):
+        p = subprocess.run([*STOKER, "net", "--nproc", "2", "--ops", "all_reduce", "--min-bytes", "256K",
+                            "--max-bytes", top, "--iters", "5", "--out", str(tmp_path / name)],
+                           capture_output=True, text=True, timeout=240)
+        assert p.returncode == 0, p.stderr
+    assert stoker(["compare", str(tmp_path / "short"), str(tmp_path / "long"), "--out", str(tmp_path / "o")]) == 0
+    got = json.loads((tmp_path / "o" / "compare.json").read_text())
+    row = next(r for r in got["rows"] if r["figure"].startswith("intra-node all_reduce"))
+    assert row["figure"] == "intra-node all_reduce busbw at 1M"
+    assert re.fullmatch(r"long swept to 4M \(\d+\.\d\d GB/s there\), not used: compared at 1M, the largest size all "
+                        r"measured", row["reasons"][0])
+    for name in ("short", "long"):
+        recs = [json.loads(x) for x in (tmp_path / name / "net.jsonl").read_text().splitlines()]
+        at = sorted(r["busbw_GBps"] for r in recs if r["bytes"] == 1 << 20)
+        cv = [r["time_cv"] for r in recs if r["bytes"] == 1 << 20]
+        mid = len(at) // 2
+        assert row["values"][name]["value"] == pytest.approx(at[mid] if len(at) % 2 else (at[mid - 1] + at[mid]) / 2, abs=1e-6)
+        assert row["values"][name]["noise"] == pytest.approx(sum(cv) / len(cv), abs=1e-4)
