@@ -2,42 +2,90 @@
 
 Each DIR is a results directory as `stoker report` reads it. Its cluster is named by the
 `name` of the spec kept in it (`DIR/spec.yaml`, which also gives the price per GPU-hour),
-else by the directory name. `--workload` models the same job on every cluster (else each
-DIR's own `workload.yaml` is used), which is what makes the cost per useful GPU-hour
-comparable. Writes compare.md and compare.html into --out (default: the current directory).
+else by the directory name; directories whose specs share a name are runs of one cluster
+(their spread is the comparison's noise). `--workload` models the same job on every
+cluster (else each DIR's own `workload.yaml`, which must then name the same workload in
+all). Writes compare.md, compare.html and compare.json into --out (default: .).
 """
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from reports.errors import UsageError
 
-HELP = "side-by-side comparison of several clusters' results"
+HELP = "side-by-side comparison of several clusters' results, ranked on the cost of work"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dirs", nargs="+", metavar="DIR", help="results directories, one per cluster")
-    parser.add_argument("--out", default=".", metavar="DIR", help="where compare.md and compare.html go (default: .)")
+    parser.add_argument("dirs", nargs="+", metavar="DIR", help="results directories, one per cluster or run")
+    parser.add_argument("--out", default=".", metavar="DIR", help="where compare.md, .html and .json go (default: .)")
     parser.add_argument("--workload", metavar="FILE", help="workload YAML or preset modelled on every cluster")
 
 
-def main(args: argparse.Namespace) -> int:
-    from reports.judging.clusters import summarise, unique_names
-    from reports.render.html import render_compare as render_html
-    from reports.render.markdown import render_compare as render_md
-    from reports.report_cmd import collect
+def record_schemas(directory: Path) -> set[object]:
+    """Schema versions of the records kept in DIR (a line without one is schema 1)."""
+    from reports.records import IO_FILE, NET_FILE, SCHEMA, iter_jsonl
 
-    if len(args.dirs) < 2:
+    out: set[object] = set()
+    for name in (NET_FILE, IO_FILE):
+        if (directory / name).is_file():
+            out |= {obj.get("schema", SCHEMA) for _, obj, _ in iter_jsonl(directory / name) if obj is not None}
+    return out
+
+
+def check_inputs(dirs: list[str], workload_arg: str | None) -> list[Path]:
+    """One-line refusals (exit 2) for input no comparison can be made of."""
+    from reports.records import SCHEMA
+    from reports.report_cmd import load_optional
+
+    if len(dirs) < 2:
         raise UsageError("give at least two results directories to compare")
+    paths = [Path(d) for d in dirs]
+    seen: dict[Path, str] = {}
+    for d, p in zip(dirs, paths):
+        if not p.is_dir():
+            raise UsageError(f"{d}: no such results directory")
+        if p.resolve() in seen:
+            raise UsageError(f"{d} is given twice (also as {seen[p.resolve()]}): give each results directory once")
+        seen[p.resolve()] = d
+        other = sorted(str(s) for s in record_schemas(p) - {SCHEMA})
+        if other:
+            raise UsageError(f"{d}: records of schema {', '.join(other)}; this stoker reads schema {SCHEMA}: "
+                             "compare results written by the same stoker version")
+    if workload_arg is None:
+        names = {d: getattr(load_optional("workload", None, p)[0], "name", None) for d, p in zip(dirs, paths)}
+        if len(set(names.values())) > 1:
+            which = ", ".join(f"{d}: {n or 'none'}" for d, n in names.items())
+            raise UsageError(f"the directories were judged against different workloads ({which}): give --workload "
+                             "to model the same job on every cluster")
+    return paths
+
+
+def main(args: argparse.Namespace) -> int:
+    from reports.judging.clusters import summarise
+    from reports.judging.ranking import compare, to_json
+    from reports.render.comparison import render_html, render_md
+    from reports.report_cmd import collect, load_optional
+
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a directory")
-    collected = [collect(Path(d), None, args.workload) for d in args.dirs]
-    names = unique_names([c.report.title for c in collected], [Path(d).resolve().name for d in args.dirs])
-    clusters = [summarise(n, c.report.records, c.report.judgement, c.spec) for n, c in zip(names, collected)]
+    paths = check_inputs(list(args.dirs), args.workload)
+    summaries = []
+    for d, p in zip(args.dirs, paths):
+        c = collect(p, None, args.workload)
+        workload = load_optional("workload", args.workload, p)[0]
+        j = c.report.judgement
+        summaries.append(summarise(c.report.title, d, c.report.records, j, c.spec, workload))
+    wname = summaries[0].workload
+    cmp = compare(summaries, wname)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.md").write_text(render_md(clusters), encoding="utf-8")
-    (out / "compare.html").write_text(render_html(clusters), encoding="utf-8")
-    print(f"compared {len(clusters)} clusters -> {out / 'compare.md'}, compare.html")
+    (out / "compare.md").write_text(render_md(cmp), encoding="utf-8")
+    (out / "compare.html").write_text(render_html(cmp), encoding="utf-8")
+    (out / "compare.json").write_text(json.dumps(to_json(cmp), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    print(f"compared {len(cmp.clusters)} clusters ({len(summaries)} runs) -> {out / 'compare.md'}, compare.html, compare.json")
+    for line in cmp.headline:
+        print(line)
     return 0

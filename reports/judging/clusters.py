@@ -1,132 +1,283 @@
-"""Several clusters side by side (pure): the figures a buyer compares across trials.
+"""One results directory reduced to what a buyer compares across trials (pure).
 
-For each results directory: the plateau busbw per scope (all_reduce where measured), the
-best storage bandwidth per scope and workload, the verdict, the price per GPU-hour (from
-the spec) and, when a workload was modelled, the cost per useful GPU-hour:
+Per directory: each (scope, op) busbw curve with its ranks per node and per-size
+iteration spread, each storage figure with its block size and procs, the verdict and the
+findings that decide it, and — under a workload — where the GPUs wait (idle share by
+component) and what the work costs:
 
     cost per useful GPU-hour = price per GPU-hour / (1 - idle share)
+    wall time of one step    = compute time / (1 - idle share)
+    $ per step               = price x GPUs x wall time of one step / 3600
+    $ per billion tokens     = $ per step x 1e9 / tokens per step
 
-where the idle share is the share of step time the accelerators wait for network and
-storage (reports.judging.model). A cluster that is 20% cheaper but keeps its GPUs waiting 30% of
-the time costs more per hour of work done.
+A component the workload needs but that was not measured is *unmeasured*, never 0% idle:
+the cluster gets no cost and says which measurement would give it one
+(reports.judging.ranking leaves it out of the ranking).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
-
 from reports.findings import FAILING
-from reports.records import RecordSet
-from reports.judging.frames import Sweep, io_frame, net_frame, sweeps
+from reports.judging.compare import build_curves, effective_scope
+from reports.records import IoRecord, NetRecord, RecordSet
 
-SCOPES = ("intra-node", "inter-node")
+# the parts of a training job the GPUs can wait for, in the order a buyer reads them
+COMPONENTS = ("data parallel", "tensor parallel", "pipeline", "dataloader", "checkpoint")
+DECIDING = 3   # failing findings named per cluster
+
+
+def finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NetCurve:
+    """busbw by size for one effective scope and op; cv = mean iteration CV per size (None: not recorded)."""
+
+    scope: str
+    op: str
+    ranks: int
+    nodes: int
+    sizes: tuple[int, ...]
+    busbw: tuple[float, ...]
+    cv: tuple[float | None, ...]
+    advertised: float | None = None
+
+    @property
+    def ranks_per_node(self) -> int:
+        return max(1, round(self.ranks / max(1, self.nodes)))
+
+    def at(self, size: int) -> tuple[float, float | None]:
+        i = self.sizes.index(size)
+        return self.busbw[i], self.cv[i]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IoFigure:
+    """The best bandwidth of one storage workload at one block size and process count."""
+
+    scope: str
+    workload: str
+    direction: str
+    block: int
+    procs: int
+    bw: float
+    path: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ClusterSummary:
-    name: str
+    name: str                                   # the spec's name, else the directory's
+    run: str                                    # the directory (several runs of one cluster share a name)
     verdict: str
     failing: int
     findings: int
-    plateaus: dict[str, tuple[str, int, float]] = field(default_factory=dict)   # scope -> (op, size, busbw)
-    curves: dict[str, Sweep] = field(default_factory=dict)                       # scope -> the sweep plotted
-    storage: dict[str, float] = field(default_factory=dict)                      # "shared write (checkpoint_write)"
+    deciding: tuple[str, ...] = ()              # messages of the findings that decide a fail
+    accelerator: str | None = None
+    curves: dict[tuple[str, str], NetCurve] = field(default_factory=dict)
+    storage: tuple[IoFigure, ...] = ()
     price_per_gpu_hour: float | None = None
-    idle_share: float | None = None
     workload: str | None = None
+    gpus: int | None = None
+    tokens_per_step: float | None = None
+    compute_s: float | None = None
+    idle_share: float | None = None             # None: a needed component is unmeasured
+    idle_by_component: dict[str, float | None] = field(default_factory=dict)   # parts of idle_share; None = unmeasured
+    lacks: tuple[str, ...] = ()                 # "what is missing: the command that measures it"
+    problems: tuple[str, ...] = ()              # why this run cannot be ranked (lacks, price, spec)
 
     @property
     def cost_per_useful_gpu_hour(self) -> float | None:
         return cost_per_useful(self.price_per_gpu_hour, self.idle_share)
 
+    @property
+    def step_wall_s(self) -> float | None:
+        if self.compute_s is None or self.idle_share is None or not 0 <= self.idle_share < 1:
+            return None
+        return _finite_or_none(self.compute_s / (1 - self.idle_share))
+
+    @property
+    def usd_per_step(self) -> float | None:
+        w = self.step_wall_s
+        if w is None or self.price_per_gpu_hour is None or not self.gpus:
+            return None
+        return _finite_or_none(self.price_per_gpu_hour * self.gpus * w / 3600)
+
+    @property
+    def usd_per_billion_tokens(self) -> float | None:
+        s = self.usd_per_step
+        return None if s is None or not self.tokens_per_step else _finite_or_none(s * 1e9 / self.tokens_per_step)
+
+    @property
+    def billion_tokens_per_day(self) -> float | None:
+        w = self.step_wall_s
+        return None if w is None or not self.tokens_per_step else _finite_or_none(self.tokens_per_step * 86400 / w / 1e9)
+
+    @property
+    def usd_per_day(self) -> float | None:
+        if self.price_per_gpu_hour is None or not self.gpus:
+            return None
+        return _finite_or_none(self.price_per_gpu_hour * self.gpus * 24)
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if finite(x) else None
+
 
 def cost_per_useful(price: float | None, idle_share: float | None) -> float | None:
-    """price / (1 - idle share); None when either is unknown or the GPUs never work."""
+    """price / (1 - idle share); None when either is unknown, the GPUs never work, or it overflows."""
     if price is None or idle_share is None or not 0 <= idle_share < 1:
         return None
-    return price / (1.0 - idle_share)
+    return _finite_or_none(price / (1.0 - idle_share))
 
 
-def effective(s: Sweep) -> str:
-    """World sweeps stand for inter-node on several nodes, intra-node on one (as reports.judging.compare)."""
-    if s.scope == "world":
-        return "inter-node" if s.nodes > 1 else "intra-node"
-    return s.scope
+def _good_net(net: Iterable[NetRecord]) -> list[NetRecord]:
+    # a NaN or negative figure must never become a bandwidth (records are also checked where read)
+    return [r for r in net if finite(r.busbw_GBps) and r.busbw_GBps >= 0 and finite(r.time_s) and r.time_s > 0]
 
 
-def main_sweeps(sws: Sequence[Sweep]) -> dict[str, Sweep]:
-    """One sweep per scope: explicit scopes before world, all_reduce before other ops,
-    the most ranks first."""
-    out: dict[str, Sweep] = {}
-    ranked = sorted(sws, key=lambda s: (s.scope == "world", s.op != "all_reduce", -s.ranks, s.op, s.backend))
-    for s in ranked:
-        scope = effective(s)
-        if scope in SCOPES and scope not in out:
-            out[scope] = s
+def net_curves(net: Sequence[NetRecord], expected: Mapping[str, float]) -> dict[tuple[str, str], NetCurve]:
+    """The judgement's curves (reports.judging.compare: medians, rails, explicit scopes over
+    world), with the group shape and iteration spread of the records behind each."""
+    good = _good_net(net)
+    curves, _ = build_curves(good)
+    out: dict[tuple[str, str], NetCurve] = {}
+    for (scope, op), c in sorted(curves.items()):
+        recs = [r for r in good if effective_scope(r) == scope and r.op == op and r.scope != "pair"
+                and r.ranks >= 2 and not r.wrong]
+        recs = [r for r in recs if r.scope != "world"] or recs   # as build_curves: explicit sweeps win
+        widest = max(recs, key=lambda r: (r.ranks, r.nodes))
+        cvs: dict[int, list[float]] = defaultdict(list)
+        for r in recs:
+            if finite(r.time_cv) and r.time_cv >= 0:   # type: ignore[arg-type]
+                cvs[r.bytes].append(float(r.time_cv))   # type: ignore[arg-type]
+        out[(scope, op)] = NetCurve(
+            scope=scope, op=op, ranks=widest.ranks, nodes=widest.nodes, sizes=c.sizes, busbw=c.busbw,
+            cv=tuple(sum(cvs[s]) / len(cvs[s]) if cvs.get(s) else None for s in c.sizes),
+            advertised=expected.get(f"{scope} network"))
     return out
 
 
-def summarise(name: str, records: RecordSet, judgement: Any, spec: Any = None) -> ClusterSummary:
-    main = main_sweeps(sweeps(net_frame(records.net)))
-    plateaus = {scope: (s.op, *s.plateau) for scope, s in main.items()}
-    storage: dict[str, float] = {}
-    io = io_frame(records.io)
-    for r in io.itertuples(index=False) if not io.empty else ():
-        if r.failed or r.bytes == 0:
+def io_figures(io: Sequence[IoRecord]) -> tuple[IoFigure, ...]:
+    """Best bandwidth per (scope, workload, direction, block, procs); failed, page-cache and
+    non-finite results are left out (they say nothing about the storage)."""
+    best: dict[tuple[str, str, str, int, int], IoRecord] = {}
+    for r in io:
+        if r.failed or r.cache_suspect or r.bytes <= 0 or r.workload == "metadata" or not finite(r.bw_GBps) or r.bw_GBps < 0:
             continue
-        key = f"{r.scope} {r.direction} ({r.workload})"
-        storage[key] = max(storage.get(key, 0.0), float(r.bw))
+        key = (r.scope, r.workload, r.direction, r.block_size, r.procs)
+        if key not in best or r.bw_GBps > best[key].bw_GBps:
+            best[key] = r
+    return tuple(IoFigure(scope=k[0], workload=k[1], direction=k[2], block=k[3], procs=k[4], bw=r.bw_GBps, path=r.path)
+                 for k, r in sorted(best.items()))
+
+
+def component_of(check: str) -> str:
+    if check.startswith("tensor parallel"):
+        return "tensor parallel"
+    if check.startswith(("DDP", "FSDP")):
+        return "data parallel"
+    if check.startswith("pipeline"):
+        return "pipeline"
+    return "dataloader" if check.startswith("dataloader") else "checkpoint"
+
+
+def lack_line(component: str, row: Any) -> str:
+    """Which measurement a model row lacks and the command that takes it."""
+    scope = "inter-node" if str(row.component).startswith("inter") else "intra-node"
+    if component == "tensor parallel":
+        return "an intra-node all_reduce sweep (tensor parallel): run `stoker net --scopes intra-node --ops all_reduce`"
+    if component == "data parallel":
+        ops = "all_gather,reduce_scatter" if str(row.check).startswith("FSDP") else "all_reduce"
+        return f"an {scope} {ops.replace(',', ' + ')} sweep (data parallel): run `stoker net --scopes {scope} --ops {ops}`"
+    if component == "dataloader":
+        return "a dataloader_read measurement: run `stoker io --path DATASET_DIR --workloads dataloader`"
+    return "a checkpoint_write measurement: run `stoker io --path CHECKPOINT_DIR --workloads checkpoint`"
+
+
+def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[str, float | None], list[str]]:
+    """Each component's part of the total idle share, so that the parts add up to it.
+
+    The model (reports.judging.model) sums the exposed seconds of network and dataloader
+    over one step (busy = sum e / (base + sum e)) and multiplies in the checkpoint stall:
+    total = 1 - (1 - busy)(1 - ck). Component i's part is e_i / (base + sum e) and the
+    checkpoint's is ck x (1 - busy). A row the records could not feed is None (unmeasured)."""
+    parts: dict[str, float | None] = {}
+    lacks: list[str] = []
+    step_rows = [r for r in rows if component_of(r.check) != "checkpoint"]
+    measured = [r for r in step_rows if r.status != "no_reference" and finite(r.idle_share)
+                and finite(r.extra.get("exposed_s", 0.0))]
+    dl = next((r for r in step_rows if component_of(r.check) == "dataloader"), None)
+    base = summary.get("compute_s") if finite(summary.get("compute_s")) else (dl.extra.get("base_s") if dl else None)
+    total_e = sum(float(r.extra.get("exposed_s", 0.0)) for r in measured)
+    busy = total_e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0   # type: ignore[operator]
+    for r in rows:
+        comp = component_of(r.check)
+        ok = r.status != "no_reference" and finite(r.idle_share) and (r.achieved is None or finite(r.achieved))
+        if not ok:
+            parts[comp] = None
+            lacks.append(lack_line(comp, r))
+        elif comp == "checkpoint":
+            parts[comp] = float(r.idle_share) * (1 - busy)
+        else:
+            e = float(r.extra.get("exposed_s", 0.0))
+            parts[comp] = e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0   # type: ignore[operator]
+    return parts, lacks
+
+
+def summarise(name: str, run: str, records: RecordSet, judgement: Any, spec: Any = None,
+              workload: Any = None) -> ClusterSummary:
+    """One directory's summary; `problems` says why it cannot be ranked."""
+    problems: list[str] = []
+    price = getattr(spec, "price_per_gpu_hour", None)
+    if spec is None:
+        problems.append("no spec.yaml in its directory (price and accelerator unknown): put the cluster's spec there")
+    elif price is None:
+        problems.append("no price_per_gpu_hour in its spec")
+    elif not finite(price) or price <= 0:
+        problems.append(f"price_per_gpu_hour {price} is not a positive price")
+        price = None
     summary: Mapping[str, Any] = judgement.model_summary or {}
-    price = getattr(spec, "price_per_gpu_hour", None) or summary.get("price_per_gpu_hour")
-    idle = summary.get("idle_share") if judgement.model else None
-    return ClusterSummary(
-        name=name, verdict=judgement.verdict, failing=sum(f.status in FAILING for f in judgement.findings),
-        findings=len(judgement.findings), plateaus=plateaus, curves=main, storage=storage,
-        price_per_gpu_hour=float(price) if price is not None else None,
-        idle_share=float(idle) if idle is not None else None, workload=judgement.workload_name)
+    parts: dict[str, float | None] = {}
+    lacks: list[str] = []
+    idle: float | None = None
+    if workload is not None:
+        if judgement.model:
+            parts, lacks = idle_parts(judgement.model, summary)
+        if "why" in summary or not judgement.model:
+            lacks.append(f"a model of {judgement.workload_name}: {summary.get('why', 'nothing to model')}")
+        idle_total = summary.get("idle_share")
+        if not lacks and finite(idle_total) and 0 <= idle_total < 1:
+            idle = float(idle_total)
+        problems += [f"lacks {x}" for x in lacks]
+    acc = getattr(getattr(spec, "accelerator", None), "name", None)
+    tokens = getattr(workload, "global_batch_tokens", None)
+    compute = summary.get("compute_s")
+    s = ClusterSummary(
+        name=name, run=run, verdict=judgement.verdict, failing=sum(f.status in FAILING for f in judgement.findings),
+        findings=len(judgement.findings),
+        deciding=tuple(f.message for f in sorted(judgement.findings, key=lambda f: (f.status != "below_spec", f.component))
+                       if f.status in FAILING)[:DECIDING],
+        accelerator=acc, curves=net_curves(records.net, judgement.expected), storage=io_figures(records.io),
+        price_per_gpu_hour=float(price) if price is not None else None, workload=judgement.workload_name,
+        gpus=summary.get("gpus") if workload is not None else None,
+        tokens_per_step=float(tokens) if finite(tokens) else None,
+        compute_s=float(compute) if finite(compute) else None, idle_share=idle,
+        idle_by_component=parts, lacks=tuple(lacks), problems=tuple(problems))
+    if workload is not None and not s.problems and s.cost_per_useful_gpu_hour is None:
+        return _with_problem(s, f"price_per_gpu_hour {price:g} gives no finite cost")
+    if workload is not None and not s.problems and s.tokens_per_step and s.usd_per_billion_tokens is None:
+        return _with_problem(s, f"price_per_gpu_hour {price:g} gives no finite cost")
+    return s
 
 
-def unique_names(names: Sequence[str], dirs: Sequence[str]) -> list[str]:
-    """Spec names can repeat (three trials of one offer): add the directory name then."""
-    return [f"{n} ({d})" if names.count(n) > 1 else n for n, d in zip(names, dirs)]
+def _with_problem(s: ClusterSummary, why: str) -> ClusterSummary:
+    from dataclasses import replace
 
+    return replace(s, problems=(*s.problems, why))
 
-def _f(x: float | None, fmt: str) -> str:
-    return "—" if x is None else format(x, fmt)
-
-
-def side_by_side(clusters: Sequence[ClusterSummary]) -> pd.DataFrame:
-    """Rows = figures, columns = clusters; every cell a string ('—' = not measured)."""
-    from reports.units import format_size
-
-    rows: dict[str, list[str]] = {"verdict": [f"{c.verdict} ({c.failing} to act on)" for c in clusters]}
-    for scope in SCOPES:
-        rows[f"{scope} busbw plateau (GB/s)"] = [
-            f"{c.plateaus[scope][2]:.2f} ({c.plateaus[scope][0]} at {format_size(c.plateaus[scope][1])})"
-            if scope in c.plateaus else "—" for c in clusters]
-    for key in sorted({k for c in clusters for k in c.storage}):
-        rows[f"{key} (GB/s)"] = [_f(c.storage.get(key), ".2f") for c in clusters]
-    rows["price per GPU-hour ($)"] = [_f(c.price_per_gpu_hour, ".2f") for c in clusters]
-    rows["GPU idle share (workload)"] = [
-        "—" if c.idle_share is None else f"{c.idle_share:.1%} ({c.workload})" for c in clusters]
-    rows["cost per useful GPU-hour ($)"] = [_f(c.cost_per_useful_gpu_hour, ".2f") for c in clusters]
-    df = pd.DataFrame.from_dict(rows, orient="index", columns=[c.name for c in clusters])
-    return df.rename_axis("figure").reset_index()
-
-
-def ranking(clusters: Sequence[ClusterSummary]) -> list[str]:
-    """Plain sentences: the cheapest useful hour, and what the others cost beside it."""
-    priced = sorted((c for c in clusters if c.cost_per_useful_gpu_hour is not None),
-                    key=lambda c: (c.cost_per_useful_gpu_hour, c.name))
-    if not priced:
-        return ["No cost per useful GPU-hour: give price_per_gpu_hour in each spec and a --workload to model."]
-    best = priced[0]
-    out = [f"Cheapest per useful GPU-hour: {best.name} at ${best.cost_per_useful_gpu_hour:.2f} "
-           f"(list ${best.price_per_gpu_hour:.2f}, GPUs idle {best.idle_share:.1%})."]
-    for c in priced[1:]:
-        extra = c.cost_per_useful_gpu_hour / best.cost_per_useful_gpu_hour - 1  # type: ignore[operator]
-        out.append(f"{c.name}: ${c.cost_per_useful_gpu_hour:.2f} per useful GPU-hour, {extra:.0%} more.")
-    return out

@@ -11,8 +11,7 @@ from itertools import groupby
 import pandas as pd
 
 from reports.render import plots
-from reports.judging.clusters import ClusterSummary
-from reports.render.markdown import (COMPARE_LEGEND, LEGEND, MAX_ROWS, ReportInput, fnum, findings_table, manifest_summary, model_table,
+from reports.render.markdown import (LEGEND, MAX_ROWS, ReportInput, fnum, findings_table, manifest_summary, model_table,
                                pair_cells, plateau_line, storage_table, sweep_table, verdict_line)
 from reports.judging.frames import Sweep, expected_for, io_frame, per_host, sweeps
 from reports.units import format_size
@@ -150,23 +149,6 @@ def render(ri: ReportInput) -> str:
         body += ["<h2>Notes</h2>", bullets(notes)]
     body += ["<h2>Units and statistics</h2>", bullets(LEGEND), "<h2>Environment</h2>", bullets(manifest_summary(rs.manifests))]
     return _page(f"stoker report: {ri.title}", body)
-
-
-def render_compare(clusters: Sequence[ClusterSummary]) -> str:
-    """compare.html: the same table and ranking, and busbw curves of every cluster overlaid."""
-    from reports.judging.clusters import SCOPES, ranking, side_by_side
-
-    body = [f"<h1>stoker compare: {esc(', '.join(c.name for c in clusters))}</h1>", bullets(ranking(clusters)),
-            table(side_by_side(clusters))]
-    for scope in SCOPES:
-        series = [plots.Series(label=f"{c.name} ({c.curves[scope].op}, {c.curves[scope].ranks} ranks)",
-                               sizes=list(c.curves[scope].table["bytes"]), values=list(c.curves[scope].table["busbw"]))
-                  for c in clusters if scope in c.curves]
-        if series:
-            body += [f"<h2>{esc(scope)}</h2>", img(plots.sweep_plot(f"{scope}: busbw vs message size", series),
-                                                   f"{scope} busbw of every cluster")]
-    body += ["<h2>How to read it</h2>", bullets([*COMPARE_LEGEND, *LEGEND[:2]])]
-    return _page(f"stoker compare: {', '.join(c.name for c in clusters)}", body)
 
 
 def _page(title: str, body: Sequence[str]) -> str:

@@ -278,19 +278,3 @@ def render(ri: ReportInput) -> str:
     lines += ["## Environment", "", *manifest_summary(rs.manifests), ""]
     return "\n".join(lines)
 
-
-def render_compare(clusters: Sequence[Any]) -> str:
-    """compare.md: the side-by-side table, the ranking by cost per useful GPU-hour, the rule."""
-    from reports.judging.clusters import ranking, side_by_side
-
-    lines = [f"# stoker compare: {', '.join(c.name for c in clusters)}", "", *[f"- {s}" for s in ranking(clusters)],
-             "", md_table(side_by_side(clusters)), "", "## How to read it", "", *COMPARE_LEGEND, *LEGEND[:2], ""]
-    return "\n".join(lines)
-
-
-COMPARE_LEGEND = (
-    "- busbw plateau: per cluster the all_reduce sweep where measured (else another op), as in each report.",
-    "- storage: the best aggregate bandwidth per scope, direction and workload over the paths measured.",
-    "- cost per useful GPU-hour = price per GPU-hour / (1 − GPU idle share), the idle share being the share of "
-    "step time the accelerators wait for network and storage under the workload (see each cluster's report).",
-)

@@ -139,3 +139,81 @@ def matrix_plot(title: str, hosts: Sequence[str], matrix: Sequence[Sequence[floa
     ax.set_title(title, fontsize=10)
     fig.colorbar(im, ax=ax, label="busbw (GB/s)")
     return _encode(fig)
+
+
+def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence[float | None]) -> str:
+    """Several clusters' busbw curves of one op and scope, each with its own advertised
+    line in its colour (dashed): how far each is from what it was sold as."""
+    plt = _plt()
+    from matplotlib.ticker import FuncFormatter
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    for i, (s, adv) in enumerate(zip(series, advertised)):
+        color = f"C{i % 10}"
+        # markers and dashes differ too, so that two clusters with the same curve both show
+        ax.plot(list(s.sizes), list(s.values), marker="osD^v"[i % 5], markersize=4 + (i % 3), linewidth=1.5,
+                linestyle=("-", "-.", ":")[i % 3], label=s.label, color=color)
+        if adv:
+            ax.axhline(adv, color=color, linestyle="--", linewidth=1, label=f"{s.label.split(' (')[0]} advertised {adv:g}")
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
+    ax.set_xlabel("message size (bytes, nccl-tests size column)")
+    ax.set_ylabel("busbw (GB/s)")
+    ys = [v for s in series for v in s.values if v > 0] + [a for a in advertised if a]
+    if ys and max(ys) / min(ys) > 30:   # a 0.6 GB/s gloo curve under a 450 GB/s NVLink line: log, or it is flat at 0
+        ax.set_yscale("log")
+        ax.set_ylim(min(ys) / 2, max(ys) * 2)
+    else:
+        ax.set_ylim(0, max(ys, default=1.0) * 1.15)   # headroom: the advertised lines are not on the frame
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _encode(fig)
+
+
+def cost_stack(title: str, names: Sequence[str], totals: Sequence[float],
+               parts: Sequence[tuple[str, Sequence[float]]], unit: str) -> str:
+    """One horizontal bar per cluster: the cost of a unit of work, split into what pays for
+    compute and what pays for GPUs waiting on each component (cost x that component's
+    share of the idle time); the segments add up to the bar."""
+    plt = _plt()
+    n = len(names)
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.5 * n))
+    ys = list(range(n))
+    left = [0.0] * n
+    for (label, shares), color in zip(parts, ["tab:green", *[f"C{i}" for i in (0, 1, 3, 4, 5, 6)]]):
+        widths = [t * s for t, s in zip(totals, shares)]
+        ax.barh(ys, widths, left=left, color=color, label=label, height=0.6)
+        left = [a + w for a, w in zip(left, widths)]
+    for y, t in zip(ys, totals):
+        ax.text(t, y, f" ${t:,.2f}", va="center", fontsize=8)
+    ax.set_yticks(ys)
+    ax.set_yticklabels(list(names), fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(unit)
+    ax.set_xlim(right=max(totals) * 1.2 if totals else 1)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _encode(fig)
+
+
+def grouped_bars(title: str, groups: Sequence[str], names: Sequence[str],
+                 values: Sequence[Sequence[float | None]]) -> str:
+    """values[i][k]: cluster k in group i (GB/s); a missing value leaves a gap, never a 0 bar."""
+    plt = _plt()
+    n, k = len(groups), max(1, len(names))
+    fig, ax = plt.subplots(figsize=(7.5, 1.0 + 0.3 * n * k))
+    h = 0.8 / k
+    for j, name in enumerate(names):
+        ys = [i + j * h for i in range(n) if values[i][j] is not None]
+        ax.barh(ys, [values[i][j] for i in range(n) if values[i][j] is not None], height=h, color=f"C{j % 10}",
+                label=name)
+    ax.set_yticks([i + 0.4 - h / 2 for i in range(n)])
+    ax.set_yticklabels(list(groups), fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("GB/s")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return _encode(fig)
