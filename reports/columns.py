@@ -84,13 +84,21 @@ class NetTable(Sequence[Any]):
         import pyarrow as pa
 
         rows = np.flatnonzero(np.asarray(mask, dtype=bool))
-        if self._records is not None or not len(rows):
+        if not len(rows):
+            return []
+        if self._records is not None:
             every = self._all()
             return [every[i] for i in rows]
         n = self._table.num_rows
         head = rows[rows < n]
         part = NetTable(self._table.take(pa.array(head, pa.int64())), self.frame.iloc[:0], self._build)
         return [*part._all(), *(self._tail[i - n] for i in rows[rows >= n])]
+
+    def __add__(self, other: Sequence[NetRecord]) -> list[Any]:
+        return [*self, *other]
+
+    def __radd__(self, other: Sequence[NetRecord]) -> list[Any]:
+        return [*other, *self]
 
     def __iadd__(self, other: Sequence[NetRecord]) -> NetTable:
         import pandas as pd
