@@ -33,7 +33,7 @@ _FLOATS = ("time_s", "algbw_GBps", "busbw_GBps")
 _OPTIONAL_FLOATS = ("time_min_s", "time_p50_s", "time_p99_s", "time_cv")
 # Columns the judgement reads from the frame (hosts are reduced to `host`, `pair_a`, `pair_b`).
 FRAME_COLUMNS = ("run_id", "op", "scope", "backend", "ranks", "nodes", "bytes", "time_s", "algbw_GBps",
-                 "busbw_GBps", "wrong", "group", "in_place", "pass")
+                 "busbw_GBps", "wrong", "group", "in_place", "pass", "device")
 # host: the first; host2: the second of a two-host record; hosts: the tuple of a record of
 # more (few: world and inter-node sweeps); pair_a < pair_b: a record's two distinct hosts.
 _ALL_COLUMNS = (*FRAME_COLUMNS, "host", "host2", "hosts", "pair_a", "pair_b", "n_hosts")
@@ -120,7 +120,7 @@ def records_frame(net: Sequence[NetRecord]) -> pd.DataFrame:
         distinct = sorted(set(r.hosts))
         a, b = (distinct[0], distinct[1]) if len(distinct) == 2 else (None, None)
         rows.append((r.run_id, r.op, r.scope, r.backend, r.ranks, r.nodes, r.bytes, r.time_s, r.algbw_GBps,
-                     r.busbw_GBps, r.wrong, r.group, r.in_place, r.extra.get("pass"),
+                     r.busbw_GBps, r.wrong, r.group, r.in_place, r.extra.get("pass"), r.device,
                      r.hosts[0] if r.hosts else "", r.hosts[1] if len(r.hosts) == 2 else None,
                      tuple(r.hosts) if len(r.hosts) > 2 else None, a, b, len(r.hosts)))
     return pd.DataFrame(rows, columns=_ALL_COLUMNS)
@@ -243,8 +243,13 @@ def _frame(table: Any) -> pd.DataFrame:
         if name in table.column_names:
             col = table.column(name)
             cols[name] = col.dictionary_encode() if pa.types.is_string(col.type) else col
-    for name, value in (("group", 0), ("in_place", False)):
-        cols[name] = pc.fill_null(cols[name], value) if name in cols else pa.array([value] * n)
+    for name, value in (("group", 0), ("in_place", False), ("device", "cpu")):
+        if name not in cols:
+            cols[name] = pa.array([value] * n)
+        elif name == "device":   # fill before encoding: a dictionary column takes no plain fill
+            cols[name] = pc.fill_null(table.column(name), value).dictionary_encode()
+        else:
+            cols[name] = pc.fill_null(cols[name], value)
     if "pass" not in cols:
         cols["pass"] = pa.nulls(n, pa.int64())
     # The first host (per-node scopes) and, for two-host records, the pair in name order.
