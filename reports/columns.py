@@ -33,7 +33,7 @@ _FLOATS = ("time_s", "algbw_GBps", "busbw_GBps")
 _OPTIONAL_FLOATS = ("time_min_s", "time_p50_s", "time_p99_s", "time_cv")
 # Columns the judgement reads from the frame (hosts are reduced to `host`, `pair_a`, `pair_b`).
 FRAME_COLUMNS = ("run_id", "op", "scope", "backend", "ranks", "nodes", "bytes", "time_s", "algbw_GBps",
-                 "busbw_GBps", "wrong", "group", "in_place", "pass")
+                 "busbw_GBps", "wrong", "group", "in_place", "pass", "device")
 # host: the first; host2: the second of a two-host record; hosts: the tuple of a record of
 # more (few: world and inter-node sweeps); pair_a < pair_b: a record's two distinct hosts.
 _ALL_COLUMNS = (*FRAME_COLUMNS, "host", "host2", "hosts", "pair_a", "pair_b", "n_hosts")
@@ -84,13 +84,21 @@ class NetTable(Sequence[Any]):
         import pyarrow as pa
 
         rows = np.flatnonzero(np.asarray(mask, dtype=bool))
-        if self._records is not None or not len(rows):
+        if not len(rows):
+            return []
+        if self._records is not None:
             every = self._all()
             return [every[i] for i in rows]
         n = self._table.num_rows
         head = rows[rows < n]
         part = NetTable(self._table.take(pa.array(head, pa.int64())), self.frame.iloc[:0], self._build)
         return [*part._all(), *(self._tail[i - n] for i in rows[rows >= n])]
+
+    def __add__(self, other: Sequence[NetRecord]) -> list[Any]:
+        return [*self, *other]
+
+    def __radd__(self, other: Sequence[NetRecord]) -> list[Any]:
+        return [*other, *self]
 
     def __iadd__(self, other: Sequence[NetRecord]) -> NetTable:
         import pandas as pd
@@ -112,7 +120,7 @@ def records_frame(net: Sequence[NetRecord]) -> pd.DataFrame:
         distinct = sorted(set(r.hosts))
         a, b = (distinct[0], distinct[1]) if len(distinct) == 2 else (None, None)
         rows.append((r.run_id, r.op, r.scope, r.backend, r.ranks, r.nodes, r.bytes, r.time_s, r.algbw_GBps,
-                     r.busbw_GBps, r.wrong, r.group, r.in_place, r.extra.get("pass"),
+                     r.busbw_GBps, r.wrong, r.group, r.in_place, r.extra.get("pass"), r.device,
                      r.hosts[0] if r.hosts else "", r.hosts[1] if len(r.hosts) == 2 else None,
                      tuple(r.hosts) if len(r.hosts) > 2 else None, a, b, len(r.hosts)))
     return pd.DataFrame(rows, columns=_ALL_COLUMNS)
@@ -235,8 +243,13 @@ def _frame(table: Any) -> pd.DataFrame:
         if name in table.column_names:
             col = table.column(name)
             cols[name] = col.dictionary_encode() if pa.types.is_string(col.type) else col
-    for name, value in (("group", 0), ("in_place", False)):
-        cols[name] = pc.fill_null(cols[name], value) if name in cols else pa.array([value] * n)
+    for name, value in (("group", 0), ("in_place", False), ("device", "cpu")):
+        if name not in cols:
+            cols[name] = pa.array([value] * n)
+        elif name == "device":   # fill before encoding: a dictionary column takes no plain fill
+            cols[name] = pc.fill_null(table.column(name), value).dictionary_encode()
+        else:
+            cols[name] = pc.fill_null(cols[name], value)
     if "pass" not in cols:
         cols["pass"] = pa.nulls(n, pa.int64())
     # The first host (per-node scopes) and, for two-host records, the pair in name order.

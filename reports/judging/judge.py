@@ -137,7 +137,7 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
             read_component=_component(rd, spec), write_GBps=wr.bw_GBps if wr else None,
             write_component=_component(wr, spec), write_backend=wr.backend if wr else "fio",
             # gloo on CPU ranks shares the cores with compute; NCCL on GPUs does not
-            cpu_ranks=bool(records.net) and all(r.device == "cpu" for r in records.net))
+            cpu_ranks=bool(records.net) and bool((net_columns(records.net)["device"] == "cpu").all()))
         rows, summary = model.starvation(workload, spec, measured)
         if "why" in summary:
             notes.append(f"workload {workload.name}: {summary['why']}")

@@ -31,8 +31,12 @@ def test_columns_and_lines_give_the_same_records(tmp_path: Path) -> None:
     assert list(f["host"]) == ["n1", "n1", "n2", "n2", "n3", "n3", "n1", "n3", "n2", "n1"]
     assert [(a, b) for a, b in zip(f["pair_a"], f["pair_b"]) if isinstance(a, str)] == [("n1", "n2"), ("n1", "n3"), ("n2", "n3")]
     assert dict(pair_values(rs.net)) == {("n1", "n2"): 40.0, ("n1", "n3"): 12.0, ("n2", "n3"): 11.0}
-    assert [r.hosts for r in scope_records(rs.net, "pair")] == [("n1", "n2"), ("n3", "n1"), ("n2", "n3")]
+    fresh = read_records(tmp_path).net
+    assert scope_records(fresh, "groups") == [] and fresh._records is None   # nothing built for nothing
+    assert [r.hosts for r in scope_records(fresh, "pair")] == [("n1", "n2"), ("n3", "n1"), ("n2", "n3")]
+    assert fresh._records is None                                            # only the pairs were built
     rs.net += [net("groups", "all_reduce", 2**30, 5.0, ("n1", "n2"), ranks=2)]
+    assert len(rs.net + []) == 11 and len([] + rs.net) == 11
     assert len(rs.net) == 11 and [r.busbw_GBps for r in scope_records(rs.net, "groups")] == [5.0]
 
 
