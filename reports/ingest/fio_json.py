@@ -171,6 +171,14 @@ def _direction(d: Mapping[str, Any]) -> tuple[int, int, int, str]:
     problem = f"fio printed a negative {negative[0]}" if negative else ""
     if not problem and runtime <= 0 and (nbytes > 0 or ios > 0 or _number(d.get("bw")) != 0):
         problem = "fio printed a runtime of 0 ms for a job that did I/O"
+    # fio prints bw as io_bytes * 1000 / runtime (bw in KiB/s before 3.x): when they disagree
+    # the file was edited or damaged, and which figure is right cannot be told
+    reported = _number(d["bw_bytes"]) if "bw_bytes" in d else _number(d["bw"]) * 1024 if "bw" in d else None
+    if not problem and reported is not None and runtime > 0:
+        expected = nbytes * 1000 / runtime
+        if abs(expected - reported) > 0.01 * max(expected, reported) + 2048:
+            problem = (f"fio's io_bytes / runtime ({expected / 1e9:.3g} GB/s) disagree with its bw "
+                       f"({reported / 1e9:.3g} GB/s)")
     if problem:
         return max(nbytes, 0), max(ios, 0), max(runtime, 0), problem
     return nbytes, ios, runtime, ""

@@ -7,16 +7,19 @@ table is read through its own header line (`size count type redop root time algb
 statistics, timestamps) and per-op column sets of old versions all line up. Each table row
 gives two records: out-of-place and in-place (`in_place`). The size column is the record's
 `bytes` as CONTRACT.md defines it (nccl-tests' own definition); time is printed in us.
+Damaged files are read as far as they are sound: a row that is not all figures (cut short,
+a word or `nan` where a number belongs; `reports.ingest.nccl_rows` checks it) gives no record
+and is named by its line in the notes; comment markers stripped by a log viewer are no matter.
 """
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reports.ingest.nccl_rows import aligned, figures, header_columns, is_na, is_row, number, row_fields, skipped_note
 from reports.records import OPS, NetRecord
 
 BACKEND = "nccl-tests"
@@ -34,9 +37,6 @@ _NCCL_VERSION = re.compile(r"NCCL version\s+(\S+)")
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 # the table header, with or without its '#' (log viewers strip comment markers)
 _HEADER = re.compile(r"(?:^|[#\s])(?:size|bytes)\s+(?:count|N)\s+type\b", re.M)
-_COLS = {"size": "size", "bytes": "size", "count": "count", "n": "count", "type": "type", "redop": "redop",
-         "op": "redop", "root": "root", "time": "time", "cputime": "time", "algbw": "algbw", "busbw": "busbw",
-         "#wrong": "wrong", "wrong": "wrong", "error": "error", "res": "error"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,8 +87,8 @@ def infer_op(lead: Mapping[str, Any], timing: Mapping[str, Any], ranks: int) -> 
     "Collective test starting" line of recent versions), from what only one op prints:
     root and redop columns and the bus factor busbw/algbw. None when still ambiguous
     (all_gather vs alltoall both print redop none, root -1 and factor (n-1)/n)."""
-    algbw, busbw = _num(str(timing.get("algbw", ""))), _num(str(timing.get("busbw", "")))
-    root = _num(str(lead.get("root", "-1")))
+    algbw, busbw = number(str(timing.get("algbw", ""))), number(str(timing.get("busbw", "")))
+    root = number(str(lead.get("root", "-1")))
     reduces = str(lead.get("redop", "none")).lower() not in ("none", "")
     if root is not None and root >= 0:
         return "reduce" if reduces else "broadcast"
@@ -118,15 +118,6 @@ def looks_like_json(obj: Any) -> bool:
     return isinstance(obj, Mapping) and isinstance(obj.get("results"), list) and "config" in obj
 
 
-def _num(tok: str) -> float | None:
-    """A finite number, or None ('nan', 'inf', 'N/A', '12x' are not figures)."""
-    try:
-        v = float(tok)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 @dataclass(kw_only=True, slots=True)
 class _Section:
     """One test's worth of a log, gathered while reading."""
@@ -140,22 +131,6 @@ class _Section:
     graph: bool | None = None
 
 
-def _header_columns(body: str) -> list[str] | None:
-    toks = body.lstrip("#").split()
-    lowered = [t.lower() for t in toks]
-    if "algbw" not in lowered or "busbw" not in lowered or not ({"size", "bytes"} & set(lowered)):
-        return None
-    cols = [_COLS.get(t, t) for t in lowered]
-    # each timing group (from its `time` on) names algbw and busbw once, or the columns
-    # could not be told apart; the leading columns name the size once
-    starts = [i for i, c in enumerate(cols) if c == "time"]
-    groups = [cols[a:b] for a, b in zip(starts, [*starts[1:], len(cols)])]
-    lead = cols[:starts[0]] if starts else cols
-    if not groups or lead.count("size") != 1 or any(g.count("algbw") != 1 or g.count("busbw") != 1 for g in groups):
-        return None
-    return cols
-
-
 def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], list[float]]:
     sections: list[_Section] = [_Section()]
     versions: dict[str, str] = {}
@@ -167,7 +142,7 @@ def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], lis
             continue
         if m := _NCCL_VERSION.search(body):
             versions.setdefault("nccl", m.group(1))
-        if not body.startswith("#") and sections[-1].header and body.split()[0].isdigit():
+        if not body.startswith("#") and is_row(sections[-1].header, body.split()):
             sections[-1].rows.append((n, body.split()))
             continue
         # a comment line, with its '#' or without (stripped by a log viewer); other
@@ -188,25 +163,11 @@ def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], lis
         elif m := _RANK.match(body):
             cur.ranks[int(m.group(1))] = (m.group(2), m.group(4))
         elif m := _AVG.match(body):
-            if (avg := _num(m.group(1))) is not None:
+            if (avg := number(m.group(1))) is not None:
                 avgs.append(avg)
-        elif (cols := _header_columns(body)) is not None:
+        elif (cols := header_columns(body)) is not None:
             cur.header = cols
     return [s for s in sections if s.rows], versions, avgs
-
-
-def _row_fields(header: Sequence[str], row: Sequence[str]) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """Split a row by the header into its leading columns and one timing group per mode."""
-    lead: dict[str, str] = {}
-    groups: list[dict[str, str]] = []
-    for name, tok in zip(header, row):
-        if name == "time":
-            groups.append({})
-        if groups:
-            groups[-1].setdefault(name, tok)
-        else:
-            lead[name] = tok
-    return lead, groups
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -223,42 +184,14 @@ class _Context:
     graph: bool | None = None     # None: the log does not say
 
 
-def _is_na(value: Any) -> bool:
-    return value is None or str(value).strip().upper() in ("N/A", "NA", "")
-
-
-def _figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[str, float], str | None]:
-    """The row's figures, or what is wrong with them: every one a finite number >= 0, the
-    size and count whole, #wrong (when printed) a count."""
-    got: dict[str, float] = {}
-    for key, src, name in (("size", lead, "size"), ("time", timing, "time"), ("algbw", timing, "algbw"),
-                           ("busbw", timing, "busbw")):
-        v = _num(str(src.get(key, "")))
-        if v is None or v < 0:
-            return got, f"{name} {str(src.get(key, ''))[:20]!r} is not a number >= 0"
-        got[key] = v
-    if got["size"] != int(got["size"]) or got["size"] > 2**62:
-        return got, f"size {lead.get('size')!r} is not a whole number of bytes"
-    for key in ("wrong", "error"):
-        if not _is_na(timing.get(key)):
-            v = _num(str(timing.get(key)))
-            if v is None or v < 0 or (key == "wrong" and (v != int(v) or v > 2**62)):
-                return got, f"{'#wrong' if key == 'wrong' else 'error'} {str(timing.get(key))[:20]!r} is not a count"
-            got[key] = v
-    count = _num(str(lead.get("count", "0")))
-    got["count"] = count if count is not None and 0 <= count <= 2**62 else 0
-    return got, None
-
-
 def _record(ctx: _Context, lead: Mapping[str, Any], timing: Mapping[str, Any], in_place: bool) -> NetRecord | str | None:
     """One record; None for a group printed as N/A (tests without an in-place mode); a
     string saying what is wrong when the figures are not figures."""
-    if all(_is_na(timing.get(k)) for k in ("time", "algbw", "busbw")):
+    if all(is_na(timing.get(k)) for k in ("time", "algbw", "busbw")):
         return None
-    f, problem = _figures(lead, timing)
+    f, problem = figures(lead, timing)
     if problem:
         return problem
-    root = _num(str(lead.get("root", "-1")))
     dtype = str(lead.get("type", "unknown"))
     extra: dict[str, Any] = {"source": ctx.source}
     if ctx.graph is not None:
@@ -272,8 +205,8 @@ def _record(ctx: _Context, lead: Mapping[str, Any], timing: Mapping[str, Any], i
     return NetRecord(
         run_id=ctx.run_id, ts=ctx.ts, hosts=ctx.hosts, nodes=len(set(ctx.hosts)), op=ctx.op, scope="world",
         ranks=ranks, backend=BACKEND, dtype=_DTYPES.get(dtype, dtype), bytes=int(f["size"]), time_s=f["time"] * 1e-6,
-        algbw_GBps=f["algbw"], busbw_GBps=f["busbw"], wrong=int(f.get("wrong", 0)), count=int(f["count"]),
-        redop=redop, root=int(root) if root is not None and abs(root) < 2**31 else -1, in_place=in_place,
+        algbw_GBps=f["algbw"], busbw_GBps=f["busbw"], wrong=int(f.get("wrong", 0)), count=int(f.get("count", 0)),
+        redop=redop, root=int(f.get("root", -1)), in_place=in_place,
         iters=ctx.iters, warmup=ctx.warmup, device=ctx.device, extra=extra,
     )
 
@@ -295,25 +228,13 @@ def _manifest(run_id: str, source: str, versions: Mapping[str, str], ranks: Mapp
     }
 
 
-def _aligned(header: Sequence[str], row: list[str]) -> list[str] | str:
-    """The row's tokens lined up with the header, or what is wrong with the row."""
-    if len(row) == len(header) - 1 and "redop" in header:
-        k = header.index("redop")
-        # old versions print alltoall's redop as blanks: the type is followed by a number
-        if 0 < k < len(row) and _num(row[k - 1]) is None and _num(row[k]) is not None:
-            return [*row[:k], "none", *row[k:]]
-    if len(row) < len(header):
-        return f"{len(row)} of {len(header)} columns (a line cut short?)"
-    return row
-
-
 def _largest_readable(sec: _Section) -> tuple[dict[str, str], dict[str, str]] | None:
     """(leading columns, first timing group) of the last row whose figures are all figures."""
     for _, row in reversed(sec.rows):
-        tokens = _aligned(sec.header, row)
+        tokens = aligned(sec.header, row)
         if isinstance(tokens, list):
-            lead, groups = _row_fields(sec.header, tokens)
-            if groups and _figures(lead, groups[0])[1] is None:
+            lead, groups = row_fields(sec.header, tokens)
+            if groups and figures(lead, groups[0])[1] is None:
                 return lead, groups[0]
     return None
 
@@ -331,15 +252,8 @@ def _section_ranks(sec: _Section, op: str) -> int:
     if sec.ranks:
         return len(sec.ranks)
     got = _largest_readable(sec)
-    algbw, busbw = (_num(got[1].get("algbw", "")), _num(got[1].get("busbw", ""))) if got else (None, None)
+    algbw, busbw = (number(got[1].get("algbw", "")), number(got[1].get("busbw", ""))) if got else (None, None)
     return ranks_from_factor(op, algbw, busbw) if algbw and busbw and algbw >= 1.0 else 0
-
-
-def skipped_note(source_name: str, skipped: Sequence[tuple[str, str]], total: int) -> str:
-    """'FILE: skipped 2 of 12 rows: line 7: busbw 'nan' is not a number >= 0; line 9: ...'"""
-    shown = "; ".join(f"{where}: {why}" for where, why in skipped[:3])
-    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
-    return f"{source_name}: skipped {len(skipped)} of {total} rows: {shown}{more}"
 
 
 def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | None = None) -> Parsed:
@@ -364,11 +278,11 @@ def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | No
                        warmup=sec.warmup, iters=sec.iters, source=source_name, graph=sec.graph)
         for n, row in sec.rows:
             total += 1
-            tokens = _aligned(sec.header, row)
+            tokens = aligned(sec.header, row)
             if isinstance(tokens, str):
                 skipped.append((f"line {n}", tokens))
                 continue
-            lead, groups = _row_fields(sec.header, tokens)
+            lead, groups = row_fields(sec.header, tokens)
             got = [_record(ctx, lead, timing, in_place=i == 1) for i, timing in enumerate(groups[:2])]
             if problems := [g for g in got if isinstance(g, str)]:
                 skipped.append((f"line {n}", problems[0]))   # a row is kept whole or not at all
@@ -382,7 +296,7 @@ def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | No
 
 
 def _int(value: Any, default: int = 0) -> int:
-    v = _num(str(value))
+    v = number(str(value))
     return int(v) if v is not None and abs(v) < 2**62 else default
 
 
@@ -432,7 +346,7 @@ def parse_json(obj: Mapping[str, Any], *, run_id: str, ts: str, source_name: str
         if not any(isinstance(g, NetRecord) for g in got):
             skipped.append((f"results[{n}]", "no out_of_place or in_place figures"))
         records += [g for g in got if isinstance(g, NetRecord)]
-    avg = _num(str(_mapping(obj.get("average_bus_bandwidth")).get("bandwidth")))
+    avg = number(str(_mapping(obj.get("average_bus_bandwidth")).get("bandwidth")))
     avgs = [avg] if avg is not None else []
     versions = {"nccl": nccl_version(obj["nccl_version"])} if "nccl_version" in obj else {}
     settings = {k: config[k] for k in ("warmup_iters", "iterations", "minimum_bytes", "maximum_bytes") if k in config}
