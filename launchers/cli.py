@@ -73,22 +73,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"):
         args_list = ["run", *args_list]  # `stoker` alone is `stoker run`
-    parser = build_parser()
-    args = parser.parse_args(args_list)
+    command = ""   # known once parsed; a crash while building the parser is still one line
     try:
-        return int(_module(args.command).main(args) or 0)
+        args = build_parser().parse_args(args_list)
+        command = args.command
+        return int(_module(command).main(args) or 0)
     except StokerError as exc:
-        sys.stderr.write(f"stoker {args.command}: {exc}\n")
+        sys.stderr.write(f"{_who(command)}: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write(f"stoker {args.command}: interrupted\n")
+        sys.stderr.write(f"{_who(command)}: interrupted\n")
         return 3
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line and a file
-        where = _write_traceback(args.command)
+        where = _write_traceback(command or "cli")
         summary = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        sys.stderr.write(f"stoker {args.command}: internal error ({summary}); the full traceback is in {where}; "
+        sys.stderr.write(f"{_who(command)}: internal error ({summary}); the full traceback is in {where}; "
                          f"please report it (exit {CRASHED})\n")
         return CRASHED
+
+
+def _who(command: str) -> str:
+    return f"stoker {command}" if command else "stoker"
 
 
 def _write_traceback(command: str) -> str:
