@@ -31,7 +31,7 @@ def test_stoker_io_with_escaping_run_id_exits_2(tmp_path: Path, monkeypatch: pyt
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("STOKER_RUN_ID", "a/../../escape")
     monkeypatch.chdir(tmp_path)
-    rc = cli.main(["io", "--path", str(tmp_path), "--workloads", "metadata", "--runtime", "1"])
+    rc = cli.main(["io", "--path", str(tmp_path), "--workloads", "metadata", "--runtime", "2"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "STOKER_RUN_ID" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []   # nothing created anywhere
