@@ -20,8 +20,9 @@ SUBMITTED = "(submitted)"   # not a valid run id, so no run can be mistaken for 
 # What stoker's launchers (torchrun.sh, mpirun.sh, the Slurm job) write into the dir before
 # or between phases, so before a phase has claimed it: hidden sync files (.stoker-run-id,
 # .stoker-seen-N, a marker being written), the shared-file-system check, the shared storage
-# scratch dir, and the phase log (written even when the first phase ends before claiming).
-_OWN_TRANSIENT = (".stoker-", ".shared-check-", "io-scratch", "phases.jsonl")
+# scratch dir, the phase list (written even when the first phase ends before claiming) and
+# the Slurm job's per-phase logs (tee opens phase-NAME.log as the phase starts).
+_OWN_TRANSIENT = (".stoker-", ".shared-check-", "io-scratch", "phases.jsonl", "phase-")
 
 
 def owner(out: Path) -> str | None:

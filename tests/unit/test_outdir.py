@@ -59,7 +59,7 @@ def test_foreign_dir_is_refused_untouched(tmp_path: Path, names: list[str]) -> N
 
 def test_launchers_own_files_do_not_make_a_dir_foreign(tmp_path: Path) -> None:
     # torchrun.sh writes these before its first phase; the Slurm job its check marker
-    for n in (".stoker-run-id", ".stoker-seen-0", ".shared-check-12", "phases.jsonl"):
+    for n in (".stoker-run-id", ".stoker-seen-0", ".shared-check-12", "phases.jsonl", "phase-intra-node.log"):
         (tmp_path / n).write_text("x\n")
     (tmp_path / "io-scratch").mkdir()
     claim(tmp_path, "torchrun-1")
