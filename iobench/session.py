@@ -21,6 +21,7 @@ from iobench.runner import DiskFull, find_fio, fio_version, run_job
 from iobench.workloads import RAMP_S, FioJob, IoSettings, plan
 from reports.errors import MeasurementAborted, StokerError, UsageError
 from reports.manifest import base_manifest, installed_versions
+from reports.outdir import claim
 from reports.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
 from reports.units import format_size
 
@@ -237,6 +238,8 @@ def run(settings: IoSettings, paths: list[str], *, out: str, run_id: str, torch_
         collective(coord, find_fio)
         checked = collective(coord, lambda: [safety.check_path(p) for p in paths])[coord.rank]
         run_id = coord.gather(run_id)[0]   # every node files its work under rank 0's run id
+        # the results dir is new or this run's own, else every node stops here (exit 2)
+        collective(coord, lambda: claim(Path(out), run_id) if coord.rank == 0 else None)
         session = Session(coord, settings, out=Path(out), run_id=run_id, torch_ckpt=torch_ckpt,
                           timeout_s=timeout_s)
         if session.torch_note and session.torch_note != "not run":

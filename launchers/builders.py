@@ -11,12 +11,12 @@ glued together from input.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from launchers.profiles import Profile
+from launchers.quoting import word
 
 # Where the stoker program lives, as tokens (overridden with `python -m launchers.cli`
 # where the console script is not on PATH).
@@ -217,4 +217,4 @@ _VAR_TOKEN = re.compile(r"^\$[A-Z_][A-Z0-9_]*(/[A-Za-z0-9._/-]*)?$")
 
 
 def shell_line(tokens: list[str]) -> str:
-    return " ".join(f'"{t}"' if _VAR_TOKEN.match(t) else shlex.quote(t) for t in tokens)
+    return " ".join(f'"{t}"' if _VAR_TOKEN.match(t) else word(t, "a script argument") for t in tokens)

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import tempfile
+import traceback
 from types import ModuleType
 from typing import NoReturn, Sequence
 
 from reports.errors import StokerError
+
+# An unexpected exception (a bug in stoker, not bad input and not a verdict): sysexits'
+# EX_SOFTWARE, so no CI pipeline reads a crash as "fail" (1) or "pass" (0).
+CRASHED = 70
 
 COMMANDS: dict[str, str] = {
     "run": "launchers.run_cmd",
@@ -66,16 +73,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"):
         args_list = ["run", *args_list]  # `stoker` alone is `stoker run`
-    parser = build_parser()
-    args = parser.parse_args(args_list)
+    command = ""   # known once parsed; a crash while building the parser is still one line
     try:
-        return int(_module(args.command).main(args) or 0)
+        args = build_parser().parse_args(args_list)
+        command = args.command
+        return int(_module(command).main(args) or 0)
     except StokerError as exc:
-        sys.stderr.write(f"stoker {args.command}: {exc}\n")
+        sys.stderr.write(f"{_who(command)}: {exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write(f"stoker {args.command}: interrupted\n")
+        sys.stderr.write(f"{_who(command)}: interrupted\n")
         return 3
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line and a file
+        where = _write_traceback(command or "cli")
+        summary = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        sys.stderr.write(f"{_who(command)}: internal error ({summary}); the full traceback is in {where}; "
+                         f"please report it (exit {CRASHED})\n")
+        return CRASHED
+
+
+def _who(command: str) -> str:
+    return f"stoker {command}" if command else "stoker"
+
+
+def _write_traceback(command: str) -> str:
+    """The current exception's traceback in a new file of the temp dir; its path."""
+    text = traceback.format_exc()
+    try:
+        fd, path = tempfile.mkstemp(prefix=f"stoker-{command}-crash-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+    except OSError:
+        sys.stderr.write(text)  # nowhere to write it: the traceback itself, rather than nothing
+        return "the lines above"
 
 
 if __name__ == "__main__":

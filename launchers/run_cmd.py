@@ -25,6 +25,7 @@ from launchers.options import add_profile_arguments, checked_file, checked_workl
 from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
 from launchers.profiles import Profile, default_profile
 from reports.errors import UsageError
+from reports.outdir import claim
 from reports.records import new_run_id
 
 HELP = "the embedded default: network sweep, storage tests and the report on this machine"
@@ -113,10 +114,7 @@ def main(args: argparse.Namespace) -> int:
     out = (cwd / (args.out or f"stoker-results/{run_id}")).resolve()
     if args.path and not Path(args.path).is_dir():
         raise UsageError(f"--path {args.path}: no such directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create the results dir {out}: {exc.strerror}; pass --out a writable dir") from None
+    claim(out, run_id)  # new, or this run's own (STOKER_RUN_ID given again), else exit 2
     verdict_file = out / "verdict.json"
     verdict_file.unlink(missing_ok=True)  # a verdict left from an earlier run in this dir is not this one's
     keep_inputs(out, spec, workload)

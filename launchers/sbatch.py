@@ -3,11 +3,11 @@ script text out; the golden tests compare the result line by line)."""
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from importlib import resources
 
 from launchers import builders as b
+from launchers import quoting as q
 from launchers.profiles import GROUPS_ABOVE_NODES, Profile
 
 # What the rendered script may hold beyond the profile's own limits: stoker's --timeout
@@ -87,12 +87,17 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
 
 
 def _sbatch_options(cfg: SbatchConfig) -> list[str]:
-    opts = [f"--job-name={cfg.job_name}", f"--nodes={cfg.nodes}", f"--ntasks-per-node={cfg.ranks_per_node}"]
+    # bash reads #SBATCH lines as comments and sbatch reads them with its own rules: values
+    # are checked against Slurm's shapes, so none can end the line or add an option
+    name = q.matching(cfg.job_name, q.NAME, "--job-name", "a job name (letters, digits, . _ -)")
+    opts = [f"--job-name={name}", f"--nodes={cfg.nodes}", f"--ntasks-per-node={cfg.ranks_per_node}"]
     if cfg.gpus_per_node:
         opts.append(f"--gpus-per-node={cfg.gpus_per_node}")
     if cfg.partition:
-        opts.append(f"--partition={cfg.partition}")
-    opts += [f"--time={cfg.time or job_time(cfg)}", f"--output={_sbatch_value(cfg.log)}", "--exclusive"]
+        part = q.matching(cfg.partition, q.PARTITION, "--partition", "a Slurm partition name (letters, digits, . _ -, comma-separated)")
+        opts.append(f"--partition={part}")
+    time = q.matching(cfg.time, q.SLURM_TIME, "--time", "a Slurm time limit (M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)") if cfg.time else job_time(cfg)
+    opts += [f"--time={time}", f"--output={_sbatch_value(q.plain(cfg.log, 'the job log name'))}", "--exclusive"]
     return [f"#SBATCH {o}" for o in opts]
 
 
@@ -101,9 +106,13 @@ def _sbatch_value(text: str) -> str:
     return f'"{text}"' if any(c.isspace() for c in text) else text
 
 
+def _size(text: str, what: str) -> str:
+    return q.matching(text, q.SIZE, what, "a size such as 64M or 1G")
+
+
 def _default_or(path: str | None, default: str) -> str:
     """A given path, quoted; or a bash expression evaluated on each node."""
-    return shlex.quote(path) if path else default
+    return q.word(path, "a storage path") if path else default
 
 
 def render(cfg: SbatchConfig, template: str | None = None) -> str:
@@ -114,10 +123,14 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
     phases = _phase_lines(cfg)
     values = {
         "sbatch_options": "\n".join(_sbatch_options(cfg)),
-        "profile": p.name, "ops": ",".join(p.ops), "min_bytes": p.min_bytes, "max_bytes": p.max_bytes,
-        "step_factor": str(p.step_factor), "iters": str(p.iters), "workloads": ",".join(p.workloads),
-        "ckpt_bytes": p.ckpt_bytes, "io_runtime_s": str(p.io_runtime_s),
-        "out": shlex.quote(cfg.out),
+        # the profile's values land in a comment line too: names and sizes, nothing else
+        "profile": q.matching(p.name, q.NAME, "--profile", "a profile name"),
+        "ops": q.matching(",".join(p.ops), q.NAMES, "--ops", "comma-separated op names"),
+        "min_bytes": _size(p.min_bytes, "--min-bytes"), "max_bytes": _size(p.max_bytes, "--max-bytes"),
+        "step_factor": str(p.step_factor), "iters": str(p.iters),
+        "workloads": q.matching(",".join(p.workloads), q.NAMES, "--workloads", "comma-separated workload names"),
+        "ckpt_bytes": _size(p.ckpt_bytes, "--ckpt-bytes"), "io_runtime_s": str(p.io_runtime_s),
+        "out": q.word(cfg.out, "--out"),
         "local_path": _default_or(cfg.local_path, '"${TMPDIR:-/tmp}/stoker-io-$SLURM_JOB_ID"'),
         "shared_path": _default_or(cfg.shared_path, '"$OUT/io-scratch"'),
         "nodes": str(cfg.nodes),

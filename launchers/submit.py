@@ -13,6 +13,7 @@ from launchers.gres import gres_problem
 from launchers.options import add_profile_arguments, checked_file, checked_workload, keep_inputs, profile_from_args
 from launchers.sbatch import SbatchConfig, render
 from reports.errors import UsageError
+from reports.outdir import mark_submitted
 
 HELP = "render launchers/slurm/acceptance.sbatch for this cluster and submit it"
 CPU_RANKS = 2  # ranks per node on nodes without GPUs (gloo), as `stoker run` uses
@@ -92,7 +93,7 @@ def main(args: argparse.Namespace) -> int:
     check_gres(cfg.gpus_per_node, cfg.partition)
     kept = Path(cfg.out) / "acceptance.sbatch"
     try:
-        kept.parent.mkdir(parents=True, exist_ok=True)
+        mark_submitted(kept.parent)  # new or empty, else exit 2; the job's first phase claims it
         keep_inputs(kept.parent, cfg.spec, cfg.workload)
         kept.write_text(script, encoding="utf-8")
     except OSError as exc:

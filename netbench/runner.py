@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from netbench import output
@@ -17,8 +18,9 @@ from netbench.harness import ROOT, RankResult, measure
 from netbench.sweep import mean_across_ranks, slowest
 from netbench.topology import Group, Topology, host_groups, host_pairs_rounds, my_host, pair_rounds, scope_groups
 from netbench.watchdog import Watchdog
-from reports.errors import MeasurementAborted, StokerError
+from reports.errors import MeasurementAborted, StokerError, UsageError
 from reports.manifest import base_manifest, installed_versions
+from reports.outdir import claim
 from reports.records import MANIFEST_FILE, NET_FILE, NetRecord, RecordWriter, new_run_id, utc_now
 from reports.units import gbps
 
@@ -261,6 +263,14 @@ def plan_scopes(scopes: Sequence[str], topo: Topology) -> list[str]:
     return list(scopes)
 
 
+def _claim(out_dir: str, run_id: str) -> str | None:
+    try:
+        claim(Path(out_dir), run_id)
+    except UsageError as exc:
+        return str(exc)
+    return None
+
+
 def execute(b: Backend, s: Settings, launcher: str) -> int:
     """Run the whole sweep on this rank; returns the exit code."""
     rank0 = b.rank == 0
@@ -270,6 +280,11 @@ def execute(b: Backend, s: Settings, launcher: str) -> int:
         topo = Topology(hosts=tuple(b.allgather(host)))
         run_id = b.bcast(new_run_id() if rank0 else None)
     out_dir = s.out or os.path.join("stoker-results", run_id)
+    with _step(wd, "start-up (checking the results dir)"):
+        # rank 0 claims the dir; every rank hears the answer, so a refusal stops them all at once
+        refused = b.bcast(_claim(out_dir, run_id) if rank0 else None)
+    if refused:
+        raise UsageError(refused)
     wd.where = f"records so far are kept in {out_dir}"
     is_leader = b.rank in topo.leaders()
     mine = _manifest(b, s, run_id, host, topo, launcher) if is_leader else None

@@ -32,7 +32,7 @@ def main(args: argparse.Namespace) -> int:
     # Read everything first: one bad file imports nothing, rather than half of the list.
     loaded = [(Path(f), import_file(f, op=args.op)) for f in args.files]
     existing = read_records(out) if out.is_dir() else None
-    known = {r.run_id for r in (existing.net + existing.io)} if existing else set()
+    known = {r.run_id for r in [*existing.net, *existing.io]} if existing else set()   # net may be a NetTable
     for path, got in loaded:
         for note in got.notes:
             sys.stderr.write(f"stoker import: {note}\n")

@@ -16,19 +16,21 @@ ENV_PREFIXES: tuple[str, ...] = (
     "SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_JOB_PARTITION",
     "SLURM_CLUSTER_NAME", "STOKER_",
 )
-# Even inside an allowed prefix, a name that looks like a credential is dropped.
-_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH")
+# Even inside an allowed prefix, a name that says it holds a credential keeps its name (that
+# it was set can matter) but not its value. Broad on purpose: a redacted setting costs
+# little, a leaked password in a shared report a lot.
+_SECRET_WORDS = ("PASS", "PWD", "TOKEN", "SECRET", "KEY", "CRED", "AUTH")
+REDACTED = "<redacted>"
 
 
 def allowlisted_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables of `environ` whose names start with an allowed prefix."""
+    """The variables of `environ` whose names start with an allowed prefix; values under
+    names that look secret are recorded as REDACTED."""
     out: dict[str, str] = {}
     for name, value in environ.items():
         if not name.startswith(ENV_PREFIXES):
             continue
-        if any(word in name.upper() for word in _SECRET_WORDS):
-            continue
-        out[name] = value
+        out[name] = REDACTED if any(word in name.upper() for word in _SECRET_WORDS) else value
     return dict(sorted(out.items()))
 
 

@@ -13,12 +13,15 @@ import functools
 import json
 import math
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypeVar, Union
+
+from reports.errors import UsageError
 
 SCHEMA = 1
 NET_FILE = "net.jsonl"
@@ -30,13 +33,26 @@ NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
 IO_SCOPES = ("local", "shared")
 
 
+# A run id names directories (stoker-results/<run_id>, <path>/.stoker-<run_id>/): one
+# path component, never "." or "..", so it cannot climb out of where it is put.
+_RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+
+def check_run_id(run_id: str, what: str = "STOKER_RUN_ID") -> str:
+    """`run_id` unchanged when it is letters, digits, '.', '_' and '-' only, else UsageError."""
+    if not _RUN_ID.fullmatch(run_id) or set(run_id) == {"."}:
+        raise UsageError(f"{what}={run_id!r}: a run id is 1-128 letters, digits, '.', '_' or '-' "
+                         "(and not only dots); unset it or give one such as 'acceptance-42'")
+    return run_id
+
+
 def new_run_id(environ: Mapping[str, str] | None = None) -> str:
     """A run id shared by every record of one run. Launchers export STOKER_RUN_ID so that
     every rank and node of one job agrees without talking first."""
     env = os.environ if environ is None else environ
     given = env.get("STOKER_RUN_ID", "").strip()
     if given:
-        return given
+        return check_run_id(given)
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
 
 

@@ -20,6 +20,7 @@ conservative bound; fio 2.x and plain `json` keep no histogram).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -49,6 +50,7 @@ class FioPart:
     p99_ms: float | None
     bins: Mapping[int, int] = field(default_factory=dict)   # latency ns → count (json+ only)
     options: Mapping[str, str] = field(default_factory=dict)
+    problem: str = ""    # why its figures cannot be used (zero runtime, negative bandwidth)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -68,6 +70,7 @@ class FioSum:
     per_host_runtime_ms: Mapping[str, int]
     bins: Mapping[int, int]
     options: Mapping[str, str]
+    problem: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -115,15 +118,21 @@ def load_document(text: str) -> dict[str, Any]:
 # ---- one entry → parts ------------------------------------------------------------------
 
 def _percentiles(stats: Mapping[str, Any], scale_to_ms: float) -> tuple[float | None, float | None, dict[int, int]]:
-    pct = stats.get("percentile") or {}
-    bins_raw = stats.get("bins") or {}
-    bins = {int(k): int(v) for k, v in bins_raw.items()} if scale_to_ms == 1e-6 else {}
+    pct = stats.get("percentile") if isinstance(stats.get("percentile"), Mapping) else {}
+    bins_raw = stats.get("bins") if isinstance(stats.get("bins"), Mapping) else {}
+    try:
+        bins = {int(k): int(v) for k, v in bins_raw.items()} if scale_to_ms == 1e-6 else {}
+    except (TypeError, ValueError):
+        bins = {}   # a histogram that is not one: percentiles from the printed ones instead
+    if any(k < 0 or v < 0 for k, v in bins.items()):
+        bins = {}
 
     def pick(p: float) -> float | None:
         for key, value in pct.items():
             try:
                 if abs(float(key) - p) < 1e-9:
-                    return float(value) * scale_to_ms
+                    v = _number(value)
+                    return v * scale_to_ms if v >= 0 else None
             except ValueError:
                 continue
         return None
@@ -141,57 +150,86 @@ def _latency(d: Mapping[str, Any]) -> tuple[float | None, float | None, dict[int
     return None, None, {}
 
 
-def _direction(d: Mapping[str, Any]) -> tuple[int, int, int]:
-    """(bytes, ios, runtime_ms) of one direction block, fio 2.x or 3.x."""
-    runtime = int(d.get("runtime", 0) or 0)
-    if "io_kbytes" in d or "bw_bytes" in d:       # fio 3.x: io_bytes is bytes
-        nbytes = int(d.get("io_bytes", 0) or 0)
-    else:                                         # fio 2.x: io_bytes is KiB
-        nbytes = int(d.get("io_bytes", 0) or 0) * 1024
-    if "total_ios" in d:
-        ios = int(d["total_ios"])
-    else:
-        ios = round(float(d.get("iops", 0) or 0) * runtime / 1000)
-    return nbytes, ios, runtime
+def _number(value: Any) -> float:
+    """A finite number from fio's JSON (0 when absent); ValueError names what it got."""
+    if value is None or value == "":
+        return 0.0
+    v = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else math.nan
+    if not math.isfinite(v):
+        raise ValueError(f"{str(value)[:20]!r} is not a number")
+    return v
+
+
+def _direction(d: Mapping[str, Any]) -> tuple[int, int, int, str]:
+    """(bytes, ios, runtime_ms, problem) of one direction block, fio 2.x or 3.x. A job fio
+    could not time (runtime 0 with I/O done) or that printed a negative figure is a problem."""
+    runtime = int(_number(d.get("runtime")))
+    kib = 1 if "io_kbytes" in d or "bw_bytes" in d else 1024   # fio 3.x: io_bytes is bytes; 2.x: KiB
+    nbytes = int(_number(d.get("io_bytes"))) * kib
+    ios = int(_number(d["total_ios"])) if "total_ios" in d else round(_number(d.get("iops")) * max(runtime, 0) / 1000)
+    negative = [k for k in ("io_bytes", "bw", "bw_bytes", "iops", "runtime", "total_ios") if _number(d.get(k)) < 0]
+    problem = f"fio printed a negative {negative[0]}" if negative else ""
+    if not problem and runtime <= 0 and (nbytes > 0 or ios > 0 or _number(d.get("bw")) != 0):
+        problem = "fio printed a runtime of 0 ms for a job that did I/O"
+    # fio prints bw as io_bytes * 1000 / runtime (bw in KiB/s before 3.x): when they disagree
+    # the file was edited or damaged, and which figure is right cannot be told
+    reported = _number(d["bw_bytes"]) if "bw_bytes" in d else _number(d["bw"]) * 1024 if "bw" in d else None
+    if not problem and reported is not None and runtime > 0:
+        expected = nbytes * 1000 / runtime
+        if abs(expected - reported) > 0.01 * max(expected, reported) + 2048:
+            problem = (f"fio's io_bytes / runtime ({expected / 1e9:.3g} GB/s) disagree with its bw "
+                       f"({reported / 1e9:.3g} GB/s)")
+    if problem:
+        return max(nbytes, 0), max(ios, 0), max(runtime, 0), problem
+    return nbytes, ios, runtime, ""
+
+
+def _options(value: Any) -> dict[str, str]:
+    """fio's "global options" / "job options": an object; in client/server output a list
+    of objects (one per server), merged here."""
+    items = [value] if isinstance(value, Mapping) else value if isinstance(value, list) else []
+    return {str(k): str(v) for item in items if isinstance(item, Mapping) for k, v in item.items()}
 
 
 def _parts_of(entry: Mapping[str, Any], host: str, global_options: Mapping[str, str]) -> list[FioPart]:
-    options = {**global_options, **{str(k): str(v) for k, v in (entry.get("job options") or {}).items()}}
+    options = {**global_options, **_options(entry.get("job options"))}
     parts = []
     for direction in DIRECTIONS:
         d = entry.get(direction)
         if not isinstance(d, Mapping):
             continue
-        nbytes, ios, runtime = _direction(d)
-        if ios <= 0 and nbytes <= 0:
+        nbytes, ios, runtime, problem = _direction(d)
+        if ios <= 0 and nbytes <= 0 and not problem:
             continue
         p50, p99, bins = _latency(d)
         parts.append(FioPart(job=str(entry.get("jobname", "fio")), host=host, direction=direction,
                              bytes=nbytes, ios=ios, runtime_ms=runtime, p50_ms=p50, p99_ms=p99,
-                             bins=bins, options=options))
+                             bins=bins, options=options, problem=problem))
     return parts
 
 
 def parse_document(doc: Mapping[str, Any], host: str | None = None) -> FioDoc:
     """Parts of one fio document. `host` names the machine for local runs (fio does not
     write it); client/server entries carry their own `hostname`."""
-    global_options = {str(k): str(v) for k, v in (doc.get("global options") or {}).items()}
+    global_options = _options(doc.get("global options"))
     local_host = host or str(doc.get("hostname") or "unknown")
     parts: list[FioPart] = []
     error = 0
     if "client_stats" in doc:
-        entries = [e for e in doc["client_stats"] if e.get("jobname") != ALL_CLIENTS]
+        stats = doc["client_stats"] if isinstance(doc["client_stats"], list) else []
+        entries = [e for e in stats if isinstance(e, Mapping) and e.get("jobname") != ALL_CLIENTS]
         names = [str(e.get("hostname") or local_host) for e in entries]
         for e, name in zip(entries, names):
             # two servers on one host (different ports) must stay two hosts
             label = f"{name}:{e.get('port')}" if names.count(name) > 1 and e.get("port") else name
             parts += _parts_of(e, label, global_options)
-            error = error or int(e.get("error", 0) or 0)
+            error = error or int(_number(e.get("error")))
     else:
-        for e in doc.get("jobs", []):
+        jobs = doc.get("jobs") if isinstance(doc.get("jobs"), list) else []
+        for e in (j for j in jobs if isinstance(j, Mapping)):
             parts += _parts_of(e, local_host, global_options)
-            error = error or int(e.get("error", 0) or 0)
-    ts_ms = int(doc.get("timestamp_ms") or int(doc.get("timestamp", 0) or 0) * 1000)
+            error = error or int(_number(e.get("error")))
+    ts_ms = int(_number(doc.get("timestamp_ms")) or _number(doc.get("timestamp")) * 1000)
     return FioDoc(version=str(doc.get("fio version", "unknown")), timestamp_ms=ts_ms, error=error,
                   parts=tuple(parts), global_options=global_options)
 
@@ -259,7 +297,7 @@ def sum_parts(parts: Sequence[FioPart]) -> FioSum:
                   parts=len(parts), bytes=sum(p.bytes for p in parts), ios=sum(p.ios for p in parts),
                   runtime_ms=max(p.runtime_ms for p in parts), p50_ms=p50, p99_ms=p99,
                   per_host_bytes=per_bytes, per_host_runtime_ms=per_runtime, bins=bins,
-                  options=parts[0].options)
+                  options=parts[0].options, problem=next((p.problem for p in parts if p.problem), ""))
 
 
 def group_parts(parts: Iterable[FioPart]) -> list[FioSum]:
@@ -287,7 +325,10 @@ def option_size(options: Mapping[str, str], name: str) -> int:
 def procs_of(s: FioSum) -> int:
     """Processes behind a sum: clones are listed one by one without group_reporting; with
     it, `numjobs` per host says how many there were."""
-    numjobs = int(s.options.get("numjobs", "1") or 1)
+    try:
+        numjobs = max(1, int(_number(s.options.get("numjobs", "1"))))
+    except ValueError:
+        numjobs = 1
     return max(s.parts, numjobs * len(s.hosts))
 
 
@@ -315,7 +356,7 @@ def records_from_fio_output(text: str, *, run_id: str, source_name: str) -> list
             runtime_s=s.runtime_ms / 1000.0, backend="fio", block_size=option_size(s.options, "bs"),
             direct=None if direct is None else direct == "1",
             cache_suspect=exceeds_physical_bound(per_host),
-            failed=f"fio error {doc.error}" if doc.error else "",
+            failed=s.problem or (f"fio error {doc.error}" if doc.error else ""),
             extra={"fio_version": doc.version, "source": source_name},
         ))
     return out

@@ -7,15 +7,19 @@ table is read through its own header line (`size count type redop root time algb
 statistics, timestamps) and per-op column sets of old versions all line up. Each table row
 gives two records: out-of-place and in-place (`in_place`). The size column is the record's
 `bytes` as CONTRACT.md defines it (nccl-tests' own definition); time is printed in us.
+Damaged files are read as far as they are sound: a row that is not all figures (cut short,
+a word or `nan` where a number belongs; `reports.ingest.nccl_rows` checks it) gives no record
+and is named by its line in the notes; comment markers stripped by a log viewer are no matter.
 """
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reports.ingest.nccl_rows import aligned, figures, header_columns, is_na, is_row, number, row_fields, skipped_note
 from reports.records import OPS, NetRecord
 
 BACKEND = "nccl-tests"
@@ -24,17 +28,15 @@ _DTYPES = {"half": "float16", "float": "float32", "double": "float64", "bfloat16
            "int8": "int8", "uint8": "uint8", "int32": "int32", "uint32": "uint32", "int64": "int64",
            "uint64": "uint64", "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2", "char": "int8", "int": "int32"}
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s)")
-_RANK = re.compile(r"^#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*?)\s*$")
-_START = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
+_RANK = re.compile(r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*?)\s*$")
+_START = re.compile(r"^#?\s*Collective test starting:\s*(\S+)")
 _PARAMS = re.compile(r"warmup iters:\s*(\d+)\s+iters:\s*(\d+)")
 _GRAPH = re.compile(r"\bgraph:\s*(\d+)")   # -G N: N launches of a captured CUDA graph (absent before 2.9)
-_TESTS_VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)")
+_TESTS_VERSION = re.compile(r"^#?\s*nccl-tests version\s+(\S+)")
 _NCCL_VERSION = re.compile(r"NCCL version\s+(\S+)")
-_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
-_HEADER = re.compile(r"#\s+(?:size|bytes)\s+(?:count|N)\s")
-_COLS = {"size": "size", "bytes": "size", "count": "count", "n": "count", "type": "type", "redop": "redop",
-         "op": "redop", "root": "root", "time": "time", "cputime": "time", "algbw": "algbw", "busbw": "busbw",
-         "#wrong": "wrong", "wrong": "wrong", "error": "error", "res": "error"}
+_AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
+# the table header, with or without its '#' (log viewers strip comment markers)
+_HEADER = re.compile(r"(?:^|[#\s])(?:size|bytes)\s+(?:count|N)\s+type\b", re.M)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,8 +64,11 @@ def ranks_from_factor(op: str, algbw: float, busbw: float) -> int:
     if algbw <= 0 or busbw <= 0 or op in ("broadcast", "reduce", "sendrecv"):
         return 0
     f = busbw / algbw
-    n = 2 / (2 - f) if op == "all_reduce" else 1 / (1 - f) if f < 1 else 0
-    return max(0, round(n)) if n < 1e6 else 0
+    if op == "all_reduce":
+        n = 2 / (2 - f) if f < 2 else 0.0   # rows printed as 0.01/0.02 give f = 2 exactly
+    else:
+        n = 1 / (1 - f) if f < 1 else 0.0
+    return max(0, round(n)) if 0 < n < 1e6 else 0
 
 
 def nccl_version(code: Any) -> str:
@@ -82,8 +87,8 @@ def infer_op(lead: Mapping[str, Any], timing: Mapping[str, Any], ranks: int) -> 
     "Collective test starting" line of recent versions), from what only one op prints:
     root and redop columns and the bus factor busbw/algbw. None when still ambiguous
     (all_gather vs alltoall both print redop none, root -1 and factor (n-1)/n)."""
-    algbw, busbw = _num(str(timing.get("algbw", ""))), _num(str(timing.get("busbw", "")))
-    root = _num(str(lead.get("root", "-1")))
+    algbw, busbw = number(str(timing.get("algbw", ""))), number(str(timing.get("busbw", "")))
+    root = number(str(lead.get("root", "-1")))
     reduces = str(lead.get("redop", "none")).lower() not in ("none", "")
     if root is not None and root >= 0:
         return "reduce" if reduces else "broadcast"
@@ -113,13 +118,6 @@ def looks_like_json(obj: Any) -> bool:
     return isinstance(obj, Mapping) and isinstance(obj.get("results"), list) and "config" in obj
 
 
-def _num(tok: str) -> float | None:
-    try:
-        return float(tok)
-    except ValueError:
-        return None
-
-
 @dataclass(kw_only=True, slots=True)
 class _Section:
     """One test's worth of a log, gathered while reading."""
@@ -127,35 +125,28 @@ class _Section:
     program: str | None = None
     ranks: dict[int, tuple[str, str]] = field(default_factory=dict)   # rank -> (host, device name)
     header: list[str] = field(default_factory=list)
-    rows: list[list[str]] = field(default_factory=list)
+    rows: list[tuple[int, list[str]]] = field(default_factory=list)   # (line number, tokens)
     warmup: int = 0
     iters: int = 0
     graph: bool | None = None
-
-
-def _header_columns(body: str) -> list[str] | None:
-    toks = body.lstrip("#").split()
-    lowered = [t.lower() for t in toks]
-    if "algbw" not in lowered or "busbw" not in lowered or not ({"size", "bytes"} & set(lowered)):
-        return None
-    return [_COLS.get(t, t) for t in lowered]
 
 
 def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], list[float]]:
     sections: list[_Section] = [_Section()]
     versions: dict[str, str] = {}
     avgs: list[float] = []
-    for raw in lines:
+    for n, raw in enumerate(lines, 1):
         line = strip_prefix(raw)
         body = line.strip()
         if not body:
             continue
         if m := _NCCL_VERSION.search(body):
             versions.setdefault("nccl", m.group(1))
-        if not body.startswith("#"):
-            if sections[-1].header and body.split()[0].isdigit():
-                sections[-1].rows.append(body.split())
+        if not body.startswith("#") and is_row(sections[-1].header, body.split()):
+            sections[-1].rows.append((n, body.split()))
             continue
+        # a comment line, with its '#' or without (stripped by a log viewer); other
+        # lines (NCCL INFO noise, launcher chatter) match none of these
         cur = sections[-1]
         if m := _TESTS_VERSION.match(body):
             versions.setdefault("nccl-tests", m.group(1))
@@ -172,24 +163,11 @@ def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], lis
         elif m := _RANK.match(body):
             cur.ranks[int(m.group(1))] = (m.group(2), m.group(4))
         elif m := _AVG.match(body):
-            avgs.append(float(m.group(1)))
-        elif (cols := _header_columns(body)) is not None:
+            if (avg := number(m.group(1))) is not None:
+                avgs.append(avg)
+        elif (cols := header_columns(body)) is not None:
             cur.header = cols
     return [s for s in sections if s.rows], versions, avgs
-
-
-def _row_fields(header: Sequence[str], row: Sequence[str]) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """Split a row by the header into its leading columns and one timing group per mode."""
-    lead: dict[str, str] = {}
-    groups: list[dict[str, str]] = []
-    for name, tok in zip(header, row):
-        if name == "time":
-            groups.append({})
-        if groups:
-            groups[-1].setdefault(name, tok)
-        else:
-            lead[name] = tok
-    return lead, groups
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -206,28 +184,29 @@ class _Context:
     graph: bool | None = None     # None: the log does not say
 
 
-def _record(ctx: _Context, lead: Mapping[str, Any], timing: Mapping[str, Any], in_place: bool) -> NetRecord | None:
-    size, time_us = _num(str(lead.get("size", ""))), _num(str(timing.get("time", "")))
-    algbw, busbw = _num(str(timing.get("algbw", ""))), _num(str(timing.get("busbw", "")))
-    if size is None or time_us is None or algbw is None or busbw is None:
-        return None  # "N/A" in-place columns of tests without an in-place mode
-    wrong = _num(str(timing.get("wrong", "")))
-    max_error = _num(str(timing.get("error", "")))
-    ranks = ctx.ranks or ranks_from_factor(ctx.op, algbw, busbw)
-    root = _num(str(lead.get("root", "-1")))
+def _record(ctx: _Context, lead: Mapping[str, Any], timing: Mapping[str, Any], in_place: bool) -> NetRecord | str | None:
+    """One record; None for a group printed as N/A (tests without an in-place mode); a
+    string saying what is wrong when the figures are not figures."""
+    if all(is_na(timing.get(k)) for k in ("time", "algbw", "busbw")):
+        return None
+    f, problem = figures(lead, timing)
+    if problem:
+        return problem
     dtype = str(lead.get("type", "unknown"))
     extra: dict[str, Any] = {"source": ctx.source}
     if ctx.graph is not None:
         extra["graph"] = ctx.graph
-    if max_error is not None:  # versions before 2.10 printed the largest error, not a count
-        extra["max_error"] = max_error
-    elif wrong is None:
+    if "error" in f:  # versions before 2.10 printed the largest error, not a count
+        extra["max_error"] = f["error"]
+    elif "wrong" not in f:
         extra["check"] = "off"
+    ranks = ctx.ranks or ranks_from_factor(ctx.op, f["algbw"], f["busbw"])   # -J files name their devices
+    redop = str(lead.get("redop") or "none")
     return NetRecord(
         run_id=ctx.run_id, ts=ctx.ts, hosts=ctx.hosts, nodes=len(set(ctx.hosts)), op=ctx.op, scope="world",
-        ranks=ranks, backend=BACKEND, dtype=_DTYPES.get(dtype, dtype), bytes=int(size), time_s=time_us * 1e-6,
-        algbw_GBps=algbw, busbw_GBps=busbw, wrong=int(wrong or 0), count=int(_num(str(lead.get("count", "0"))) or 0),
-        redop=str(lead.get("redop", "none")), root=int(root if root is not None else -1), in_place=in_place,
+        ranks=ranks, backend=BACKEND, dtype=_DTYPES.get(dtype, dtype), bytes=int(f["size"]), time_s=f["time"] * 1e-6,
+        algbw_GBps=f["algbw"], busbw_GBps=f["busbw"], wrong=int(f.get("wrong", 0)), count=int(f.get("count", 0)),
+        redop=redop, root=int(f.get("root", -1)), in_place=in_place,
         iters=ctx.iters, warmup=ctx.warmup, device=ctx.device, extra=extra,
     )
 
@@ -249,75 +228,131 @@ def _manifest(run_id: str, source: str, versions: Mapping[str, str], ranks: Mapp
     }
 
 
-def _infer(sec: _Section) -> str | None:
-    """infer_op on the largest row (the one with a readable bus factor)."""
-    for row in reversed(sec.rows):
-        lead, groups = _row_fields(sec.header, row)
-        if groups:
-            return infer_op(lead, groups[0], len(sec.ranks))
+def _largest_readable(sec: _Section) -> tuple[dict[str, str], dict[str, str]] | None:
+    """(leading columns, first timing group) of the last row whose figures are all figures."""
+    for _, row in reversed(sec.rows):
+        tokens = aligned(sec.header, row)
+        if isinstance(tokens, list):
+            lead, groups = row_fields(sec.header, tokens)
+            if groups and figures(lead, groups[0])[1] is None:
+                return lead, groups[0]
     return None
 
 
+def _infer(sec: _Section) -> str | None:
+    """infer_op on the largest readable row (the one with a readable bus factor)."""
+    got = _largest_readable(sec)
+    return infer_op(got[0], got[1], len(sec.ranks)) if got else None
+
+
+def _section_ranks(sec: _Section, op: str) -> int:
+    """The rank count: the device lines, else the bus factor of the largest row, once for
+    the whole table (a row printed as 0.06/0.11 would say 12 ranks; at >= 1 GB/s the two
+    printed decimals are within 1%)."""
+    if sec.ranks:
+        return len(sec.ranks)
+    got = _largest_readable(sec)
+    algbw, busbw = (number(got[1].get("algbw", "")), number(got[1].get("busbw", ""))) if got else (None, None)
+    return ranks_from_factor(op, algbw, busbw) if algbw and busbw and algbw >= 1.0 else 0
+
+
 def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | None = None) -> Parsed:
-    """All tables of an nccl-tests stdout log. `op` overrides what the log and file name say."""
+    """All tables of an nccl-tests stdout log. `op` overrides what the log and file name say.
+    A row that is not all figures (cut short, a word or 'nan' where a number belongs) gives
+    no record and is named, with its line, in the notes."""
     sections, versions, avgs = _sections(text.splitlines())
     records: list[NetRecord] = []
     notes: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    total = 0
     all_ranks: dict[int, tuple[str, str]] = {}
     for sec in sections:
         name = op or op_from_name(sec.program or "") or op_from_name(source_name) or _infer(sec)
         if name is None:
-            notes.append(f"{source_name}: cannot tell which test printed a table; name the file after the "
-                         "test (e.g. all_gather_perf.log) or pass --op")
+            notes.append(f"{source_name}: cannot tell which test printed the table at line {sec.rows[0][0]}; "
+                         "name the file after the test (e.g. all_gather_perf.log) or pass --op")
             continue
         hosts, device = _hosts_of(sec.ranks)
         all_ranks.update(sec.ranks)
-        ctx = _Context(op=name, run_id=run_id, ts=ts, hosts=hosts, ranks=len(sec.ranks), device=device,
+        ctx = _Context(op=name, run_id=run_id, ts=ts, hosts=hosts, ranks=_section_ranks(sec, name), device=device,
                        warmup=sec.warmup, iters=sec.iters, source=source_name, graph=sec.graph)
-        for row in sec.rows:
-            lead, groups = _row_fields(sec.header, row)
-            for i, timing in enumerate(groups[:2]):
-                if (rec := _record(ctx, lead, timing, in_place=i == 1)) is not None:
-                    records.append(rec)
+        for n, row in sec.rows:
+            total += 1
+            tokens = aligned(sec.header, row)
+            if isinstance(tokens, str):
+                skipped.append((f"line {n}", tokens))
+                continue
+            lead, groups = row_fields(sec.header, tokens)
+            got = [_record(ctx, lead, timing, in_place=i == 1) for i, timing in enumerate(groups[:2])]
+            if problems := [g for g in got if isinstance(g, str)]:
+                skipped.append((f"line {n}", problems[0]))   # a row is kept whole or not at all
+                continue
+            records += [g for g in got if isinstance(g, NetRecord)]
+    if skipped:
+        notes.append(skipped_note(source_name, skipped, total))
     settings = {"avg_bus_bandwidth_GBps": avgs} if avgs else {}
     return Parsed(records=records, manifest=_manifest(run_id, source_name, versions, all_ranks, settings),
                   avg_busbw_GBps=avgs, notes=notes)
 
 
+def _int(value: Any, default: int = 0) -> int:
+    v = number(str(value))
+    return int(v) if v is not None and abs(v) < 2**62 else default
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def parse_json(obj: Mapping[str, Any], *, run_id: str, ts: str, source_name: str, op: str | None = None) -> Parsed:
     """The `-J` file of nccl-tests >= 2.17: {config: {devices: [...]}, results: [...], ...}.
-    Its `env` list (the whole environment of rank 0) is never copied anywhere."""
-    config = obj.get("config") or {}
-    args = obj.get("args") or []
+    Its `env` list (the whole environment of rank 0) is never copied anywhere. A result
+    with a figure missing or not a number gives no record and is named in the notes."""
+    config = _mapping(obj.get("config"))
+    args = obj.get("args") if isinstance(obj.get("args"), list) else []
     program = str(args[0]) if args else ""
-    results = [r for r in obj.get("results") or [] if isinstance(r, Mapping)]
-    experiment = str(results[0].get("experiment_name", "")) if results else ""
-    name = op or op_from_name(program) or op_from_name(experiment) or op_from_name(source_name)
-    ranks = {int(d.get("rank", i)): (str(d.get("hostname", "unknown")), str(d.get("device_info", "")))
-             for i, d in enumerate(config.get("devices") or []) if isinstance(d, Mapping)}
+    results = obj.get("results") if isinstance(obj.get("results"), list) else []
+    first = _mapping(results[0]) if results else {}
+    name = op or op_from_name(program) or op_from_name(str(first.get("experiment_name", ""))) or op_from_name(source_name)
+    devices = config.get("devices") if isinstance(config.get("devices"), list) else []
+    ranks = {_int(d.get("rank", i), i): (str(d.get("hostname", "unknown")), str(d.get("device_info", "")))
+             for i, d in enumerate(devices) if isinstance(d, Mapping)}
     if name is None:
         return Parsed(records=[], manifest={}, notes=[f"{source_name}: cannot tell which test wrote it; pass --op"])
     hosts, device = _hosts_of(ranks)
     ctx = _Context(op=name, run_id=run_id, ts=ts, hosts=hosts, ranks=len(ranks), device=device,
-                   warmup=int(config.get("warmup_iters", 0)), iters=int(config.get("iterations", 0)), source=source_name,
+                   warmup=_int(config.get("warmup_iters")), iters=_int(config.get("iterations")), source=source_name,
                    graph=bool(config["graph"]) if "graph" in config else None)
     records: list[NetRecord] = []
-    for res in results:
+    skipped: list[tuple[str, str]] = []
+    for n, res in enumerate(results):
+        if not isinstance(res, Mapping):
+            skipped.append((f"results[{n}]", "not an object"))
+            continue
+        lead = {k: res.get(k) for k in ("size", "count", "type", "redop", "root")}
+        got: list[NetRecord | str | None] = []
         for key, in_place in (("out_of_place", False), ("in_place", True)):
             t = res.get(key)
             if not isinstance(t, Mapping):
-                continue
+                continue   # a test without that mode
             timing = {"time": t.get("time", t.get("cpu_time")), "algbw": t.get("alg_bw"), "busbw": t.get("bus_bw"),
                       "wrong": t.get("nwrong")}
-            lead = {k: res.get(k) for k in ("size", "count", "type", "redop", "root")}
-            if (rec := _record(ctx, lead, timing, in_place)) is not None:
-                records.append(rec)
-    avg = (obj.get("average_bus_bandwidth") or {}).get("bandwidth")
-    avgs = [float(avg)] if isinstance(avg, (int, float)) else []
+            missing = [f for f, v in (("time", timing["time"]), ("alg_bw", timing["algbw"]), ("bus_bw", timing["busbw"]))
+                       if v is None]
+            got.append(f"{key} has no {', '.join(missing)}" if missing else _record(ctx, lead, timing, in_place))
+        if problems := [g for g in got if isinstance(g, str)]:
+            skipped.append((f"results[{n}]", problems[0]))
+            continue
+        if not any(isinstance(g, NetRecord) for g in got):
+            skipped.append((f"results[{n}]", "no out_of_place or in_place figures"))
+        records += [g for g in got if isinstance(g, NetRecord)]
+    avg = number(str(_mapping(obj.get("average_bus_bandwidth")).get("bandwidth")))
+    avgs = [avg] if avg is not None else []
     versions = {"nccl": nccl_version(obj["nccl_version"])} if "nccl_version" in obj else {}
     settings = {k: config[k] for k in ("warmup_iters", "iterations", "minimum_bytes", "maximum_bytes") if k in config}
+    notes = [skipped_note(source_name, skipped, len(results)).replace(" rows: ", " results: ")] if skipped else []
     return Parsed(records=records, manifest=_manifest(run_id, source_name, versions, ranks, settings),
-                  avg_busbw_GBps=avgs)
+                  avg_busbw_GBps=avgs, notes=notes)
 
 
 def parse_text(text: str, *, run_id: str, ts: str, source_name: str, op: str | None = None) -> Parsed | None:
@@ -326,8 +361,12 @@ def parse_text(text: str, *, run_id: str, ts: str, source_name: str, op: str | N
     if stripped.startswith("{"):
         try:
             obj = json.loads(stripped)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError) as exc:   # JSONDecodeError is a ValueError
             obj = None
+            if '"results"' in stripped[:1_000_000] and ('"config"' in stripped or '"nccl_version"' in stripped):
+                where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+                return Parsed(records=[], manifest={}, notes=[
+                    f"{source_name}: nccl-tests -J JSON not readable{where} (cut short?); expected a whole JSON document"])
         if looks_like_json(obj):
             return parse_json(obj, run_id=run_id, ts=ts, source_name=source_name, op=op)
     if looks_like_log(text):

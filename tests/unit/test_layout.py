@@ -9,7 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ROOMS = ("ingest", "judging", "render")
 # the shared schema every room (and netbench/iobench) may use
-SHARED = {"reports", "reports.errors", "reports.records", "reports.findings", "reports.units", "reports.manifest"}
+SHARED = {"reports", "reports.errors", "reports.records", "reports.findings", "reports.units", "reports.manifest",
+          "reports.outdir"}
 
 
 def _module(path: Path) -> str:

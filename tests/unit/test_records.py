@@ -41,4 +41,4 @@ def test_io_record_roundtrip(tmp_path: Path) -> None:
 def test_env_allowlist_drops_secrets() -> None:
     env = {"NCCL_DEBUG": "INFO", "AWS_SECRET_ACCESS_KEY": "x", "HF_TOKEN": "y", "PATH": "/bin",
            "NCCL_IB_HCA": "mlx5", "TORCH_HUB_TOKEN": "z", "UCX_TLS": "rc"}
-    assert allowlisted_env(env) == {"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5", "UCX_TLS": "rc"}
+    assert allowlisted_env(env) == {"NCCL_DEBUG": "INFO", "NCCL_IB_HCA": "mlx5", "TORCH_HUB_TOKEN": "<redacted>", "UCX_TLS": "rc"}

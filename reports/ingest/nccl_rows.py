@@ -1,0 +1,119 @@
+"""One table row of an nccl-tests log, checked (pure): the header's columns, whether a line
+is a row, the row lined up with its header, and its figures — every one a finite number
+>= 0, or a one-line reason naming what is wrong, which the importer reports with the line.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_COLS = {"size": "size", "bytes": "size", "count": "count", "n": "count", "type": "type", "redop": "redop",
+         "op": "redop", "root": "root", "time": "time", "cputime": "time", "algbw": "algbw", "busbw": "busbw",
+         "#wrong": "wrong", "wrong": "wrong", "error": "error", "res": "error"}
+
+
+def number(tok: str) -> float | None:
+    """A finite number, or None ('nan', 'inf', 'N/A', '12x', '٣' are not figures)."""
+    if not str(tok).isascii():
+        return None
+    try:
+        v = float(tok)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+FIGURES = ("time", "algbw", "busbw", "wrong", "error")   # what every timing group prints, in order
+
+
+def header_columns(body: str) -> list[str] | None:
+    toks = body.lstrip("#").split()
+    lowered = [t.lower() for t in toks]
+    if "algbw" not in lowered or "busbw" not in lowered or not ({"size", "bytes"} & set(lowered)):
+        return None
+    cols = [_COLS.get(t, t) for t in lowered]
+    # each timing group (from its `time` on) names algbw and busbw once, or the columns
+    # could not be told apart; the leading columns name the size once
+    starts = [i for i, c in enumerate(cols) if c == "time"]
+    groups = [cols[a:b] for a, b in zip(starts, [*starts[1:], len(cols)])]
+    lead = cols[:starts[0]] if starts else cols
+    if not groups or lead.count("size") != 1 or {"algbw", "busbw"} & set(lead) or len({tuple(c for c in g if c in FIGURES) for g in groups}) > 1 or any(g.count("algbw") != 1 or g.count("busbw") != 1 for g in groups):
+        return None
+    return cols
+
+
+def is_row(header: Sequence[str], tokens: Sequence[str]) -> bool:
+    """A table row: under a header, starting with the size; or shaped like one (as many
+    columns, mostly numbers), so that a row with a damaged size is named, not lost."""
+    if not header:
+        return False
+    if tokens[0].isascii() and tokens[0].isdigit():
+        return True
+    return len(tokens) >= len(header) - 1 and 2 * sum(number(t) is not None for t in tokens) >= len(tokens)
+
+
+def row_fields(header: Sequence[str], row: Sequence[str]) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """Split a row by the header into its leading columns and one timing group per mode."""
+    lead: dict[str, str] = {}
+    groups: list[dict[str, str]] = []
+    for name, tok in zip(header, row):
+        if name == "time":
+            groups.append({})
+        if groups:
+            groups[-1].setdefault(name, tok)
+        else:
+            lead[name] = tok
+    return lead, groups
+
+
+def is_na(value: Any) -> bool:
+    return value is None or str(value).strip().upper() in ("N/A", "NA", "")
+
+
+def figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[str, float], str | None]:
+    """The row's figures, or what is wrong with them: every one a finite number >= 0, the
+    size and count whole, #wrong (when printed) a count."""
+    got: dict[str, float] = {}
+    for key, src, name in (("size", lead, "size"), ("time", timing, "time"), ("algbw", timing, "algbw"),
+                           ("busbw", timing, "busbw")):
+        v = number(str(src.get(key, "")))
+        if v is None or v < 0:
+            return got, f"{name} {str(src.get(key, ''))[:20]!r} is not a number >= 0"
+        got[key] = v
+    if got["size"] != int(got["size"]) or got["size"] > 2**62:
+        return got, f"size {lead.get('size')!r} is not a whole number of bytes"
+    for key in ("wrong", "error"):
+        if not is_na(timing.get(key)):
+            v = number(str(timing.get(key)))
+            if v is None or v < 0 or (key == "wrong" and (v != int(v) or v > 2**62)):
+                return got, f"{'#wrong' if key == 'wrong' else 'error'} {str(timing.get(key))[:20]!r} is not a count"
+            got[key] = v
+    for key in ("count", "root"):   # optional columns: when printed, a whole number
+        if not is_na(lead.get(key)):
+            v = number(str(lead.get(key)))
+            if v is None or v != int(v) or not -1 <= v <= 2**62:
+                return got, f"{key} {str(lead.get(key))[:20]!r} is not a whole number"
+            got[key] = v
+    return got, None
+
+
+def aligned(header: Sequence[str], row: list[str]) -> list[str] | str:
+    """The row's tokens lined up with the header, or what is wrong with the row."""
+    if "redop" in header:
+        k = header.index("redop")
+        # old versions print alltoall's redop as blanks: the type is followed by a number
+        if 0 < k < len(row) and number(row[k - 1]) is None and number(row[k]) is not None:
+            row = [*row[:k], "none", *row[k:]]
+    if len(row) < len(header):
+        return f"{len(row)} of {len(header)} columns (a line cut short?)"
+    if len(row) > len(header) and header[-1] != "timestamp":   # a timestamp prints as date and time
+        return f"{len(row)} columns where the header names {len(header)}"
+    return row
+
+
+def skipped_note(source_name: str, skipped: Sequence[tuple[str, str]], total: int) -> str:
+    """'FILE: skipped 2 of 12 rows: line 7: busbw 'nan' is not a number >= 0; line 9: ...'"""
+    shown = "; ".join(f"{where}: {why}" for where, why in skipped[:3])
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return f"{source_name}: skipped {len(skipped)} of {total} rows: {shown}{more}"

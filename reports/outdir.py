@@ -1,0 +1,89 @@
+"""Whose results dir is this? A dir stoker writes records into is either new (or empty), or
+stoker's own dir of the same run (a resume: the phases of one `stoker run` or Slurm job,
+the ranks of one sweep), or refused in one line — never someone's notes, never their
+spec.yaml, never another run's net.jsonl, which a report would then mix with this one.
+
+stoker marks a dir as its own with `DIR/.stoker-run`, one line: the run id. `stoker submit`
+writes `(submitted)` there (the job's run id, slurm-<job id>, is not known before sbatch
+answers); the job's first phase replaces it with the run id.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from reports.errors import UsageError
+from reports.records import check_run_id
+
+MARKER = ".stoker-run"
+SUBMITTED = "(submitted)"   # not a valid run id, so no run can be mistaken for it
+# What stoker's launchers (torchrun.sh, mpirun.sh, the Slurm job) write into the dir before
+# or between phases, so before a phase has claimed it: hidden sync files (.stoker-run-id,
+# .stoker-seen-N, a marker being written), the shared-file-system check, the shared storage
+# scratch dir, the phase list (written even when the first phase ends before claiming) and
+# the Slurm job's per-phase logs (tee opens phase-NAME.log as the phase starts).
+_OWN_TRANSIENT = (".stoker-", ".shared-check-", "io-scratch", "phases.jsonl", "phase-")
+
+
+def owner(out: Path) -> str | None:
+    """The run id in `out`'s marker (or SUBMITTED); None when there is no marker."""
+    try:
+        return (out / MARKER).read_text(encoding="utf-8").strip() or None
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {out / MARKER}: {exc}; give a new --out") from None
+
+
+def _write_marker(out: Path, content: str) -> None:
+    # written aside and renamed into place: a concurrent reader sees no marker or a whole one
+    tmp = out / f"{MARKER}.tmp-{os.getpid()}"
+    tmp.write_text(content + "\n", encoding="utf-8")
+    os.replace(tmp, out / MARKER)
+
+
+def _foreign(out: Path) -> list[str]:
+    return sorted(p.name for p in out.iterdir() if not p.name.startswith(_OWN_TRANSIENT))
+
+
+def _make(out: Path, option: str) -> None:
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{option} {out}: is a file; give a results directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create the results dir {out}: {exc.strerror}; pass {option} a writable dir") from None
+
+
+def claim(out: Path, run_id: str, option: str = "--out") -> None:
+    """Make `out` the results dir of `run_id` (creating it), or raise UsageError saying why not."""
+    check_run_id(run_id)
+    _make(out, option)
+    have = owner(out)
+    if have is None:
+        found = _foreign(out)
+        # a rank of this same run may have claimed it between the two reads: look again
+        if found and (have := owner(out)) is None:
+            more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+            raise UsageError(f"{option} {out}: exists and was not made by stoker (it holds {found[0]}{more}); "
+                             "give a new or empty directory")
+    if have is None or have == SUBMITTED:
+        _write_marker(out, run_id)
+        return
+    if have != run_id:
+        raise UsageError(f"{option} {out}: holds the results of run {have}; give a new directory "
+                         f"(or STOKER_RUN_ID={have} to add to that run)")
+
+
+def mark_submitted(out: Path, option: str = "--out") -> None:
+    """For `stoker submit`: the dir is new or empty (else UsageError); mark it for the job."""
+    _make(out, option)
+    have = owner(out)
+    found = [n for n in _foreign(out) if n not in ("acceptance.sbatch", "spec.yaml", "workload.yaml")] if have == SUBMITTED \
+        else _foreign(out)
+    if have not in (None, SUBMITTED):
+        raise UsageError(f"{option} {out}: holds the results of run {have}; give a new directory")
+    if found:
+        raise UsageError(f"{option} {out}: exists and was not made by stoker (it holds {found[0]}); "
+                         "give a new or empty directory")
+    _write_marker(out, SUBMITTED)
