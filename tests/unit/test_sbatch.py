@@ -43,10 +43,11 @@ def test_no_placeholder_left() -> None:
 
 
 def test_job_time_adds_up_phase_limits() -> None:
-    # quick, 2 nodes: 3 net phases x (180 + 120) + (180 + 120) io + 120 report + 300 margin = 1620 s
-    assert job_time(CASES["two-node-quick-gloo"]) == "0:27:00"
-    # full, 1 node: 1 x (1800 + 120) + (1800 + 120) + 300 + 300 = 4440 s
-    assert job_time(SbatchConfig(nodes=1, ranks_per_node=2, gpus_per_node=0, profile=get_profile("full"), out="/r")) == "1:14:00"
+    # quick, 2 nodes: (120 + 120) inventory + 3 net phases x (180 + 120) + (180 + 120) io + 120 report
+    # + 300 margin = 1860 s
+    assert job_time(CASES["two-node-quick-gloo"]) == "0:31:00"
+    # full, 1 node: (120 + 120) + 1 x (1800 + 120) + (1800 + 120) + 300 + 300 = 4680 s
+    assert job_time(SbatchConfig(nodes=1, ranks_per_node=2, gpus_per_node=0, profile=get_profile("full"), out="/r")) == "1:18:00"
 
 
 def test_given_time_and_quoted_out() -> None:
