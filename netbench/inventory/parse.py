@@ -90,7 +90,8 @@ def parse_topo(text: str) -> dict[str, Any]:
     affinity. NIC columns are named NIC0.. with a legend 'NIC0: mlx5_0' (older drivers
     name the column mlx5_0 directly)."""
     lines = [ln.rstrip() for ln in text.splitlines()]
-    header = next((ln for ln in lines if re.search(r"\bGPU0\b", ln) and not ln.lstrip().startswith("GPU0")), None)
+    # the header row starts with blank space, the GPU rows with their own name
+    header = next((ln for ln in lines if re.match(r"^\s+GPU0\b", ln)), None)
     if header is None:
         return {}
     cols = [c.strip() for c in re.split(r"\t+|\s{2,}", header.strip()) if c.strip()]

@@ -30,7 +30,7 @@ NETWORK_CAUSES = ("network port",)
 def _bad(component: str, check: str, host: str, message: str, measured: float | None = None,
          expected: float | None = None, unit: str = "", **extra: Any) -> Finding:
     return Finding(component=component, check=check, status="below_spec", measured=measured, expected=expected,
-                   unit=unit, hosts=(host,), message=message, extra={"device": extra.pop("device"), **extra})
+                   unit=unit, hosts=(host,), message=message.rstrip(".") + ".", extra={"device": extra.pop("device"), **extra})
 
 
 def _where(r: dict[str, Any]) -> str:
@@ -109,13 +109,13 @@ def _copy_finding(host: str, r: dict[str, Any]) -> Finding | None:
                        "h2d_pageable_GBps": pageable})
     if lk is None or not width:
         return Finding(status="no_reference", expected=None,
-                       message=f"{host} {_where(r)}: {figures}; no catalog figure for a Gen{gen} x{width} link", **base)
+                       message=f"{host} {_where(r)}: {figures}; no catalog figure for a Gen{gen} x{width} link.", **base)
     want = lk.GBps * width / 16
     ok = min(x for x in (got, d2h) if x is not None) >= HOST_LINK_SHARE * want
     verdict = (f"within {HOST_LINK_SHARE:.0%} of" if ok else f"under {HOST_LINK_SHARE:.0%} of")
     return Finding(status="ok" if ok else "below_spec", expected=round(want, 2),
                    message=f"{host} {_where(r)}: {figures}, {verdict} the Gen{gen} x{width} link's {want:.1f} GB/s "
-                           f"({lk.name}, {lk.source.split(';')[0]})", **base)
+                           f"({lk.name}, {lk.source.split(';')[0]}).", **base)
 
 
 def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
@@ -160,7 +160,7 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
         out.append(Finding(component="gpu", check="Xid events", status="no_reference", measured=None, expected=None,
                            unit="", hosts=(host,), extra={"device": "kernel log"},
                            message=f"{host}: kernel log not readable, Xid events not checked (not 0 errors); "
-                                   "run as root or set kernel.dmesg_restrict=0"))
+                                   "run as root or set kernel.dmesg_restrict=0."))
     return out
 
 
@@ -192,10 +192,11 @@ def explain(findings: list[Finding], inventory: list[Finding]) -> list[Finding]:
         if f.component in ("inter-node network", "node", "link") and f.status in ("below_spec", "suspect", "no_reference"):
             hit = [c for c in causes if not f.hosts or set(c.hosts) & set(f.hosts)]
             if hit:
-                why = "; ".join(c.message.split(";")[0] for c in hit[:3])
+                why = "; ".join(c.message.split(";")[0].rstrip(".") for c in hit[:3])
                 f = Finding(component=f.component, check=f.check, status=f.status, measured=f.measured,
-                            expected=f.expected, unit=f.unit, hosts=f.hosts, message=f"{f.message} Inventory: {why}.",
-                            extra={**f.extra, "explained_by": [c.check + ": " + c.message.split(":")[0] for c in hit]})
+                            expected=f.expected, unit=f.unit, hosts=f.hosts,
+                            message=f"{f.message.rstrip('.')}; inventory: {why}.",
+                            extra={**f.extra, "explained_by": [c.message.split(";")[0].rstrip(".") for c in hit]})
         out.append(f)
     return out
 
