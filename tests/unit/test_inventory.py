@@ -184,3 +184,27 @@ def test_spec_port_count_and_a_network_finding_pointing_at_the_port(tmp_path: Pa
     assert "inventory: node7 mlx5_5 port 1 at 200 Gb/s" in inter.message and inter.message.count(". ") == 0
     assert inter.extra["explained_by"] == ["node7 mlx5_5 port 1 at 200 Gb/s, its 7 sibling InfiniBand ports at 400 Gb/s",
                                            "node7: 7 active port(s) at 400 Gb/s, the spec advertises 8 x ib-ndr"]
+
+
+def test_model_uses_the_measured_host_link() -> None:
+    import dataclasses
+
+    from reports.judging.inventory import host_link_figures
+    from reports.judging.model import Measured, starvation
+    from reports.judging.workload import Checkpoint, load_workload
+    from tests.unit.test_model import DDP, SPEC
+
+    host = [{"host": "n1", "component": "host link", "device": f"GPU{i}", "h2d_pinned_GBps": h2d, "d2h_pinned_GBps": d2h}
+            for i, (h2d, d2h) in enumerate([(55.0, 55.1), (2.0, 28.0)])]
+    fig = host_link_figures(host)
+    assert (fig["host_h2d_GBps"], fig["host_d2h_GBps"]) == (2.0, 28.0) and "n1 GPU1" in fig["host_link_desc"]
+    asyn = dataclasses.replace(DDP, checkpoint=Checkpoint(interval_minutes=60, bytes_per_param=14, async_=True))
+    rows, _ = starvation(asyn, SPEC, Measured(write_GBps=7.0, **fig))
+    # the copy-out: 14e9 B / 16 GPUs = 8.75e8 B per GPU at the measured 28 GB/s D2H = 0.03125 s
+    # (at the advertised pcie5-x16 63 GB/s it would be 0.013889 s)
+    assert rows[-1].extra["exposed_s"] == pytest.approx(0.03125)
+    assert "measured pinned copies" in rows[-1].extra["note"]
+    # unet3d needs 25.417 GB/s per node; storage gives 30, the host links 8 x 2 = 16 GB/s: share 1 - 16 / 25.417
+    rows, _ = starvation(load_workload("unet3d"), SPEC, Measured(read_GBps_per_node=30.0, **fig))
+    assert rows[0].achieved == pytest.approx(16.0) and rows[0].idle_share == pytest.approx(1 - 16 / 25.4168, rel=1e-4)
+    assert "host-to-device leg" in rows[0].extra["note"]
