@@ -30,7 +30,8 @@ class Inventory:
 
 
 def pcie_state(sys_root: Path, address: str | None) -> dict[str, Any]:
-    """Current and maximum generation and width of a PCI device, and its NUMA node."""
+    """Current and maximum generation and width of a PCI device, its NUMA node and the bridge
+    it sits behind (devices sharing one sit on the same PCIe switch)."""
     if not address:
         return {}
     dev = sys_root / "bus" / "pci" / "devices" / address
@@ -39,7 +40,11 @@ def pcie_state(sys_root: Path, address: str | None) -> dict[str, Any]:
         t = (_read(dev / name) or "").strip()
         return int(t) if t.lstrip("-").isdigit() and int(t) >= 0 else None
 
-    return {"bus_id": address,
+    try:  # the bridge above it: a PCIe switch port, or the CPU's root port
+        up = dev.resolve(strict=True).parent.name
+    except OSError:
+        up = ""
+    return {"bus_id": address, "upstream": up if _PCI.match(up) else None,
             "gen": p.gen_of(parse_pcie_speed(_read(dev / "current_link_speed") or "")),
             "max_gen": p.gen_of(parse_pcie_speed(_read(dev / "max_link_speed") or "")),
             "width": num("current_link_width"), "max_width": num("max_link_width"),
@@ -125,10 +130,11 @@ def _gpu_records(rows: list[dict[str, Any]], run: Runner, kernel_log: str | None
     return out
 
 
-def read_inventory(*, sys_root: str | Path = "/sys", run: Runner = run_tool,
+def read_inventory(*, sys_root: str | Path = "/sys", run: Runner | None = None,
                    kernel_log: Callable[[], str | None] | None = None,
                    copier: Copier | None = None, copy_bytes: int = 1 << 30) -> Inventory:
     root = Path(sys_root)
+    run = run or run_tool
     inv = Inventory()
     ports = network_ports(root)
     inv.records += ports

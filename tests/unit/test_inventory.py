@@ -96,7 +96,7 @@ def test_healthy_node_reads_everything_and_yields_no_finding(tmp_path: Path) -> 
     assert kinds.count("network port") == 9 and kinds.count("host link") == 8
     assert kinds.count("gpu") == 8 and kinds.count("nvlink") == 8
     port0 = next(r for r in recs if r["device"] == "mlx5_0")
-    assert port0["rate_Gbps"] == 400.0 and port0["pcie"] == {"bus_id": "0000:19:00.0", "gen": 5, "max_gen": 5,
+    assert port0["rate_Gbps"] == 400.0 and port0["pcie"] == {"bus_id": "0000:19:00.0", "upstream": None, "gen": 5, "max_gen": 5,
                                                              "width": 16, "max_width": 16, "numa_node": 0}
     gpu3 = next(r for r in recs if r["component"] == "gpu" and r["gpu"] == 3)
     assert gpu3["xids"] == [] and gpu3["kernel_log_readable"] is True   # Xid 31 is an application fault
@@ -208,3 +208,39 @@ def test_model_uses_the_measured_host_link() -> None:
     rows, _ = starvation(load_workload("unet3d"), SPEC, Measured(read_GBps_per_node=30.0, **fig))
     assert rows[0].achieved == pytest.approx(16.0) and rows[0].idle_share == pytest.approx(1 - 16 / 25.4168, rel=1e-4)
     assert "host-to-device leg" in rows[0].extra["note"]
+
+
+def test_stoker_inventory_then_report_on_a_fixture_tree(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    import json
+
+    from launchers.cli import main
+    from reports.records import read_records
+
+    root, _ = materialise(tmp_path, DEGRADED["ib-port-down"])
+    monkeypatch.setenv("STOKER_RUN_ID", "inv-1")
+    monkeypatch.setattr("netbench.inventory.read.run_tool", lambda args: None)   # no nvidia-smi, as on CI
+    out = tmp_path / "res"
+    assert main(["inventory", "--out", str(out), "--no-copy", "--sys-root", str(root)]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].endswith(f"9 network port -> {out / 'host.jsonl'}")
+    assert "skipped: GPUs: nvidia-smi absent" in said[1]
+    recs = read_records(out).host
+    assert len(recs) == 9 and {r["run_id"] for r in recs} == {"inv-1"}
+    assert main(["report", str(out)]) == 1          # the port down fails the verdict
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert [(f["component"], f["device"], f["status"]) for f in verdict["findings"]] == [("network port", "mlx5_3", "below_spec")]
+    assert "## Node inventory" in (out / "report.md").read_text() and "mlx5_3 port 1" in (out / "report.md").read_text()
+
+
+def test_pcie_state_names_the_bridge_above(tmp_path: Path) -> None:
+    from netbench.inventory.read import pcie_state
+
+    dev = tmp_path / "devices" / "pci0000:00" / "0000:00:01.0" / "0000:18:00.0"
+    dev.mkdir(parents=True)
+    for name, text in (("current_link_speed", "16.0 GT/s PCIe\n"), ("max_link_speed", "32.0 GT/s PCIe\n"),
+                       ("current_link_width", "16\n"), ("max_link_width", "16\n"), ("numa_node", "-1\n")):
+        (dev / name).write_text(text)
+    (tmp_path / "bus" / "pci" / "devices").mkdir(parents=True)
+    os.symlink(dev, tmp_path / "bus" / "pci" / "devices" / "0000:18:00.0")
+    assert pcie_state(tmp_path, "0000:18:00.0") == {"bus_id": "0000:18:00.0", "upstream": "0000:00:01.0", "gen": 4,
+                                                    "max_gen": 5, "width": 16, "max_width": 16, "numa_node": None}
