@@ -134,8 +134,11 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
         c = _copy_finding(host, r)
         if c is not None:
             out.append(c)
-    for r in recs:
-        if r["component"] == "nvlink" and r.get("inactive"):
+    nvl = [r for r in recs if r["component"] == "nvlink"]
+    # a PCIe card without bridges lists its links as inactive: a fault only where NVLink is in use
+    in_use = any(r.get("links", 0) > len(r.get("inactive") or []) for r in nvl)
+    for r in nvl:
+        if in_use and r.get("inactive"):
             out.append(_bad("nvlink", "nvlink active", host,
                             f"{host} {_where(r)}: NVLink(s) {', '.join(map(str, r['inactive']))} inactive of {r.get('links')}; "
                             "check nvidia-smi nvlink -e and the fabric manager, then reset the GPU",

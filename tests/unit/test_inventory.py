@@ -244,3 +244,11 @@ def test_pcie_state_names_the_bridge_above(tmp_path: Path) -> None:
     os.symlink(dev, tmp_path / "bus" / "pci" / "devices" / "0000:18:00.0")
     assert pcie_state(tmp_path, "0000:18:00.0") == {"bus_id": "0000:18:00.0", "upstream": "0000:00:01.0", "gen": 4,
                                                     "max_gen": 5, "width": 16, "max_width": 16, "numa_node": None}
+
+
+def test_nvlink_unused_on_the_whole_node_is_not_a_fault() -> None:
+    pcie_cards = [{"host": "h", "component": "nvlink", "device": f"GPU{i}", "links": 2, "inactive": [0, 1]} for i in range(2)]
+    assert judge_inventory(pcie_cards) == []
+    pcie_cards[0]["inactive"] = []
+    (f,) = judge_inventory(pcie_cards)
+    assert (f.extra["device"], f.measured, f.expected) == ("GPU1", 0.0, 2.0)
