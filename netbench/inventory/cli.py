@@ -6,6 +6,7 @@ own records. The copy test runs where torch sees CUDA GPUs (`--no-copy` skips it
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 from pathlib import Path
 
@@ -30,7 +31,8 @@ def main(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     out = Path(args.out or f"stoker-results/{run_id}")
     copy_bytes = parse_size(args.copy_bytes)
-    host = socket.gethostname()
+    # as the net and io phases name their host, so findings on one node line up
+    host = os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname()
     inv = read_inventory(sys_root=args.sys_root, copier=cuda_copier() if args.copy else None, copy_bytes=copy_bytes)
     head = {"schema": SCHEMA, "kind": "host", "run_id": run_id, "ts": utc_now(), "host": host}
     with RecordWriter(out / HOST_FILE) as w:
