@@ -252,3 +252,11 @@ def test_nvlink_unused_on_the_whole_node_is_not_a_fault() -> None:
     pcie_cards[0]["inactive"] = []
     (f,) = judge_inventory(pcie_cards)
     assert (f.extra["device"], f.measured, f.expected) == ("GPU1", 0.0, 2.0)
+
+
+def test_a_hardware_xid_names_its_gpu(tmp_path: Path) -> None:
+    root, outputs = materialise(tmp_path, {})
+    log = (outputs["healthy-dmesg.txt"] or "") + "[91822.1] NVRM: Xid (PCI:0000:ab:00): 79, pid=0, GPU has fallen off the bus.\n"
+    inv = read_inventory(sys_root=root, run=runner(outputs), kernel_log=lambda: log)
+    (f,) = judge_inventory([{"host": "node7", **r} for r in inv.records])
+    assert (f.check, f.extra["device"]) == ("gpu errors", "GPU5") and "hardware Xid 79" in f.message
