@@ -53,7 +53,7 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
     # progress while it works, a summary table and the verdict at the end
     assert "[1/4] inventory: started" in p.stdout and "[2/4] network: started" in p.stdout
     assert "[4/4] report: started" in p.stdout
-    assert "phase    status" in p.stdout and "verdict: FAIL" in p.stdout
+    assert "phase      status" in p.stdout and "verdict: FAIL" in p.stdout   # "inventory" sets the width
     assert (out / "spec.yaml").read_text() == spec.read_text()        # the results keep what judged them
     for name in ("report.md", "report.html"):
         assert (out / name).is_file()
@@ -77,4 +77,4 @@ def test_an_aborted_phase_still_gets_a_report_and_exit_3(tmp_path: Path) -> None
     assert first.endswith("INCOMPLETE: phase storage ended with exit code 2 after "
                           f"{verdict['missing_phases'][0].split(' after ')[1]}")
     assert "fio not found on PATH" in first, first
-    assert "storage  exit" in p.stdout
+    assert "storage    exit" in p.stdout   # the phase column is as wide as "inventory"
