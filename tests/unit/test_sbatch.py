@@ -84,6 +84,7 @@ FAKE_STOKER = '''#!/bin/sh
 case "$1" in
   net) echo "stoker: the srun step environment does not say how many ranks there are" >&2; exit "${NET_RC:-0}" ;;
   io) exit "${IO_RC:-0}" ;;
+  inventory) exit 0 ;;
   report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
 esac
 exit 99
@@ -116,8 +117,8 @@ def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int,
     assert p.returncode == job_rc, p.stdout + p.stderr
     assert (tmp_path / "report-args").read_text().split() == [str(out), "--fail-unjudged"]
     phases = [line for line in (out / "phases.jsonl").read_text().splitlines()]
-    assert len(phases) == 4 and f'"phase":"intra-node","rc":{net_rc},' in phases[0]
-    assert '"log":"phase-intra-node.log"' in phases[0]
+    assert len(phases) == 5 and '"phase":"inventory","rc":0,' in phases[0]
+    assert f'"phase":"intra-node","rc":{net_rc},' in phases[1] and '"log":"phase-intra-node.log"' in phases[1]
     # the phase's own words are kept for the report's first line
     assert (out / "phase-intra-node.log").read_text() == "stoker: the srun step environment does not say how many ranks there are\n"
 
