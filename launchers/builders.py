@@ -58,6 +58,21 @@ class ReportCommand:
     fail_unjudged: bool = False     # the acceptance job: nothing judged is no acceptance
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InventoryCommand:
+    """One `stoker inventory` phase: read-only, seconds (the copy test included)."""
+
+    out: str
+    stoker: tuple[str, ...] = STOKER
+
+
+INVENTORY_LIMIT_S = 120   # nvidia-smi reads and 30 x 1 GiB copies per GPU take seconds; room for slow tools
+
+
+def inventory_argv(c: InventoryCommand) -> list[str]:
+    return [*c.stoker, "inventory", "--out", c.out]
+
+
 def net_argv(c: NetCommand) -> list[str]:
     p = c.profile
     argv = [

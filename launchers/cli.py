@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "run": "launchers.run_cmd",
     "net": "netbench.cli",
     "io": "iobench.cli",
+    "inventory": "netbench.inventory.cli",
     "report": "reports.report_cmd",
     "submit": "launchers.submit",
     "compare": "reports.compare_cmd",

@@ -54,7 +54,7 @@ def count_gpus(dev_names: Iterable[str], environ: Mapping[str, str]) -> int:
 
 def plan(*, profile: Profile, out: str, io_path: str, nproc: int, backend: str,
          spec: str | None, workload: str | None, stoker: tuple[str, ...], gpus: int = 0) -> list[Phase]:
-    """The phases of a local run, in order (pure). With GPUs, one checkpoint writer per GPU,
+    """The phases of a local run, in order (pure): the node inventory first, then the sweeps. With GPUs, one checkpoint writer per GPU,
     as each rank saves its own shard."""
     net = b.net_argv(b.NetCommand(profile=profile, out=out, scopes=("world",), backend=backend,
                                   nproc=nproc, stoker=stoker))
@@ -64,7 +64,9 @@ def plan(*, profile: Profile, out: str, io_path: str, nproc: int, backend: str,
     grace = 60
     # one rank (a single-GPU machine) has no link to measure: no network phase
     network = [Phase(name="network", argv=tuple(net), limit_s=profile.net_timeout_s + grace)] if nproc >= 2 else []
-    return network + [
+    inventory = Phase(name="inventory", argv=tuple(b.inventory_argv(b.InventoryCommand(out=out, stoker=stoker))),
+                      limit_s=b.INVENTORY_LIMIT_S)
+    return [inventory, *network,
         Phase(name="storage", argv=tuple(io), limit_s=profile.io_timeout_s + grace),
         Phase(name="report", argv=tuple(report), limit_s=profile.report_timeout_s),
     ]

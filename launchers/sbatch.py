@@ -48,6 +48,7 @@ def job_time(cfg: SbatchConfig) -> str:
     """The job's --time: every phase at its limit, plus a margin; as H:MM:SS."""
     p = cfg.profile
     secs = len(net_phases(cfg)) * (p.net_timeout_s + PHASE_GRACE_S) + p.io_timeout_s + PHASE_GRACE_S
+    secs += b.INVENTORY_LIMIT_S + PHASE_GRACE_S
     secs += p.report_timeout_s + JOB_MARGIN_S
     return f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
 
@@ -70,7 +71,9 @@ def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mp
 
 def _phase_lines(cfg: SbatchConfig) -> list[str]:
     p = cfg.profile
-    lines = []
+    inventory = _srun(cfg, b.inventory_argv(b.InventoryCommand(out="$OUT", stoker=cfg.stoker)), 1,
+                      b.INVENTORY_LIMIT_S, mpi=False)  # one task per node: each node reads itself
+    lines = [b.shell_line(["phase", "inventory", str(b.INVENTORY_LIMIT_S + PHASE_GRACE_S), *inventory])]
     for name, scopes in net_phases(cfg):
         net = b.net_argv(b.NetCommand(profile=p, out="$OUT", scopes=scopes, backend=cfg.backend, stoker=cfg.stoker))
         cmd = _srun(cfg, net, cfg.ranks_per_node, p.net_timeout_s, mpi=True)

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-COMPONENTS = ("intra-node network", "inter-node network", "shared storage", "local storage", "node", "link")
+COMPONENTS = ("intra-node network", "inter-node network", "shared storage", "local storage", "node", "link",
+              "host link", "network port", "nvlink", "gpu")  # the last four: node inventory (host.jsonl)
 STATUSES = ("ok", "below_spec", "starving", "no_reference", "suspect")
 FAILING = ("below_spec", "starving")
 

@@ -27,6 +27,7 @@ SCHEMA = 1
 NET_FILE = "net.jsonl"
 IO_FILE = "io.jsonl"
 MANIFEST_FILE = "manifest.jsonl"
+HOST_FILE = "host.jsonl"      # node inventory, `kind: "host"` (netbench/inventory)
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
 NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
@@ -254,6 +255,7 @@ class RecordSet:
     net: list[NetRecord] = field(default_factory=list)
     io: list[IoRecord] = field(default_factory=list)
     manifests: list[dict[str, Any]] = field(default_factory=list)
+    host: list[dict[str, Any]] = field(default_factory=list)   # host.jsonl, kept as read (judging/inventory.py)
     skipped: list[SkippedLine] = field(default_factory=list)
 
 
@@ -275,7 +277,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
 
 
 def read_records(directory: str | os.PathLike[str]) -> RecordSet:
-    """Read net.jsonl, io.jsonl and manifest.jsonl from `directory`. Truncated or garbled
+    """Read net.jsonl, io.jsonl, host.jsonl and manifest.jsonl from `directory`. Truncated or garbled
     lines are skipped and listed in `skipped`, never raised."""
     from reports.columns import read_net
 
@@ -304,6 +306,13 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
                 sink.append(from_dict(cls, obj))  # type: ignore[arg-type]
             except ValueError as exc:
                 out.skipped.append(SkippedLine(file=name, line=n, reason=str(exc)))
+    h = d / HOST_FILE
+    if h.exists():
+        for n, obj, reason in iter_jsonl(h):
+            if obj is None or obj.get("kind") != "host":
+                out.skipped.append(SkippedLine(file=HOST_FILE, line=n, reason=reason or "not a kind: host record"))
+            else:
+                out.host.append(obj)
     m = d / MANIFEST_FILE
     if m.exists():
         for n, obj, reason in iter_jsonl(m):

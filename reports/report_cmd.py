@@ -141,7 +141,7 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     rs.net += imp.net
     rs.io += imp.io
     rs.manifests += imp.manifests
-    if not rs.net and not rs.io:
+    if not rs.net and not rs.io and not rs.host:
         first = rs.skipped[0] if rs.skipped else None
         skipped = f" ({len(rs.skipped)} unreadable lines; first {first.file}:{first.line}: {first.reason})" if first else ""
         raise UsageError(f"{directory}: no records{skipped} and no nccl-tests or fio output to import; "
@@ -156,7 +156,7 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     ri = ReportInput(title=title, records=rs, judgement=j, imported=imp.sources, import_notes=imp.notes,
                      notes=[*spec_notes, *wl_notes], missing=missing, net_df=net_frame(rs.net))
     verdict = verdict_json(j.run_id, j.findings, missing, spec=j.spec_name, workload=j.workload_name,
-                           records={"net": len(rs.net), "io": len(rs.io)}, skipped_lines=len(rs.skipped),
+                           records={"net": len(rs.net), "io": len(rs.io), **({"host": len(rs.host)} if rs.host else {})}, skipped_lines=len(rs.skipped),
                            imported=sorted(imp.sources),
                            aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)],
                            missing_phases=missing)

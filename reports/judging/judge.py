@@ -14,6 +14,7 @@ from typing import Any
 from reports.columns import net_columns
 from reports.findings import Finding, verdict_of
 from reports.judging import compare, detect, model
+from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
 from reports.judging.localise_groups import group_findings
 from reports.judging.model import ModelRow
@@ -125,6 +126,8 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
     expected.update(io_expected)
     findings += localise(records.net, records.io, spec.inter_node_per_gpu_GBps if spec else None)
     findings += group_findings(records.net)
+    inventory = judge_inventory(records.host, spec)
+    findings = explain(findings, inventory) + inventory
     rows: list[ModelRow] = []
     summary: dict[str, Any] = {}
     if workload is not None:
@@ -137,7 +140,8 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
             read_component=_component(rd, spec), write_GBps=wr.bw_GBps if wr else None,
             write_component=_component(wr, spec), write_backend=wr.backend if wr else "fio",
             # gloo on CPU ranks shares the cores with compute; NCCL on GPUs does not
-            cpu_ranks=bool(records.net) and bool((net_columns(records.net)["device"] == "cpu").all()))
+            cpu_ranks=bool(records.net) and bool((net_columns(records.net)["device"] == "cpu").all()),
+            **host_link_figures(records.host))
         rows, summary = model.starvation(workload, spec, measured)
         if "why" in summary:
             notes.append(f"workload {workload.name}: {summary['why']}")

@@ -64,6 +64,9 @@ class Measured:
     write_component: str = "shared storage"
     write_backend: str = "fio"                   # the record it came from: torch.save / torch.dcp win (judge._pick_io)
     cpu_ranks: bool = False                      # the collectives ran on CPU ranks (gloo): the CPU-only terms apply
+    host_h2d_GBps: float | None = None           # measured host link per GPU (host.jsonl), slowest GPU
+    host_d2h_GBps: float | None = None
+    host_link_desc: str = ""
 
 
 def _factor(op: str, n: int) -> float:
@@ -244,6 +247,10 @@ def _dataloader_row(w: Workload, spec: Spec | None, m: Measured, g: int, c: floa
     achieved = m.read_GBps_per_node
     if achieved is None:
         return _missing(m.read_component, check, "GB/s per node", "no dataloader_read measurement")
+    if m.host_h2d_GBps and m.host_h2d_GBps * g < achieved:
+        # the samples still cross each GPU's host link: the slower leg sets the pace
+        achieved = m.host_h2d_GBps * g
+        note = "; ".join(x for x in (note, f"host-to-device leg at the {m.host_link_desc} {m.host_h2d_GBps:g} GB/s per GPU is the slower leg") if x)
     # reads are prefetched during the step: the GPUs wait only for what the storage cannot deliver in time
     exposed = max(0.0, base * (demand / achieved - 1))
     return _row(m.read_component, check, demand, achieved, "GB/s per node", exposed, base, w.idle_budget, usd,
@@ -267,12 +274,17 @@ def _checkpoint_row(w: Workload, spec: Spec | None, m: Measured, usd: float | No
         stall, required = write_s, size / e_max / 1e9
     else:
         # async: the GPUs wait only for the copy to host memory (over the host link, an
-        # advertised figure), plus any part of the background write the interval cannot hold
-        host = catalog.link(spec.accelerator.host_link if spec and spec.accelerator else "pcie5-x16")
-        copy_s = size / (w.gpus or 1) / (host.GBps * 1e9)
+        # advertised figure, or the one the inventory measured), plus any part of the
+        # background write the interval cannot hold
+        if m.host_d2h_GBps:
+            copy_GBps, source = m.host_d2h_GBps, f"the {m.host_link_desc}"
+        else:
+            host = catalog.link(spec.accelerator.host_link if spec and spec.accelerator else "pcie5-x16")
+            copy_GBps, source = host.GBps, f"the advertised {host.name}"
+        copy_s = size / (w.gpus or 1) / (copy_GBps * 1e9)
         stall = copy_s + max(0.0, write_s - interval)
         required = size / interval / 1e9
-        note = f"copy-out at the advertised {host.name} {host.GBps:g} GB/s per GPU: {copy_s:.2f} s"
+        note = f"copy-out at {source} {copy_GBps:g} GB/s per GPU: {copy_s:.2f} s"
     note = "; ".join(x for x in (f"write bandwidth from the {m.write_backend} record", note) if x)
     return _row(m.write_component, check, required, m.write_GBps, "GB/s", stall, interval, w.idle_budget, usd,
                 checkpoint_bytes=size, write_s=write_s, note=note)

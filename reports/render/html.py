@@ -135,6 +135,10 @@ def render(ri: ReportInput) -> str:
                     "can be compared with advertised figures.</p>")
     body += _net(sweeps(ri.frame()), ri)
     body += _storage(ri)
+    if rs.host:
+        from reports.render.inventory import host_link_table, port_table
+
+        body += ["<h2>Node inventory</h2>", *[table(t) for t in (host_link_table(rs.host), port_table(rs.host)) if not t.empty]]
     if j.model:
         body += [f"<h2>Starvation model: {esc(j.workload_name or 'workload')}</h2>", table(model_table(j.model))]
         body += [bullets(f"{k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(j.model_summary.items()))]

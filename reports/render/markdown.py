@@ -258,6 +258,11 @@ def render(ri: ReportInput) -> str:
     lines += _net_section(sws, j)
     io = io_frame(rs.io)
     lines += ["## Storage", "", md_table(storage_table(io)) if not io.empty else "No storage records.", ""]
+    if rs.host:
+        from reports.render.inventory import host_link_table, port_table
+
+        lines += ["## Node inventory", ""]
+        lines += [md_table(t) + "\n" for t in (host_link_table(rs.host), port_table(rs.host)) if not t.empty]
     if j.model:
         lines += [f"## Starvation model: {j.workload_name or 'workload'}", "", md_table(model_table(j.model)), ""]
         lines += [*_kv(j.model_summary), ""] if j.model_summary else []

@@ -35,11 +35,14 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text("name: la-run\nnetwork:\n  intra_node: {GBps: 1000}\n", encoding="utf-8")
     p, out = run(tmp_path, "--spec", "spec.yaml")
-    assert phases(out) == {"network": 0, "storage": 0, "report": 0 if p.returncode == 0 else 1}, p.stdout[-3000:]
+    assert phases(out) == {"inventory": 0, "network": 0, "storage": 0, "report": 0 if p.returncode == 0 else 1}, p.stdout[-3000:]
 
     recs = read_records(out)
     assert recs.net and recs.io
-    assert len({r.run_id for r in [*recs.net, *recs.io]}) == 1       # one STOKER_RUN_ID for every phase
+    assert len({r.run_id for r in [*recs.net, *recs.io]} | {r["run_id"] for r in recs.host}) == 1  # one STOKER_RUN_ID for every phase
+    # the inventory read this machine's network interfaces and said in one line what it skipped
+    assert recs.host and {r["component"] for r in recs.host} == {"network port"}
+    assert "inventory | inventory " in p.stdout and "skipped: " in p.stdout and "GPUs: nvidia-smi absent" in p.stdout
     assert {r.ranks for r in recs.net} == {2}                        # 2 gloo ranks without GPUs
     assert not list(out.glob(".io-scratch-*"))                      # the storage scratch dir is gone
 
@@ -48,8 +51,9 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
     assert intra and all(f["status"] == "below_spec" for f in intra), intra
     assert verdict["verdict"] == "fail" and p.returncode == 1
     # progress while it works, a summary table and the verdict at the end
-    assert "[1/3] network: started" in p.stdout and "[3/3] report: started" in p.stdout
-    assert "phase    status" in p.stdout and "verdict: FAIL" in p.stdout
+    assert "[1/4] inventory: started" in p.stdout and "[2/4] network: started" in p.stdout
+    assert "[4/4] report: started" in p.stdout
+    assert "phase      status" in p.stdout and "verdict: FAIL" in p.stdout   # "inventory" sets the width
     assert (out / "spec.yaml").read_text() == spec.read_text()        # the results keep what judged them
     for name in ("report.md", "report.html"):
         assert (out / name).is_file()
@@ -73,4 +77,4 @@ def test_an_aborted_phase_still_gets_a_report_and_exit_3(tmp_path: Path) -> None
     assert first.endswith("INCOMPLETE: phase storage ended with exit code 2 after "
                           f"{verdict['missing_phases'][0].split(' after ')[1]}")
     assert "fio not found on PATH" in first, first
-    assert "storage  exit" in p.stdout
+    assert "storage    exit" in p.stdout   # the phase column is as wide as "inventory"

@@ -89,7 +89,7 @@ def test_two_node_acceptance_job(slurm: SlurmCluster, tmp_path: Path) -> None:
 
     # every phase ran, in the contract's order, and none aborted
     phases = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines()]
-    assert [p["phase"] for p in phases] == ["intra-node", "inter-node", "pairs", "storage"], log[-3000:]
+    assert [p["phase"] for p in phases] == ["inventory", "intra-node", "inter-node", "pairs", "storage"], log[-3000:]
     assert all(p["rc"] == 0 for p in phases), (phases, log[-3000:])
 
     # records from both nodes, all under the job's run id
@@ -99,6 +99,7 @@ def test_two_node_acceptance_job(slurm: SlurmCluster, tmp_path: Path) -> None:
     assert {r.scope for r in recs.net} >= {"intra-node", "inter-node", "pair"}
     assert max(r.nodes for r in recs.net) == 2
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == {"n1", "n2"}
+    assert {r["host"] for r in recs.host} == {"n1", "n2"}            # one inventory task per node
 
     # the job state is the verdict: everything that moved data is ok against this spec
     verdict = json.loads((out / "verdict.json").read_text())

@@ -43,10 +43,11 @@ def test_no_placeholder_left() -> None:
 
 
 def test_job_time_adds_up_phase_limits() -> None:
-    # quick, 2 nodes: 3 net phases x (180 + 120) + (180 + 120) io + 120 report + 300 margin = 1620 s
-    assert job_time(CASES["two-node-quick-gloo"]) == "0:27:00"
-    # full, 1 node: 1 x (1800 + 120) + (1800 + 120) + 300 + 300 = 4440 s
-    assert job_time(SbatchConfig(nodes=1, ranks_per_node=2, gpus_per_node=0, profile=get_profile("full"), out="/r")) == "1:14:00"
+    # quick, 2 nodes: (120 + 120) inventory + 3 net phases x (180 + 120) + (180 + 120) io + 120 report
+    # + 300 margin = 1860 s
+    assert job_time(CASES["two-node-quick-gloo"]) == "0:31:00"
+    # full, 1 node: (120 + 120) + 1 x (1800 + 120) + (1800 + 120) + 300 + 300 = 4680 s
+    assert job_time(SbatchConfig(nodes=1, ranks_per_node=2, gpus_per_node=0, profile=get_profile("full"), out="/r")) == "1:18:00"
 
 
 def test_given_time_and_quoted_out() -> None:
@@ -83,6 +84,7 @@ FAKE_STOKER = '''#!/bin/sh
 case "$1" in
   net) echo "stoker: the srun step environment does not say how many ranks there are" >&2; exit "${NET_RC:-0}" ;;
   io) exit "${IO_RC:-0}" ;;
+  inventory) exit 0 ;;
   report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
 esac
 exit 99
@@ -115,8 +117,8 @@ def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int,
     assert p.returncode == job_rc, p.stdout + p.stderr
     assert (tmp_path / "report-args").read_text().split() == [str(out), "--fail-unjudged"]
     phases = [line for line in (out / "phases.jsonl").read_text().splitlines()]
-    assert len(phases) == 4 and f'"phase":"intra-node","rc":{net_rc},' in phases[0]
-    assert '"log":"phase-intra-node.log"' in phases[0]
+    assert len(phases) == 5 and '"phase":"inventory","rc":0,' in phases[0]
+    assert f'"phase":"intra-node","rc":{net_rc},' in phases[1] and '"log":"phase-intra-node.log"' in phases[1]
     # the phase's own words are kept for the report's first line
     assert (out / "phase-intra-node.log").read_text() == "stoker: the srun step environment does not say how many ranks there are\n"
 
