@@ -37,6 +37,10 @@ CASES: dict[str, tuple[str, CloudJob]] = {
     "k8s-job-roce-selector-spec.yaml": ("k8s", replace(
         base_job("roce", node_selector=(("node.kubernetes.io/instance-type", "gpu-h100-8x"),),
                  networks="sriov-a,sriov-b", spec_text=SPEC), results_volume=None)),
+    "skypilot-ib-tier-spec.yaml": ("skypilot", base_job("ib", network_tier="best", spec_text=SPEC,
+                                                        spec_path="/home/me/spec.yaml")),
+    "dstack-tcp-spec-novolume.yaml": ("dstack", replace(base_job("tcp", spec_text=SPEC, spec_path="/home/me/spec.yaml"),
+                                                        results_volume=None)),
     "k8s-job-cpu.yaml": ("k8s", replace(base_job("tcp"), gpus_per_node=0, backend="gloo",
                                         profile=with_overrides(get_profile("quick"), max_bytes="8M"))),
 }

@@ -3,8 +3,7 @@ schemas, in strict mode (unknown fields are errors), with the `kubernetes-valida
 (pinned in pyproject's test extra) for the Kubernetes versions below. The operator kinds
 (MPIJob, JobSet) have no shipped schema: their pod templates are validated as core
 PodTemplate / Job documents, their own fields against the small schemas here.
-SkyPilot's and dstack's task files go through their own parsers when those are installed
-(an optional extra, `pip install stoker[cloud-parsers]`; skipped otherwise)."""
+SkyPilot's and dstack's parsers: tests/unit/test_cloud_parsers.py."""
 from __future__ import annotations
 
 from typing import Any
@@ -100,19 +99,3 @@ def test_strict_validation_rejects_an_unknown_field() -> None:
     mpi["spec"]["slotsPerWorkers"] = 8
     with pytest.raises(jsonschema.ValidationError):
         core_documents(mpi)
-
-
-@pytest.mark.parametrize("name", sorted(n for n, (p, _) in CASES.items() if p == "skypilot"))
-def test_skypilot_parses_the_task(name: str) -> None:
-    sky = pytest.importorskip("sky", reason="SkyPilot not installed (optional extra cloud-parsers; large)")
-    task = sky.Task.from_yaml_config(docs(name)[0])
-    assert task.num_nodes == 2
-
-
-@pytest.mark.parametrize("name", sorted(n for n, (p, _) in CASES.items() if p == "dstack"))
-def test_dstack_parses_the_task(name: str) -> None:
-    conf = pytest.importorskip("dstack._internal.core.models.configurations",
-                               reason="dstack not installed (optional extra cloud-parsers; large)")
-    import yaml
-    parsed = conf.parse_run_configuration(yaml.safe_load(rendered(name)))
-    assert parsed.nodes == 2
