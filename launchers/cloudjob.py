@@ -118,22 +118,16 @@ def node_script(job: CloudJob, platform: str) -> str:
     return f"export {RANK_VARIABLES[platform]}\nexec {run}\n"
 
 
-class _Dumper:
-    """YAML out: keys in the order built, multi-line strings (scripts) as literal blocks."""
-
-    @staticmethod
-    def dump_all(docs: list[dict[str, object]]) -> str:
-        import yaml
-
-        class Dumper(yaml.SafeDumper):
-            pass
-
-        def text(d: yaml.SafeDumper, s: str) -> yaml.ScalarNode:
-            return d.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None)
-
-        Dumper.add_representer(str, text)
-        return yaml.dump_all(docs, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=1000)
-
 
 def dump_yaml(docs: list[dict[str, object]]) -> str:
-    return _Dumper.dump_all(docs)
+    """YAML out: keys in the order built, multi-line strings (scripts) as literal blocks."""
+    import yaml  # here: `stoker --help` must stay fast
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(d: yaml.SafeDumper, s: str) -> yaml.ScalarNode:
+        return d.represent_scalar("tag:yaml.org,2002:str", s, style="|" if "\n" in s else None)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump_all(docs, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=1000)

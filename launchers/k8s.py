@@ -42,7 +42,7 @@ def _env(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in pairs]
 
 
-def _resources(job: CloudJob, worker: bool) -> dict[str, Any]:
+def pod_resources(job: CloudJob, worker: bool) -> dict[str, Any]:
     limits: dict[str, Any] = {}
     if worker:
         if job.gpus_per_node:
@@ -75,7 +75,7 @@ def pod_template(job: CloudJob, command: list[str], env: list[tuple[str, str]], 
     fab = job.fab
     mounts, volumes = _volumes(job)
     container: dict[str, Any] = {"name": "stoker", "image": job.image, "command": command, "env": _env(env)}
-    resources = _resources(job, worker)
+    resources = pod_resources(job, worker)
     if resources:
         container["resources"] = resources
     if worker and fab.capabilities:

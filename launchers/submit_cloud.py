@@ -125,7 +125,9 @@ def main(args: argparse.Namespace) -> int:
     if p.returncode != 0:
         raise UsageError(f"{CLIENTS[args.platform]} refused the job (exit {p.returncode}); "
                          "check it with --dry-run")
-    where = f"kubectl logs {job.name}-0-<suffix>" if args.platform == "k8s" else "node 0's log"
+    where = (f"`kubectl logs{f' -n {job.namespace}' if job.namespace else ''} "
+             f"-l stoker.dev/job={job.name},batch.kubernetes.io/job-completion-index=0`"
+             if args.platform == "k8s" and job.kind == "job" else "node 0's log")
     print(f"submitted {job.name} on {args.platform}: results in {job.run_dir}"
           f"{'' if job.shared else f' (no shared volume: the verdict is the stoker-summary line in {where})'}")
     return 0

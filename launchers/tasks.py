@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from launchers.cloudjob import CloudJob, node_env, node_script
-from launchers.k8s import _resources
+from launchers.k8s import pod_resources
 
 
 def _inputs(job: CloudJob) -> list[tuple[str, str]]:
@@ -35,7 +35,7 @@ def skypilot(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
     fab = job.fab
     # on Kubernetes, the fabric's devices, capabilities and networks go in through pod_config
     container: dict[str, Any] = {}
-    res = _resources(job, worker=True)
+    res = pod_resources(job, worker=True)
     res.get("limits", {}).pop("nvidia.com/gpu", None)      # SkyPilot asks for the GPUs itself
     res.get("requests", {}).pop("nvidia.com/gpu", None)
     if res.get("limits"):

@@ -7,7 +7,7 @@
 #   # ssh, 2 nodes, 8 GPUs each; OUT on a file system both nodes share (a fresh dir per run):
 #   for r in 0 1; do ssh node$r "cd $PWD && NNODES=2 NODE_RANK=$r MASTER_ADDR=node0 \
 #       OUT=/shared/stoker/run1 launchers/torchrun.sh --profile standard --spec /shared/spec.yaml" & done; wait
-#   # Kubernetes (an indexed Job / PyTorchJob): NODE_RANK=$JOB_COMPLETION_INDEX, MASTER_ADDR=<pod 0 service>.
+#   # Kubernetes, SkyPilot, dstack: `stoker submit --platform k8s|skypilot|dstack` renders the job that runs this.
 #
 # Settings (environment): NNODES (1), NODE_RANK (0), MASTER_ADDR (127.0.0.1), MASTER_PORT
 # (29500; phase i uses MASTER_PORT+i), NPROC_PER_NODE (GPUs, else 2), OUT (required),

@@ -37,9 +37,11 @@ pytestmark = [needs_root, pytest.mark.slow]
 PREFIX = "ncl"          # the neocloud area's namespaces
 RATE_MBIT = 400
 NODE_GBPS = RATE_MBIT * 1e6 / 8 / 1e9      # 0.05 GB/s per node, one direction
-SPEC = ("name: ncl-shaped\ngpus_per_node: 2\naccelerator: H100-SXM\nnetwork:\n  inter_node: {GBps: 0.05}\n"
+# the shaped rate as the advertised inter-node figure; intra-node as gloo on loopback moves here
+# (0.6 GB/s at 4M measured on this 2-core machine), so that figure is judged too
+SPEC = ("name: ncl-shaped\ngpus_per_node: 2\nnetwork:\n  intra_node: {GBps: 0.6}\n  inter_node: {GBps: 0.05}\n"
         "thresholds: {network: 0.5, storage: 0.5}\n")
-PROFILE = with_overrides(get_profile("quick"), ops=("all_reduce",), min_bytes="4M", max_bytes="8M", iters=4,
+PROFILE = with_overrides(get_profile("quick"), ops=("all_reduce",), min_bytes="8M", max_bytes="8M", iters=4,
                          warmup=1, workloads=("checkpoint",), ckpt_bytes="8M", io_runtime_s=1)
 
 
@@ -140,10 +142,14 @@ def test_rendered_commands_reach_a_report_from_both_nodes(cluster: netns.NetnsCl
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == hosts, logs
     assert {r.run_id for r in [*recs.net, *recs.io]} == {j.name}
     inter = [r.busbw_GBps for r in recs.net if r.scope == "inter-node"]
+    pair = [r.busbw_GBps for r in recs.net if r.scope == "pair"]
     # one rail per local rank shares the node's shaped link: none beats the whole link
     print(f"\n{platform}: verdict {verdict['verdict']}, node 0 exit {res[0][0]}, inter-node busbw "
-          f"{min(inter):.4f}..{max(inter):.4f} GB/s per rail, shaped link {NODE_GBPS} GB/s per node")
+          f"{min(inter):.4f}..{max(inter):.4f} GB/s per rail, pair {pair} GB/s, shaped link {NODE_GBPS} GB/s per node")
     assert inter and max(inter) <= NODE_GBPS * 1.10, inter
+    # the pair test is one stream at a time over the link: close to the shaped rate, not over it
+    # (its token bucket was measured to give 0.94-0.957 of the rate to iperf3)
+    assert pair and all(NODE_GBPS * 0.5 <= b <= NODE_GBPS * 1.10 for b in pair), pair
     if not shared:   # node 1's own dir holds nothing: rank 0 wrote every record on node 0
         assert not (tmp_path / "pod1" / j.name / "net.jsonl").exists()
 
