@@ -146,8 +146,13 @@ def test_rendered_commands_reach_a_report_from_both_nodes(cluster: netns.NetnsCl
     # one rail per local rank shares the node's shaped link: none beats the whole link
     print(f"\n{platform}: verdict {verdict['verdict']}, node 0 exit {res[0][0]}, inter-node busbw "
           f"{min(inter):.4f}..{max(inter):.4f} GB/s per rail, pair {', '.join(f'{b:.4f}' for b in pair)} GB/s, shaped link {NODE_GBPS} GB/s per node")
-    # both rails at the slowest one's pace (the judge's node aggregate) fit in the link too
-    assert inter and max(inter) <= NODE_GBPS * 1.10 and min(inter) * len(inter) <= NODE_GBPS * 1.10, inter
+    assert inter and max(inter) <= NODE_GBPS * 1.10, inter
+    rails: dict[tuple[int, bool], list[float]] = {}
+    for r in recs.net:
+        if r.scope == "inter-node":
+            rails.setdefault((r.bytes, r.in_place), []).append(r.busbw_GBps)
+    # per size, the rails at the slowest one's pace (the judge's node aggregate) fit in the link too
+    assert all(min(v) * len(v) <= NODE_GBPS * 1.10 for v in rails.values()), rails
     # the pair test is one stream at a time over the link: close to the shaped rate, not over it
     # (its token bucket was measured to give 0.94-0.957 of the rate to iperf3)
     assert pair and all(NODE_GBPS * 0.5 <= b <= NODE_GBPS * 1.10 for b in pair), pair
