@@ -45,6 +45,7 @@ class CloudJob:
     network_tier: str | None = None   # SkyPilot resources.network_tier
     networks: str | None = None       # Multus networks for roce
     fabric_devices: int | None = None  # override of the fabric's device count per pod
+    allow_unjudged: bool = False      # False: nothing compared with a reference fails the job
 
     @property
     def ranks_per_node(self) -> int:
@@ -96,7 +97,7 @@ def node_env(job: CloudJob) -> list[tuple[str, str]]:
     """Settings every node gets as literal environment (the platform adds its own)."""
     env = [("STOKER_EXPECT_NODES", str(job.nodes)), ("OUT", job.run_dir), ("BACKEND", job.backend),
            ("STOKER_RUN_ID", job.name), ("SHARED_OUT", "1" if job.shared else "0"),
-           ("MASTER_PORT", str(MASTER_PORT))]
+           ("MASTER_PORT", str(MASTER_PORT)), ("FAIL_UNJUDGED", "0" if job.allow_unjudged else "1")]
     return env + list(job.fab.env)
 
 

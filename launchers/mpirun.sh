@@ -12,7 +12,8 @@
 # else 2), OUT (required), MASTER_ADDR (this host), MASTER_PORT (29500), BACKEND (auto; mpi
 # uses mpi4py), LOCAL_IO ($TMPDIR or /tmp on each node), SHARED_IO ($OUT/io-scratch),
 # STOKER_PY (the python with stoker), STOKER_EXPECT_NODES (the node count the job asked for:
-# NNODES and the hostfile's lines must match it). Open MPI settings pass through OMPI_MCA_*.
+# NNODES and the hostfile's lines must match it), FAIL_UNJUDGED (1: unjudged ends 1).
+# Open MPI settings pass through OMPI_MCA_*.
 # Arguments: stoker run's options: --profile, --spec, --workload, and every profile knob.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -74,6 +75,7 @@ fi
 
 echo "stoker: [$PHASES/$PHASES] report"
 tokens CMD report --out "$OUT" "$@"
+[ "${FAIL_UNJUDGED:-0}" = 1 ] && CMD+=(--fail-unjudged)
 timeout --kill-after=30 "${LIMITS[2]}" "${CMD[@]}"
 rc=$?
 "$STOKER_PY" -m launchers.summary "$OUT" "$rc" "${ABORTED[@]}"   # the answer in the log too

@@ -88,7 +88,7 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         workload_text=Path(workload).read_text(encoding="utf-8") if workload else None, workload_path=workload,
         namespace=args.namespace, kind=args.kind, node_selector=_pairs(args.node_selector),
         queue=args.queue, topology=args.topology, network_tier=args.network_tier, networks=args.networks,
-        fabric_devices=args.fabric_devices,
+        fabric_devices=args.fabric_devices, allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
     )
 
 

@@ -15,7 +15,8 @@
 # SYNC_TIMEOUT (60 s for all nodes to find each other's marker in OUT), STOKER_EXPECT_NODES
 # (the node count the job asked for: a world of another size stops here, in one line),
 # SHARED_OUT (1; 0: OUT is per node, so no marker exchange, storage on LOCAL_IO only, and
-# node 0 holds every record since rank 0 writes them; set STOKER_RUN_ID then).
+# node 0 holds every record since rank 0 writes them; set STOKER_RUN_ID then), FAIL_UNJUDGED
+# (0; 1: a verdict with nothing compared with a reference ends 1, as the Slurm job does).
 # Arguments: stoker run's options: --profile quick|standard|full, --spec FILE, --workload FILE,
 # --max-bytes 1G ... (every profile knob), --backend is set with BACKEND (auto).
 set -u
@@ -98,6 +99,7 @@ fi
 rm -f "$MARK" "$OUT"/.stoker-seen-*
 echo "stoker: [$PHASES/$PHASES] report"
 tokens CMD report --out "$OUT" "$@"
+[ "${FAIL_UNJUDGED:-0}" = 1 ] && CMD+=(--fail-unjudged)
 timeout --kill-after=30 "${LIMITS[2]}" "${CMD[@]}"
 rc=$?
 # the answer in the log too (kubectl logs, sky logs, dstack logs), for jobs without a shared volume

@@ -67,6 +67,10 @@ def docs(name: str) -> list[dict]:
     return list(yaml.safe_load_all(rendered(name)))
 
 
+def docs_of(job: CloudJob) -> list[dict]:
+    return list(yaml.safe_load_all(render(job, "k8s")))
+
+
 def container(doc: dict) -> dict:
     return doc["spec"]["template"]["spec"]["containers"][0]
 
@@ -89,6 +93,9 @@ def test_indexed_job_is_one_world_of_two_pods() -> None:
     assert dshm["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}     # 2 GiB x 8 ranks
     assert [v for v in pod["volumes"] if v["name"] == "results"][0]["persistentVolumeClaim"] == {"claimName": "stoker-results-rwx"}
     assert 'NODE_RANK="$JOB_COMPLETION_INDEX"' in container(job)["command"][2]
+    assert env["FAIL_UNJUDGED"] == "1"      # nothing judged is no acceptance, as the Slurm job
+    allowed = docs_of(replace(base_job(), allow_unjudged=True))[1]
+    assert {e["name"]: e["value"] for e in container(allowed)["env"]}["FAIL_UNJUDGED"] == "0"
 
 
 @pytest.mark.parametrize("fabric,limits,pod_keys,caps", [
