@@ -42,7 +42,7 @@ NODE_GBPS = RATE_MBIT * 1e6 / 8 / 1e9      # 0.05 GB/s per node, one direction
 SPEC = ("name: ncl-shaped\ngpus_per_node: 2\nnetwork:\n  intra_node: {GBps: 0.6}\n  inter_node: {GBps: 0.05}\n"
         "thresholds: {network: 0.5, storage: 0.5}\n")
 PROFILE = with_overrides(get_profile("quick"), ops=("all_reduce",), min_bytes="8M", max_bytes="8M", iters=4,
-                         warmup=1, workloads=("checkpoint",), ckpt_bytes="8M", io_runtime_s=1)
+                         warmup=1, workloads=("checkpoint",), ckpt_bytes="8M", io_runtime_s=2)   # 2: iobench MIN_RUNTIME_S
 
 
 def job(tmp: Path, name: str, shared: bool = True) -> CloudJob:
