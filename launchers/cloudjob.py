@@ -37,6 +37,7 @@ class CloudJob:
     workload_text: str | None = None
     spec_path: str | None = None      # the local files (SkyPilot / dstack upload them)
     workload_path: str | None = None
+    workload_preset: str | None = None  # a preset name (llama-70b): passed as given, nothing shipped
     namespace: str | None = None
     kind: str = "job"                 # k8s: job (Indexed Job + Service), mpijob, jobset
     node_selector: tuple[tuple[str, str], ...] = ()
@@ -90,6 +91,8 @@ def stoker_args(job: CloudJob) -> list[str]:
         args += ["--spec", f"{job.inputs_dir}/spec.yaml"]
     if job.workload_text is not None:
         args += ["--workload", f"{job.inputs_dir}/workload.yaml"]
+    elif job.workload_preset:
+        args += ["--workload", job.workload_preset]
     return args
 
 

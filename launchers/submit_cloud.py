@@ -15,7 +15,7 @@ from pathlib import Path
 from launchers.cloudjob import K8S_KINDS, PLATFORMS, CloudJob, dump_yaml
 from launchers.fabrics import FABRICS
 from launchers.k8s import documents
-from launchers.options import checked_file, profile_from_args
+from launchers.options import checked_file, checked_workload, profile_from_args
 from launchers.tasks import dstack, skypilot
 from reports.errors import UsageError
 
@@ -79,13 +79,16 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
     if args.kind == "mpijob" and not args.results_volume:
         raise UsageError("--kind mpijob needs --results-volume: the launcher and worker 0 must share the results")
     spec = checked_file(args.spec, "--spec", cwd)
-    workload = checked_file(args.workload, "--workload", cwd)
+    workload = checked_workload(args.workload, cwd)
+    preset = workload if workload and not Path(workload).is_absolute() else None
+    workload = None if preset else workload
     return CloudJob(
         name=name, nodes=args.nodes, gpus_per_node=args.gpus_per_node, profile=profile_from_args(args),
         image=args.image, fabric=args.fabric, backend=args.backend, out=args.out or "/stoker-results",
         results_volume=args.results_volume, stoker_dir=args.stoker_dir,
         spec_text=Path(spec).read_text(encoding="utf-8") if spec else None, spec_path=spec,
         workload_text=Path(workload).read_text(encoding="utf-8") if workload else None, workload_path=workload,
+        workload_preset=preset,
         namespace=args.namespace, kind=args.kind, node_selector=_pairs(args.node_selector),
         queue=args.queue, topology=args.topology, network_tier=args.network_tier, networks=args.networks,
         fabric_devices=args.fabric_devices, allow_unjudged=bool(getattr(args, "allow_unjudged", False)),

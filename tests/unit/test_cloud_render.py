@@ -163,6 +163,12 @@ def test_skypilot_and_dstack_tasks() -> None:
     assert "STOKER_EXPECT_NODES=2" in ds["env"] and "DSTACK_MASTER_NODE_IP" in ds["commands"][0]
 
 
+def test_a_workload_preset_is_passed_by_name() -> None:
+    job = replace(base_job(), workload_preset="llama-70b")
+    assert stoker_args(job)[-2:] == ["--workload", "llama-70b"]
+    assert [d["kind"] for d in docs_of(job)] == ["Service", "Job"]    # no ConfigMap to ship
+
+
 def test_stoker_args_pass_only_what_differs_from_the_profile() -> None:
     job = replace(base_job(), profile=with_overrides(get_profile("standard"), iters=3, ops=("all_reduce", "sendrecv")))
     assert stoker_args(job) == ["--profile", "standard", "--ops", "all_reduce,sendrecv", "--iters", "3"]
