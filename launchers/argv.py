@@ -10,6 +10,7 @@ defined once, here in Python, none in bash).
     python -m launchers.argv report --out /shared/r --spec spec.yaml
     python -m launchers.argv limits --profile quick     # net io report limits in seconds
     python -m launchers.argv --launcher mpirun --nnodes 2 exec -- test -s FILE
+    python -m launchers.argv --nnodes 2 phases     # the network phases: name, scopes, name, ...
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from launchers import builders as b
+from launchers.acceptance import net_phases
 from launchers.cli import OneLineParser
 from launchers.options import add_profile_arguments, checked_file, checked_workload, profile_from_args
 from reports.errors import StokerError
@@ -37,6 +39,7 @@ def _parser() -> OneLineParser:
     parser.add_argument("--allow-run-as-root", action="store_true")
     sub = parser.add_subparsers(dest="what", required=True, parser_class=OneLineParser)
     sub.add_parser("exec").add_argument("command", nargs=argparse.REMAINDER)
+    sub.add_parser("phases")
     for what in ("net", "io", "report", "limits"):
         p = sub.add_parser(what)
         if what != "limits":
@@ -55,6 +58,8 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
     """The stoker command of the phase, validated (bad input raises UsageError)."""
     if args.what == "exec":
         return list(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    if args.what == "phases":
+        return [t for name, scopes in net_phases(args.nnodes) for t in (name, ",".join(scopes))]
     stoker = (sys.executable, "-m", "launchers.cli")
     spec = checked_file(args.spec, "--spec", cwd)
     workload = checked_workload(args.workload, cwd)

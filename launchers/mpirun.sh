@@ -11,7 +11,9 @@
 # Settings (environment): HOSTFILE (none: this node only), NNODES (1), NPROC_PER_NODE (GPUs,
 # else 2), OUT (required), MASTER_ADDR (this host), MASTER_PORT (29500), BACKEND (auto; mpi
 # uses mpi4py), LOCAL_IO ($TMPDIR or /tmp on each node), SHARED_IO ($OUT/io-scratch),
-# STOKER_PY (the python with stoker). Open MPI settings pass through OMPI_MCA_* as usual.
+# STOKER_PY (the python with stoker), STOKER_EXPECT_NODES (the node count the job asked for:
+# NNODES and the hostfile's lines must match it), FAIL_UNJUDGED (1: unjudged ends 1).
+# Open MPI settings pass through OMPI_MCA_*.
 # Arguments: stoker run's options: --profile, --spec, --workload, and every profile knob.
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,6 +24,11 @@ NNODES=${NNODES:-1}
 BACKEND=${BACKEND:-auto}
 [ -n "${OUT:-}" ] || die2 "set OUT to a results dir on a file system all nodes share"
 [ "$NNODES" -eq 1 ] || [ -n "${HOSTFILE:-}" ] || die2 "set HOSTFILE (one line per node) for NNODES=$NNODES"
+if [ -n "${STOKER_EXPECT_NODES:-}" ]; then   # never N one-node tests reported as one N-node test
+  HOSTS_SEEN=$([ -n "${HOSTFILE:-}" ] && grep -cv -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$HOSTFILE" || echo "$NNODES")
+  [ "$NNODES" = "$STOKER_EXPECT_NODES" ] && [ "$HOSTS_SEEN" = "$STOKER_EXPECT_NODES" ] ||
+    die2 "this job joined a world of $NNODES node(s) ($HOSTS_SEEN in ${HOSTFILE:-no hostfile}) but asked for $STOKER_EXPECT_NODES (no sweep was run)"
+fi
 NPROC_PER_NODE=${NPROC_PER_NODE:-$(gpu_count)}
 [ "$NPROC_PER_NODE" -gt 0 ] || NPROC_PER_NODE=2
 export MASTER_ADDR=${MASTER_ADDR:-$(hostname)}
@@ -50,10 +57,10 @@ tokens CMD "${L[@]}" --nproc-per-node 1 exec -- mkdir -p "$LOCAL_IO" "$SHARED_IO
 timeout 120 "${CMD[@]}" || die2 "cannot create $LOCAL_IO or $SHARED_IO on every node"
 
 GRACE=120
-NAMES=(intra-node) SCOPES=(intra-node)
-# above 64 nodes (launchers.profiles.GROUPS_ABOVE_NODES) the log-round search replaces the tournament
-LOCALISE=$([ "$NNODES" -gt 64 ] && echo groups || echo pairs)
-[ "$NNODES" -gt 1 ] && NAMES+=(inter-node "$LOCALISE") SCOPES+=(world,inter-node "$LOCALISE")
+# the phase list is launchers/acceptance.py's, as name/scopes token pairs
+tokens PAIRS --nnodes "$NNODES" phases
+NAMES=() SCOPES=()
+for ((k = 0; k < ${#PAIRS[@]}; k += 2)); do NAMES+=("${PAIRS[$k]}") SCOPES+=("${PAIRS[$((k + 1))]}"); done
 PHASES=$(( ${#SCOPES[@]} + 2 ))
 for i in "${!SCOPES[@]}"; do
   tokens CMD "${L[@]}" --nproc-per-node "$NPROC_PER_NODE" net --scopes "${SCOPES[$i]}" --backend "$BACKEND" --out "$OUT" "$@"
@@ -68,5 +75,8 @@ fi
 
 echo "stoker: [$PHASES/$PHASES] report"
 tokens CMD report --out "$OUT" "$@"
+[ "${FAIL_UNJUDGED:-0}" = 1 ] && CMD+=(--fail-unjudged)
 timeout --kill-after=30 "${LIMITS[2]}" "${CMD[@]}"
-finish $?
+rc=$?
+"$STOKER_PY" -m launchers.summary "$OUT" "$rc" "${ABORTED[@]}"   # the answer in the log too
+finish "$rc"

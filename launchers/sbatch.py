@@ -8,13 +8,13 @@ from importlib import resources
 
 from launchers import builders as b
 from launchers import quoting as q
-from launchers.profiles import GROUPS_ABOVE_NODES, Profile
+from launchers.acceptance import PHASE_GRACE_S, job_limit_s
+from launchers.acceptance import net_phases as _net_phases
+from launchers.profiles import Profile
 
 # What the rendered script may hold beyond the profile's own limits: stoker's --timeout
 # fires first, srun's --time next (Slurm kills on whole minutes), `timeout` last.
-SRUN_GRACE_S = 60
-PHASE_GRACE_S = 120
-JOB_MARGIN_S = 300
+SRUN_GRACE_S = 60   # PHASE_GRACE_S, JOB_MARGIN_S: launchers/acceptance.py
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -46,21 +46,13 @@ def template_text() -> str:
 
 def job_time(cfg: SbatchConfig) -> str:
     """The job's --time: every phase at its limit, plus a margin; as H:MM:SS."""
-    p = cfg.profile
-    secs = len(net_phases(cfg)) * (p.net_timeout_s + PHASE_GRACE_S) + p.io_timeout_s + PHASE_GRACE_S
-    secs += b.INVENTORY_LIMIT_S + PHASE_GRACE_S
-    secs += p.report_timeout_s + JOB_MARGIN_S
+    secs = job_limit_s(cfg.profile, cfg.nodes)
     return f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
 
 
 def net_phases(cfg: SbatchConfig) -> list[tuple[str, tuple[str, ...]]]:
-    """(phase name, scopes) in the contract's order; one node has no inter-node phases, and
-    above GROUPS_ABOVE_NODES nodes the groups search replaces the pair tournament."""
-    phases = [("intra-node", ("intra-node",))]
-    if cfg.nodes > 1:
-        localise = "groups" if cfg.nodes > GROUPS_ABOVE_NODES else "pairs"
-        phases += [("inter-node", ("world", "inter-node")), (localise, (localise,))]
-    return phases
+    """(phase name, scopes) in the contract's order (launchers/acceptance.py)."""
+    return _net_phases(cfg.nodes)
 
 
 def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mpi: bool) -> list[str]:

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from launchers import submit_cloud
 from launchers.gres import gres_problem
 from launchers.options import add_profile_arguments, checked_file, checked_workload, keep_inputs, profile_from_args
 from launchers.sbatch import SbatchConfig, render
@@ -34,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-unjudged", action="store_true",
                         help="let the job end 0 when nothing could be compared with a reference (default: it fails; give --spec)")
     add_profile_arguments(parser, default="standard")
+    submit_cloud.add_arguments(parser)
 
 
 def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
@@ -81,6 +83,9 @@ def _stamp() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.platform != "slurm":
+        return submit_cloud.main(args)
+    submit_cloud.check_slurm_args(args)
     cfg = config_from_args(args, Path.cwd())
     script = render(cfg)
     if args.dry_run:

@@ -7,12 +7,16 @@
 #   # ssh, 2 nodes, 8 GPUs each; OUT on a file system both nodes share (a fresh dir per run):
 #   for r in 0 1; do ssh node$r "cd $PWD && NNODES=2 NODE_RANK=$r MASTER_ADDR=node0 \
 #       OUT=/shared/stoker/run1 launchers/torchrun.sh --profile standard --spec /shared/spec.yaml" & done; wait
-#   # Kubernetes (an indexed Job / PyTorchJob): NODE_RANK=$JOB_COMPLETION_INDEX, MASTER_ADDR=<pod 0 service>.
+#   # Kubernetes, SkyPilot, dstack: `stoker submit --platform k8s|skypilot|dstack` renders the job that runs this.
 #
 # Settings (environment): NNODES (1), NODE_RANK (0), MASTER_ADDR (127.0.0.1), MASTER_PORT
 # (29500; phase i uses MASTER_PORT+i), NPROC_PER_NODE (GPUs, else 2), OUT (required),
 # LOCAL_IO ($TMPDIR or /tmp), SHARED_IO ($OUT/io-scratch), STOKER_PY (the python with stoker),
-# SYNC_TIMEOUT (60 s for all nodes to find each other's marker in OUT).
+# SYNC_TIMEOUT (60 s for all nodes to find each other's marker in OUT), STOKER_EXPECT_NODES
+# (the node count the job asked for: a world of another size stops here, in one line),
+# SHARED_OUT (1; 0: OUT is per node, so no marker exchange, storage on LOCAL_IO only, and
+# node 0 holds every record since rank 0 writes them; set STOKER_RUN_ID then), FAIL_UNJUDGED
+# (0; 1: a verdict with nothing compared with a reference ends 1, as the Slurm job does).
 # Arguments: stoker run's options: --profile quick|standard|full, --spec FILE, --workload FILE,
 # --max-bytes 1G ... (every profile knob), --backend is set with BACKEND (auto).
 set -u
@@ -32,13 +36,24 @@ OWN_LOCAL_IO=; [ -n "${LOCAL_IO:-}" ] || OWN_LOCAL_IO=1   # the default dir is o
 LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$NODE_RANK-$$}
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 SYNC_TIMEOUT=${SYNC_TIMEOUT:-60}
+SHARED_OUT=${SHARED_OUT:-1}
+# Never N one-node tests reported as one N-node test: the world this node joined (its
+# platform's rank variables) must be the one the job asked for, before any sweep.
+if [ -n "${STOKER_EXPECT_NODES:-}" ] && [ "$NNODES" != "$STOKER_EXPECT_NODES" ]; then
+  die2 "node rank $NODE_RANK joined a world of $NNODES node(s) but the job asked for $STOKER_EXPECT_NODES: check the platform's node-count variables (no sweep was run)"
+fi
+{ [ "$NODE_RANK" -ge 0 ] && [ "$NODE_RANK" -lt "$NNODES" ]; } 2>/dev/null ||
+  die2 "node rank '$NODE_RANK' is outside 0..$((NNODES - 1)) for a world of $NNODES node(s): check the platform's rank variables (no sweep was run)"
 tokens LIMITS limits "$@"
 mkdir -p "$OUT" "$LOCAL_IO" "$SHARED_IO" || die2 "cannot create $OUT, $LOCAL_IO or $SHARED_IO"
 
 # One run id for every node, and proof that OUT is shared: node 0 writes its run id into
 # OUT, every node reads it and answers with a file of its own, node 0 waits for all.
 MARK="$OUT/.stoker-run-id"
-if [ "$NODE_RANK" -eq 0 ]; then
+if [ "$SHARED_OUT" = 0 ]; then
+  [ -n "${STOKER_RUN_ID:-}" ] || die2 "SHARED_OUT=0 needs STOKER_RUN_ID, the same on every node"
+  export STOKER_RUN_ID
+elif [ "$NODE_RANK" -eq 0 ]; then
   rm -f "$OUT"/.stoker-seen-*
   export STOKER_RUN_ID="${STOKER_RUN_ID:-torchrun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
   echo "$STOKER_RUN_ID" > "$MARK.tmp" && mv "$MARK.tmp" "$MARK"
@@ -48,8 +63,8 @@ else
   STOKER_RUN_ID=$(cat "$MARK")
   export STOKER_RUN_ID
 fi
-: > "$OUT/.stoker-seen-$NODE_RANK"
-if [ "$NODE_RANK" -eq 0 ]; then
+[ "$SHARED_OUT" = 0 ] || : > "$OUT/.stoker-seen-$NODE_RANK"
+if [ "$SHARED_OUT" != 0 ] && [ "$NODE_RANK" -eq 0 ]; then
   for _ in $(seq "$SYNC_TIMEOUT"); do [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] && break; sleep 1; done
   [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] || { rm -f "$MARK"; die2 "results dir $OUT is not on a file system shared by all $NNODES nodes (their markers are missing after $SYNC_TIMEOUT s); set OUT to a shared path"; }
 fi
@@ -57,10 +72,10 @@ fi
 WRITE_PHASES=$([ "$NODE_RANK" -eq 0 ] && echo 1 || echo 0)
 L=(--launcher torchrun --nnodes "$NNODES" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")
 GRACE=120
-NAMES=(intra-node) SCOPES=(intra-node)
-# above 64 nodes (launchers.profiles.GROUPS_ABOVE_NODES) the log-round search replaces the tournament
-LOCALISE=$([ "$NNODES" -gt 64 ] && echo groups || echo pairs)
-[ "$NNODES" -gt 1 ] && NAMES+=(inter-node "$LOCALISE") SCOPES+=(world,inter-node "$LOCALISE")
+# the phase list is launchers/acceptance.py's, as name/scopes token pairs
+tokens PAIRS --nnodes "$NNODES" phases
+NAMES=() SCOPES=()
+for ((k = 0; k < ${#PAIRS[@]}; k += 2)); do NAMES+=("${PAIRS[$k]}") SCOPES+=("${PAIRS[$((k + 1))]}"); done
 PHASES=$(( ${#SCOPES[@]} + 1 + (NODE_RANK == 0) ))
 i=0
 for scopes in "${SCOPES[@]}"; do
@@ -70,8 +85,10 @@ for scopes in "${SCOPES[@]}"; do
   phase "${NAMES[$i]}" $((LIMITS[0] + GRACE)) "${CMD[@]}"
   i=$((i + 1))
 done
+IO_PATHS=(--path "$LOCAL_IO")
+[ "$SHARED_OUT" = 0 ] || IO_PATHS+=(--path "$SHARED_IO")
 tokens CMD "${L[@]}" --nproc-per-node 1 --master-port $((MASTER_PORT + i)) \
-  io --path "$LOCAL_IO" --path "$SHARED_IO" --out "$OUT" "$@"
+  io "${IO_PATHS[@]}" --out "$OUT" "$@"
 phase storage $((LIMITS[1] + GRACE)) "${CMD[@]}"
 [ -z "$OWN_LOCAL_IO" ] || rmdir "$LOCAL_IO" 2>/dev/null
 
@@ -82,5 +99,9 @@ fi
 rm -f "$MARK" "$OUT"/.stoker-seen-*
 echo "stoker: [$PHASES/$PHASES] report"
 tokens CMD report --out "$OUT" "$@"
+[ "${FAIL_UNJUDGED:-0}" = 1 ] && CMD+=(--fail-unjudged)
 timeout --kill-after=30 "${LIMITS[2]}" "${CMD[@]}"
-finish $?
+rc=$?
+# the answer in the log too (kubectl logs, sky logs, dstack logs), for jobs without a shared volume
+"$STOKER_PY" -m launchers.summary "$OUT" "$rc" "${ABORTED[@]}"
+finish "$rc"

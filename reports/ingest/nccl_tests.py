@@ -260,7 +260,9 @@ def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | No
     """All tables of an nccl-tests stdout log. `op` overrides what the log and file name say.
     A row that is not all figures (cut short, a word or 'nan' where a number belongs) gives
     no record and is named, with its line, in the notes."""
-    sections, versions, avgs = _sections(text.splitlines())
+    # only "\n" ends a line: str.splitlines() also breaks at \x1c-\x1e, \x85 and \u2028, which
+    # would shift every line number the notes name
+    sections, versions, avgs = _sections(text.split("\n"))
     records: list[NetRecord] = []
     notes: list[str] = []
     skipped: list[tuple[str, str]] = []

@@ -45,9 +45,11 @@ def test_all_workloads_on_a_temp_dir(tmp_path: Path) -> None:
             assert r.bw_GBps == pytest.approx(r.bytes / r.runtime_s / 1e9, rel=1e-3)
         if r.lat_ms:
             assert r.lat_ms["p99"] >= r.lat_ms["p50"] > 0
-    # exact amounts: 2 writers x 16 MiB, written and read back
-    assert by[("checkpoint_write", "fio", "")].bytes == 32 << 20
-    assert by[("checkpoint_read", "fio", "")].bytes == 32 << 20
+    # fio jobs are time_based (steady window after the ramp): each of the 2 writers loops over
+    # its 16 MiB file in whole 1 MiB blocks, so the window moves a whole number of blocks
+    for wl in ("checkpoint_write", "checkpoint_read"):
+        moved = by[(wl, "fio", "")].bytes
+        assert moved > 0 and moved % (1 << 20) == 0, (wl, moved)
     assert by[("checkpoint_write", "torch.save", "")].bytes == 16 << 20     # one writer's shard
     assert by[("checkpoint_write", "torch.dcp", "")].procs == 1
     assert by[("checkpoint_write", "fio", "")].direct is True       # ext4 takes O_DIRECT

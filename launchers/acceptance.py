@@ -1,0 +1,31 @@
+"""The acceptance job's phases, in order, as data: ONE source for every launcher that runs
+the whole job (the sbatch job, launchers/torchrun.sh and with it the Kubernetes, SkyPilot
+and dstack jobs). Pure."""
+from __future__ import annotations
+
+from launchers.builders import INVENTORY_LIMIT_S
+from launchers.profiles import GROUPS_ABOVE_NODES, Profile
+
+# What a rendered job may hold beyond the profile's own limits: each phase's outer limit
+# sits PHASE_GRACE_S past stoker's own --timeout, the whole job JOB_MARGIN_S past them all.
+PHASE_GRACE_S = 120
+JOB_MARGIN_S = 300
+
+
+def net_phases(nodes: int) -> list[tuple[str, tuple[str, ...]]]:
+    """(phase name, scopes) in the contract's order; one node has no inter-node phases, and
+    above GROUPS_ABOVE_NODES nodes the groups search replaces the pair tournament. After
+    them come `storage` and, on the first node, the report."""
+    phases = [("intra-node", ("intra-node",))]
+    if nodes > 1:
+        localise = "groups" if nodes > GROUPS_ABOVE_NODES else "pairs"
+        phases += [("inter-node", ("world", "inter-node")), (localise, (localise,))]
+    return phases
+
+
+def job_limit_s(profile: Profile, nodes: int) -> int:
+    """The whole job's limit: every phase at its outer limit, the report, and a margin."""
+    secs = INVENTORY_LIMIT_S + PHASE_GRACE_S     # the node inventory, first
+    secs += len(net_phases(nodes)) * (profile.net_timeout_s + PHASE_GRACE_S)
+    secs += profile.io_timeout_s + PHASE_GRACE_S
+    return secs + profile.report_timeout_s + JOB_MARGIN_S

@@ -1,0 +1,171 @@
+"""The acceptance job as Kubernetes documents (pure: a CloudJob in, dicts out).
+
+- kind job (default): an Indexed batch/v1 Job and a headless Service; nothing but the core
+  API and no sshd. The pod's completion index is its node rank, `<job>-0.<job>` (pod 0's
+  host name under the Service) the rendezvous; every pod runs launchers/torchrun.sh.
+- kind jobset: the same pods in a JobSet (jobset.x-k8s.io/v1alpha2), which makes the
+  headless Service itself (`<job>-node-0-0.<job>`).
+- kind mpijob: an MPIJob (kubeflow.org/v2beta1) for clusters with the MPI Operator: the
+  launcher runs launchers/mpirun.sh over the operator's hostfile; workers run sshd.
+Every pod: GPUs = its ranks, /dev/shm in memory, the job's deadline, the results volume.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from launchers.cloudjob import CloudJob, node_env, node_script, stoker_args
+
+JOB_LABEL = "stoker.dev/job"
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+KUEUE_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+MULTUS = "k8s.v1.cni.cncf.io/networks"
+MPI_HOSTFILE = "/etc/mpi/hostfile"   # where the MPI Operator mounts it in the launcher
+
+
+def master_addr(job: CloudJob) -> str:
+    if job.kind == "jobset":
+        return f"{job.name}-node-0-0.{job.name}"
+    if job.kind == "mpijob":
+        return f"{job.name}-worker-0.{job.name}"
+    return f"{job.name}-0.{job.name}"
+
+
+def _meta(job: CloudJob, name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if job.namespace:
+        meta["namespace"] = job.namespace
+    meta["labels"] = {"app.kubernetes.io/name": "stoker", JOB_LABEL: job.name, **(labels or {})}
+    return meta
+
+
+def _env(pairs: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"name": k, "value": v} for k, v in pairs]
+
+
+def pod_resources(job: CloudJob, worker: bool) -> dict[str, Any]:
+    limits: dict[str, Any] = {}
+    if worker:
+        if job.gpus_per_node:
+            limits["nvidia.com/gpu"] = job.gpus_per_node
+        fab = job.fab
+        if fab.device_resource:
+            limits[fab.device_resource] = job.fabric_devices or fab.default_devices
+        limits.update(dict(fab.resources))
+    # extended resources and hugepages: requests must equal limits
+    return {"limits": limits, "requests": dict(limits)} if limits else {}
+
+
+def _volumes(job: CloudJob) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"},
+                                    {"name": "results", "mountPath": job.out}]
+    volumes: list[dict[str, Any]] = [
+        # NCCL's shared-memory transport lives in /dev/shm; the container default is 64 MiB
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{job.shm_gib}Gi"}},
+        {"name": "results", **({"persistentVolumeClaim": {"claimName": job.results_volume}}
+                               if job.results_volume else {"emptyDir": {}})},
+    ]
+    if job.spec_text is not None or job.workload_text is not None:
+        mounts.append({"name": "inputs", "mountPath": job.inputs_dir, "readOnly": True})
+        volumes.append({"name": "inputs", "configMap": {"name": f"{job.name}-inputs"}})
+    return mounts, volumes
+
+
+def pod_template(job: CloudJob, command: list[str], env: list[tuple[str, str]], worker: bool = True) -> dict[str, Any]:
+    """A PodTemplateSpec (metadata + spec) of one node of the job."""
+    fab = job.fab
+    mounts, volumes = _volumes(job)
+    container: dict[str, Any] = {"name": "stoker", "image": job.image, "command": command, "env": _env(env)}
+    resources = pod_resources(job, worker)
+    if resources:
+        container["resources"] = resources
+    if worker and fab.capabilities:
+        container["securityContext"] = {"capabilities": {"add": list(fab.capabilities)}}
+    container["volumeMounts"] = mounts
+    spec: dict[str, Any] = {"restartPolicy": "Never"}
+    if worker and fab.host_network:
+        spec.update(hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet")
+    if worker:
+        # one pod per node: two pods on one node would be one node measured twice
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {JOB_LABEL: job.name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    if job.node_selector:
+        spec["nodeSelector"] = dict(job.node_selector)
+    spec["containers"] = [container]
+    spec["volumes"] = volumes
+    annotations: dict[str, str] = {}
+    if worker and fab.network_annotation:
+        annotations[MULTUS] = job.networks or "sriov-rdma"
+    if worker and job.topology:
+        annotations[KUEUE_TOPOLOGY] = job.topology
+    meta: dict[str, Any] = {"labels": {"app.kubernetes.io/name": "stoker", JOB_LABEL: job.name}}
+    if annotations:
+        meta["annotations"] = annotations
+    return {"metadata": meta, "spec": spec}
+
+
+def _node_env(job: CloudJob) -> list[tuple[str, str]]:
+    return [("NNODES", str(job.nodes)), ("MASTER_ADDR", master_addr(job)),
+            ("NPROC_PER_NODE", str(job.ranks_per_node)), *node_env(job)]
+
+
+def _indexed_job_spec(job: CloudJob) -> dict[str, Any]:
+    template = pod_template(job, ["bash", "-c", node_script(job, "k8s")], _node_env(job))
+    if job.kind == "job":
+        template["spec"] = {"subdomain": job.name, **template["spec"]}  # <job>-<i>.<job> resolves
+    return {"completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
+            # one failed node fails the job: a retried pod would join a finished world
+            "backoffLimit": 0, "activeDeadlineSeconds": job.deadline_s, "template": template}
+
+
+def _queue_labels(job: CloudJob) -> dict[str, str]:
+    return {KUEUE_QUEUE: job.queue} if job.queue else {}
+
+
+def inputs_configmap(job: CloudJob) -> dict[str, Any] | None:
+    data = {n: t for n, t in (("spec.yaml", job.spec_text), ("workload.yaml", job.workload_text)) if t is not None}
+    if not data:
+        return None
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(job, f"{job.name}-inputs"), "data": data}
+
+
+def indexed_job(job: CloudJob) -> list[dict[str, Any]]:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(job, job.name),
+               # headless, and published before the pods are ready: the rendezvous needs pod 0's name early
+               "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {JOB_LABEL: job.name}}}
+    batch = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(job, job.name, _queue_labels(job)),
+             "spec": _indexed_job_spec(job)}
+    return [service, batch]
+
+
+def jobset(job: CloudJob) -> list[dict[str, Any]]:
+    return [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+             "metadata": _meta(job, job.name, _queue_labels(job)),
+             "spec": {"network": {"enableDNSHostnames": True, "subdomain": job.name},
+                      "failurePolicy": {"maxRestarts": 0},
+                      "replicatedJobs": [{"name": "node", "replicas": 1,
+                                          "template": {"spec": _indexed_job_spec(job)}}]}}]
+
+
+def mpijob(job: CloudJob) -> list[dict[str, Any]]:
+    launcher_env = [("HOSTFILE", MPI_HOSTFILE), ("NNODES", str(job.nodes)), ("MASTER_ADDR", master_addr(job)),
+                    ("NPROC_PER_NODE", str(job.ranks_per_node)), *node_env(job)]
+    run = ["bash", f"{job.stoker_dir}/launchers/mpirun.sh", *stoker_args(job)]
+    return [{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+             "metadata": _meta(job, job.name, _queue_labels(job)),
+             "spec": {"slotsPerWorker": job.ranks_per_node, "mpiImplementation": "OpenMPI",
+                      "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0,
+                                    "activeDeadlineSeconds": job.deadline_s},
+                      "mpiReplicaSpecs": {
+                          "Launcher": {"replicas": 1, "restartPolicy": "Never",
+                                       "template": pod_template(job, run, launcher_env, worker=False)},
+                          "Worker": {"replicas": job.nodes, "restartPolicy": "Never",
+                                     "template": pod_template(job, ["/usr/sbin/sshd", "-De"], [])}}}}]
+
+
+KINDS = {"job": indexed_job, "jobset": jobset, "mpijob": mpijob}
+
+
+def documents(job: CloudJob) -> list[dict[str, Any]]:
+    docs = KINDS[job.kind](job)
+    cm = inputs_configmap(job)
+    return ([cm] if cm else []) + docs
