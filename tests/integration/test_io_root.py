@@ -29,7 +29,8 @@ def test_checkpoint_matches_the_throttle(tmp_path: Path) -> None:
         recs = {r.workload: r for r in read_records(out).io}
         for name in ("checkpoint_write", "checkpoint_read"):
             rec = recs[name]
-            assert rec.direct is True and rec.bytes == 128 << 20
+            # time_based: the bytes are the steady window's (checked through bw against the throttle)
+            assert rec.direct is True and rec.bytes > 0
             print(f"{name}: {rec.bw_GBps:.4f} GB/s against a {RATE / 1e9:.4f} GB/s throttle")
             assert rec.bw_GBps == pytest.approx(RATE / 1e9, rel=0.10), (name, rec.bw_GBps)
         assert [x.name for x in disk.mount.iterdir() if x.name.startswith(".stoker-")] == []
@@ -67,5 +68,7 @@ def test_no_o_direct_falls_back_and_says_so(tmp_path: Path) -> None:
         recs = {r.workload: r for r in read_records(out).io}
         assert set(recs) == {"checkpoint_write", "checkpoint_read"}
         for r in recs.values():
-            assert r.direct is False and "O_DIRECT refused" in r.extra["direct_fallback"] and r.bytes == 16 << 20
+            # time_based jobs loop over the data set: 2 writers x 8 MiB of files, more bytes moved
+            assert r.direct is False and "O_DIRECT refused" in r.extra["direct_fallback"]
+            assert r.extra["data_bytes"] == 16 << 20 and r.bytes >= 16 << 20
         assert sorted(x.name for x in mnt.iterdir()) == ["theirs.dat"]
