@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,8 +73,9 @@ def aborted_phases(directory: Path) -> list[dict[str, Any]]:
 # which records each phase writes: a network phase its scopes, storage any io record
 PHASE_SCOPES = {"network": ("world",), "intra-node": ("intra-node",), "inter-node": ("world", "inter-node"),
                 "pairs": ("pair",)}
-# launcher chatter after a rank's own error: not the reason
-_CHATTER = ("srun: ", "slurmstepd: ", "timeout: ")
+# launcher chatter after a rank's own error: not the reason. slurmstepd names its node when
+# a host runs several slurmd ("slurmstepd-n1: error: *** STEP 2.2 ON n1 CANCELLED ... ***")
+_CHATTER = re.compile(r"(srun|slurmstepd(-\S+)?|timeout): ")
 
 
 def last_error_line(directory: Path, p: dict[str, Any]) -> str:
@@ -84,7 +86,7 @@ def last_error_line(directory: Path, p: dict[str, Any]) -> str:
     if not text and log and "/" not in log and (directory / log).is_file():
         lines = [ln.strip() for ln in (directory / log).read_text(encoding="utf-8", errors="replace").splitlines()]
         lines = [ln.split(": ", 1)[1] if ln[:1].isdigit() and ": " in ln else ln for ln in lines if ln]  # srun -l labels
-        text = next((ln for ln in reversed(lines) if not ln.startswith(_CHATTER)), lines[-1] if lines else "")
+        text = next((ln for ln in reversed(lines) if not _CHATTER.match(ln)), lines[-1] if lines else "")
     return text[:300]
 
 
