@@ -11,6 +11,7 @@
 
 The bare fio figure is read straight from fio's JSON (`bw_bytes`), not through stoker's parser.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from iobench.workloads import IoSettings, checkpoint_jobs  # noqa: E402
-from tests.harness.blockdev import start_in_cgroup, throttled_disk  # noqa: E402
 from reports.units import parse_size  # noqa: E402
+from tests.harness.blockdev import start_in_cgroup, throttled_disk  # noqa: E402
 
 STOKER = [sys.executable, "-m", "launchers.cli"]
 
@@ -44,8 +45,13 @@ def bare_fio(settings: IoSettings, base: Path, cgroup: Path | None = None) -> fl
     d = Path(tempfile.mkdtemp(prefix="io-bench-fio-", dir=base))
     try:
         job = checkpoint_jobs(settings, str(d))[0]
-        out = subprocess.run(job.command(shutil.which("fio") or "fio"), capture_output=True, text=True, check=True,
-                             preexec_fn=_in_cgroup(cgroup))
+        out = subprocess.run(
+            job.command(shutil.which("fio") or "fio"),
+            capture_output=True,
+            text=True,
+            check=True,
+            preexec_fn=_in_cgroup(cgroup),
+        )
         doc = json.loads(out.stdout)
         return sum(j["write"]["bw_bytes"] for j in doc["jobs"]) / 1e9
     finally:
@@ -55,9 +61,28 @@ def bare_fio(settings: IoSettings, base: Path, cgroup: Path | None = None) -> fl
 def stoker_ckpt(settings: IoSettings, base: Path, ckpt: str, cgroup: Path | None = None) -> float:
     out = Path(tempfile.mkdtemp(prefix="io-bench-out-"))
     try:
-        subprocess.run([*STOKER, "io", "--path", str(base), "--out", str(out), "--workloads", "checkpoint",
-                        "--ckpt-bytes", ckpt, "--writers", str(settings.writers), "--no-torch"],
-                       cwd=REPO, check=True, capture_output=True, text=True, preexec_fn=_in_cgroup(cgroup))
+        subprocess.run(
+            [
+                *STOKER,
+                "io",
+                "--path",
+                str(base),
+                "--out",
+                str(out),
+                "--workloads",
+                "checkpoint",
+                "--ckpt-bytes",
+                ckpt,
+                "--writers",
+                str(settings.writers),
+                "--no-torch",
+            ],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+            text=True,
+            preexec_fn=_in_cgroup(cgroup),
+        )
         for line in (out / "io.jsonl").read_text().splitlines():
             rec = json.loads(line)
             if rec["workload"] == "checkpoint_write" and rec["backend"] == "fio":
@@ -71,8 +96,13 @@ def default_run(base: Path) -> float:
     out = Path(tempfile.mkdtemp(prefix="io-bench-default-"))
     try:
         t0 = time.monotonic()
-        subprocess.run([*STOKER, "io", "--path", str(base), "--out", str(out)], cwd=REPO, check=True,
-                       capture_output=True, text=True)
+        subprocess.run(
+            [*STOKER, "io", "--path", str(base), "--out", str(out)],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         return time.monotonic() - t0
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -93,9 +123,11 @@ def compare(s: IoSettings, base: Path, rounds: int, ckpt: str, cgroup: Path | No
     ms = statistics.median(p[0] for p in pairs)
     mf = statistics.median(p[1] for p in pairs)
     mr = statistics.median(p[0] / p[1] for p in pairs)
-    print(f"checkpoint_write on {where} ({s.writers} writers x {ckpt}, {os.cpu_count()} cores): "
-          f"median stoker {ms:.4f} GB/s, median bare fio {mf:.4f} GB/s, ratio of medians {ms / mf:.3f}, "
-          f"median ratio {mr:.3f} (target >= 0.98)")
+    print(
+        f"checkpoint_write on {where} ({s.writers} writers x {ckpt}, {os.cpu_count()} cores): "
+        f"median stoker {ms:.4f} GB/s, median bare fio {mf:.4f} GB/s, ratio of medians {ms / mf:.3f}, "
+        f"median ratio {mr:.3f} (target >= 0.98)"
+    )
 
 
 def main() -> int:
@@ -104,12 +136,16 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--ckpt-bytes", default="256M")
     ap.add_argument("--skip-default", action="store_true")
-    ap.add_argument("--throttle", type=int, default=0, help="MiB/s: compare on a throttled loop device (root)")
+    ap.add_argument(
+        "--throttle", type=int, default=0, help="MiB/s: compare on a throttled loop device (root)"
+    )
     a = ap.parse_args()
     s = IoSettings(ckpt_bytes=parse_size(a.ckpt_bytes))
     if a.throttle:
         with throttled_disk(a.throttle << 20) as disk:
-            compare(s, disk.mount, a.rounds, a.ckpt_bytes, disk.cgroup_procs, f"loop device at {a.throttle} MiB/s")
+            compare(
+                s, disk.mount, a.rounds, a.ckpt_bytes, disk.cgroup_procs, f"loop device at {a.throttle} MiB/s"
+            )
         return 0
     base = Path(tempfile.mkdtemp(prefix="io-bench-", dir=a.path))
     try:

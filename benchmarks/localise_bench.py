@@ -13,6 +13,7 @@ Cases (every link shaped to 200 Mbit/s, as tests/integration/test_netns_groups.p
 Then the simulated search at 8..1,024 nodes (reports.judging.localise_groups.estimate, the same
 search code with a simulated backend). Prints a table; exit 0 whatever the numbers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,16 +26,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reports.judging.localise_groups import estimate  # noqa: E402
-from tests.harness.netns import NetnsCluster, unavailable_reason  # noqa: E402
 from reports.records import NetRecord, read_records  # noqa: E402
+from tests.harness.netns import NetnsCluster, unavailable_reason  # noqa: E402
 from tests.integration.test_netns_groups import (  # noqa: E402
-    NET, NODES, PORT, RATE_MBIT, SLOW_MBIT, groups_run, localisation, rounds_used,
+    NET,
+    NODES,
+    PORT,
+    RATE_MBIT,
+    SLOW_MBIT,
+    groups_run,
+    localisation,
+    rounds_used,
 )
 
-CASES = {"node": ({("node", ("nsgn5",))}, "node 5 at 1/4"),
-         "healthy": (set(), "none"),
-         "link": ({("link", ("nsgn2", "nsgn3"))}, "link 2-3 at 1/4"),
-         "pairs": ({("node", ("nsgn5",))}, "node 5 at 1/4, pair tournament")}
+CASES = {
+    "node": ({("node", ("nsgn5",))}, "node 5 at 1/4"),
+    "healthy": (set(), "none"),
+    "link": ({("link", ("nsgn2", "nsgn3"))}, "link 2-3 at 1/4"),
+    "pairs": ({("node", ("nsgn5",))}, "node 5 at 1/4, pair tournament"),
+}
 
 
 def pairs_run(c: NetnsCluster, out: Path) -> tuple[int, list[NetRecord]]:
@@ -72,8 +82,10 @@ def main() -> int:
         print(f"localise_bench: {reason}", file=sys.stderr)
         return 2
     limit = math.ceil(math.log2(NODES)) + 2
-    print(f"# groups search on {NODES} namespaced nodes, links {RATE_MBIT} Mbit/s, slow {SLOW_MBIT:g} Mbit/s; "
-          f"goal: culprit named in <= {limit} rounds, 0 false findings")
+    print(
+        f"# groups search on {NODES} namespaced nodes, links {RATE_MBIT} Mbit/s, slow {SLOW_MBIT:g} Mbit/s; "
+        f"goal: culprit named in <= {limit} rounds, 0 false findings"
+    )
     print(f"# {'case':<8} {'run':>3} {'rounds':>6} {'seconds':>7}  {'named':<28} {'missed':>6} {'false':>5}")
     with tempfile.TemporaryDirectory(prefix="netspeed-bench-") as tmp:
         for case in args.cases.split(","):
@@ -82,8 +94,11 @@ def main() -> int:
                 rounds, found, took = one(case, Path(tmp) / f"{case}{k}")
                 got = set(found)
                 names = "; ".join(f"{c} {'-'.join(h)}" for c, h in found) or "none"
-                print(f"  {case:<8} {k + 1:>3} {rounds:>6} {took:>7.1f}  {names:<28} {len(want - got):>6} "
-                      f"{len(got - want):>5}", flush=True)
+                print(
+                    f"  {case:<8} {k + 1:>3} {rounds:>6} {took:>7.1f}  {names:<28} {len(want - got):>6} "
+                    f"{len(got - want):>5}",
+                    flush=True,
+                )
     print("# simulated (same search, simulated backend): nodes, round-robin rounds, groups rounds")
     for n in (8, 64, 512, 1024):
         e = estimate(n)

@@ -19,6 +19,7 @@ eager and with `-G 1` (CUDA graph) and `stoker net --backend nccl` with `--no-gr
 `--graph`, same sizes and iterations, and prints them side by side: graph vs -G and eager vs
 eager. Goals: 8-byte time <= 1.1 x nccl-tests, bandwidth at >= 128 MiB >= 0.98 x.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 SIZES = (8, 1024, 65536, 1 << 20, 4 << 20, 16 << 20)
-SIZES_GPU = (8, 1024, 65536, 1 << 20, 16 << 20, 256 << 20)   # a GPU reaches its plateau far later
+SIZES_GPU = (8, 1024, 65536, 1 << 20, 16 << 20, 256 << 20)  # a GPU reaches its plateau far later
 
 
 def _bare(op: str, send, recv, iters: int, cuda: bool) -> float:  # type: ignore[no-untyped-def]
@@ -43,7 +44,7 @@ def _bare(op: str, send, recv, iters: int, cuda: bool) -> float:  # type: ignore
     import torch
     import torch.distributed as dist
 
-    warnings.filterwarnings("ignore", category=FutureWarning)   # torch 2.13 renamed all_gather_into_tensor
+    warnings.filterwarnings("ignore", category=FutureWarning)  # torch 2.13 renamed all_gather_into_tensor
 
     def call() -> None:
         if op == "all_reduce":
@@ -106,10 +107,14 @@ def _rank(args: argparse.Namespace) -> None:
     comm = b.split([list(range(b.world))])
     n = b.world
     if b.rank == 0:
-        print(f"# netbench harness vs bare torch.distributed loop: {args.backend}, {n} ranks, float32, "
-              f"median of {args.repeats} interleaved repeats (ratio = netbench / bare)")
-        print(f"# {'op':<11} {'size':>10} {'iters':>6} {'netbench us':>12} {'bare us':>10} "
-              f"{'nb GB/s':>8} {'bare GB/s':>9} {'bw ratio':>8} {'lat ratio':>9} {'best: bw':>9} {'lat':>6}")
+        print(
+            f"# netbench harness vs bare torch.distributed loop: {args.backend}, {n} ranks, float32, "
+            f"median of {args.repeats} interleaved repeats (ratio = netbench / bare)"
+        )
+        print(
+            f"# {'op':<11} {'size':>10} {'iters':>6} {'netbench us':>12} {'bare us':>10} "
+            f"{'nb GB/s':>8} {'bare GB/s':>9} {'bw ratio':>8} {'lat ratio':>9} {'best: bw':>9} {'lat':>6}"
+        )
     for op in args.ops.split(","):
         coll = TABLE[op]
         for size in SIZES_GPU if cuda else SIZES:
@@ -130,12 +135,17 @@ def _rank(args: argparse.Namespace) -> None:
             best = min(bare) / min(ours)
             nbytes = coll.size_bytes(lay, 4)
             if b.rank == 0:
-                print(f"  {op:<11} {nbytes:>10} {iters:>6} {t_ours * 1e6:>12.1f} {t_bare * 1e6:>10.1f} "
-                      f"{nbytes / t_ours / 1e9:>8.3f} {nbytes / t_bare / 1e9:>9.3f} "
-                      f"{t_bare / t_ours:>8.3f} {t_ours / t_bare:>9.3f} {best:>9.3f} {1 / best:>6.3f}", flush=True)
+                print(
+                    f"  {op:<11} {nbytes:>10} {iters:>6} {t_ours * 1e6:>12.1f} {t_bare * 1e6:>10.1f} "
+                    f"{nbytes / t_ours / 1e9:>8.3f} {nbytes / t_bare / 1e9:>9.3f} "
+                    f"{t_bare / t_ours:>8.3f} {t_ours / t_bare:>9.3f} {best:>9.3f} {1 / best:>6.3f}",
+                    flush=True,
+                )
     if b.rank == 0:
-        print(f"# harness loop overhead: {_loop_overhead() * 1e9:.0f} ns per timed iteration "
-              "(one perf_counter read and list append; the op call itself is pre-bound)")
+        print(
+            f"# harness loop overhead: {_loop_overhead() * 1e9:.0f} ns per timed iteration "
+            "(one perf_counter read and list append; the op call itself is pre-bound)"
+        )
     dist.barrier()
     b.close()
 
@@ -145,13 +155,31 @@ VS_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 GOAL_LAT, GOAL_BW, BW_FROM = 1.1, 0.98, 128 << 20
 
 
-def _nccl_tests(build: Path, op: str, gpus: int, graph: bool, a: argparse.Namespace) -> dict[tuple[int, bool], Any]:
+def _nccl_tests(
+    build: Path, op: str, gpus: int, graph: bool, a: argparse.Namespace
+) -> dict[tuple[int, bool], Any]:
     """One nccl-tests binary (-g GPUS in one process, MPI=0), parsed by stoker's own importer."""
     from reports.ingest.nccl_tests import parse_log
 
     exe = build / f"{op}_perf"
-    cmd = [str(exe), "-b", "8", "-e", a.max_bytes, "-f", str(a.step_factor), "-g", str(gpus),
-           "-n", str(a.iters), "-w", str(a.warmup), "-c", "1", *(["-G", "1"] if graph else [])]
+    cmd = [
+        str(exe),
+        "-b",
+        "8",
+        "-e",
+        a.max_bytes,
+        "-f",
+        str(a.step_factor),
+        "-g",
+        str(gpus),
+        "-n",
+        str(a.iters),
+        "-w",
+        str(a.warmup),
+        "-c",
+        "1",
+        *(["-G", "1"] if graph else []),
+    ]
     text = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=True).stdout
     recs = parse_log(text, run_id="nccl-tests", ts="", source_name=exe.name, op=op).records
     return {(r.bytes, r.in_place): r for r in recs}
@@ -160,9 +188,33 @@ def _nccl_tests(build: Path, op: str, gpus: int, graph: bool, a: argparse.Namesp
 def _stoker(op: str, gpus: int, graph: bool, a: argparse.Namespace, out: Path) -> dict[int, Any]:
     from reports.records import read_records
 
-    cmd = [sys.executable, "-m", "launchers.cli", "net", "--backend", "nccl", "--nproc", str(gpus),
-           "--ops", op, "-b", "8", "-e", a.max_bytes, "-f", str(a.step_factor), "-n", str(a.iters),
-           "-w", str(a.warmup), "--scopes", "world", "--graph" if graph else "--no-graph", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "launchers.cli",
+        "net",
+        "--backend",
+        "nccl",
+        "--nproc",
+        str(gpus),
+        "--ops",
+        op,
+        "-b",
+        "8",
+        "-e",
+        a.max_bytes,
+        "-f",
+        str(a.step_factor),
+        "-n",
+        str(a.iters),
+        "-w",
+        str(a.warmup),
+        "--scopes",
+        "world",
+        "--graph" if graph else "--no-graph",
+        "--out",
+        str(out),
+    ]
     subprocess.run(cmd, check=True, timeout=1800, stdout=subprocess.DEVNULL)
     return {r.bytes: r for r in read_records(out).net if r.op == op}
 
@@ -178,15 +230,23 @@ def vs_nccl_tests(a: argparse.Namespace) -> int:
 
     build = Path(a.vs_nccl_tests)
     have = torch.cuda.device_count()
-    counts = [int(g) for g in a.gpus.split(",")] if a.gpus else sorted({*(1 << k for k in range(8) if 1 << k <= have), have})
+    counts = (
+        [int(g) for g in a.gpus.split(",")]
+        if a.gpus
+        else sorted({*(1 << k for k in range(8) if 1 << k <= have), have})
+    )
     if not have or not (build / "all_reduce_perf").exists():
         print(f"net_bench: needs GPUs ({have} visible) and nccl-tests binaries in {build}", file=sys.stderr)
         return 2
-    print(f"# stoker net vs nccl-tests on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, NCCL "
-          f"{'.'.join(map(str, torch.cuda.nccl.version()))}; -n {a.iters} -w {a.warmup}; times in us; "
-          f"bw ratio = stoker / nccl-tests (busbw and algbw agree at equal ranks)")
-    print(f"# {'op':<14} {'gpus':>4} {'bytes':>11} {'nt us':>9} {'st us':>9} {'t ratio':>7} {'nt -G us':>9} "
-          f"{'st graph':>9} {'t ratio':>7} {'bw eager':>8} {'bw graph':>8}")
+    print(
+        f"# stoker net vs nccl-tests on {torch.cuda.get_device_name(0)}, torch {torch.__version__}, NCCL "
+        f"{'.'.join(map(str, torch.cuda.nccl.version()))}; -n {a.iters} -w {a.warmup}; times in us; "
+        f"bw ratio = stoker / nccl-tests (busbw and algbw agree at equal ranks)"
+    )
+    print(
+        f"# {'op':<14} {'gpus':>4} {'bytes':>11} {'nt us':>9} {'st us':>9} {'t ratio':>7} {'nt -G us':>9} "
+        f"{'st graph':>9} {'t ratio':>7} {'bw eager':>8} {'bw graph':>8}"
+    )
     verdicts = []
     with tempfile.TemporaryDirectory(prefix="netspeed-vs-") as tmp:
         for gpus in counts:
@@ -201,10 +261,13 @@ def vs_nccl_tests(a: argparse.Namespace) -> int:
                     if key not in nt[False] or key not in nt[True] or g_ours is None:
                         continue
                     e, g = nt[False][key], nt[True][key]
-                    print(f"  {op:<14} {gpus:>4} {size:>11} {e.time_s * 1e6:>9.2f} {ours.time_s * 1e6:>9.2f} "
-                          f"{_ratio(ours.time_s, e.time_s):>7} {g.time_s * 1e6:>9.2f} {g_ours.time_s * 1e6:>9.2f} "
-                          f"{_ratio(g_ours.time_s, g.time_s):>7} {_ratio(e.time_s, ours.time_s):>8} "
-                          f"{_ratio(g.time_s, g_ours.time_s):>8}", flush=True)
+                    print(
+                        f"  {op:<14} {gpus:>4} {size:>11} {e.time_s * 1e6:>9.2f} {ours.time_s * 1e6:>9.2f} "
+                        f"{_ratio(ours.time_s, e.time_s):>7} {g.time_s * 1e6:>9.2f} {g_ours.time_s * 1e6:>9.2f} "
+                        f"{_ratio(g_ours.time_s, g.time_s):>7} {_ratio(e.time_s, ours.time_s):>8} "
+                        f"{_ratio(g.time_s, g_ours.time_s):>8}",
+                        flush=True,
+                    )
                     if not lat:
                         lat = {False: ours.time_s / e.time_s, True: g_ours.time_s / g.time_s}
                     if size >= BW_FROM:
@@ -213,9 +276,11 @@ def vs_nccl_tests(a: argparse.Namespace) -> int:
                 for mode, name in ((False, "eager"), (True, "graph")):
                     worst_bw = min(bw[mode], default=float("nan"))
                     ok = lat.get(mode, 99) <= GOAL_LAT and worst_bw >= GOAL_BW
-                    verdicts.append(f"  {op:<14} {gpus:>4} {name:<6} smallest-size time x{lat.get(mode, float('nan')):.3f} "
-                                    f"(goal <= {GOAL_LAT}), worst bw at >= 128 MiB x{worst_bw:.3f} (goal >= {GOAL_BW}): "
-                                    f"{'meets' if ok else 'MISSES'}")
+                    verdicts.append(
+                        f"  {op:<14} {gpus:>4} {name:<6} smallest-size time x{lat.get(mode, float('nan')):.3f} "
+                        f"(goal <= {GOAL_LAT}), worst bw at >= 128 MiB x{worst_bw:.3f} (goal >= {GOAL_BW}): "
+                        f"{'meets' if ok else 'MISSES'}"
+                    )
     print("# goals")
     print("\n".join(verdicts))
     return 0
@@ -228,11 +293,19 @@ def main() -> int:
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo")
-    p.add_argument("--vs-nccl-tests", metavar="BUILD_DIR", help="GPU: compare with the nccl-tests binaries in BUILD_DIR")
-    p.add_argument("--gpus", default=None, help="with --vs-nccl-tests: GPU counts, e.g. 1,8 (default 1,2,4.. up to all)")
+    p.add_argument(
+        "--vs-nccl-tests", metavar="BUILD_DIR", help="GPU: compare with the nccl-tests binaries in BUILD_DIR"
+    )
+    p.add_argument(
+        "--gpus", default=None, help="with --vs-nccl-tests: GPU counts, e.g. 1,8 (default 1,2,4.. up to all)"
+    )
     p.add_argument("--max-bytes", "-e", default="1G", help="with --vs-nccl-tests: largest size (default 1G)")
-    p.add_argument("--step-factor", "-f", type=int, default=4, help="with --vs-nccl-tests: size factor (default 4)")
-    p.add_argument("--warmup", "-w", type=int, default=5, help="with --vs-nccl-tests: warm-up iterations (default 5)")
+    p.add_argument(
+        "--step-factor", "-f", type=int, default=4, help="with --vs-nccl-tests: size factor (default 4)"
+    )
+    p.add_argument(
+        "--warmup", "-w", type=int, default=5, help="with --vs-nccl-tests: warm-up iterations (default 5)"
+    )
     args = p.parse_args()
     if args.vs_nccl_tests:
         if "--iters" not in sys.argv and "-n" not in sys.argv:
@@ -241,9 +314,24 @@ def main() -> int:
     if "RANK" in os.environ:
         _rank(args)
         return 0
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(args.nproc),
-           "--master-port", "29790", __file__, "--ops", args.ops, "--iters", str(args.iters),
-           "--repeats", str(args.repeats), "--backend", args.backend]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(args.nproc),
+        "--master-port",
+        "29790",
+        __file__,
+        "--ops",
+        args.ops,
+        "--iters",
+        str(args.iters),
+        "--repeats",
+        str(args.repeats),
+        "--backend",
+        args.backend,
+    ]
     return subprocess.call(cmd)
 
 

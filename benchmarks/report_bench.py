@@ -11,6 +11,7 @@ With --baseline, the same report is also run on the code of git revision REV (e.
 commit before the columnar reader), side by side, and the two verdict.json are compared:
 the findings must be the same. Targets (issue 15): under 10 s and under 1 GiB.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,13 @@ from typing import Any
 
 TARGET_S, TARGET_MIB = 10.0, 1024.0
 REPO = Path(__file__).resolve().parent.parent
-OPS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
-       "reduce_scatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n}
-SIZES = [1 << k for k in range(10, 34)]          # 1K .. 8G: 24 sizes
+OPS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+}
+SIZES = [1 << k for k in range(10, 34)]  # 1K .. 8G: 24 sizes
 GPUS = 8
 SPEC = """name: bench-1000
 accelerator: H100-SXM
@@ -41,16 +46,47 @@ price_per_gpu_hour: 2.49
 """
 
 
-def _rec(op: str, scope: str, hosts: list[str], ranks: int, group: int, size: int, plateau: float,
-         in_place: bool = False, **more: object) -> str:
+def _rec(
+    op: str,
+    scope: str,
+    hosts: list[str],
+    ranks: int,
+    group: int,
+    size: int,
+    plateau: float,
+    in_place: bool = False,
+    **more: object,
+) -> str:
     busbw = plateau * size / (size + (8 << 20))
     algbw = busbw / OPS[op](ranks) if OPS[op](ranks) else busbw
     t = size / (algbw * 1e9)
-    return json.dumps({"schema": 1, "kind": "net", "run_id": "bench", "ts": "2026-01-01T00:00:00Z", "hosts": hosts,
-                       "nodes": len(hosts), "op": op, "scope": scope, "ranks": ranks, "backend": "nccl",
-                       "dtype": "bfloat16", "bytes": size, "time_s": t, "algbw_GBps": algbw,
-                       "busbw_GBps": busbw, "wrong": 0, "count": size // 2, "in_place": in_place, "iters": 20,
-                       "group": group, "time_p99_s": t * 1.1, **more}, separators=(",", ":"))
+    return json.dumps(
+        {
+            "schema": 1,
+            "kind": "net",
+            "run_id": "bench",
+            "ts": "2026-01-01T00:00:00Z",
+            "hosts": hosts,
+            "nodes": len(hosts),
+            "op": op,
+            "scope": scope,
+            "ranks": ranks,
+            "backend": "nccl",
+            "dtype": "bfloat16",
+            "bytes": size,
+            "time_s": t,
+            "algbw_GBps": algbw,
+            "busbw_GBps": busbw,
+            "wrong": 0,
+            "count": size // 2,
+            "in_place": in_place,
+            "iters": 20,
+            "group": group,
+            "time_p99_s": t * 1.1,
+            **more,
+        },
+        separators=(",", ":"),
+    )
 
 
 def write_results(d: Path, nodes: int) -> int:
@@ -86,39 +122,78 @@ def write_results(d: Path, nodes: int) -> int:
             for i in range(nodes // 2):
                 a, b = order[i], order[nodes - 1 - i]
                 bw = 20.0 if slow in (a, b) or {a, b} == slow_link else 45.0
-                fh.write(_rec("all_reduce", "pair", sorted([a, b]), 2, r * nodes + i, pair_size, bw, **{"pass": 1})
-                         + "\n")
+                fh.write(
+                    _rec("all_reduce", "pair", sorted([a, b]), 2, r * nodes + i, pair_size, bw, **{"pass": 1})
+                    + "\n"
+                )
                 n += 1
-        for k, partner in enumerate(hosts[10:12]):   # the confirmation pass re-pairs the suspects
+        for k, partner in enumerate(hosts[10:12]):  # the confirmation pass re-pairs the suspects
             for suspect in sorted(slow_link) + [slow]:
                 bw = 20.0 if suspect == slow else 45.0
-                fh.write(_rec("all_reduce", "pair", sorted([suspect, partner]), 2, k, pair_size, bw, **{"pass": 2})
-                         + "\n")
+                fh.write(
+                    _rec("all_reduce", "pair", sorted([suspect, partner]), 2, k, pair_size, bw, **{"pass": 2})
+                    + "\n"
+                )
                 n += 1
         for a, b in [sorted(slow_link)]:
             fh.write(_rec("all_reduce", "pair", [a, b], 2, 99, pair_size, 20.0, **{"pass": 2}) + "\n")
             n += 1
     with open(d / "io.jsonl", "w") as fh:
-        for wl, direction, path, scope, bw in (("checkpoint_write", "write", "/lustre", "shared", 150.0),
-                                               ("checkpoint_read", "read", "/lustre", "shared", 380.0),
-                                               ("dataloader_read", "read", "/lustre", "shared", 300.0),
-                                               ("dataloader_read", "read", "/local", "local", 11.5)):
+        for wl, direction, path, scope, bw in (
+            ("checkpoint_write", "write", "/lustre", "shared", 150.0),
+            ("checkpoint_read", "read", "/lustre", "shared", 380.0),
+            ("dataloader_read", "read", "/lustre", "shared", 300.0),
+            ("dataloader_read", "read", "/local", "local", 11.5),
+        ):
             per = {h: bw / nodes for h in hosts} if scope == "shared" else {h: bw for h in hosts}
-            fh.write(json.dumps({"schema": 1, "kind": "io", "run_id": "bench", "ts": "2026-01-01T00:00:00Z",
-                                 "hosts": hosts, "nodes": nodes, "workload": wl, "direction": direction, "path": path,
-                                 "scope": scope, "procs": nodes * 8, "bytes": int(bw * 6e10), "bw_GBps": bw,
-                                 "per_host_bw_GBps": per, "iops": bw * 1000, "lat_ms": {"p50": 1.0, "p99": 9.0}}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "schema": 1,
+                        "kind": "io",
+                        "run_id": "bench",
+                        "ts": "2026-01-01T00:00:00Z",
+                        "hosts": hosts,
+                        "nodes": nodes,
+                        "workload": wl,
+                        "direction": direction,
+                        "path": path,
+                        "scope": scope,
+                        "procs": nodes * 8,
+                        "bytes": int(bw * 6e10),
+                        "bw_GBps": bw,
+                        "per_host_bw_GBps": per,
+                        "iops": bw * 1000,
+                        "lat_ms": {"p50": 1.0, "p99": 9.0},
+                    }
+                )
+                + "\n"
+            )
             n += 1
     with open(d / "manifest.jsonl", "w") as fh:
         for h in hosts:
-            fh.write(json.dumps({"schema": 1, "kind": "manifest", "tool": "net", "run_id": "bench", "host": h,
-                                 "python": "3.11.2", "versions": {"torch": "2.13.0", "nccl": "2.27.3"},
-                                 "env": {"NCCL_IB_HCA": "mlx5"}}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "schema": 1,
+                        "kind": "manifest",
+                        "tool": "net",
+                        "run_id": "bench",
+                        "host": h,
+                        "python": "3.11.2",
+                        "versions": {"torch": "2.13.0", "nccl": "2.27.3"},
+                        "env": {"NCCL_IB_HCA": "mlx5"},
+                    }
+                )
+                + "\n"
+            )
     (d / "spec.yaml").write_text(SPEC)
     return n
 
 
-def run_child(cmd: list[str], env: dict[str, str] | None = None, cwd: Path = REPO) -> tuple[int, float, float, float]:
+def run_child(
+    cmd: list[str], env: dict[str, str] | None = None, cwd: Path = REPO
+) -> tuple[int, float, float, float]:
     """(exit code, wall seconds, CPU seconds, peak RSS in MiB) of one child process. CPU time
     is shown beside wall time because on a shared machine the wall time includes waiting."""
     t0 = time.perf_counter()
@@ -141,17 +216,20 @@ def report(d: Path, code: Path) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
     env["PYTHONPATH"] = str(code)
     load = os.getloadavg()[0]
-    rc, secs, cpu, rss = run_child([sys.executable, "-m", "launchers.cli", "report", str(d), "--workload",
-                                    "llama-70b"], env, cwd=code)   # -m puts the cwd first on sys.path
+    rc, secs, cpu, rss = run_child(
+        [sys.executable, "-m", "launchers.cli", "report", str(d), "--workload", "llama-70b"], env, cwd=code
+    )  # -m puts the cwd first on sys.path
     verdict = json.loads((d / "verdict.json").read_text()) if (d / "verdict.json").exists() else {}
     for name in ("verdict.json", "report.md", "report.html"):
-        (d / name).unlink(missing_ok=True)   # files this benchmark's report wrote; the next run writes its own
+        (d / name).unlink(missing_ok=True)  # files this benchmark's report wrote; the next run writes its own
     return {"rc": rc, "wall": secs, "cpu": cpu, "rss": rss, "load": load, "verdict": verdict}
 
 
 def findings(v: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [(f["component"], f["check"], f["status"], f.get("measured"), tuple(f.get("hosts", ()))) for f in
-            v.get("findings", [])]
+    return [
+        (f["component"], f["check"], f["status"], f.get("measured"), tuple(f.get("hosts", ())))
+        for f in v.get("findings", [])
+    ]
 
 
 def main() -> int:
@@ -167,29 +245,43 @@ def main() -> int:
         t0 = time.perf_counter()
         n = write_results(d, args.nodes)
         size_mb = (d / "net.jsonl").stat().st_size / 1e6
-        print(f"{args.nodes} nodes x {GPUS} GPUs: {n} records ({size_mb:.0f} MB of net.jsonl) written in "
-              f"{time.perf_counter() - t0:.1f} s")
+        print(
+            f"{args.nodes} nodes x {GPUS} GPUs: {n} records ({size_mb:.0f} MB of net.jsonl) written in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
         runs = {"this tree": report(d, REPO)}
         if old_code is not None:
             runs[f"baseline {args.baseline}"] = report(d, checkout(args.baseline, old_code))
-        print(f"{'code':<24} {'exit':>4} {'wall s':>7} {'CPU s':>6} {'peak RSS MiB':>13} {'findings':>9} "
-              f"{'load before':>11}")
+        print(
+            f"{'code':<24} {'exit':>4} {'wall s':>7} {'CPU s':>6} {'peak RSS MiB':>13} {'findings':>9} "
+            f"{'load before':>11}"
+        )
         for name, r in runs.items():
-            print(f"{name:<24} {r['rc']:>4} {r['wall']:>7.1f} {r['cpu']:>6.1f} {r['rss']:>13.0f} "
-                  f"{len(r['verdict'].get('findings', [])):>9} {r['load']:>11.1f}")
-        print(f"{'target':<24} {'':>4} {TARGET_S:>7.1f} {'':>6} {TARGET_MIB:>13.0f}   on {os.cpu_count()} CPUs")
+            print(
+                f"{name:<24} {r['rc']:>4} {r['wall']:>7.1f} {r['cpu']:>6.1f} {r['rss']:>13.0f} "
+                f"{len(r['verdict'].get('findings', [])):>9} {r['load']:>11.1f}"
+            )
+        print(
+            f"{'target':<24} {'':>4} {TARGET_S:>7.1f} {'':>6} {TARGET_MIB:>13.0f}   on {os.cpu_count()} CPUs"
+        )
         new = runs["this tree"]
         ok = new["rc"] in (0, 1) and new["wall"] < TARGET_S and new["rss"] < TARGET_MIB
         if old_code is not None:
             old = runs[f"baseline {args.baseline}"]
-            same = findings(old["verdict"]) == findings(new["verdict"]) and old["verdict"].get("verdict") == \
-                new["verdict"].get("verdict")
-            print(f"findings the same as the baseline's: {'yes' if same else 'NO'} "
-                  f"(verdict {new['verdict'].get('verdict')}, {len(findings(new['verdict']))} findings); "
-                  f"speed-up {old['wall'] / new['wall']:.1f}x wall, {old['cpu'] / new['cpu']:.1f}x CPU")
+            same = findings(old["verdict"]) == findings(new["verdict"]) and old["verdict"].get(
+                "verdict"
+            ) == new["verdict"].get("verdict")
+            print(
+                f"findings the same as the baseline's: {'yes' if same else 'NO'} "
+                f"(verdict {new['verdict'].get('verdict')}, {len(findings(new['verdict']))} findings); "
+                f"speed-up {old['wall'] / new['wall']:.1f}x wall, {old['cpu'] / new['cpu']:.1f}x CPU"
+            )
             ok = ok and same
-        bad = [f"{f['component']} {' '.join(f['hosts'])}: {f['status']}" for f in new["verdict"].get("findings", [])
-               if f["component"] in ("node", "link")]
+        bad = [
+            f"{f['component']} {' '.join(f['hosts'])}: {f['status']}"
+            for f in new["verdict"].get("findings", [])
+            if f["component"] in ("node", "link")
+        ]
         print("node/link findings:", "; ".join(bad) or "none")
         return 0 if ok else 1
     finally:

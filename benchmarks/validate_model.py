@@ -20,6 +20,7 @@ records of that bed (`stoker net` / `stoker io` run there first) through reports
 Each figure is the median of --repeats runs (each run's DDP figures are themselves medians
 over steps). Prints a markdown table: component, regime, real, predicted, error, bound.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,13 @@ from tests.validation import bed  # noqa: E402
 
 # regime -> (batch, bucket MiB, fsdp); on 400 Mbit/s one 12.6 MB gradient all-reduce takes ~0.26 s
 TRAINING = {
-    "DDP": [("communication-bound", 64, 25.0), ("balanced", 1200, 25.0), ("compute-bound", 4000, 25.0),
-            ("balanced, 7 buckets of 2 MiB", 1200, 2.0), ("compute-bound, 7 buckets of 2 MiB", 4000, 2.0)],
+    "DDP": [
+        ("communication-bound", 64, 25.0),
+        ("balanced", 1200, 25.0),
+        ("compute-bound", 4000, 25.0),
+        ("balanced, 7 buckets of 2 MiB", 1200, 2.0),
+        ("compute-bound, 7 buckets of 2 MiB", 4000, 2.0),
+    ],
     "FSDP": [("communication-bound", 64, 25.0), ("balanced", 1200, 25.0), ("compute-bound", 4000, 25.0)],
 }
 DL_SAMPLE = 1 << 20
@@ -51,16 +57,27 @@ def _median_rows(runs: list[list[bed.Row]]) -> list[bed.Row]:
     out = []
     for rows in zip(*runs):
         r = rows[0]
-        out.append(bed.Row(component=r.component, regime=r.regime, unit=r.unit, bound=r.bound, abs_bound=r.abs_bound,
-                           real=statistics.median(x.real for x in rows),
-                           predicted=statistics.median(x.predicted for x in rows),
-                           detail=f"{len(rows)} runs, real {min(x.real for x in rows):.3g}..{max(x.real for x in rows):.3g}; {r.detail}"))
+        out.append(
+            bed.Row(
+                component=r.component,
+                regime=r.regime,
+                unit=r.unit,
+                bound=r.bound,
+                abs_bound=r.abs_bound,
+                real=statistics.median(x.real for x in rows),
+                predicted=statistics.median(x.predicted for x in rows),
+                detail=f"{len(rows)} runs, real {min(x.real for x in rows):.3g}..{max(x.real for x in rows):.3g}; {r.detail}",
+            )
+        )
     return out
 
 
 def training_rows(kind: str, nodes: int, rate: float, repeats: int, steps: int, port: int) -> list[bed.Row]:
     runs = []
-    with NetnsCluster(prefix="mdlv", nodes=nodes, rate_mbit=rate) as c, tempfile.TemporaryDirectory(prefix="mdl-") as tmp:
+    with (
+        NetnsCluster(prefix="mdlv", nodes=nodes, rate_mbit=rate) as c,
+        tempfile.TemporaryDirectory(prefix="mdl-") as tmp,
+    ):
         for rep in range(repeats):
             recs = bed.stoker_net(c, Path(tmp) / f"net{rep}", port=port)
             port += 1
@@ -69,11 +86,22 @@ def training_rows(kind: str, nodes: int, rate: float, repeats: int, steps: int, 
                 t = bed.train(c, port, batch=batch, bucket_mb=bucket, fsdp=kind == "FSDP", steps=steps)
                 port += 1
                 pred = bed.predict_training(recs, t, nodes=nodes, bucket_mb=bucket, fsdp=kind == "FSDP")
-                rows.append(bed.Row(component=kind, regime=regime, real=t.idle, predicted=pred, unit="idle",
-                                    bound=0.20, detail=f"C {t.compute_s:.3f} s, step {t.step_s:.3f} s"))
-                print(f"  {kind} {regime}: C {t.compute_s:.3f} s step {t.step_s:.3f} s idle {t.idle:.3f} "
-                      f"predicted {pred:.3f}; backward no_sync {t.backward_s[0]:.3f} s, sync {t.backward_s[1]:.3f} s",
-                      flush=True)
+                rows.append(
+                    bed.Row(
+                        component=kind,
+                        regime=regime,
+                        real=t.idle,
+                        predicted=pred,
+                        unit="idle",
+                        bound=0.20,
+                        detail=f"C {t.compute_s:.3f} s, step {t.step_s:.3f} s",
+                    )
+                )
+                print(
+                    f"  {kind} {regime}: C {t.compute_s:.3f} s step {t.step_s:.3f} s idle {t.idle:.3f} "
+                    f"predicted {pred:.3f}; backward no_sync {t.backward_s[0]:.3f} s, sync {t.backward_s[1]:.3f} s",
+                    flush=True,
+                )
             runs.append(rows)
     return _median_rows(runs)
 
@@ -94,37 +122,65 @@ def storage_rows(components: set[str], throttle: int, plain: Path | None, repeat
                     real = bed.real_checkpoint(path, cg, width, depth)
                     stall, note = bed.predict_checkpoint(recs, path, nbytes)
                     for backend in ("torch.save", "torch.dcp"):
-                        rows.append(bed.Row(component="checkpoint", regime=f"{backend}, {where}", real=real[backend][0],
-                                            predicted=stall, unit="s", bound=0.15,
-                                            detail=f"{real['bytes'][backend] / 1e6:.0f} MB; {note}"))
-                        print(f"  checkpoint {backend} {where}: real {real[backend][0]:.3f} s predicted {stall:.3f} s ({note})", flush=True)
+                        rows.append(
+                            bed.Row(
+                                component="checkpoint",
+                                regime=f"{backend}, {where}",
+                                real=real[backend][0],
+                                predicted=stall,
+                                unit="s",
+                                bound=0.15,
+                                detail=f"{real['bytes'][backend] / 1e6:.0f} MB; {note}",
+                            )
+                        )
+                        print(
+                            f"  checkpoint {backend} {where}: real {real[backend][0]:.3f} s predicted {stall:.3f} s ({note})",
+                            flush=True,
+                        )
             if "dataloader" in components:
                 recs = bed.stoker_dataloader(disk.mount, Path(tmp) / f"dl{rep}", disk.cgroup_procs, DL_SAMPLE)
                 for regime, batch, comp in DATALOADER:
                     samples = disk.mount / "validate-samples"
                     steps = 30
                     files = bed.make_samples(samples, (steps + 3) * batch, DL_SAMPLE)
-                    real, c = bed.real_dataloader(samples, disk.cgroup_procs, batch=batch, compute_s=comp, steps=steps)
+                    real, c = bed.real_dataloader(
+                        samples, disk.cgroup_procs, batch=batch, compute_s=comp, steps=steps
+                    )
                     for f in files:
                         f.unlink()
-                    pred = bed.predict_dataloader(recs, disk.mount, batch=batch, sample_bytes=DL_SAMPLE, compute_s=c)
-                    rows.append(bed.Row(component="dataloader", regime=regime, real=real, predicted=pred, unit="idle",
-                                        bound=0.20, abs_bound=0.02 if regime.startswith("fed") else 0.0,
-                                        detail=f"compute {c * 1e3:.1f} ms/step"))
+                    pred = bed.predict_dataloader(
+                        recs, disk.mount, batch=batch, sample_bytes=DL_SAMPLE, compute_s=c
+                    )
+                    rows.append(
+                        bed.Row(
+                            component="dataloader",
+                            regime=regime,
+                            real=real,
+                            predicted=pred,
+                            unit="idle",
+                            bound=0.20,
+                            abs_bound=0.02 if regime.startswith("fed") else 0.0,
+                            detail=f"compute {c * 1e3:.1f} ms/step",
+                        )
+                    )
                     print(f"  dataloader {regime}: real {real:.3f} predicted {pred:.3f}", flush=True)
             runs.append(rows)
     return _median_rows(runs)
 
 
 def table(rows: list[bed.Row]) -> str:
-    lines = ["| component | regime | real | predicted | error | bound | within | notes |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| component | regime | real | predicted | error | bound | within | notes |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in rows:
         fmt = (lambda x: f"{x:.1%}") if r.unit == "idle" else (lambda x: f"{x:.2f} s")
         err = f"{r.error:+.0%}" if r.real else "n/a"
         bound = f"±{r.bound:.0%}" + (f" or ±{r.abs_bound:.0%} points" if r.abs_bound else "")
-        lines.append(f"| {r.component} | {r.regime} | {fmt(r.real)} | {fmt(r.predicted)} | {err} | {bound} "
-                     f"| {'yes' if r.ok else 'NO'} | {r.detail} |")
+        lines.append(
+            f"| {r.component} | {r.regime} | {fmt(r.real)} | {fmt(r.predicted)} | {err} | {bound} "
+            f"| {'yes' if r.ok else 'NO'} | {r.detail} |"
+        )
     return "\n".join(lines)
 
 
@@ -134,7 +190,9 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--rate-mbit", type=float, default=400.0)
     ap.add_argument("--throttle-mib", type=int, default=50)
-    ap.add_argument("--plain-dir", default="/var/tmp", help="the unthrottled disk for the checkpoint rows ('' to skip)")
+    ap.add_argument(
+        "--plain-dir", default="/var/tmp", help="the unthrottled disk for the checkpoint rows ('' to skip)"
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
     a = ap.parse_args()
@@ -144,7 +202,7 @@ def main() -> int:
         return 2
     wanted = {x.strip().lower() for x in a.components.split(",")}
     rows: list[bed.Row] = []
-    os.sync()   # pending writeback from elsewhere would compete with the first measurements
+    os.sync()  # pending writeback from elsewhere would compete with the first measurements
     for kind in ("DDP", "FSDP"):
         if kind.lower() in wanted:
             rows += training_rows(kind, a.nodes, a.rate_mbit, a.repeats, a.steps, port=29720)

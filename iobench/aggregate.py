@@ -4,14 +4,20 @@ Aggregate bandwidth is total bytes over the common wall window: from the earlies
 the latest end across hosts (host clocks are assumed synchronised, as NTP keeps them), so a
 straggler lowers the aggregate just as it delays a synchronous checkpoint.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.ingest.fio_json import (PHYSICAL_MAX_HOST_GBPS, FioDoc, exceeds_physical_bound,
-                              merge_latency, sum_parts)
+from reports.ingest.fio_json import (
+    PHYSICAL_MAX_HOST_GBPS,
+    FioDoc,
+    exceeds_physical_bound,
+    merge_latency,
+    sum_parts,
+)
 from reports.records import IoRecord, utc_now
 from reports.units import gbps
 
@@ -46,9 +52,20 @@ def host_results(doc: FioDoc, host: str, procs: int) -> list[HostResult]:
             continue
         s = sum_parts(parts)
         end = doc.timestamp_ms / 1000.0
-        out.append(HostResult(host=host, direction=direction, bytes=s.bytes, ios=s.ios,
-                              start_s=end - s.runtime_ms / 1000.0, end_s=end, procs=procs,
-                              p50_ms=s.p50_ms, p99_ms=s.p99_ms, bins=s.bins))
+        out.append(
+            HostResult(
+                host=host,
+                direction=direction,
+                bytes=s.bytes,
+                ios=s.ios,
+                start_s=end - s.runtime_ms / 1000.0,
+                end_s=end,
+                procs=procs,
+                p50_ms=s.p50_ms,
+                p99_ms=s.p99_ms,
+                bins=s.bins,
+            )
+        )
     return out
 
 
@@ -62,14 +79,14 @@ class RecordContext:
     scope: str
     backend: str = "fio"
     op: str = ""
-    direction: str = ""                # overrides fio's (its file engines count under "read")
+    direction: str = ""  # overrides fio's (its file engines count under "read")
     block_size: int = 0
     direct: bool | None = None
-    metadata_only: bool = False        # create/stat/delete: operations, no bytes
-    cache_check: bool = True           # bandwidth workloads get the cache rule
-    buffered_data_bytes: int = 0       # per host, when the IO was buffered; 0 when direct
+    metadata_only: bool = False  # create/stat/delete: operations, no bytes
+    cache_check: bool = True  # bandwidth workloads get the cache rule
+    buffered_data_bytes: int = 0  # per host, when the IO was buffered; 0 when direct
     caches_dropped: bool = False
-    ram_bytes: int = 0                 # the smallest host's RAM
+    ram_bytes: int = 0  # the smallest host's RAM
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -119,10 +136,25 @@ def aggregate(results: Sequence[HostResult], ctx: RecordContext, failed: str = "
         extra["ops_per_s"] = round(ios / window, 3) if window > 0 else 0.0
     lat = {k: round(v, 6) for k, v in (("p50", p50), ("p99", p99)) if v is not None}
     return IoRecord(
-        run_id=ctx.run_id, ts=utc_now(), hosts=hosts, nodes=len(set(hosts)), workload=ctx.workload,
-        direction=ctx.direction or results[0].direction, path=ctx.path, scope=ctx.scope,
-        procs=sum(r.procs for r in results), bytes=nbytes, bw_GBps=round(gbps(nbytes, window), 6),
-        per_host_bw_GBps=per_host, iops=round(ios / window, 3) if window > 0 else 0.0, lat_ms=lat,
-        runtime_s=round(window, 6), backend=ctx.backend, block_size=ctx.block_size, direct=ctx.direct,
-        cache_suspect=cache_suspect(ctx, results[0].direction, per_host), failed=failed, extra=extra,
+        run_id=ctx.run_id,
+        ts=utc_now(),
+        hosts=hosts,
+        nodes=len(set(hosts)),
+        workload=ctx.workload,
+        direction=ctx.direction or results[0].direction,
+        path=ctx.path,
+        scope=ctx.scope,
+        procs=sum(r.procs for r in results),
+        bytes=nbytes,
+        bw_GBps=round(gbps(nbytes, window), 6),
+        per_host_bw_GBps=per_host,
+        iops=round(ios / window, 3) if window > 0 else 0.0,
+        lat_ms=lat,
+        runtime_s=round(window, 6),
+        backend=ctx.backend,
+        block_size=ctx.block_size,
+        direct=ctx.direct,
+        cache_suspect=cache_suspect(ctx, results[0].direction, per_host),
+        failed=failed,
+        extra=extra,
     )

@@ -5,6 +5,7 @@ gathers the per-host results and writes the records.
 The rendezvous is torch.distributed with gloo over TCP, imported only when there is more
 than one task (`stoker io` alone never imports torch for this).
 """
+
 from __future__ import annotations
 
 import os
@@ -18,10 +19,10 @@ from reports.errors import MeasurementAborted, UsageError
 
 # (rank variable, size variable) of each launcher, most specific first
 _LAUNCHER_ENV = (
-    ("RANK", "WORLD_SIZE"),                          # torchrun
+    ("RANK", "WORLD_SIZE"),  # torchrun
     ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),  # Open MPI mpirun
-    ("PMI_RANK", "PMI_SIZE"),                         # MPICH / Intel MPI
-    ("SLURM_PROCID", "SLURM_NTASKS"),                # srun
+    ("PMI_RANK", "PMI_SIZE"),  # MPICH / Intel MPI
+    ("SLURM_PROCID", "SLURM_NTASKS"),  # srun
 )
 
 
@@ -39,8 +40,9 @@ def launcher_rank(environ: Mapping[str, str]) -> tuple[int, int]:
             try:
                 return int(environ[rank_var]), int(environ[size_var])
             except ValueError:
-                raise UsageError(f"{rank_var}/{size_var} are not numbers: "
-                                 f"{environ[rank_var]!r}/{environ[size_var]!r}") from None
+                raise UsageError(
+                    f"{rank_var}/{size_var} are not numbers: {environ[rank_var]!r}/{environ[size_var]!r}"
+                ) from None
     return 0, 1
 
 
@@ -87,19 +89,26 @@ def connect(environ: Mapping[str, str] | None = None, timeout_s: float = 1800.0)
     if world <= 1:
         return Coordinator(rank=0, world=1, host=host)
     if not env.get("MASTER_ADDR") or not env.get("MASTER_PORT"):
-        raise UsageError(f"{world} tasks found but MASTER_ADDR/MASTER_PORT are not set: export them "
-                         "(torchrun sets them; under srun/mpirun use the first node and a free port)")
+        raise UsageError(
+            f"{world} tasks found but MASTER_ADDR/MASTER_PORT are not set: export them "
+            "(torchrun sets them; under srun/mpirun use the first node and a free port)"
+        )
     try:
         import torch.distributed as dist
     except ImportError:
-        raise UsageError("several tasks need torch for the rendezvous: pip install torch (CPU is enough)") from None
+        raise UsageError(
+            "several tasks need torch for the rendezvous: pip install torch (CPU is enough)"
+        ) from None
     # env:// reuses torchrun's own store when there is one (TORCHELASTIC_USE_AGENT_STORE)
-    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world,
-                            timeout=timedelta(seconds=timeout_s))
+    dist.init_process_group(
+        "gloo", init_method="env://", rank=rank, world_size=world, timeout=timedelta(seconds=timeout_s)
+    )
     coord = Coordinator(rank=rank, world=world, host=host, _dist=dist)
     hosts = coord.gather(host)
     if len(set(hosts)) != len(hosts):
         coord.close()
-        raise UsageError("stoker io wants one task per node but several tasks share a host "
-                         f"({', '.join(sorted(hosts))}); launch with --ntasks-per-node=1 / --nproc-per-node=1")
+        raise UsageError(
+            "stoker io wants one task per node but several tasks share a host "
+            f"({', '.join(sorted(hosts))}); launch with --ntasks-per-node=1 / --nproc-per-node=1"
+        )
     return coord

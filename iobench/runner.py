@@ -1,5 +1,6 @@
 """Runs the fio binary: an argument list, never a shell; JSON on stdout, parsed by
 reports.ingest.fio_json. The only place iobench starts processes."""
+
 from __future__ import annotations
 
 import errno
@@ -49,8 +50,9 @@ def run_job(fio: str, job: FioJob, host: str, timeout_s: float) -> FioRun:
     result raises MeasurementAborted with fio's last error line."""
     # its own session: fio forks a process per job, and on Ctrl-C, SIGTERM or a timeout the
     # whole group must stop, not just the parent (orphaned jobs would keep doing IO)
-    proc = subprocess.Popen(job.command(fio), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        job.command(fio), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -65,7 +67,9 @@ def run_job(fio: str, job: FioJob, host: str, timeout_s: float) -> FioRun:
     except UsageError:
         if _disk_full(0, stderr):
             raise DiskFull(f"disk full during {job.name}: {last}") from None
-        raise MeasurementAborted(f"fio {job.name} failed (exit {proc.returncode}): {last or 'no output'}") from None
+        raise MeasurementAborted(
+            f"fio {job.name} failed (exit {proc.returncode}): {last or 'no output'}"
+        ) from None
     if _disk_full(doc.error, stderr):
         raise DiskFull(f"disk full during {job.name}: {last or 'ENOSPC'}")
     if doc.error or proc.returncode != 0:

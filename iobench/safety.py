@@ -4,6 +4,7 @@ directory and its removal, and probes of what the file system allows (O_DIRECT).
 All of stoker's files live under `<path>/.stoker-<run_id>/<host>/`; only that directory is
 ever removed, and nothing outside it is written.
 """
+
 from __future__ import annotations
 
 import mmap
@@ -17,10 +18,28 @@ from reports.errors import UsageError
 WORK_PREFIX = ".stoker-"
 SCOPE_MARKER = "scope-marker"
 # File systems that are one name space seen by many nodes by construction
-SHARED_FS_TYPES = frozenset({
-    "nfs", "nfs4", "lustre", "gpfs", "beegfs", "cephfs", "ceph", "glusterfs", "fuse.glusterfs",
-    "wekafs", "fuse.juicefs", "fuse.s3fs", "fuse.gcsfuse", "9p", "cifs", "smb3", "panfs", "orangefs",
-})
+SHARED_FS_TYPES = frozenset(
+    {
+        "nfs",
+        "nfs4",
+        "lustre",
+        "gpfs",
+        "beegfs",
+        "cephfs",
+        "ceph",
+        "glusterfs",
+        "fuse.glusterfs",
+        "wekafs",
+        "fuse.juicefs",
+        "fuse.s3fs",
+        "fuse.gcsfuse",
+        "9p",
+        "cifs",
+        "smb3",
+        "panfs",
+        "orangefs",
+    }
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -46,17 +65,23 @@ def check_path(text: str) -> Path:
     return p.resolve()
 
 
-def space_problem(*, free_bytes: int | None, free_inodes: int | None, need_bytes: int, need_inodes: int) -> str:
+def space_problem(
+    *, free_bytes: int | None, free_inodes: int | None, need_bytes: int, need_inodes: int
+) -> str:
     """Why the test must not run here ('' when it may): it may use at most half of what
     is free, so that a production file system never fills up because of it. None: the file
     system reports no limit (0 total), as ramfs does for bytes and btrfs for inodes."""
     if free_bytes is not None and need_bytes * 2 > free_bytes:
-        return (f"the test needs {need_bytes / 1e9:.2f} GB but only {free_bytes / 1e9:.2f} GB is free "
-                "(stoker uses at most half); lower --ckpt-bytes or choose another --path")
+        return (
+            f"the test needs {need_bytes / 1e9:.2f} GB but only {free_bytes / 1e9:.2f} GB is free "
+            "(stoker uses at most half); lower --ckpt-bytes or choose another --path"
+        )
     # some file systems (btrfs, many network ones) report no inode limit: 0 total
     if free_inodes is not None and need_inodes * 2 > free_inodes:
-        return (f"the test needs {need_inodes} inodes but only {free_inodes} are free "
-                "(stoker uses at most half); lower the file counts or choose another --path")
+        return (
+            f"the test needs {need_inodes} inodes but only {free_inodes} are free "
+            "(stoker uses at most half); lower the file counts or choose another --path"
+        )
     return ""
 
 
@@ -64,8 +89,9 @@ def check_space(path: Path, need_bytes: int, need_inodes: int) -> None:
     st = os.statvfs(path)
     free_inodes = st.f_favail if st.f_files > 0 else None
     free_bytes = st.f_bavail * st.f_frsize if st.f_blocks > 0 else None
-    problem = space_problem(free_bytes=free_bytes, free_inodes=free_inodes,
-                            need_bytes=need_bytes, need_inodes=need_inodes)
+    problem = space_problem(
+        free_bytes=free_bytes, free_inodes=free_inodes, need_bytes=need_bytes, need_inodes=need_inodes
+    )
     if problem:
         raise UsageError(f"{path}: {problem}")
 
@@ -142,8 +168,10 @@ class WorkDir:
         try:
             self.dir.mkdir()
         except FileExistsError:
-            raise UsageError(f"{self.dir} already exists: another stoker run uses this run id; "
-                             "unset STOKER_RUN_ID or give a new one") from None
+            raise UsageError(
+                f"{self.dir} already exists: another stoker run uses this run id; "
+                "unset STOKER_RUN_ID or give a new one"
+            ) from None
         self._created = True
         return self
 

@@ -4,6 +4,7 @@ Each step runs on every host and is gathered, errors included, so that when one 
 (full disk, fio error, bad path) all of them stop together instead of waiting at the next
 barrier; rank 0 writes the records. The work directory goes away in every case.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,16 @@ def collective(coord: Coordinator, fn: Callable[[], T]) -> list[T]:
 
 
 class Session:
-    def __init__(self, coord: Coordinator, settings: IoSettings, *, out: Path, run_id: str,
-                 torch_ckpt: bool, timeout_s: float) -> None:
+    def __init__(
+        self,
+        coord: Coordinator,
+        settings: IoSettings,
+        *,
+        out: Path,
+        run_id: str,
+        torch_ckpt: bool,
+        timeout_s: float,
+    ) -> None:
         self.coord = coord
         self.s = settings
         self.out = out
@@ -72,11 +81,15 @@ class Session:
         def mine() -> dict[str, Any]:
             m = base_manifest("iobench", self.run_id, os.environ)
             m["host"] = self.coord.host
-            m.update(fio=self.fio_version, fio_path=self.fio, settings=asdict(self.s),
-                     # the torch checkpoint's version, or why it did not run
-                     torch=self.torch_note or installed_versions(("torch",)).get("torch", "installed"),
-                     ram_bytes=safety.ram_bytes(),
-                     paths={str(p): asdict(safety.mount_of(p)) for p in paths})
+            m.update(
+                fio=self.fio_version,
+                fio_path=self.fio,
+                settings=asdict(self.s),
+                # the torch checkpoint's version, or why it did not run
+                torch=self.torch_note or installed_versions(("torch",)).get("torch", "installed"),
+                ram_bytes=safety.ram_bytes(),
+                paths={str(p): asdict(safety.mount_of(p)) for p in paths},
+            )
             return m
 
         lines = collective(self.coord, mine)
@@ -98,7 +111,7 @@ class Session:
         try:
             collective(c, lambda: wd.__enter__() and None)
             scope = self._scope(path, wd)
-            sharers = c.world if scope == "shared" else 1   # nodes filling this one file system
+            sharers = c.world if scope == "shared" else 1  # nodes filling this one file system
             need = self.s.bytes_needed(torch_copy=self.torch_note == "") * sharers
             if os.environ.get("STOKER_IO_SKIP_SPACE_CHECK") != "1":  # tests of the disk-full path only
                 collective(c, lambda: safety.check_space(path, need, self.s.inodes_needed() * sharers))
@@ -139,7 +152,7 @@ class Session:
         c.barrier()
         procs = int(dict(job.options).get("numjobs", "1"))
         ctx = self._context(job, path, scope, s, fallback, dropped)
-        limit = self.timeout_s + s.runtime_s + RAMP_S   # --timeout is on top of a time-based job's own runtime
+        limit = self.timeout_s + s.runtime_s + RAMP_S  # --timeout is on top of a time-based job's own runtime
         runs = self._measure(ctx, lambda: run_job(self.fio, job, c.host, limit))
         if not job.workload:
             return
@@ -150,11 +163,15 @@ class Session:
             self.write(rec)
             self.say(f"{label} on {path}: {figure(rec)}")
 
-    def _context(self, job: FioJob, path: Path, scope: str, s: IoSettings, fallback: str,
-                 dropped: bool) -> RecordContext:
+    def _context(
+        self, job: FioJob, path: Path, scope: str, s: IoSettings, fallback: str, dropped: bool
+    ) -> RecordContext:
         metadata_only = job.workload == "metadata" and job.op != "import_storm"
-        data = {"checkpoint_write": s.ckpt_bytes * s.writers, "checkpoint_read": s.ckpt_bytes * s.writers,
-                "dataloader_read": s.dl_workers * s.dl_files * s.dl_file_bytes}.get(job.workload, 0)
+        data = {
+            "checkpoint_write": s.ckpt_bytes * s.writers,
+            "checkpoint_read": s.ckpt_bytes * s.writers,
+            "dataloader_read": s.dl_workers * s.dl_files * s.dl_file_bytes,
+        }.get(job.workload, 0)
         extra: dict[str, Any] = {"fio_version": self.fio_version, "fio_args": job.args()[:40]}
         if fallback and job.direct is False and job.workload != "metadata":
             extra["direct_fallback"] = fallback
@@ -162,21 +179,39 @@ class Session:
             extra["sample_bytes"] = s.dl_sample_bytes
         return RecordContext(
             # the storm's unmeasured layout has no workload; its failure counts as the storm's
-            run_id=self.run_id, workload=job.workload or "metadata", path=str(path), scope=scope,
+            run_id=self.run_id,
+            workload=job.workload or "metadata",
+            path=str(path),
+            scope=scope,
             op=job.op if job.workload else "import_storm",
             direction="write" if job.op in ("create", "delete") else "",
-            block_size=job.block_size, direct=None if job.workload == "metadata" else job.direct,
-            metadata_only=metadata_only, cache_check=job.workload != "metadata",
-            buffered_data_bytes=0 if job.direct else data, caches_dropped=dropped, ram_bytes=self.ram,
-            extra=extra)
+            block_size=job.block_size,
+            direct=None if job.workload == "metadata" else job.direct,
+            metadata_only=metadata_only,
+            cache_check=job.workload != "metadata",
+            buffered_data_bytes=0 if job.direct else data,
+            caches_dropped=dropped,
+            ram_bytes=self.ram,
+            extra=extra,
+        )
 
     def _measure(self, ctx: RecordContext, fn: Callable[[], T]) -> list[T]:
         """collective(fn); a failure (full disk, fio error, lost node) is recorded, then raised."""
         try:
             return collective(self.coord, fn)
         except MeasurementAborted as exc:
-            zeros = [HostResult(host=h, direction=ctx.direction or "write", bytes=0, ios=0, start_s=0.0,
-                                end_s=0.0, procs=0) for h in self.hosts]
+            zeros = [
+                HostResult(
+                    host=h,
+                    direction=ctx.direction or "write",
+                    bytes=0,
+                    ios=0,
+                    start_s=0.0,
+                    end_s=0.0,
+                    procs=0,
+                )
+                for h in self.hosts
+            ]
             self.write(aggregate(zeros, ctx, failed=str(exc)))
             raise
 
@@ -188,10 +223,17 @@ class Session:
         for backend in torch_ckpt.BACKENDS:
             self.say(f"checkpoint_write {backend} ({format_size(nbytes)}) on {path} ...")
             c.barrier()
-            ctx = RecordContext(run_id=self.run_id, workload="checkpoint_write", path=str(path), scope=scope,
-                                backend=backend, direct=False, ram_bytes=self.ram,
-                                extra={"shard_bytes": nbytes, "capped_by_ram": nbytes < self.s.ckpt_bytes})
-            results = self._measure(ctx, lambda: _save(backend, nbytes, wd.dir, c.host))
+            ctx = RecordContext(
+                run_id=self.run_id,
+                workload="checkpoint_write",
+                path=str(path),
+                scope=scope,
+                backend=backend,
+                direct=False,
+                ram_bytes=self.ram,
+                extra={"shard_bytes": nbytes, "capped_by_ram": nbytes < self.s.ckpt_bytes},
+            )
+            results = self._measure(ctx, lambda b=backend: _save(b, nbytes, wd.dir, c.host))
             rec = aggregate(results, ctx)
             self.write(rec)
             self.say(f"checkpoint_write {backend} on {path}: {figure(rec)}")
@@ -217,19 +259,28 @@ def torch_ckpt_note(wanted: bool) -> str:
 
 
 def figure(rec: IoRecord) -> str:
-    hosts = f"{rec.procs} proc{'s' if rec.procs != 1 else ''}, {rec.nodes} host{'s' if rec.nodes != 1 else ''}"
+    hosts = (
+        f"{rec.procs} proc{'s' if rec.procs != 1 else ''}, {rec.nodes} host{'s' if rec.nodes != 1 else ''}"
+    )
     p99 = rec.lat_ms.get("p99")
     lat = f", p99 {p99:.3f} ms" if p99 is not None else ""
     if rec.bytes == 0:
         return f"{rec.iops:,.0f} ops/s{lat} ({hosts})"
-    rate = next((f", {rec.extra[k]:,.0f} {unit}" for k, unit in (("samples_per_s", "samples/s"), ("ops_per_s", "ops/s"))
-                 if k in rec.extra), "")
+    rate = next(
+        (
+            f", {rec.extra[k]:,.0f} {unit}"
+            for k, unit in (("samples_per_s", "samples/s"), ("ops_per_s", "ops/s"))
+            if k in rec.extra
+        ),
+        "",
+    )
     suspect = " [cache suspect]" if rec.cache_suspect else ""
     return f"{rec.bw_GBps:.3f} GB/s{rate}{lat} ({hosts}){suspect}"
 
 
-def run(settings: IoSettings, paths: list[str], *, out: str, run_id: str, torch_ckpt: bool,
-        timeout_s: float) -> int:
+def run(
+    settings: IoSettings, paths: list[str], *, out: str, run_id: str, torch_ckpt: bool, timeout_s: float
+) -> int:
     coord = connect(timeout_s=timeout_s)
     session: Session | None = None
     try:
@@ -237,11 +288,12 @@ def run(settings: IoSettings, paths: list[str], *, out: str, run_id: str, torch_
         # of them at once instead of leaving the others waiting at a barrier
         collective(coord, find_fio)
         checked = collective(coord, lambda: [safety.check_path(p) for p in paths])[coord.rank]
-        run_id = coord.gather(run_id)[0]   # every node files its work under rank 0's run id
+        run_id = coord.gather(run_id)[0]  # every node files its work under rank 0's run id
         # the results dir is new or this run's own, else every node stops here (exit 2)
         collective(coord, lambda: claim(Path(out), run_id) if coord.rank == 0 else None)
-        session = Session(coord, settings, out=Path(out), run_id=run_id, torch_ckpt=torch_ckpt,
-                          timeout_s=timeout_s)
+        session = Session(
+            coord, settings, out=Path(out), run_id=run_id, torch_ckpt=torch_ckpt, timeout_s=timeout_s
+        )
         if session.torch_note and session.torch_note != "not run":
             session.say(session.torch_note)
         session.write_manifests(checked)
@@ -253,4 +305,3 @@ def run(settings: IoSettings, paths: list[str], *, out: str, run_id: str, torch_
         if session is not None:
             session.close()
         coord.close()
-

@@ -2,6 +2,7 @@
 saved by one process with torch.save and with torch.distributed.checkpoint (DCP), timed
 from the first byte to the fsync, so a report can say how close fio's per-writer figure is.
 torch is imported here only."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ from typing import Any
 from iobench.aggregate import HostResult
 
 BACKENDS = ("torch.save", "torch.dcp")
-_TENSOR_BYTES = 64 << 20   # a model is many tensors; 64 MiB ones keep the count realistic
+_TENSOR_BYTES = 64 << 20  # a model is many tensors; 64 MiB ones keep the count realistic
 
 
 def torch_missing() -> str:
@@ -55,7 +56,7 @@ def save(backend: str, nbytes: int, directory: Path, host: str) -> HostResult:
     """Save `nbytes` of tensors into `directory` with `backend`; the files stay until the
     work directory is removed."""
     import torch
-    import torch.distributed.checkpoint as dcp   # imported before the clock starts
+    import torch.distributed.checkpoint as dcp  # imported before the clock starts
 
     state = _state_dict(nbytes)
     target = directory / backend.replace(".", "_")
@@ -74,5 +75,6 @@ def save(backend: str, nbytes: int, directory: Path, host: str) -> HostResult:
             dcp.save(state, storage_writer=writer, no_dist=True)
         _fsync_tree(target)
     end = time.time()
-    return HostResult(host=host, direction="write", bytes=nbytes, ios=len(state), start_s=start,
-                      end_s=end, procs=1)
+    return HostResult(
+        host=host, direction="write", bytes=nbytes, ios=len(state), start_s=start, end_s=end, procs=1
+    )

@@ -4,6 +4,7 @@ Each workload renders to one or more `FioJob`s, which print as a fio command lin
 file (`stoker io --dry-run`), so a person can read exactly what runs and run it by hand.
 Sizes are in bytes; fio accepts plain byte counts, so nothing is lost in rendering.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,19 +32,19 @@ class IoSettings:
     """Everything that shapes the fio jobs of one `stoker io` run (per node)."""
 
     families: tuple[str, ...] = FAMILIES
-    ckpt_bytes: int = 256 * MIB        # per writer
+    ckpt_bytes: int = 256 * MIB  # per writer
     ckpt_block: int = 4 * MIB
     writers: int = default_procs()
-    direct: bool = True                # O_DIRECT; False when the file system refuses it
-    runtime_s: int = 10                # every bandwidth job (time_based), after RAMP_S of ramp
+    direct: bool = True  # O_DIRECT; False when the file system refuses it
+    runtime_s: int = 10  # every bandwidth job (time_based), after RAMP_S of ramp
     dl_workers: int = default_procs()
-    dl_sample_bytes: int = 128 << 10   # one random read = one sample
-    dl_files: int = 64                 # per worker
+    dl_sample_bytes: int = 128 << 10  # one random read = one sample
+    dl_files: int = 64  # per worker
     dl_file_bytes: int = 4 * MIB
-    md_files: int = 2000               # per metadata process
+    md_files: int = 2000  # per metadata process
     md_procs: int = 2
     md_file_bytes: int = 4096
-    storm_procs: int = 8               # the "import storm": every process reads every file
+    storm_procs: int = 8  # the "import storm": every process reads every file
     storm_files: int = 1000
     storm_file_bytes: int = 4096
 
@@ -56,8 +57,11 @@ class IoSettings:
         if "dataloader" in self.families:
             need = max(need, self.dl_workers * self.dl_files * self.dl_file_bytes)
         if "metadata" in self.families:
-            need = max(need, self.md_procs * self.md_files * self.md_file_bytes,
-                       self.storm_files * self.storm_file_bytes)
+            need = max(
+                need,
+                self.md_procs * self.md_files * self.md_file_bytes,
+                self.storm_files * self.storm_file_bytes,
+            )
         return need
 
     def inodes_needed(self) -> int:
@@ -113,27 +117,52 @@ def checkpoint_jobs(s: IoSettings, directory: str) -> list[FioJob]:
     are read back as a resume does, past the page cache (O_DIRECT, or fio's per-file cache
     invalidation plus dropped caches when the file system refuses O_DIRECT). Both for
     runtime_s: a shard written faster than that is written again, so the figure is steady."""
-    shard = [("filename_format", "ckpt.$jobnum"), ("size", str(s.ckpt_bytes)),
-             ("bs", str(s.ckpt_block)), ("ioengine", "psync"), ("direct", "1" if s.direct else "0")]
-    write = FioJob(name="checkpoint_write", workload="checkpoint_write", block_size=s.ckpt_block,
-                   direct=s.direct,
-                   options=(*_common(directory, s.writers), ("rw", "write"), *shard, *_timed(s), ("end_fsync", "1")))
-    read = FioJob(name="checkpoint_read", workload="checkpoint_read", block_size=s.ckpt_block,
-                  direct=s.direct,
-                  options=(*_common(directory, s.writers), ("rw", "read"), *shard, *_timed(s), ("invalidate", "1")))
+    shard = [
+        ("filename_format", "ckpt.$jobnum"),
+        ("size", str(s.ckpt_bytes)),
+        ("bs", str(s.ckpt_block)),
+        ("ioengine", "psync"),
+        ("direct", "1" if s.direct else "0"),
+    ]
+    write = FioJob(
+        name="checkpoint_write",
+        workload="checkpoint_write",
+        block_size=s.ckpt_block,
+        direct=s.direct,
+        options=(*_common(directory, s.writers), ("rw", "write"), *shard, *_timed(s), ("end_fsync", "1")),
+    )
+    read = FioJob(
+        name="checkpoint_read",
+        workload="checkpoint_read",
+        block_size=s.ckpt_block,
+        direct=s.direct,
+        options=(*_common(directory, s.writers), ("rw", "read"), *shard, *_timed(s), ("invalidate", "1")),
+    )
     return [write, read]
 
 
 def dataloader_job(s: IoSettings, directory: str) -> FioJob:
     """Random sample-sized reads over many files by every worker, for `runtime_s`."""
-    return FioJob(name="dataloader_read", workload="dataloader_read", block_size=s.dl_sample_bytes,
-                  direct=s.direct, options=(
-                      *_common(directory, s.dl_workers), ("rw", "randread"),
-                      ("bs", str(s.dl_sample_bytes)), ("nrfiles", str(s.dl_files)),
-                      ("filesize", str(s.dl_file_bytes)), ("size", str(s.dl_files * s.dl_file_bytes)),
-                      ("file_service_type", "random"), ("filename_format", "dl.$jobnum.$filenum"),
-                      ("ioengine", "psync"), ("direct", "1" if s.direct else "0"),
-                      *_timed(s), ("invalidate", "1")))
+    return FioJob(
+        name="dataloader_read",
+        workload="dataloader_read",
+        block_size=s.dl_sample_bytes,
+        direct=s.direct,
+        options=(
+            *_common(directory, s.dl_workers),
+            ("rw", "randread"),
+            ("bs", str(s.dl_sample_bytes)),
+            ("nrfiles", str(s.dl_files)),
+            ("filesize", str(s.dl_file_bytes)),
+            ("size", str(s.dl_files * s.dl_file_bytes)),
+            ("file_service_type", "random"),
+            ("filename_format", "dl.$jobnum.$filenum"),
+            ("ioengine", "psync"),
+            ("direct", "1" if s.direct else "0"),
+            *_timed(s),
+            ("invalidate", "1"),
+        ),
+    )
 
 
 def metadata_jobs(s: IoSettings, directory: str) -> list[FioJob]:
@@ -141,29 +170,62 @@ def metadata_jobs(s: IoSettings, directory: str) -> list[FioJob]:
     operation), then the import storm."""
     jobs = []
     for op, engine in METADATA_OPS:
-        jobs.append(FioJob(name=f"metadata_{op}", workload="metadata", op=op, options=(
-            *_common(directory, s.md_procs), ("ioengine", engine), ("filesize", str(s.md_file_bytes)),
-            ("nrfiles", str(s.md_files)), ("openfiles", "1"), ("filename_format", "md.$jobnum.$filenum"))))
+        jobs.append(
+            FioJob(
+                name=f"metadata_{op}",
+                workload="metadata",
+                op=op,
+                options=(
+                    *_common(directory, s.md_procs),
+                    ("ioengine", engine),
+                    ("filesize", str(s.md_file_bytes)),
+                    ("nrfiles", str(s.md_files)),
+                    ("openfiles", "1"),
+                    ("filename_format", "md.$jobnum.$filenum"),
+                ),
+            )
+        )
     return [*jobs, storm_layout_job(s, directory), storm_job(s, directory)]
 
 
 def storm_layout_job(s: IoSettings, directory: str) -> FioJob:
     """Creates the import-storm files in `<dir>/storm/` (not measured)."""
-    return FioJob(name="metadata_import_storm_layout", workload="", op="layout", options=(
-        ("directory", directory), ("filename_format", "storm/f.$filenum"), ("nrfiles", str(s.storm_files)),
-        ("filesize", str(s.storm_file_bytes)), ("size", str(s.storm_files * s.storm_file_bytes)),
-        ("rw", "write"), ("bs", str(s.storm_file_bytes)), ("create_only", "1")))
+    return FioJob(
+        name="metadata_import_storm_layout",
+        workload="",
+        op="layout",
+        options=(
+            ("directory", directory),
+            ("filename_format", "storm/f.$filenum"),
+            ("nrfiles", str(s.storm_files)),
+            ("filesize", str(s.storm_file_bytes)),
+            ("size", str(s.storm_files * s.storm_file_bytes)),
+            ("rw", "write"),
+            ("bs", str(s.storm_file_bytes)),
+            ("create_only", "1"),
+        ),
+    )
 
 
 def storm_job(s: IoSettings, directory: str) -> FioJob:
     """M processes each open and read the same N small files (`opendir` gives every process
     the whole directory, as every rank of a job imports the same modules), buffered, as
     Python reads them."""
-    return FioJob(name="metadata_import_storm", workload="metadata", op="import_storm",
-                  block_size=s.storm_file_bytes, options=(
-                      ("opendir", f"{directory}/storm"), ("numjobs", str(s.storm_procs)),
-                      ("group_reporting", "1"), ("rw", "read"), ("bs", str(s.storm_file_bytes)),
-                      ("openfiles", "1"), ("file_service_type", "sequential")))
+    return FioJob(
+        name="metadata_import_storm",
+        workload="metadata",
+        op="import_storm",
+        block_size=s.storm_file_bytes,
+        options=(
+            ("opendir", f"{directory}/storm"),
+            ("numjobs", str(s.storm_procs)),
+            ("group_reporting", "1"),
+            ("rw", "read"),
+            ("bs", str(s.storm_file_bytes)),
+            ("openfiles", "1"),
+            ("file_service_type", "sequential"),
+        ),
+    )
 
 
 def plan(s: IoSettings, directory: str) -> list[FioJob]:
@@ -180,8 +242,10 @@ def plan(s: IoSettings, directory: str) -> list[FioJob]:
 
 def dry_run_text(s: IoSettings, directories: list[str]) -> str:
     """What `stoker io --dry-run` prints: each fio command line, runnable by hand."""
-    lines = [f"# stoker io: the fio jobs for {len(directories)} path(s), in order. To run one by hand,",
-             "# point --directory at an empty directory you created (and remove it afterwards)."]
+    lines = [
+        f"# stoker io: the fio jobs for {len(directories)} path(s), in order. To run one by hand,",
+        "# point --directory at an empty directory you created (and remove it afterwards).",
+    ]
     for d in directories:
         for job in plan(s, d):
             lines.append(f"# {job.workload or 'setup'}{' ' + job.op if job.op else ''}")

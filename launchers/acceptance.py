@@ -1,6 +1,7 @@
 """The acceptance job's phases, in order, as data: ONE source for every launcher that runs
 the whole job (the sbatch job, launchers/torchrun.sh and with it the Kubernetes, SkyPilot
 and dstack jobs). Pure."""
+
 from __future__ import annotations
 
 from launchers.builders import INVENTORY_LIMIT_S
@@ -25,7 +26,7 @@ def net_phases(nodes: int) -> list[tuple[str, tuple[str, ...]]]:
 
 def job_limit_s(profile: Profile, nodes: int) -> int:
     """The whole job's limit: every phase at its outer limit, the report, and a margin."""
-    secs = INVENTORY_LIMIT_S + PHASE_GRACE_S     # the node inventory, first
+    secs = INVENTORY_LIMIT_S + PHASE_GRACE_S  # the node inventory, first
     secs += len(net_phases(nodes)) * (profile.net_timeout_s + PHASE_GRACE_S)
     secs += profile.io_timeout_s + PHASE_GRACE_S
     return secs + profile.report_timeout_s + JOB_MARGIN_S

@@ -12,6 +12,7 @@ defined once, here in Python, none in bash).
     python -m launchers.argv --launcher mpirun --nnodes 2 exec -- test -s FILE
     python -m launchers.argv --nnodes 2 phases     # the network phases: name, scopes, name, ...
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,22 +70,46 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
     if args.what == "report":
         return b.report_argv(b.ReportCommand(out=args.out, spec=spec, workload=workload, stoker=stoker))
     if args.what == "net":
-        return b.net_argv(b.NetCommand(profile=profile, out=args.out, scopes=tuple(args.scopes.split(",")),
-                                       backend=args.backend, nproc=args.nproc, stoker=stoker))
+        return b.net_argv(
+            b.NetCommand(
+                profile=profile,
+                out=args.out,
+                scopes=tuple(args.scopes.split(",")),
+                backend=args.backend,
+                nproc=args.nproc,
+                stoker=stoker,
+            )
+        )
     return b.io_argv(b.IoCommand(profile=profile, out=args.out, paths=tuple(args.path), stoker=stoker))
 
 
 def launched(args: argparse.Namespace, prog: list[str]) -> list[str]:
     """`prog` under the launcher asked for (report and limits always run locally)."""
     if args.launcher == "torchrun" and args.what in ("net", "io", "exec"):
-        return b.build("torchrun", b.TorchrunSpec(
-            program=tuple(prog), nnodes=args.nnodes, nproc_per_node=args.nproc_per_node,
-            node_rank=args.node_rank, master_addr=args.master_addr, master_port=args.master_port,
-            torchrun=(sys.executable, "-m", "torch.distributed.run")))
+        return b.build(
+            "torchrun",
+            b.TorchrunSpec(
+                program=tuple(prog),
+                nnodes=args.nnodes,
+                nproc_per_node=args.nproc_per_node,
+                node_rank=args.node_rank,
+                master_addr=args.master_addr,
+                master_port=args.master_port,
+                torchrun=(sys.executable, "-m", "torch.distributed.run"),
+            ),
+        )
     if args.launcher == "mpirun" and args.what in ("net", "io", "exec"):
-        return b.build("mpirun", b.MpirunSpec(
-            program=tuple(prog), hostfile=args.hostfile, nodes=args.nnodes, procs_per_node=args.nproc_per_node,
-            export=tuple(x for x in args.export.split(",") if x), allow_run_as_root=args.allow_run_as_root))
+        return b.build(
+            "mpirun",
+            b.MpirunSpec(
+                program=tuple(prog),
+                hostfile=args.hostfile,
+                nodes=args.nnodes,
+                procs_per_node=args.nproc_per_node,
+                export=tuple(x for x in args.export.split(",") if x),
+                allow_run_as_root=args.allow_run_as_root,
+            ),
+        )
     return prog
 
 

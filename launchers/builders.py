@@ -8,6 +8,7 @@ Two kinds, both without side effects (no `srun --version`, no environment reads)
 Tokens are always a list handed to a subprocess or `shell_line` — never a shell string
 glued together from input.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,7 +35,7 @@ class NetCommand:
     out: str
     scopes: tuple[str, ...]
     backend: str = "auto"
-    nproc: int | None = None          # standalone: start this many local ranks
+    nproc: int | None = None  # standalone: start this many local ranks
     stoker: tuple[str, ...] = STOKER
 
 
@@ -46,7 +47,7 @@ class IoCommand:
     out: str
     paths: tuple[str, ...]
     stoker: tuple[str, ...] = STOKER
-    writers: int | None = None    # checkpoint writers per node (one shard per GPU); None: stoker io's default
+    writers: int | None = None  # checkpoint writers per node (one shard per GPU); None: stoker io's default
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -55,7 +56,7 @@ class ReportCommand:
     spec: str | None = None
     workload: str | None = None
     stoker: tuple[str, ...] = STOKER
-    fail_unjudged: bool = False     # the acceptance job: nothing judged is no acceptance
+    fail_unjudged: bool = False  # the acceptance job: nothing judged is no acceptance
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -66,7 +67,7 @@ class InventoryCommand:
     stoker: tuple[str, ...] = STOKER
 
 
-INVENTORY_LIMIT_S = 120   # nvidia-smi reads and 30 x 1 GiB copies per GPU take seconds; room for slow tools
+INVENTORY_LIMIT_S = 120  # nvidia-smi reads and 30 x 1 GiB copies per GPU take seconds; room for slow tools
 
 
 def inventory_argv(c: InventoryCommand) -> list[str]:
@@ -76,15 +77,28 @@ def inventory_argv(c: InventoryCommand) -> list[str]:
 def net_argv(c: NetCommand) -> list[str]:
     p = c.profile
     argv = [
-        *c.stoker, "net",
-        "--ops", ",".join(p.ops),
-        "--min-bytes", p.min_bytes, "--max-bytes", p.max_bytes,
-        "--step-factor", str(p.step_factor),
-        "--iters", str(p.iters), "--warmup", str(p.warmup),
-        "--backend", c.backend,
-        "--scopes", ",".join(c.scopes),
-        "--timeout", str(p.net_timeout_s),
-        "--out", c.out,
+        *c.stoker,
+        "net",
+        "--ops",
+        ",".join(p.ops),
+        "--min-bytes",
+        p.min_bytes,
+        "--max-bytes",
+        p.max_bytes,
+        "--step-factor",
+        str(p.step_factor),
+        "--iters",
+        str(p.iters),
+        "--warmup",
+        str(p.warmup),
+        "--backend",
+        c.backend,
+        "--scopes",
+        ",".join(c.scopes),
+        "--timeout",
+        str(p.net_timeout_s),
+        "--out",
+        c.out,
     ]
     if c.nproc is not None:
         argv += ["--nproc", str(c.nproc)]
@@ -97,12 +111,17 @@ def io_argv(c: IoCommand) -> list[str]:
     for path in c.paths:
         argv += ["--path", path]
     return argv + [
-        "--workloads", ",".join(p.workloads),
-        "--ckpt-bytes", p.ckpt_bytes,
-        "--runtime", str(p.io_runtime_s),
-        "--timeout", str(p.io_timeout_s),
+        "--workloads",
+        ",".join(p.workloads),
+        "--ckpt-bytes",
+        p.ckpt_bytes,
+        "--runtime",
+        str(p.io_runtime_s),
+        "--timeout",
+        str(p.io_timeout_s),
         *(["--writers", str(c.writers)] if c.writers else []),
-        "--out", c.out,
+        "--out",
+        c.out,
     ]
 
 
@@ -125,9 +144,9 @@ class SrunSpec:
     program: tuple[str, ...]
     nodes: int
     ntasks_per_node: int = 1
-    time_limit_s: int | None = None   # srun --time: the step is killed past it
-    mpi: str | None = None            # e.g. "pmix" for an MPI backend
-    label: bool = True                # prefix every output line with its task number
+    time_limit_s: int | None = None  # srun --time: the step is killed past it
+    mpi: str | None = None  # e.g. "pmix" for an MPI backend
+    label: bool = True  # prefix every output line with its task number
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -150,15 +169,15 @@ class MpirunSpec:
     hostfile: str | None
     nodes: int
     procs_per_node: int
-    export: tuple[str, ...] = ("STOKER_RUN_ID",)    # variables passed to every rank (-x)
-    mca: tuple[tuple[str, str], ...] = ()           # e.g. (("btl_tcp_if_include", "eth0"),)
+    export: tuple[str, ...] = ("STOKER_RUN_ID",)  # variables passed to every rank (-x)
+    mca: tuple[tuple[str, str], ...] = ()  # e.g. (("btl_tcp_if_include", "eth0"),)
     allow_run_as_root: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LocalSpec:
     program: tuple[str, ...]
-    time_limit_s: int | None = None   # coreutils timeout: TERM at the limit, KILL 30 s later
+    time_limit_s: int | None = None  # coreutils timeout: TERM at the limit, KILL 30 s later
 
 
 def _minutes(seconds: int) -> str:
@@ -167,10 +186,14 @@ def _minutes(seconds: int) -> str:
 
 
 def srun(s: SrunSpec) -> list[str]:
-    argv = ["srun", f"--nodes={s.nodes}", f"--ntasks-per-node={s.ntasks_per_node}",
-            f"--ntasks={s.nodes * s.ntasks_per_node}",
-            # one dead task ends the whole step instead of leaving the others waiting
-            "--kill-on-bad-exit=1"]
+    argv = [
+        "srun",
+        f"--nodes={s.nodes}",
+        f"--ntasks-per-node={s.ntasks_per_node}",
+        f"--ntasks={s.nodes * s.ntasks_per_node}",
+        # one dead task ends the whole step instead of leaving the others waiting
+        "--kill-on-bad-exit=1",
+    ]
     if s.time_limit_s is not None:
         argv.append(f"--time={_minutes(s.time_limit_s)}")
     if s.mpi:
@@ -185,7 +208,11 @@ def torchrun(s: TorchrunSpec) -> list[str]:
     if s.master_addr is None:
         argv.append("--standalone")
     else:
-        argv += [f"--node-rank={s.node_rank}", f"--master-addr={s.master_addr}", f"--master-port={s.master_port}"]
+        argv += [
+            f"--node-rank={s.node_rank}",
+            f"--master-addr={s.master_addr}",
+            f"--master-port={s.master_port}",
+        ]
     # a failed rank is a finding, not something to retry; the program is not a .py file
     return argv + ["--max-restarts=0", "--no-python", *s.program]
 
@@ -196,8 +223,7 @@ def mpirun(s: MpirunSpec) -> list[str]:
         argv.append("--allow-run-as-root")
     if s.hostfile:
         argv += ["--hostfile", s.hostfile]
-    argv += ["-np", str(s.nodes * s.procs_per_node), "--npernode", str(s.procs_per_node),
-             "--bind-to", "none"]
+    argv += ["-np", str(s.nodes * s.procs_per_node), "--npernode", str(s.procs_per_node), "--bind-to", "none"]
     for name in s.export:
         argv += ["-x", name]
     for key, value in s.mca:

@@ -2,9 +2,10 @@
 
 Each subcommand module exposes `HELP` (one line), `add_arguments(parser)` and
 `main(args) -> int`. Modules are named as strings and imported on use, so that
-`launchers` does not depend on netbench or iobench (ARCHITECTURE.md), and so that
+`launchers` does not depend on netbench or iobench (docs/architecture.md), and so that
 `stoker --help` stays fast: these modules must not import torch at import time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,9 @@ import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn, Sequence
+from typing import NoReturn
 
 from reports.errors import StokerError
 
@@ -74,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"):
         args_list = ["run", *args_list]  # `stoker` alone is `stoker run`
-    command = ""   # known once parsed; a crash while building the parser is still one line
+    command = ""  # known once parsed; a crash while building the parser is still one line
     try:
         args = build_parser().parse_args(args_list)
         command = args.command
@@ -88,8 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line and a file
         where = _write_traceback(command or "cli")
         summary = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        sys.stderr.write(f"{_who(command)}: internal error ({summary}); the full traceback is in {where}; "
-                         f"please report it (exit {CRASHED})\n")
+        sys.stderr.write(
+            f"{_who(command)}: internal error ({summary}); the full traceback is in {where}; "
+            f"please report it (exit {CRASHED})\n"
+        )
         return CRASHED
 
 

@@ -3,6 +3,7 @@ command each node runs — launchers/torchrun.sh (the acceptance phases, launche
 with NNODES / NODE_RANK / MASTER_ADDR / NPROC_PER_NODE taken from the platform's own
 variables, and STOKER_EXPECT_NODES rendered in, so a node whose platform variables
 describe another world stops in one line before any sweep."""
+
 from __future__ import annotations
 
 import shlex
@@ -14,39 +15,39 @@ from launchers.profiles import PROFILES, Profile
 
 PLATFORMS = ("slurm", "k8s", "skypilot", "dstack")
 K8S_KINDS = ("job", "mpijob", "jobset")
-CPU_RANKS = 2            # ranks per node without GPUs (gloo), as everywhere else
-SHM_PER_RANK_GIB = 2     # /dev/shm: NCCL's shared-memory transport and torch's IPC, per rank
+CPU_RANKS = 2  # ranks per node without GPUs (gloo), as everywhere else
+SHM_PER_RANK_GIB = 2  # /dev/shm: NCCL's shared-memory transport and torch's IPC, per rank
 MASTER_PORT = 29500
-INPUTS_DIR = "/stoker-inputs"   # where the spec and workload are mounted in the container
+INPUTS_DIR = "/stoker-inputs"  # where the spec and workload are mounted in the container
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CloudJob:
-    name: str                         # the job's name (and its run id, and OUT's last part)
+    name: str  # the job's name (and its run id, and OUT's last part)
     nodes: int
-    gpus_per_node: int                # 0: CPU ranks (gloo), no GPU request
+    gpus_per_node: int  # 0: CPU ranks (gloo), no GPU request
     profile: Profile
-    image: str                        # an image with stoker in stoker_dir (./install.sh)
+    image: str  # an image with stoker in stoker_dir (./install.sh)
     fabric: str = "tcp"
     backend: str = "auto"
-    out: str = "/stoker-results"      # results root in the container; OUT = out/name
+    out: str = "/stoker-results"  # results root in the container; OUT = out/name
     results_volume: str | None = None  # k8s: a ReadWriteMany PVC; dstack/SkyPilot: a volume name
     stoker_dir: str = "/opt/stoker"
-    inputs_dir: str = INPUTS_DIR      # where the spec and workload appear in the container
-    spec_text: str | None = None      # read at the edge; shipped as a ConfigMap / file
+    inputs_dir: str = INPUTS_DIR  # where the spec and workload appear in the container
+    spec_text: str | None = None  # read at the edge; shipped as a ConfigMap / file
     workload_text: str | None = None
-    spec_path: str | None = None      # the local files (SkyPilot / dstack upload them)
+    spec_path: str | None = None  # the local files (SkyPilot / dstack upload them)
     workload_path: str | None = None
     workload_preset: str | None = None  # a preset name (llama-70b): passed as given, nothing shipped
     namespace: str | None = None
-    kind: str = "job"                 # k8s: job (Indexed Job + Service), mpijob, jobset
+    kind: str = "job"  # k8s: job (Indexed Job + Service), mpijob, jobset
     node_selector: tuple[tuple[str, str], ...] = ()
-    queue: str | None = None          # Kueue LocalQueue (label kueue.x-k8s.io/queue-name)
-    topology: str | None = None       # Kueue: all pods within one domain of this node label
-    network_tier: str | None = None   # SkyPilot resources.network_tier
-    networks: str | None = None       # Multus networks for roce
+    queue: str | None = None  # Kueue LocalQueue (label kueue.x-k8s.io/queue-name)
+    topology: str | None = None  # Kueue: all pods within one domain of this node label
+    network_tier: str | None = None  # SkyPilot resources.network_tier
+    networks: str | None = None  # Multus networks for roce
     fabric_devices: int | None = None  # override of the fabric's device count per pod
-    allow_unjudged: bool = False      # False: nothing compared with a reference fails the job
+    allow_unjudged: bool = False  # False: nothing compared with a reference fails the job
 
     @property
     def ranks_per_node(self) -> int:
@@ -74,9 +75,19 @@ class CloudJob:
 
 
 # profile field -> the option that sets it (`stoker run`'s, which torchrun.sh takes)
-_KNOBS = {"ops": "--ops", "min_bytes": "--min-bytes", "max_bytes": "--max-bytes", "step_factor": "--step-factor",
-          "iters": "--iters", "warmup": "--warmup", "workloads": "--workloads", "ckpt_bytes": "--ckpt-bytes",
-          "io_runtime_s": "--io-runtime", "net_timeout_s": "--net-timeout", "io_timeout_s": "--io-timeout"}
+_KNOBS = {
+    "ops": "--ops",
+    "min_bytes": "--min-bytes",
+    "max_bytes": "--max-bytes",
+    "step_factor": "--step-factor",
+    "iters": "--iters",
+    "warmup": "--warmup",
+    "workloads": "--workloads",
+    "ckpt_bytes": "--ckpt-bytes",
+    "io_runtime_s": "--io-runtime",
+    "net_timeout_s": "--net-timeout",
+    "io_timeout_s": "--io-timeout",
+}
 
 
 def stoker_args(job: CloudJob) -> list[str]:
@@ -98,9 +109,15 @@ def stoker_args(job: CloudJob) -> list[str]:
 
 def node_env(job: CloudJob) -> list[tuple[str, str]]:
     """Settings every node gets as literal environment (the platform adds its own)."""
-    env = [("STOKER_EXPECT_NODES", str(job.nodes)), ("OUT", job.run_dir), ("BACKEND", job.backend),
-           ("STOKER_RUN_ID", job.name), ("SHARED_OUT", "1" if job.shared else "0"),
-           ("MASTER_PORT", str(MASTER_PORT)), ("FAIL_UNJUDGED", "0" if job.allow_unjudged else "1")]
+    env = [
+        ("STOKER_EXPECT_NODES", str(job.nodes)),
+        ("OUT", job.run_dir),
+        ("BACKEND", job.backend),
+        ("STOKER_RUN_ID", job.name),
+        ("SHARED_OUT", "1" if job.shared else "0"),
+        ("MASTER_PORT", str(MASTER_PORT)),
+        ("FAIL_UNJUDGED", "0" if job.allow_unjudged else "1"),
+    ]
     return env + list(job.fab.env)
 
 
@@ -109,18 +126,19 @@ RANK_VARIABLES: dict[str, str] = {
     # an Indexed Job: the pod's index is its node rank; the world is the Job's completions
     "k8s": 'NODE_RANK="$JOB_COMPLETION_INDEX"',
     "skypilot": 'NNODES="$SKYPILOT_NUM_NODES" NODE_RANK="$SKYPILOT_NODE_RANK" '
-                'MASTER_ADDR="$(printf \'%s\\n\' "$SKYPILOT_NODE_IPS" | head -n 1)" '
-                'NPROC_PER_NODE="$SKYPILOT_NUM_GPUS_PER_NODE"',
+    'MASTER_ADDR="$(printf \'%s\\n\' "$SKYPILOT_NODE_IPS" | head -n 1)" '
+    'NPROC_PER_NODE="$SKYPILOT_NUM_GPUS_PER_NODE"',
     "dstack": 'NNODES="$DSTACK_NODES_NUM" NODE_RANK="$DSTACK_NODE_RANK" '
-              'MASTER_ADDR="$DSTACK_MASTER_NODE_IP" NPROC_PER_NODE="$DSTACK_GPUS_PER_NODE"',
+    'MASTER_ADDR="$DSTACK_MASTER_NODE_IP" NPROC_PER_NODE="$DSTACK_GPUS_PER_NODE"',
 }
 
 
 def node_script(job: CloudJob, platform: str) -> str:
     """The bash each node runs: map the platform's variables, then torchrun.sh."""
-    run = " ".join(shlex.quote(t) for t in ["bash", f"{job.stoker_dir}/launchers/torchrun.sh", *stoker_args(job)])
+    run = " ".join(
+        shlex.quote(t) for t in ["bash", f"{job.stoker_dir}/launchers/torchrun.sh", *stoker_args(job)]
+    )
     return f"export {RANK_VARIABLES[platform]}\nexec {run}\n"
-
 
 
 def dump_yaml(docs: list[dict[str, object]]) -> str:

@@ -1,6 +1,7 @@
 """Does the cluster declare the GPUs a job asks for? (pure: `sinfo -h -o %G` text in, a
 one-line problem or None out). Checked before sbatch, whose own answer is "Invalid generic
 resource (gres) specification", which does not say what to pass instead."""
+
 from __future__ import annotations
 
 import re
@@ -26,9 +27,13 @@ def gres_problem(sinfo_gres: str, wanted: int, partition: str | None = None) -> 
     where = f"partition {partition}" if partition else "this cluster"
     have = gpus_per_node(sinfo_gres)
     if have == 0:
-        return (f"the nodes of {where} declare no GPUs (`sinfo -o %G` shows no gpu gres): drop --gpus-per-node "
-                "to test with CPU ranks (gloo), or pick a GPU partition with --partition")
+        return (
+            f"the nodes of {where} declare no GPUs (`sinfo -o %G` shows no gpu gres): drop --gpus-per-node "
+            "to test with CPU ranks (gloo), or pick a GPU partition with --partition"
+        )
     if have < wanted:
-        return (f"the nodes of {where} declare at most {have} GPUs each (`sinfo -o %G`): "
-                f"pass --gpus-per-node {have} or less")
+        return (
+            f"the nodes of {where} declare at most {have} GPUs each (`sinfo -o %G`): "
+            f"pass --gpus-per-node {have} or less"
+        )
     return None

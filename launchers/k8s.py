@@ -9,6 +9,7 @@
   launcher runs launchers/mpirun.sh over the operator's hostfile; workers run sshd.
 Every pod: GPUs = its ranks, /dev/shm in memory, the job's deadline, the results volume.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,7 +20,7 @@ JOB_LABEL = "stoker.dev/job"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 MULTUS = "k8s.v1.cni.cncf.io/networks"
-MPI_HOSTFILE = "/etc/mpi/hostfile"   # where the MPI Operator mounts it in the launcher
+MPI_HOSTFILE = "/etc/mpi/hostfile"  # where the MPI Operator mounts it in the launcher
 
 
 def master_addr(job: CloudJob) -> str:
@@ -56,13 +57,21 @@ def pod_resources(job: CloudJob, worker: bool) -> dict[str, Any]:
 
 
 def _volumes(job: CloudJob) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    mounts: list[dict[str, Any]] = [{"name": "dshm", "mountPath": "/dev/shm"},
-                                    {"name": "results", "mountPath": job.out}]
+    mounts: list[dict[str, Any]] = [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "results", "mountPath": job.out},
+    ]
     volumes: list[dict[str, Any]] = [
         # NCCL's shared-memory transport lives in /dev/shm; the container default is 64 MiB
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{job.shm_gib}Gi"}},
-        {"name": "results", **({"persistentVolumeClaim": {"claimName": job.results_volume}}
-                               if job.results_volume else {"emptyDir": {}})},
+        {
+            "name": "results",
+            **(
+                {"persistentVolumeClaim": {"claimName": job.results_volume}}
+                if job.results_volume
+                else {"emptyDir": {}}
+            ),
+        },
     ]
     if job.spec_text is not None or job.workload_text is not None:
         mounts.append({"name": "inputs", "mountPath": job.inputs_dir, "readOnly": True})
@@ -70,7 +79,9 @@ def _volumes(job: CloudJob) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     return mounts, volumes
 
 
-def pod_template(job: CloudJob, command: list[str], env: list[tuple[str, str]], worker: bool = True) -> dict[str, Any]:
+def pod_template(
+    job: CloudJob, command: list[str], env: list[tuple[str, str]], worker: bool = True
+) -> dict[str, Any]:
     """A PodTemplateSpec (metadata + spec) of one node of the job."""
     fab = job.fab
     mounts, volumes = _volumes(job)
@@ -86,8 +97,16 @@ def pod_template(job: CloudJob, command: list[str], env: list[tuple[str, str]], 
         spec.update(hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet")
     if worker:
         # one pod per node: two pods on one node would be one node measured twice
-        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"labelSelector": {"matchLabels": {JOB_LABEL: job.name}}, "topologyKey": "kubernetes.io/hostname"}]}}
+        spec["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {JOB_LABEL: job.name}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        }
     if job.node_selector:
         spec["nodeSelector"] = dict(job.node_selector)
     spec["containers"] = [container]
@@ -104,17 +123,27 @@ def pod_template(job: CloudJob, command: list[str], env: list[tuple[str, str]], 
 
 
 def _node_env(job: CloudJob) -> list[tuple[str, str]]:
-    return [("NNODES", str(job.nodes)), ("MASTER_ADDR", master_addr(job)),
-            ("NPROC_PER_NODE", str(job.ranks_per_node)), *node_env(job)]
+    return [
+        ("NNODES", str(job.nodes)),
+        ("MASTER_ADDR", master_addr(job)),
+        ("NPROC_PER_NODE", str(job.ranks_per_node)),
+        *node_env(job),
+    ]
 
 
 def _indexed_job_spec(job: CloudJob) -> dict[str, Any]:
     template = pod_template(job, ["bash", "-c", node_script(job, "k8s")], _node_env(job))
     if job.kind == "job":
         template["spec"] = {"subdomain": job.name, **template["spec"]}  # <job>-<i>.<job> resolves
-    return {"completionMode": "Indexed", "completions": job.nodes, "parallelism": job.nodes,
-            # one failed node fails the job: a retried pod would join a finished world
-            "backoffLimit": 0, "activeDeadlineSeconds": job.deadline_s, "template": template}
+    return {
+        "completionMode": "Indexed",
+        "completions": job.nodes,
+        "parallelism": job.nodes,
+        # one failed node fails the job: a retried pod would join a finished world
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": job.deadline_s,
+        "template": template,
+    }
 
 
 def _queue_labels(job: CloudJob) -> dict[str, str]:
@@ -122,44 +151,90 @@ def _queue_labels(job: CloudJob) -> dict[str, str]:
 
 
 def inputs_configmap(job: CloudJob) -> dict[str, Any] | None:
-    data = {n: t for n, t in (("spec.yaml", job.spec_text), ("workload.yaml", job.workload_text)) if t is not None}
+    data = {
+        n: t for n, t in (("spec.yaml", job.spec_text), ("workload.yaml", job.workload_text)) if t is not None
+    }
     if not data:
         return None
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(job, f"{job.name}-inputs"), "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(job, f"{job.name}-inputs"),
+        "data": data,
+    }
 
 
 def indexed_job(job: CloudJob) -> list[dict[str, Any]]:
-    service = {"apiVersion": "v1", "kind": "Service", "metadata": _meta(job, job.name),
-               # headless, and published before the pods are ready: the rendezvous needs pod 0's name early
-               "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {JOB_LABEL: job.name}}}
-    batch = {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(job, job.name, _queue_labels(job)),
-             "spec": _indexed_job_spec(job)}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(job, job.name),
+        # headless, and published before the pods are ready: the rendezvous needs pod 0's name early
+        "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": {JOB_LABEL: job.name}},
+    }
+    batch = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(job, job.name, _queue_labels(job)),
+        "spec": _indexed_job_spec(job),
+    }
     return [service, batch]
 
 
 def jobset(job: CloudJob) -> list[dict[str, Any]]:
-    return [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-             "metadata": _meta(job, job.name, _queue_labels(job)),
-             "spec": {"network": {"enableDNSHostnames": True, "subdomain": job.name},
-                      "failurePolicy": {"maxRestarts": 0},
-                      "replicatedJobs": [{"name": "node", "replicas": 1,
-                                          "template": {"spec": _indexed_job_spec(job)}}]}}]
+    return [
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": _meta(job, job.name, _queue_labels(job)),
+            "spec": {
+                "network": {"enableDNSHostnames": True, "subdomain": job.name},
+                "failurePolicy": {"maxRestarts": 0},
+                "replicatedJobs": [
+                    {"name": "node", "replicas": 1, "template": {"spec": _indexed_job_spec(job)}}
+                ],
+            },
+        }
+    ]
 
 
 def mpijob(job: CloudJob) -> list[dict[str, Any]]:
-    launcher_env = [("HOSTFILE", MPI_HOSTFILE), ("NNODES", str(job.nodes)), ("MASTER_ADDR", master_addr(job)),
-                    ("NPROC_PER_NODE", str(job.ranks_per_node)), *node_env(job)]
+    launcher_env = [
+        ("HOSTFILE", MPI_HOSTFILE),
+        ("NNODES", str(job.nodes)),
+        ("MASTER_ADDR", master_addr(job)),
+        ("NPROC_PER_NODE", str(job.ranks_per_node)),
+        *node_env(job),
+    ]
     run = ["bash", f"{job.stoker_dir}/launchers/mpirun.sh", *stoker_args(job)]
-    return [{"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
-             "metadata": _meta(job, job.name, _queue_labels(job)),
-             "spec": {"slotsPerWorker": job.ranks_per_node, "mpiImplementation": "OpenMPI",
-                      "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0,
-                                    "activeDeadlineSeconds": job.deadline_s},
-                      "mpiReplicaSpecs": {
-                          "Launcher": {"replicas": 1, "restartPolicy": "Never",
-                                       "template": pod_template(job, run, launcher_env, worker=False)},
-                          "Worker": {"replicas": job.nodes, "restartPolicy": "Never",
-                                     "template": pod_template(job, ["/usr/sbin/sshd", "-De"], [])}}}}]
+    return [
+        {
+            "apiVersion": "kubeflow.org/v2beta1",
+            "kind": "MPIJob",
+            "metadata": _meta(job, job.name, _queue_labels(job)),
+            "spec": {
+                "slotsPerWorker": job.ranks_per_node,
+                "mpiImplementation": "OpenMPI",
+                "runPolicy": {
+                    "cleanPodPolicy": "Running",
+                    "backoffLimit": 0,
+                    "activeDeadlineSeconds": job.deadline_s,
+                },
+                "mpiReplicaSpecs": {
+                    "Launcher": {
+                        "replicas": 1,
+                        "restartPolicy": "Never",
+                        "template": pod_template(job, run, launcher_env, worker=False),
+                    },
+                    "Worker": {
+                        "replicas": job.nodes,
+                        "restartPolicy": "Never",
+                        "template": pod_template(job, ["/usr/sbin/sshd", "-De"], []),
+                    },
+                },
+            },
+        }
+    ]
 
 
 KINDS = {"job": indexed_job, "jobset": jobset, "mpijob": mpijob}

@@ -1,21 +1,26 @@
 """Command-line options shared by `stoker run` and `stoker submit`: the profile, its
 overrides (every knob of a profile can be set), the spec and the workload."""
+
 from __future__ import annotations
 
 import argparse
 import shutil
 from pathlib import Path
 
-from reports.errors import UsageError
 from launchers.profiles import PROFILES, Profile, get_profile, with_overrides
+from reports.errors import UsageError
 from reports.units import parse_size
 
 
 def add_profile_arguments(parser: argparse.ArgumentParser, default: str | None) -> None:
     parser.add_argument("--spec", help="cluster spec YAML: what the hardware is advertised to do")
     parser.add_argument("--workload", help="workload YAML: what the accelerators will need")
-    parser.add_argument("--profile", choices=tuple(PROFILES), default=default,
-                        help=f"sizes and durations (default {default or 'quick without GPUs, standard with'})")
+    parser.add_argument(
+        "--profile",
+        choices=tuple(PROFILES),
+        default=default,
+        help=f"sizes and durations (default {default or 'quick without GPUs, standard with'})",
+    )
     g = parser.add_argument_group("profile overrides")
     g.add_argument("--ops", help="collectives to sweep, comma-separated")
     g.add_argument("--min-bytes", help="smallest message size (K/M/G = powers of 1024)")
@@ -43,11 +48,17 @@ def _size(text: str | None, what: str) -> str | None:
 def profile_from_args(args: argparse.Namespace, default: str = "standard") -> Profile:
     return with_overrides(
         get_profile(args.profile or default),
-        ops=_csv(args.ops), min_bytes=_size(args.min_bytes, "--min-bytes"),
-        max_bytes=_size(args.max_bytes, "--max-bytes"), step_factor=args.step_factor,
-        iters=args.iters, warmup=args.warmup, workloads=_csv(args.workloads),
-        ckpt_bytes=_size(args.ckpt_bytes, "--ckpt-bytes"), io_runtime_s=args.io_runtime,
-        net_timeout_s=args.net_timeout, io_timeout_s=args.io_timeout,
+        ops=_csv(args.ops),
+        min_bytes=_size(args.min_bytes, "--min-bytes"),
+        max_bytes=_size(args.max_bytes, "--max-bytes"),
+        step_factor=args.step_factor,
+        iters=args.iters,
+        warmup=args.warmup,
+        workloads=_csv(args.workloads),
+        ckpt_bytes=_size(args.ckpt_bytes, "--ckpt-bytes"),
+        io_runtime_s=args.io_runtime,
+        net_timeout_s=args.net_timeout,
+        io_timeout_s=args.io_timeout,
     )
 
 
@@ -66,13 +77,15 @@ def checked_workload(given: str | None, cwd: Path) -> str | None:
     `stoker report` and `compare` accept both, so `run` and `submit` do too."""
     if given is None or (cwd / given).is_file():
         return checked_file(given, "--workload", cwd)
-    from reports.judging.workload import load_workload   # raises UsageError naming the presets
+    from reports.judging.workload import load_workload  # raises UsageError naming the presets
+
     load_workload(given)
     return given
 
 
 def _preset_yaml(name: str) -> str:
     from reports.judging import catalog
+
     if catalog.normalise(name) in {catalog.normalise(n) for n in catalog.names("model preset")}:
         return f"preset: {name}\n"
     return f"name: {name}\ndataloader: {{preset: {name}}}\n"
@@ -84,6 +97,6 @@ def keep_inputs(out: Path, spec: str | None, workload: str | None) -> None:
     compare` use them when no --spec / --workload is given)."""
     for given, name in ((spec, "spec.yaml"), (workload, "workload.yaml")):
         if given and not Path(given).is_file():
-            (out / name).write_text(_preset_yaml(given))   # a preset name (checked_workload)
+            (out / name).write_text(_preset_yaml(given))  # a preset name (checked_workload)
         elif given and Path(given).resolve() != (out / name).resolve():
             shutil.copyfile(given, out / name)

@@ -4,6 +4,7 @@ of how each ended (`DIR/phases.jsonl`, the same lines the sbatch job writes).
 The only IO of `stoker run`: each phase is an argument list from the builders, started in
 its own session so that a phase past its limit is ended with all its ranks.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 PHASES_FILE = "phases.jsonl"
-KILL_AFTER_S = 15   # TERM at the limit, KILL this much later, as `timeout --kill-after`
+KILL_AFTER_S = 15  # TERM at the limit, KILL this much later, as `timeout --kill-after`
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -32,7 +33,7 @@ class Phase:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PhaseResult:
     name: str
-    rc: int             # the child's exit code; 124 when it ran past its limit (as timeout(1))
+    rc: int  # the child's exit code; 124 when it ran past its limit (as timeout(1))
     elapsed_s: float
     last_line: str = ""  # its last line of output: the report names it when the phase failed
 
@@ -67,12 +68,21 @@ def _end_group(proc: subprocess.Popen[str]) -> None:
             continue
 
 
-def run_phase(phase: Phase, index: int, total: int, env: Mapping[str, str], sink: TextIO = sys.stdout) -> PhaseResult:
+def run_phase(
+    phase: Phase, index: int, total: int, env: Mapping[str, str], sink: TextIO = sys.stdout
+) -> PhaseResult:
     start = time.monotonic()
     sink.write(f"[{index}/{total}] {phase.name}: started (limit {_clock(phase.limit_s)})\n")
     sink.flush()
-    proc = subprocess.Popen(list(phase.argv), env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, errors="replace", start_new_session=True)
+    proc = subprocess.Popen(
+        list(phase.argv),
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     assert proc.stdout is not None
     last: list[str] = []
     reader = threading.Thread(target=_pump, args=(proc.stdout, f"  {phase.name} | ", sink, last), daemon=True)
@@ -88,8 +98,10 @@ def run_phase(phase: Phase, index: int, total: int, env: Mapping[str, str], sink
         raise
     reader.join(timeout=5)
     elapsed = time.monotonic() - start
-    sink.write(f"[{index}/{total}] {phase.name}: {'done' if rc == 0 else f'ended with exit code {rc}'} "
-               f"after {_clock(elapsed)}\n")
+    sink.write(
+        f"[{index}/{total}] {phase.name}: {'done' if rc == 0 else f'ended with exit code {rc}'} "
+        f"after {_clock(elapsed)}\n"
+    )
     sink.flush()
     return PhaseResult(name=phase.name, rc=rc, elapsed_s=elapsed, last_line="".join(last)[:300])
 

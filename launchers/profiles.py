@@ -7,6 +7,7 @@ standard the acceptance default, sized for 8-GPU nodes on NVLink + InfiniBand: s
          1 GiB show the bandwidth plateau, checkpoint writers move enough to defeat caches.
 full     everything: every op, every size from 8 bytes, long storage runs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -17,17 +18,17 @@ from reports.errors import UsageError
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Profile:
     name: str
-    ops: tuple[str, ...]          # stoker net --ops
-    min_bytes: str                # --min-bytes (K/M/G suffixes, powers of 1024)
-    max_bytes: str                # --max-bytes
-    step_factor: int              # --step-factor
-    iters: int                    # --iters
-    warmup: int                   # --warmup
-    workloads: tuple[str, ...]    # stoker io --workloads
-    ckpt_bytes: str               # stoker io --ckpt-bytes (per writer)
-    io_runtime_s: int             # stoker io --runtime (per timed workload)
-    net_timeout_s: int            # one net phase: stoker net --timeout and the launcher's limit
-    io_timeout_s: int             # one io phase (all paths, all workloads)
+    ops: tuple[str, ...]  # stoker net --ops
+    min_bytes: str  # --min-bytes (K/M/G suffixes, powers of 1024)
+    max_bytes: str  # --max-bytes
+    step_factor: int  # --step-factor
+    iters: int  # --iters
+    warmup: int  # --warmup
+    workloads: tuple[str, ...]  # stoker io --workloads
+    ckpt_bytes: str  # stoker io --ckpt-bytes (per writer)
+    io_runtime_s: int  # stoker io --runtime (per timed workload)
+    net_timeout_s: int  # one net phase: stoker net --timeout and the launcher's limit
+    io_timeout_s: int  # one io phase (all paths, all workloads)
     report_timeout_s: int = 300
 
 
@@ -45,26 +46,45 @@ PROFILES: dict[str, Profile] = {
         Profile(
             name="quick",
             ops=("all_reduce", "all_gather", "sendrecv"),
-            min_bytes="64K", max_bytes="4M", step_factor=4, iters=5, warmup=2,
+            min_bytes="64K",
+            max_bytes="4M",
+            step_factor=4,
+            iters=5,
+            warmup=2,
             workloads=("checkpoint", "dataloader", "metadata"),
-            ckpt_bytes="64M", io_runtime_s=3,
-            net_timeout_s=180, io_timeout_s=180, report_timeout_s=120,
+            ckpt_bytes="64M",
+            io_runtime_s=3,
+            net_timeout_s=180,
+            io_timeout_s=180,
+            report_timeout_s=120,
         ),
         Profile(
             name="standard",
             ops=("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv"),
-            min_bytes="1M", max_bytes="1G", step_factor=4, iters=20, warmup=5,
+            min_bytes="1M",
+            max_bytes="1G",
+            step_factor=4,
+            iters=20,
+            warmup=5,
             workloads=("checkpoint", "dataloader", "metadata"),
-            ckpt_bytes="4G", io_runtime_s=30,
-            net_timeout_s=600, io_timeout_s=900,
+            ckpt_bytes="4G",
+            io_runtime_s=30,
+            net_timeout_s=600,
+            io_timeout_s=900,
         ),
         Profile(
             name="full",
             ops=("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"),
-            min_bytes="8", max_bytes="8G", step_factor=2, iters=50, warmup=10,
+            min_bytes="8",
+            max_bytes="8G",
+            step_factor=2,
+            iters=50,
+            warmup=10,
             workloads=("checkpoint", "dataloader", "metadata"),
-            ckpt_bytes="16G", io_runtime_s=60,
-            net_timeout_s=1800, io_timeout_s=1800,
+            ckpt_bytes="16G",
+            io_runtime_s=60,
+            net_timeout_s=1800,
+            io_timeout_s=1800,
         ),
     )
 }

@@ -11,6 +11,7 @@ Three places a value can land, three helpers:
   checks it against its pattern, so nothing else is pasted there.
 Refusals are `UsageError`s naming the option (exit 2), raised before anything is written.
 """
+
 from __future__ import annotations
 
 import re

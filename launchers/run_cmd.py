@@ -7,6 +7,7 @@ writing into one results dir under one STOKER_RUN_ID. Exit code: the verdict (0 
 unjudged, 1 fail, 3 incomplete: a phase aborted or wrote no records; the report still says
 what is missing), 2 bad input.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from launchers import builders as b
-from launchers.options import add_profile_arguments, checked_file, checked_workload, keep_inputs, profile_from_args
+from launchers.options import (
+    add_profile_arguments,
+    checked_file,
+    checked_workload,
+    keep_inputs,
+    profile_from_args,
+)
 from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
 from launchers.profiles import Profile, default_profile
 from reports.errors import UsageError
@@ -36,10 +43,18 @@ _NVIDIA_DEV = re.compile(r"^nvidia\d+$")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="results dir (default ./stoker-results/<run_id>)")
-    parser.add_argument("--path", help="directory for the storage tests (default: a temp dir in the results dir)")
-    parser.add_argument("--nproc", type=int, help="local ranks for the network sweep (default: one per GPU, else 2)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo", "mpi"),
-                        help="collective backend (default auto: nccl with GPUs, else gloo)")
+    parser.add_argument(
+        "--path", help="directory for the storage tests (default: a temp dir in the results dir)"
+    )
+    parser.add_argument(
+        "--nproc", type=int, help="local ranks for the network sweep (default: one per GPU, else 2)"
+    )
+    parser.add_argument(
+        "--backend",
+        default="auto",
+        choices=("auto", "nccl", "gloo", "mpi"),
+        help="collective backend (default auto: nccl with GPUs, else gloo)",
+    )
     add_profile_arguments(parser, default=None)
 
 
@@ -52,21 +67,41 @@ def count_gpus(dev_names: Iterable[str], environ: Mapping[str, str]) -> int:
     return sum(1 for n in dev_names if _NVIDIA_DEV.match(n))
 
 
-def plan(*, profile: Profile, out: str, io_path: str, nproc: int, backend: str,
-         spec: str | None, workload: str | None, stoker: tuple[str, ...], gpus: int = 0) -> list[Phase]:
+def plan(
+    *,
+    profile: Profile,
+    out: str,
+    io_path: str,
+    nproc: int,
+    backend: str,
+    spec: str | None,
+    workload: str | None,
+    stoker: tuple[str, ...],
+    gpus: int = 0,
+) -> list[Phase]:
     """The phases of a local run, in order (pure): the node inventory first, then the sweeps. With GPUs, one checkpoint writer per GPU,
     as each rank saves its own shard."""
-    net = b.net_argv(b.NetCommand(profile=profile, out=out, scopes=("world",), backend=backend,
-                                  nproc=nproc, stoker=stoker))
-    io = b.io_argv(b.IoCommand(profile=profile, out=out, paths=(io_path,), stoker=stoker, writers=gpus or None))
+    net = b.net_argv(
+        b.NetCommand(profile=profile, out=out, scopes=("world",), backend=backend, nproc=nproc, stoker=stoker)
+    )
+    io = b.io_argv(
+        b.IoCommand(profile=profile, out=out, paths=(io_path,), stoker=stoker, writers=gpus or None)
+    )
     report = b.report_argv(b.ReportCommand(out=out, spec=spec, workload=workload, stoker=stoker))
     # the launcher's limit sits past stoker's own --timeout, so stoker ends first and says why
     grace = 60
     # one rank (a single-GPU machine) has no link to measure: no network phase
-    network = [Phase(name="network", argv=tuple(net), limit_s=profile.net_timeout_s + grace)] if nproc >= 2 else []
-    inventory = Phase(name="inventory", argv=tuple(b.inventory_argv(b.InventoryCommand(out=out, stoker=stoker))),
-                      limit_s=b.INVENTORY_LIMIT_S)
-    return [inventory, *network,
+    network = (
+        [Phase(name="network", argv=tuple(net), limit_s=profile.net_timeout_s + grace)] if nproc >= 2 else []
+    )
+    inventory = Phase(
+        name="inventory",
+        argv=tuple(b.inventory_argv(b.InventoryCommand(out=out, stoker=stoker))),
+        limit_s=b.INVENTORY_LIMIT_S,
+    )
+    return [
+        inventory,
+        *network,
         Phase(name="storage", argv=tuple(io), limit_s=profile.io_timeout_s + grace),
         Phase(name="report", argv=tuple(report), limit_s=profile.report_timeout_s),
     ]
@@ -86,11 +121,24 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Path) -> str:
-    parts = [table([[r.name, "ok" if r.ok else f"exit {r.rc}", f"{r.elapsed_s:.1f}"] for r in results],
-                   ["phase", "status", "seconds"])]
+    parts = [
+        table(
+            [[r.name, "ok" if r.ok else f"exit {r.rc}", f"{r.elapsed_s:.1f}"] for r in results],
+            ["phase", "status", "seconds"],
+        )
+    ]
     if verdict is not None:
-        rows = [[f.get("component", ""), f.get("check", ""), f.get("status", ""), _fmt(f.get("measured")),
-                 _fmt(f.get("expected")), f.get("unit", "")] for f in verdict.get("findings", [])]
+        rows = [
+            [
+                f.get("component", ""),
+                f.get("check", ""),
+                f.get("status", ""),
+                _fmt(f.get("measured")),
+                _fmt(f.get("expected")),
+                f.get("unit", ""),
+            ]
+            for f in verdict.get("findings", [])
+        ]
         if rows:
             parts.append(table(rows, ["component", "check", "status", "measured", "expected", "unit"]))
         words = str(verdict.get("headline") or str(verdict.get("verdict", "?")).upper())
@@ -99,7 +147,9 @@ def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Pat
         parts.append("verdict: none (the report was not written)")
     # only what is there: a report that failed leaves some or none of its files
     written = [n for n in ("report.md", "report.html", "verdict.json") if (out / n).is_file()]
-    parts.append(f"results: {out}" + (f"  ({', '.join(written)})" if written else "  (no report files were written)"))
+    parts.append(
+        f"results: {out}" + (f"  ({', '.join(written)})" if written else "  (no report files were written)")
+    )
     return "\n\n".join(parts)
 
 
@@ -121,15 +171,32 @@ def main(args: argparse.Namespace) -> int:
     verdict_file.unlink(missing_ok=True)  # a verdict left from an earlier run in this dir is not this one's
     keep_inputs(out, spec, workload)
     # storage is measured in a scratch dir on the results dir's file system unless told
-    scratch = Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
+    scratch = (
+        Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
+    )
     env = {**os.environ, "STOKER_RUN_ID": run_id}
-    phases = plan(profile=profile, out=str(out), io_path=str(scratch), nproc=nproc, backend=args.backend,
-                  spec=spec, workload=workload, stoker=(sys.executable, "-m", "launchers.cli"), gpus=gpus)
-    print(f"stoker run {env['STOKER_RUN_ID']}: profile {profile.name}, {nproc} ranks "
-          f"({gpus} GPUs), storage in {scratch}, results in {out}", flush=True)
+    phases = plan(
+        profile=profile,
+        out=str(out),
+        io_path=str(scratch),
+        nproc=nproc,
+        backend=args.backend,
+        spec=spec,
+        workload=workload,
+        stoker=(sys.executable, "-m", "launchers.cli"),
+        gpus=gpus,
+    )
+    print(
+        f"stoker run {env['STOKER_RUN_ID']}: profile {profile.name}, {nproc} ranks "
+        f"({gpus} GPUs), storage in {scratch}, results in {out}",
+        flush=True,
+    )
     if all(p.name != "network" for p in phases):
-        print("network: skipped, one rank has no link to measure (--nproc 2 --backend gloo checks the "
-              "local loopback instead)", flush=True)
+        print(
+            "network: skipped, one rank has no link to measure (--nproc 2 --backend gloo checks the "
+            "local loopback instead)",
+            flush=True,
+        )
     results: list[PhaseResult] = []
     try:
         for i, phase in enumerate(phases, 1):
@@ -140,7 +207,10 @@ def main(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:
                 if i == len(phases):
                     raise  # a second Ctrl-C, in the report itself
-                print(f"\n[{i}/{len(phases)}] {phase.name}: interrupted; writing the report on what was measured", flush=True)
+                print(
+                    f"\n[{i}/{len(phases)}] {phase.name}: interrupted; writing the report on what was measured",
+                    flush=True,
+                )
                 results.append(PhaseResult(name=phase.name, rc=INTERRUPTED, elapsed_s=0.0))
             record_phase(out, results[-1])
     finally:

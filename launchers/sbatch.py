@@ -1,5 +1,6 @@
 """Render launchers/slurm/acceptance.sbatch from a dataclass (pure: template text in,
 script text out; the golden tests compare the result line by line)."""
+
 from __future__ import annotations
 
 import re
@@ -14,30 +15,30 @@ from launchers.profiles import Profile
 
 # What the rendered script may hold beyond the profile's own limits: stoker's --timeout
 # fires first, srun's --time next (Slurm kills on whole minutes), `timeout` last.
-SRUN_GRACE_S = 60   # PHASE_GRACE_S, JOB_MARGIN_S: launchers/acceptance.py
+SRUN_GRACE_S = 60  # PHASE_GRACE_S, JOB_MARGIN_S: launchers/acceptance.py
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SbatchConfig:
     nodes: int
-    ranks_per_node: int               # one per GPU; 2 CPU ranks where there are none
-    gpus_per_node: int                # 0: no --gpus-per-node request (CPU / gloo)
+    ranks_per_node: int  # one per GPU; 2 CPU ranks where there are none
+    gpus_per_node: int  # 0: no --gpus-per-node request (CPU / gloo)
     profile: Profile
-    out: str                          # results dir; must be on a file system all nodes share
+    out: str  # results dir; must be on a file system all nodes share
     backend: str = "auto"
     partition: str | None = None
-    time: str | None = None           # job limit (Slurm format); None: the phases' sum
+    time: str | None = None  # job limit (Slurm format); None: the phases' sum
     spec: str | None = None
     workload: str | None = None
-    local_path: str | None = None     # None: $TMPDIR (or /tmp) per node
-    shared_path: str | None = None    # None: a scratch dir inside the results dir
+    local_path: str | None = None  # None: $TMPDIR (or /tmp) per node
+    shared_path: str | None = None  # None: a scratch dir inside the results dir
     job_name: str = "stoker-acceptance"
     # the job log, relative to the submit dir: Slurm opens it before the job starts, so it
     # must not depend on the results dir (which the job itself checks, and may refuse)
     log: str = "stoker-acceptance-%j.out"
     stoker: tuple[str, ...] = b.STOKER
-    allow_unjudged: bool = False      # True: a run with nothing to compare with may end 0
+    allow_unjudged: bool = False  # True: a run with nothing to compare with may end 0
 
 
 def template_text() -> str:
@@ -56,27 +57,46 @@ def net_phases(cfg: SbatchConfig) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mpi: bool) -> list[str]:
-    return b.srun(b.SrunSpec(program=tuple(program), nodes=cfg.nodes, ntasks_per_node=per_node,
-                             time_limit_s=limit_s + SRUN_GRACE_S,
-                             mpi="pmix" if mpi and cfg.backend == "mpi" else None))
+    return b.srun(
+        b.SrunSpec(
+            program=tuple(program),
+            nodes=cfg.nodes,
+            ntasks_per_node=per_node,
+            time_limit_s=limit_s + SRUN_GRACE_S,
+            mpi="pmix" if mpi and cfg.backend == "mpi" else None,
+        )
+    )
 
 
 def _phase_lines(cfg: SbatchConfig) -> list[str]:
     p = cfg.profile
-    inventory = _srun(cfg, b.inventory_argv(b.InventoryCommand(out="$OUT", stoker=cfg.stoker)), 1,
-                      b.INVENTORY_LIMIT_S, mpi=False)  # one task per node: each node reads itself
+    inventory = _srun(
+        cfg,
+        b.inventory_argv(b.InventoryCommand(out="$OUT", stoker=cfg.stoker)),
+        1,
+        b.INVENTORY_LIMIT_S,
+        mpi=False,
+    )  # one task per node: each node reads itself
     lines = [b.shell_line(["phase", "inventory", str(b.INVENTORY_LIMIT_S + PHASE_GRACE_S), *inventory])]
     for name, scopes in net_phases(cfg):
-        net = b.net_argv(b.NetCommand(profile=p, out="$OUT", scopes=scopes, backend=cfg.backend, stoker=cfg.stoker))
+        net = b.net_argv(
+            b.NetCommand(profile=p, out="$OUT", scopes=scopes, backend=cfg.backend, stoker=cfg.stoker)
+        )
         cmd = _srun(cfg, net, cfg.ranks_per_node, p.net_timeout_s, mpi=True)
         lines.append(b.shell_line(["phase", name, str(p.net_timeout_s + PHASE_GRACE_S), *cmd]))
-    mkdir = b.srun(b.SrunSpec(program=("mkdir", "-p", "$LOCAL_IO", "$SHARED_IO"), nodes=cfg.nodes, time_limit_s=60, label=False))
+    mkdir = b.srun(
+        b.SrunSpec(
+            program=("mkdir", "-p", "$LOCAL_IO", "$SHARED_IO"), nodes=cfg.nodes, time_limit_s=60, label=False
+        )
+    )
     lines.append(b.shell_line(mkdir))
     io = b.io_argv(b.IoCommand(profile=p, out="$OUT", paths=("$LOCAL_IO", "$SHARED_IO"), stoker=cfg.stoker))
     cmd = _srun(cfg, io, 1, p.io_timeout_s, mpi=False)
     lines.append(b.shell_line(["phase", "storage", str(p.io_timeout_s + PHASE_GRACE_S), *cmd]))
     if cfg.local_path is None:  # our own per-node dir; rmdir leaves it if anything is left in it
-        rmdir = b.srun(b.SrunSpec(program=("rmdir", "$LOCAL_IO"), nodes=cfg.nodes, time_limit_s=60, label=False))
+        rmdir = b.srun(
+            b.SrunSpec(program=("rmdir", "$LOCAL_IO"), nodes=cfg.nodes, time_limit_s=60, label=False)
+        )
         lines.append(b.shell_line(rmdir) + " 2>/dev/null")
     return lines
 
@@ -89,10 +109,25 @@ def _sbatch_options(cfg: SbatchConfig) -> list[str]:
     if cfg.gpus_per_node:
         opts.append(f"--gpus-per-node={cfg.gpus_per_node}")
     if cfg.partition:
-        part = q.matching(cfg.partition, q.PARTITION, "--partition", "a Slurm partition name (letters, digits, . _ -, comma-separated)")
+        part = q.matching(
+            cfg.partition,
+            q.PARTITION,
+            "--partition",
+            "a Slurm partition name (letters, digits, . _ -, comma-separated)",
+        )
         opts.append(f"--partition={part}")
-    time = q.matching(cfg.time, q.SLURM_TIME, "--time", "a Slurm time limit (M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)") if cfg.time else job_time(cfg)
-    opts += [f"--time={time}", f"--output={_sbatch_value(q.plain(cfg.log, 'the job log name'))}", "--exclusive"]
+    time = (
+        q.matching(
+            cfg.time, q.SLURM_TIME, "--time", "a Slurm time limit (M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)"
+        )
+        if cfg.time
+        else job_time(cfg)
+    )
+    opts += [
+        f"--time={time}",
+        f"--output={_sbatch_value(q.plain(cfg.log, 'the job log name'))}",
+        "--exclusive",
+    ]
     return [f"#SBATCH {o}" for o in opts]
 
 
@@ -112,19 +147,33 @@ def _default_or(path: str | None, default: str) -> str:
 
 def render(cfg: SbatchConfig, template: str | None = None) -> str:
     p = cfg.profile
-    report = b.report_argv(b.ReportCommand(out="$OUT", spec=cfg.spec, workload=cfg.workload, stoker=cfg.stoker,
-                                           fail_unjudged=not cfg.allow_unjudged))
-    shared_check = b.srun(b.SrunSpec(program=("test", "-s", "$MARK"), nodes=cfg.nodes, time_limit_s=60, label=False))
+    report = b.report_argv(
+        b.ReportCommand(
+            out="$OUT",
+            spec=cfg.spec,
+            workload=cfg.workload,
+            stoker=cfg.stoker,
+            fail_unjudged=not cfg.allow_unjudged,
+        )
+    )
+    shared_check = b.srun(
+        b.SrunSpec(program=("test", "-s", "$MARK"), nodes=cfg.nodes, time_limit_s=60, label=False)
+    )
     phases = _phase_lines(cfg)
     values = {
         "sbatch_options": "\n".join(_sbatch_options(cfg)),
         # the profile's values land in a comment line too: names and sizes, nothing else
         "profile": q.matching(p.name, q.NAME, "--profile", "a profile name"),
         "ops": q.matching(",".join(p.ops), q.NAMES, "--ops", "comma-separated op names"),
-        "min_bytes": _size(p.min_bytes, "--min-bytes"), "max_bytes": _size(p.max_bytes, "--max-bytes"),
-        "step_factor": str(p.step_factor), "iters": str(p.iters),
-        "workloads": q.matching(",".join(p.workloads), q.NAMES, "--workloads", "comma-separated workload names"),
-        "ckpt_bytes": _size(p.ckpt_bytes, "--ckpt-bytes"), "io_runtime_s": str(p.io_runtime_s),
+        "min_bytes": _size(p.min_bytes, "--min-bytes"),
+        "max_bytes": _size(p.max_bytes, "--max-bytes"),
+        "step_factor": str(p.step_factor),
+        "iters": str(p.iters),
+        "workloads": q.matching(
+            ",".join(p.workloads), q.NAMES, "--workloads", "comma-separated workload names"
+        ),
+        "ckpt_bytes": _size(p.ckpt_bytes, "--ckpt-bytes"),
+        "io_runtime_s": str(p.io_runtime_s),
         "out": q.word(cfg.out, "--out"),
         "local_path": _default_or(cfg.local_path, '"${TMPDIR:-/tmp}/stoker-io-$SLURM_JOB_ID"'),
         "shared_path": _default_or(cfg.shared_path, '"$OUT/io-scratch"'),

@@ -1,5 +1,6 @@
 """`stoker submit`: render launchers/slurm/acceptance.sbatch for this cluster and submit it
 with sbatch (`--dry-run` prints exactly the script that would be submitted)."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,13 @@ from pathlib import Path
 
 from launchers import submit_cloud
 from launchers.gres import gres_problem
-from launchers.options import add_profile_arguments, checked_file, checked_workload, keep_inputs, profile_from_args
+from launchers.options import (
+    add_profile_arguments,
+    checked_file,
+    checked_workload,
+    keep_inputs,
+    profile_from_args,
+)
 from launchers.sbatch import SbatchConfig, render
 from reports.errors import UsageError
 from reports.outdir import mark_submitted
@@ -22,18 +29,35 @@ CPU_RANKS = 2  # ranks per node on nodes without GPUs (gloo), as `stoker run` us
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, required=True, help="number of nodes to test")
-    parser.add_argument("--gpus-per-node", type=int, default=0,
-                        help="GPUs per node: one rank each (default 0: 2 CPU ranks per node, gloo)")
+    parser.add_argument(
+        "--gpus-per-node",
+        type=int,
+        default=0,
+        help="GPUs per node: one rank each (default 0: 2 CPU ranks per node, gloo)",
+    )
     parser.add_argument("--partition", help="Slurm partition")
-    parser.add_argument("--time", help="job time limit in Slurm's format (default: the phases' limits added up)")
-    parser.add_argument("--out", help="results dir on a file system all nodes share (default: ./stoker-results/<time>)")
-    parser.add_argument("--local-path", help="node-local dir for storage tests (default: $TMPDIR or /tmp on each node)")
+    parser.add_argument(
+        "--time", help="job time limit in Slurm's format (default: the phases' limits added up)"
+    )
+    parser.add_argument(
+        "--out", help="results dir on a file system all nodes share (default: ./stoker-results/<time>)"
+    )
+    parser.add_argument(
+        "--local-path", help="node-local dir for storage tests (default: $TMPDIR or /tmp on each node)"
+    )
     parser.add_argument("--shared-path", help="shared dir for storage tests (default: OUT/io-scratch)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo", "mpi"),
-                        help="collective backend for the sweeps (default auto: nccl with GPUs, else gloo)")
+    parser.add_argument(
+        "--backend",
+        default="auto",
+        choices=("auto", "nccl", "gloo", "mpi"),
+        help="collective backend for the sweeps (default auto: nccl with GPUs, else gloo)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the script instead of submitting it")
-    parser.add_argument("--allow-unjudged", action="store_true",
-                        help="let the job end 0 when nothing could be compared with a reference (default: it fails; give --spec)")
+    parser.add_argument(
+        "--allow-unjudged",
+        action="store_true",
+        help="let the job end 0 when nothing could be compared with a reference (default: it fails; give --spec)",
+    )
     add_profile_arguments(parser, default="standard")
     submit_cloud.add_arguments(parser)
 
@@ -73,7 +97,9 @@ def check_gres(gpus_per_node: int, partition: str | None) -> None:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return
-    problem = gres_problem(p.stdout, gpus_per_node, partition) if p.returncode == 0 and p.stdout.strip() else None
+    problem = (
+        gres_problem(p.stdout, gpus_per_node, partition) if p.returncode == 0 and p.stdout.strip() else None
+    )
     if problem:
         raise UsageError(problem)
 
@@ -93,8 +119,9 @@ def main(args: argparse.Namespace) -> int:
         return 0
     sbatch = shutil.which("sbatch")
     if sbatch is None:
-        raise UsageError("sbatch not found on PATH: run this on a Slurm login node, "
-                         "or use --dry-run to print the script")
+        raise UsageError(
+            "sbatch not found on PATH: run this on a Slurm login node, or use --dry-run to print the script"
+        )
     check_gres(cfg.gpus_per_node, cfg.partition)
     kept = Path(cfg.out) / "acceptance.sbatch"
     try:
@@ -102,10 +129,14 @@ def main(args: argparse.Namespace) -> int:
         keep_inputs(kept.parent, cfg.spec, cfg.workload)
         kept.write_text(script, encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot write into the results dir {cfg.out}: {exc.strerror}; pass --out a writable shared dir") from None
+        raise UsageError(
+            f"cannot write into the results dir {cfg.out}: {exc.strerror}; pass --out a writable shared dir"
+        ) from None
     p = subprocess.run([sbatch, "--parsable", str(kept)], capture_output=True, text=True)
     if p.returncode != 0:
-        raise UsageError(f"sbatch refused the job: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")
+        raise UsageError(
+            f"sbatch refused the job: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}"
+        )
     job = p.stdout.strip().split(";")[0]
     log = Path.cwd() / cfg.log.replace("%j", job)
     print(f"submitted job {job}: results in {cfg.out}, job log {log}")

@@ -1,6 +1,7 @@
 """`stoker submit --platform k8s|skypilot|dstack`: render the acceptance job for that
 platform (launchers/k8s.py, launchers/tasks.py) and apply it with the platform's own client
 (`kubectl apply -f -`, `sky launch`, `dstack apply`); `--dry-run` prints the YAML."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,30 +21,70 @@ from launchers.tasks import dstack, skypilot
 from reports.errors import UsageError
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,48}[a-z0-9])?$")
-_CLOUD_ONLY = ("image", "namespace", "kind", "node_selector", "queue", "topology", "results_volume",
-               "network_tier", "networks", "fabric_devices", "job_name")
+_CLOUD_ONLY = (
+    "image",
+    "namespace",
+    "kind",
+    "node_selector",
+    "queue",
+    "topology",
+    "results_volume",
+    "network_tier",
+    "networks",
+    "fabric_devices",
+    "job_name",
+)
 CLIENTS = {"k8s": "kubectl", "skypilot": "sky", "dstack": "dstack"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("Kubernetes, SkyPilot and dstack (--platform k8s|skypilot|dstack)")
-    g.add_argument("--platform", choices=PLATFORMS, default="slurm", help="where the job runs (default slurm)")
-    g.add_argument("--image", help="container image with stoker installed in --stoker-dir (required off Slurm)")
-    g.add_argument("--stoker-dir", default="/opt/stoker", help="the stoker checkout in the image (default /opt/stoker)")
+    g.add_argument(
+        "--platform", choices=PLATFORMS, default="slurm", help="where the job runs (default slurm)"
+    )
+    g.add_argument(
+        "--image", help="container image with stoker installed in --stoker-dir (required off Slurm)"
+    )
+    g.add_argument(
+        "--stoker-dir", default="/opt/stoker", help="the stoker checkout in the image (default /opt/stoker)"
+    )
     g.add_argument("--namespace", help="k8s: namespace of the job")
-    g.add_argument("--kind", choices=K8S_KINDS, default="job",
-                   help="k8s: job (Indexed Job + headless Service, default), jobset, mpijob (MPI Operator)")
-    g.add_argument("--fabric", choices=tuple(FABRICS), default="tcp",
-                   help="network fabric: adds its devices, environment and pod settings (default tcp)")
-    g.add_argument("--fabric-devices", type=int, help="fabric devices per pod (rdma/ib, vpc.amazonaws.com/efa)")
-    g.add_argument("--networks", help="roce: Multus network attachments, comma-separated (default sriov-rdma)")
-    g.add_argument("--node-selector", action="append", default=[], metavar="KEY=VALUE",
-                   help="k8s: schedule only on nodes with this label (repeatable)")
+    g.add_argument(
+        "--kind",
+        choices=K8S_KINDS,
+        default="job",
+        help="k8s: job (Indexed Job + headless Service, default), jobset, mpijob (MPI Operator)",
+    )
+    g.add_argument(
+        "--fabric",
+        choices=tuple(FABRICS),
+        default="tcp",
+        help="network fabric: adds its devices, environment and pod settings (default tcp)",
+    )
+    g.add_argument(
+        "--fabric-devices", type=int, help="fabric devices per pod (rdma/ib, vpc.amazonaws.com/efa)"
+    )
+    g.add_argument(
+        "--networks", help="roce: Multus network attachments, comma-separated (default sriov-rdma)"
+    )
+    g.add_argument(
+        "--node-selector",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="k8s: schedule only on nodes with this label (repeatable)",
+    )
     g.add_argument("--queue", help="k8s: Kueue LocalQueue to submit to")
-    g.add_argument("--topology", metavar="NODE_LABEL",
-                   help="k8s: Kueue topology-aware scheduling: all pods in one domain of this label")
-    g.add_argument("--results-volume", metavar="NAME",
-                   help="shared results volume (k8s: a ReadWriteMany PVC); without it node 0's log holds the answer")
+    g.add_argument(
+        "--topology",
+        metavar="NODE_LABEL",
+        help="k8s: Kueue topology-aware scheduling: all pods in one domain of this label",
+    )
+    g.add_argument(
+        "--results-volume",
+        metavar="NAME",
+        help="shared results volume (k8s: a ReadWriteMany PVC); without it node 0's log holds the answer",
+    )
     g.add_argument("--network-tier", choices=("best", "standard"), help="skypilot: resources.network_tier")
     g.add_argument("--accelerator", default="H100", help="skypilot/dstack: GPU name (default H100)")
     g.add_argument("--job-name", help="job name (default stoker-<time>)")
@@ -63,7 +104,9 @@ def check_slurm_args(args: argparse.Namespace) -> None:
     """The cloud options mean nothing to the sbatch job: say so rather than ignore them."""
     given = [n for n in _CLOUD_ONLY if getattr(args, n) not in (None, [], "job")]
     if given:
-        raise UsageError(f"--{given[0].replace('_', '-')} applies to --platform k8s|skypilot|dstack, not slurm")
+        raise UsageError(
+            f"--{given[0].replace('_', '-')} applies to --platform k8s|skypilot|dstack, not slurm"
+        )
 
 
 def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
@@ -72,26 +115,47 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
     if args.gpus_per_node < 0:
         raise UsageError(f"--gpus-per-node must not be negative, got {args.gpus_per_node}")
     if not args.image:
-        raise UsageError(f"--platform {args.platform} needs --image: an image with stoker installed in {args.stoker_dir}")
+        raise UsageError(
+            f"--platform {args.platform} needs --image: an image with stoker installed in {args.stoker_dir}"
+        )
     name = args.job_name or f"stoker-{stamp}"
     if not _DNS_LABEL.match(name):
-        raise UsageError(f"--job-name {name!r}: use lower-case letters, digits and '-', at most 50, starting with a letter")
+        raise UsageError(
+            f"--job-name {name!r}: use lower-case letters, digits and '-', at most 50, starting with a letter"
+        )
     if args.kind == "mpijob" and not args.results_volume:
-        raise UsageError("--kind mpijob needs --results-volume: the launcher and worker 0 must share the results")
+        raise UsageError(
+            "--kind mpijob needs --results-volume: the launcher and worker 0 must share the results"
+        )
     spec = checked_file(args.spec, "--spec", cwd)
     workload = checked_workload(args.workload, cwd)
     preset = workload if workload and not Path(workload).is_absolute() else None
     workload = None if preset else workload
     return CloudJob(
-        name=name, nodes=args.nodes, gpus_per_node=args.gpus_per_node, profile=profile_from_args(args),
-        image=args.image, fabric=args.fabric, backend=args.backend, out=args.out or "/stoker-results",
-        results_volume=args.results_volume, stoker_dir=args.stoker_dir,
-        spec_text=Path(spec).read_text(encoding="utf-8") if spec else None, spec_path=spec,
-        workload_text=Path(workload).read_text(encoding="utf-8") if workload else None, workload_path=workload,
+        name=name,
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        profile=profile_from_args(args),
+        image=args.image,
+        fabric=args.fabric,
+        backend=args.backend,
+        out=args.out or "/stoker-results",
+        results_volume=args.results_volume,
+        stoker_dir=args.stoker_dir,
+        spec_text=Path(spec).read_text(encoding="utf-8") if spec else None,
+        spec_path=spec,
+        workload_text=Path(workload).read_text(encoding="utf-8") if workload else None,
+        workload_path=workload,
         workload_preset=preset,
-        namespace=args.namespace, kind=args.kind, node_selector=_pairs(args.node_selector),
-        queue=args.queue, topology=args.topology, network_tier=args.network_tier, networks=args.networks,
-        fabric_devices=args.fabric_devices, allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
+        namespace=args.namespace,
+        kind=args.kind,
+        node_selector=_pairs(args.node_selector),
+        queue=args.queue,
+        topology=args.topology,
+        network_tier=args.network_tier,
+        networks=args.networks,
+        fabric_devices=args.fabric_devices,
+        allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
     )
 
 
@@ -119,18 +183,26 @@ def main(args: argparse.Namespace) -> int:
         return 0
     client = shutil.which(CLIENTS[args.platform])
     if client is None:
-        raise UsageError(f"{CLIENTS[args.platform]} not found on PATH: install the {args.platform} client, "
-                         "or use --dry-run to print the YAML")
+        raise UsageError(
+            f"{CLIENTS[args.platform]} not found on PATH: install the {args.platform} client, "
+            "or use --dry-run to print the YAML"
+        )
     with tempfile.TemporaryDirectory(prefix="stoker-submit-") as tmp:
         path = Path(tmp) / f"{job.name}.yaml"
         path.write_text(text, encoding="utf-8")
         p = subprocess.run(apply_argv(args.platform, client, job, str(path)), input=text, text=True)
     if p.returncode != 0:
-        raise UsageError(f"{CLIENTS[args.platform]} refused the job (exit {p.returncode}); "
-                         "check it with --dry-run")
-    where = (f"`kubectl logs{f' -n {job.namespace}' if job.namespace else ''} "
-             f"-l stoker.dev/job={job.name},batch.kubernetes.io/job-completion-index=0`"
-             if args.platform == "k8s" and job.kind == "job" else "node 0's log")
-    print(f"submitted {job.name} on {args.platform}: results in {job.run_dir}"
-          f"{'' if job.shared else f' (no shared volume: the verdict is the stoker-summary line in {where})'}")
+        raise UsageError(
+            f"{CLIENTS[args.platform]} refused the job (exit {p.returncode}); check it with --dry-run"
+        )
+    where = (
+        f"`kubectl logs{f' -n {job.namespace}' if job.namespace else ''} "
+        f"-l stoker.dev/job={job.name},batch.kubernetes.io/job-completion-index=0`"
+        if args.platform == "k8s" and job.kind == "job"
+        else "node 0's log"
+    )
+    print(
+        f"submitted {job.name} on {args.platform}: results in {job.run_dir}"
+        f"{'' if job.shared else f' (no shared volume: the verdict is the stoker-summary line in {where})'}"
+    )
     return 0

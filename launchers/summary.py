@@ -5,6 +5,7 @@ line for the log of the node that wrote the report, so that `kubectl logs`, `sky
     stoker-summary {"verdict": "fail", "exit": 1, "run_id": ..., "aborted": [], "findings": {"ok": 7, ...}, "hosts": [...]}
 
 Reads OUT/verdict.json (the contract's); without it the verdict is null."""
+
 from __future__ import annotations
 
 import json

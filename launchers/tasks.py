@@ -1,6 +1,7 @@
 """The acceptance job as a SkyPilot task and as a dstack task (pure: a CloudJob in, one
 YAML document's dict out). Both run the same node script as the Kubernetes pods
 (launchers/cloudjob.py), with the platform's own rank variables."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,8 +12,11 @@ from launchers.k8s import pod_resources
 
 def _inputs(job: CloudJob) -> list[tuple[str, str]]:
     """(local file, path in the container) of the spec and workload."""
-    return [(local, f"{job.inputs_dir}/{name}") for local, name in
-            ((job.spec_path, "spec.yaml"), (job.workload_path, "workload.yaml")) if local]
+    return [
+        (local, f"{job.inputs_dir}/{name}")
+        for local, name in ((job.spec_path, "spec.yaml"), (job.workload_path, "workload.yaml"))
+        if local
+    ]
 
 
 def _gpus(job: CloudJob, accelerator: str) -> str:
@@ -26,8 +30,12 @@ def skypilot(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
     resources["image_id"] = f"docker:{job.image}"
     if job.network_tier:
         resources["network_tier"] = job.network_tier
-    task: dict[str, Any] = {"name": job.name, "num_nodes": job.nodes, "resources": resources,
-                            "envs": dict(node_env(job))}
+    task: dict[str, Any] = {
+        "name": job.name,
+        "num_nodes": job.nodes,
+        "resources": resources,
+        "envs": dict(node_env(job)),
+    }
     if _inputs(job):
         task["file_mounts"] = {remote: local for local, remote in _inputs(job)}
     if job.results_volume:
@@ -36,7 +44,7 @@ def skypilot(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
     # on Kubernetes, the fabric's devices, capabilities and networks go in through pod_config
     container: dict[str, Any] = {}
     res = pod_resources(job, worker=True)
-    res.get("limits", {}).pop("nvidia.com/gpu", None)      # SkyPilot asks for the GPUs itself
+    res.get("limits", {}).pop("nvidia.com/gpu", None)  # SkyPilot asks for the GPUs itself
     res.get("requests", {}).pop("nvidia.com/gpu", None)
     if res.get("limits"):
         container["resources"] = res
@@ -60,10 +68,16 @@ def dstack(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
     if job.gpus_per_node:
         resources["gpu"] = _gpus(job, accelerator)
     resources["shm_size"] = f"{job.shm_gib}GB"
-    task: dict[str, Any] = {"type": "task", "name": job.name, "nodes": job.nodes,
-                            # the workers wait for the master's rendezvous; the master's exit is the verdict
-                            "startup_order": "workers-first", "stop_criteria": "master-done",
-                            "image": job.image, "env": [f"{k}={v}" for k, v in node_env(job)]}
+    task: dict[str, Any] = {
+        "type": "task",
+        "name": job.name,
+        "nodes": job.nodes,
+        # the workers wait for the master's rendezvous; the master's exit is the verdict
+        "startup_order": "workers-first",
+        "stop_criteria": "master-done",
+        "image": job.image,
+        "env": [f"{k}={v}" for k, v in node_env(job)],
+    }
     if _inputs(job):
         task["files"] = [f"{local}:{remote}" for local, remote in _inputs(job)]
     if job.results_volume:

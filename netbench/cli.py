@@ -7,6 +7,7 @@ Under a launcher every rank runs it:
 Standalone, `stoker net --nproc 2` starts two local ranks itself.
 Nothing here imports torch or mpi4py until a rank starts (backends load them).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,33 +30,154 @@ DEFAULT_SCOPES = "world,intra-node,inter-node"
 
 # (flags, dest, options): one table drives both the parser and the ranks' argv of --nproc.
 _OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
-    (("--ops",), "ops", dict(default="all", metavar="LIST", help=f"comma list of ops or 'all' (default all: {', '.join(OP_NAMES)})")),
-    (("--min-bytes", "-b"), "min_bytes", dict(default="8", metavar="SIZE", help="smallest size, K/M/G = powers of 1024 [nccl-tests -b] (default 8)")),
-    (("--max-bytes", "-e"), "max_bytes", dict(default="64M", metavar="SIZE", help="largest size [-e] (default 64M, about a minute on 2 CPU ranks)")),
-    (("--step-factor", "-f"), "step_factor", dict(default="2", metavar="F", help="multiply the size by this each step [-f] (default 2)")),
-    (("--iters", "-n"), "iters", dict(default=20, metavar="N", type=int, help="timed iterations per size [-n] (default 20)")),
-    (("--warmup", "-w"), "warmup", dict(default=1, metavar="N", type=int, help="untimed iterations first [-w] (default 1, as nccl-tests)")),
-    (("--dtype", "-d"), "dtype", dict(default="float32", metavar="TYPE", help="element type [-d] (default float32)")),
-    (("--backend",), "backend", dict(default="auto", metavar="NAME", help="auto|nccl|gloo|mpi (auto: nccl with GPUs, else gloo)")),
-    (("--scopes",), "scopes", dict(default=DEFAULT_SCOPES, metavar="LIST", help=f"comma list of {', '.join(SCOPES)} (default {DEFAULT_SCOPES})")),
-    (("--timeout",), "timeout", dict(default=300.0, metavar="SECONDS", type=float, help="abort (exit 3) when one op takes longer, seconds (default 300)")),
-    (("--out",), "out", dict(default=None, metavar="DIR", help="results directory (default ./stoker-results/<run_id>)")),
-    (("--pair-bytes",), "pair_bytes", dict(default=None, metavar="SIZE", help="size of each pairs or groups measurement (default --max-bytes)")),
-    (("--pair-op",), "pair_op", dict(default="all_reduce", metavar="OP", help="op measured between node pairs and in the groups search (default all_reduce)")),
-    (("--pairs",), "pairs", dict(default=None, metavar="A:B,...", help="measure only these host pairs: HOSTA:HOSTB,HOSTC:HOSTD")),
-    (("--hosts-override",), "hosts_override", dict(default=None, metavar="H0,H1,...", help="rank i's host name, comma separated (tests; also STOKER_HOSTS_MAP)")),
+    (
+        ("--ops",),
+        "ops",
+        dict(
+            default="all",
+            metavar="LIST",
+            help=f"comma list of ops or 'all' (default all: {', '.join(OP_NAMES)})",
+        ),
+    ),
+    (
+        ("--min-bytes", "-b"),
+        "min_bytes",
+        dict(
+            default="8",
+            metavar="SIZE",
+            help="smallest size, K/M/G = powers of 1024 [nccl-tests -b] (default 8)",
+        ),
+    ),
+    (
+        ("--max-bytes", "-e"),
+        "max_bytes",
+        dict(
+            default="64M",
+            metavar="SIZE",
+            help="largest size [-e] (default 64M, about a minute on 2 CPU ranks)",
+        ),
+    ),
+    (
+        ("--step-factor", "-f"),
+        "step_factor",
+        dict(default="2", metavar="F", help="multiply the size by this each step [-f] (default 2)"),
+    ),
+    (
+        ("--iters", "-n"),
+        "iters",
+        dict(default=20, metavar="N", type=int, help="timed iterations per size [-n] (default 20)"),
+    ),
+    (
+        ("--warmup", "-w"),
+        "warmup",
+        dict(
+            default=1, metavar="N", type=int, help="untimed iterations first [-w] (default 1, as nccl-tests)"
+        ),
+    ),
+    (
+        ("--dtype", "-d"),
+        "dtype",
+        dict(default="float32", metavar="TYPE", help="element type [-d] (default float32)"),
+    ),
+    (
+        ("--backend",),
+        "backend",
+        dict(default="auto", metavar="NAME", help="auto|nccl|gloo|mpi (auto: nccl with GPUs, else gloo)"),
+    ),
+    (
+        ("--scopes",),
+        "scopes",
+        dict(
+            default=DEFAULT_SCOPES,
+            metavar="LIST",
+            help=f"comma list of {', '.join(SCOPES)} (default {DEFAULT_SCOPES})",
+        ),
+    ),
+    (
+        ("--timeout",),
+        "timeout",
+        dict(
+            default=300.0,
+            metavar="SECONDS",
+            type=float,
+            help="abort (exit 3) when one op takes longer, seconds (default 300)",
+        ),
+    ),
+    (
+        ("--out",),
+        "out",
+        dict(default=None, metavar="DIR", help="results directory (default ./stoker-results/<run_id>)"),
+    ),
+    (
+        ("--pair-bytes",),
+        "pair_bytes",
+        dict(
+            default=None,
+            metavar="SIZE",
+            help="size of each pairs or groups measurement (default --max-bytes)",
+        ),
+    ),
+    (
+        ("--pair-op",),
+        "pair_op",
+        dict(
+            default="all_reduce",
+            metavar="OP",
+            help="op measured between node pairs and in the groups search (default all_reduce)",
+        ),
+    ),
+    (
+        ("--pairs",),
+        "pairs",
+        dict(default=None, metavar="A:B,...", help="measure only these host pairs: HOSTA:HOSTB,HOSTC:HOSTD"),
+    ),
+    (
+        ("--hosts-override",),
+        "hosts_override",
+        dict(
+            default=None,
+            metavar="H0,H1,...",
+            help="rank i's host name, comma separated (tests; also STOKER_HOSTS_MAP)",
+        ),
+    ),
 ]
 _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
-    (("--in-place",), "in_place", dict(action="store_true", help="also measure in place, as nccl-tests does")),
-    (("--check",), "check", dict(action=argparse.BooleanOptionalAction, default=True, help="count wrong elements [nccl-tests -c 1] (default on; --no-check skips it)")),
-    (("--graph",), "graph", dict(action=argparse.BooleanOptionalAction, default=True, help="NCCL: time the iterations as one captured CUDA graph [nccl-tests -G] (default on; --no-graph times eagerly; gloo and MPI are always eager)")),
+    (
+        ("--in-place",),
+        "in_place",
+        dict(action="store_true", help="also measure in place, as nccl-tests does"),
+    ),
+    (
+        ("--check",),
+        "check",
+        dict(
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="count wrong elements [nccl-tests -c 1] (default on; --no-check skips it)",
+        ),
+    ),
+    (
+        ("--graph",),
+        "graph",
+        dict(
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="NCCL: time the iterations as one captured CUDA graph [nccl-tests -G] (default on; --no-graph times eagerly; gloo and MPI are always eager)",
+        ),
+    ),
 ]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flags, dest, opts in _OPTIONS + _FLAGS:
         parser.add_argument(*flags, dest=dest, **opts)
-    parser.add_argument("--nproc", type=int, default=None, metavar="N", help="start this many local ranks (no launcher needed)")
+    parser.add_argument(
+        "--nproc",
+        type=int,
+        default=None,
+        metavar="N",
+        help="start this many local ranks (no launcher needed)",
+    )
 
 
 def rank_argv(args: argparse.Namespace) -> list[str]:
@@ -97,25 +219,39 @@ def settings(args: argparse.Namespace) -> Settings:
     try:
         factor = float(args.step_factor)
     except ValueError:
-        raise UsageError(f"bad --step-factor {args.step_factor!r}: give a number larger than 1, e.g. 2") from None
+        raise UsageError(
+            f"bad --step-factor {args.step_factor!r}: give a number larger than 1, e.g. 2"
+        ) from None
     lo, hi = parse_size(args.min_bytes, "--min-bytes"), parse_size(args.max_bytes, "--max-bytes")
     if args.iters < 1 or args.warmup < 0:
         raise UsageError("--iters must be at least 1 and --warmup at least 0")
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
     return Settings(
-        ops=ops, sizes=tuple(sizes(lo, hi, factor)), iters=args.iters, warmup=args.warmup, dtype=args.dtype,
-        scopes=scopes, in_place=args.in_place, check=args.check, timeout_s=args.timeout,
+        ops=ops,
+        sizes=tuple(sizes(lo, hi, factor)),
+        iters=args.iters,
+        warmup=args.warmup,
+        dtype=args.dtype,
+        scopes=scopes,
+        in_place=args.in_place,
+        check=args.check,
+        timeout_s=args.timeout,
         pair_bytes=parse_size(args.pair_bytes, "--pair-bytes") if args.pair_bytes else hi,
-        pair_op=args.pair_op, pairs=tuple(parse_pairs(args.pairs)) if args.pairs else (), graph=args.graph,
-        out=args.out, hosts_override=args.hosts_override,
+        pair_op=args.pair_op,
+        pairs=tuple(parse_pairs(args.pairs)) if args.pairs else (),
+        graph=args.graph,
+        out=args.out,
+        hosts_override=args.hosts_override,
     )
 
 
 def _check_world(world: int, s: Settings) -> None:
     """Checks that need the world size: ops that need 2 ranks, one fake host per rank."""
     if s.hosts_override and world > len(s.hosts_override.split(",")):
-        raise UsageError(f"--hosts-override names {len(s.hosts_override.split(','))} hosts for {world} ranks: give one per rank")
+        raise UsageError(
+            f"--hosts-override names {len(s.hosts_override.split(','))} hosts for {world} ranks: give one per rank"
+        )
     needy = [op for op in s.ops if TABLE[op].min_ranks > world]
     if needy and world > 0:
         raise UsageError(
@@ -134,7 +270,9 @@ def main(args: argparse.Namespace) -> int:
         if args.nproc < 1:
             raise UsageError("--nproc must be at least 1")
         if args.backend == "mpi":
-            raise UsageError("--backend mpi ranks are started by mpirun or srun, not --nproc: run e.g. mpirun -np 2 stoker net --backend mpi")
+            raise UsageError(
+                "--backend mpi ranks are started by mpirun or srun, not --nproc: run e.g. mpirun -np 2 stoker net --backend mpi"
+            )
         _check_world(args.nproc, s)
         # the ranks resolve `auto` themselves: importing torch here would only delay them
         return supervise(args.nproc, rank_argv(args))

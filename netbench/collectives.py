@@ -15,6 +15,7 @@ Sizes and factors follow nccl-tests doc/PERFORMANCE.md ("Bus bandwidth") and the
 Fills are small integers (1..7) so that float sums are exact and a correct result
 compares equal element by element; `wrong` counts the elements that differ.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -44,23 +45,23 @@ def _sum_over(ranks: int, start: int, n: int) -> np.ndarray:
 class Layout:
     """Buffer sizes (elements) of one rank for one op at one size."""
 
-    count: int          # elements of the size column
-    send: int           # elements in this rank's send buffer
-    recv: int           # elements in this rank's receive buffer
+    count: int  # elements of the size column
+    send: int  # elements in this rank's send buffer
+    recv: int  # elements in this rank's receive buffer
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Collective:
     name: str
-    bus_factor: Callable[[int], float]     # n ranks -> busbw / algbw
-    per_rank_chunks: bool                  # count must divide into n equal chunks
-    send_chunks: Callable[[int], int]      # n -> send buffer length in chunks of count/n
-    recv_chunks: Callable[[int], int]      # n -> recv buffer length in chunks of count/n
+    bus_factor: Callable[[int], float]  # n ranks -> busbw / algbw
+    per_rank_chunks: bool  # count must divide into n equal chunks
+    send_chunks: Callable[[int], int]  # n -> send buffer length in chunks of count/n
+    recv_chunks: Callable[[int], int]  # n -> recv buffer length in chunks of count/n
     min_ranks: int = 1
     redop: str = "none"
     rooted: bool = False
-    in_place_ok: bool = True               # nccl-tests runs it in place too
-    send_values: Callable[[int, int, int, int], np.ndarray]   # (count, n, rank, root) -> send buffer
+    in_place_ok: bool = True  # nccl-tests runs it in place too
+    send_values: Callable[[int, int, int, int], np.ndarray]  # (count, n, rank, root) -> send buffer
     expected: Callable[[int, int, int, int], np.ndarray | None]  # -> recv buffer; None: not checked
 
     def layout(self, size_bytes: int, n: int, itemsize: int) -> Layout:
@@ -121,40 +122,76 @@ TABLE: dict[str, Collective] = {
     c.name: c
     for c in (
         Collective(
-            name="all_reduce", bus_factor=lambda n: 2 * _ring(n), redop="sum",
-            per_rank_chunks=False, send_chunks=_ONE, recv_chunks=_ONE,
-            send_values=_own, expected=lambda c, n, r, root: _sum_over(n, 0, c),
+            name="all_reduce",
+            bus_factor=lambda n: 2 * _ring(n),
+            redop="sum",
+            per_rank_chunks=False,
+            send_chunks=_ONE,
+            recv_chunks=_ONE,
+            send_values=_own,
+            expected=lambda c, n, r, root: _sum_over(n, 0, c),
         ),
         Collective(
-            name="all_gather", bus_factor=_ring, per_rank_chunks=True,
-            send_chunks=_ONE, recv_chunks=_N,
-            send_values=_own_chunk, expected=_all_gather_expected,
+            name="all_gather",
+            bus_factor=_ring,
+            per_rank_chunks=True,
+            send_chunks=_ONE,
+            recv_chunks=_N,
+            send_values=_own_chunk,
+            expected=_all_gather_expected,
         ),
         Collective(
-            name="reduce_scatter", bus_factor=_ring, redop="sum", per_rank_chunks=True,
-            send_chunks=_N, recv_chunks=_ONE,
-            send_values=_own, expected=_reduce_scatter_expected,
+            name="reduce_scatter",
+            bus_factor=_ring,
+            redop="sum",
+            per_rank_chunks=True,
+            send_chunks=_N,
+            recv_chunks=_ONE,
+            send_values=_own,
+            expected=_reduce_scatter_expected,
         ),
         Collective(
-            name="broadcast", bus_factor=lambda n: 1.0, rooted=True,
-            per_rank_chunks=False, send_chunks=_ONE, recv_chunks=_ONE,
-            send_values=_own, expected=lambda c, n, r, root: fill(root, 0, c),
+            name="broadcast",
+            bus_factor=lambda n: 1.0,
+            rooted=True,
+            per_rank_chunks=False,
+            send_chunks=_ONE,
+            recv_chunks=_ONE,
+            send_values=_own,
+            expected=lambda c, n, r, root: fill(root, 0, c),
         ),
         Collective(
-            name="reduce", bus_factor=lambda n: 1.0, redop="sum", rooted=True,
-            per_rank_chunks=False, send_chunks=_ONE, recv_chunks=_ONE,
-            send_values=_own, expected=_reduce_expected,
+            name="reduce",
+            bus_factor=lambda n: 1.0,
+            redop="sum",
+            rooted=True,
+            per_rank_chunks=False,
+            send_chunks=_ONE,
+            recv_chunks=_ONE,
+            send_values=_own,
+            expected=_reduce_expected,
         ),
         Collective(
-            name="alltoall", bus_factor=_ring, per_rank_chunks=True, in_place_ok=False,
-            send_chunks=_N, recv_chunks=_N,
-            send_values=_alltoall_send, expected=_alltoall_expected,
+            name="alltoall",
+            bus_factor=_ring,
+            per_rank_chunks=True,
+            in_place_ok=False,
+            send_chunks=_N,
+            recv_chunks=_N,
+            send_values=_alltoall_send,
+            expected=_alltoall_expected,
         ),
         Collective(
             # send to rank r+1, receive from rank r-1 (nccl-tests sendrecv.cu)
-            name="sendrecv", bus_factor=lambda n: 1.0, min_ranks=2, in_place_ok=False,
-            per_rank_chunks=False, send_chunks=_ONE, recv_chunks=_ONE,
-            send_values=_own, expected=lambda c, n, r, root: fill((r - 1) % n, 0, c),
+            name="sendrecv",
+            bus_factor=lambda n: 1.0,
+            min_ranks=2,
+            in_place_ok=False,
+            per_rank_chunks=False,
+            send_chunks=_ONE,
+            recv_chunks=_ONE,
+            send_values=_own,
+            expected=lambda c, n, r, root: fill((r - 1) % n, 0, c),
         ),
     )
 }

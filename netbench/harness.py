@@ -17,6 +17,7 @@ cost (~25-30 us in torch) leaves the timed loop, which is what nccl-tests -G mea
 backend without graphs (gloo, MPI) times eagerly; a capture that fails does too, and the
 result says why (`graph_error`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,8 +29,8 @@ from netbench.backends import Backend, Timer
 from netbench.collectives import Collective, Layout, count_wrong
 from netbench.sweep import IterStats, iter_stats
 
-ROOT = 0   # nccl-tests' default root (-r 0), as a rank of the group
-GRAPH_REPLAYS = 3   # timed launches of the captured graph: enough for a min and a median
+ROOT = 0  # nccl-tests' default root (-r 0), as a rank of the group
+GRAPH_REPLAYS = 3  # timed launches of the captured graph: enough for a min and a median
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -37,10 +38,10 @@ class RankResult:
     """What one rank measured; rank 0 combines these into a record."""
 
     group: int
-    time_s: float          # this rank's elapsed / iters
+    time_s: float  # this rank's elapsed / iters
     stats: IterStats
     wrong: int
-    graph: bool = False    # timed as a captured CUDA graph
+    graph: bool = False  # timed as a captured CUDA graph
     graph_error: str = ""  # why capture failed (timed eagerly instead); "" when it did not
 
 
@@ -49,20 +50,29 @@ def _buffers(b: Backend, coll: Collective, lay: Layout, n: int, me: int, in_plac
     if not in_place:
         return b.alloc(values), b.alloc(np.zeros(lay.recv))
     chunk = lay.count // n if coll.per_rank_chunks else lay.count
-    if lay.recv > lay.send:            # all_gather: my input is my chunk of the output
+    if lay.recv > lay.send:  # all_gather: my input is my chunk of the output
         full = np.zeros(lay.recv)
-        full[me * chunk:(me + 1) * chunk] = values
+        full[me * chunk : (me + 1) * chunk] = values
         buf = b.alloc(full)
         return b.view(buf, me * chunk, chunk), buf
     buf = b.alloc(values)
-    if lay.send > lay.recv:            # reduce_scatter: my output is my chunk of the input
+    if lay.send > lay.recv:  # reduce_scatter: my output is my chunk of the input
         return buf, b.view(buf, me * chunk, chunk)
     return buf, buf
 
 
 def measure(
-    b: Backend, comm: Any, coll: Collective, lay: Layout, *, group: int, iters: int, warmup: int,
-    in_place: bool, check: bool, graph: bool = False,
+    b: Backend,
+    comm: Any,
+    coll: Collective,
+    lay: Layout,
+    *,
+    group: int,
+    iters: int,
+    warmup: int,
+    in_place: bool,
+    check: bool,
+    graph: bool = False,
 ) -> RankResult:
     """Check, warm up and time one op at one size on this rank's group."""
     n, me = b.group_size(comm), b.group_rank(comm)
@@ -77,26 +87,29 @@ def measure(
     for _ in range(warmup):
         op()
     if graph and not check and warmup == 0:
-        op()   # NCCL sets up its communicator at the first call, which must not be in a capture
+        op()  # NCCL sets up its communicator at the first call, which must not be in a capture
     replay, graph_error = _capture(b, op, iters) if graph else (None, "")
     if replay is not None:
-        replay()        # the first launch uploads the graph: untimed
+        replay()  # the first launch uploads the graph: untimed
         per_op = [t / iters for t in _timed_loop(b, comm, replay, GRAPH_REPLAYS, every_op=True).intervals()]
-        return RankResult(group=group, time_s=sum(per_op) / len(per_op), stats=iter_stats(per_op),
-                          wrong=wrong, graph=True)
+        return RankResult(
+            group=group, time_s=sum(per_op) / len(per_op), stats=iter_stats(per_op), wrong=wrong, graph=True
+        )
     timer = _timed_loop(b, comm, op, iters, every_op=True)
     times = timer.intervals()
     headline = sum(times) / iters
     if timer.intrusive:
         headline = _timed_loop(b, comm, op, iters, every_op=False).intervals()[0] / iters
-    return RankResult(group=group, time_s=headline, stats=iter_stats(times), wrong=wrong, graph_error=graph_error)
+    return RankResult(
+        group=group, time_s=headline, stats=iter_stats(times), wrong=wrong, graph_error=graph_error
+    )
 
 
 def _capture(b: Backend, op: Any, iters: int) -> tuple[Any, str]:
     """(replay call or None, why capture failed or "")."""
     try:
         return b.capture(op, iters), ""
-    except Exception as exc:   # a failed capture must cost the graph, never the measurement
+    except Exception as exc:  # a failed capture must cost the graph, never the measurement
         b.sync()
         first = (str(exc).strip().splitlines() or [""])[0][:160]
         return None, f"{type(exc).__name__}: {first}"
@@ -120,4 +133,3 @@ def _timed_loop(b: Backend, comm: Any, op: Any, iters: int, *, every_op: bool) -
         mark()
     b.sync()
     return timer
-

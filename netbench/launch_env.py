@@ -14,6 +14,7 @@ is the point, because real launchers stack their variables on top of each other:
 torch.distributed needs a rendezvous address that only torchrun provides; under srun or
 mpirun it has to be exported (MASTER_ADDR, MASTER_PORT).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -21,31 +22,31 @@ from dataclasses import dataclass
 
 from reports.errors import UsageError
 
-
 _SLURM_SPECIAL_STEPS = 0xFFFFFFF0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class LaunchEnv:
-    launcher: str                 # "torchrun" | "mpirun" | "srun" | "none"
+    launcher: str  # "torchrun" | "mpirun" | "srun" | "none"
     rank: int = 0
     world: int = 1
     local_rank: int = 0
     master_addr: str | None = None
     master_port: int | None = None
-    source: str = ""              # the LAUNCHERS row that decided, for messages
+    source: str = ""  # the LAUNCHERS row that decided, for messages
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Launcher:
     """One row of the table: when these variables are set, read rank/world/local from these."""
+
     source: str
     launcher: str
     when: tuple[str, ...]
     rank: tuple[str, ...]
     world: tuple[str, ...]
     local: tuple[str, ...]
-    extra: Callable[[Mapping[str, str]], bool] | None = None   # a further condition
+    extra: Callable[[Mapping[str, str]], bool] | None = None  # a further condition
 
 
 def _int(env: Mapping[str, str], *names: str) -> int | None:
@@ -67,18 +68,55 @@ def _in_srun_step(env: Mapping[str, str]) -> bool:
 
 
 LAUNCHERS: tuple[Launcher, ...] = (
-    Launcher(source="torchrun", launcher="torchrun", when=("RANK", "WORLD_SIZE"),
-             rank=("RANK",), world=("WORLD_SIZE",), local=("LOCAL_RANK",)),
-    Launcher(source="Open MPI mpirun", launcher="mpirun", when=("OMPI_COMM_WORLD_RANK",),
-             rank=("OMPI_COMM_WORLD_RANK",), world=("OMPI_COMM_WORLD_SIZE",), local=("OMPI_COMM_WORLD_LOCAL_RANK",)),
-    Launcher(source="MPICH/Hydra or Intel MPI mpiexec", launcher="mpirun", when=("PMI_RANK", "MPI_LOCALRANKID"),
-             rank=("PMI_RANK",), world=("PMI_SIZE",), local=("MPI_LOCALRANKID",)),
-    Launcher(source="srun step", launcher="srun", when=("SLURM_PROCID",), extra=_in_srun_step,
-             rank=("SLURM_PROCID",), world=("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"), local=("SLURM_LOCALID",)),
-    Launcher(source="PMI launcher", launcher="mpirun", when=("PMI_RANK",),
-             rank=("PMI_RANK",), world=("PMI_SIZE",), local=("PMI_LOCAL_RANK",)),
-    Launcher(source="PMIx launcher", launcher="mpirun", when=("PMIX_RANK",),
-             rank=("PMIX_RANK",), world=(), local=()),
+    Launcher(
+        source="torchrun",
+        launcher="torchrun",
+        when=("RANK", "WORLD_SIZE"),
+        rank=("RANK",),
+        world=("WORLD_SIZE",),
+        local=("LOCAL_RANK",),
+    ),
+    Launcher(
+        source="Open MPI mpirun",
+        launcher="mpirun",
+        when=("OMPI_COMM_WORLD_RANK",),
+        rank=("OMPI_COMM_WORLD_RANK",),
+        world=("OMPI_COMM_WORLD_SIZE",),
+        local=("OMPI_COMM_WORLD_LOCAL_RANK",),
+    ),
+    Launcher(
+        source="MPICH/Hydra or Intel MPI mpiexec",
+        launcher="mpirun",
+        when=("PMI_RANK", "MPI_LOCALRANKID"),
+        rank=("PMI_RANK",),
+        world=("PMI_SIZE",),
+        local=("MPI_LOCALRANKID",),
+    ),
+    Launcher(
+        source="srun step",
+        launcher="srun",
+        when=("SLURM_PROCID",),
+        extra=_in_srun_step,
+        rank=("SLURM_PROCID",),
+        world=("SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"),
+        local=("SLURM_LOCALID",),
+    ),
+    Launcher(
+        source="PMI launcher",
+        launcher="mpirun",
+        when=("PMI_RANK",),
+        rank=("PMI_RANK",),
+        world=("PMI_SIZE",),
+        local=("PMI_LOCAL_RANK",),
+    ),
+    Launcher(
+        source="PMIx launcher",
+        launcher="mpirun",
+        when=("PMIX_RANK",),
+        rank=("PMIX_RANK",),
+        world=(),
+        local=(),
+    ),
 )
 
 
@@ -89,10 +127,15 @@ def detect(env: Mapping[str, str]) -> LaunchEnv:
     asks for WORLD_SIZE or --backend mpi."""
     for row in LAUNCHERS:
         if all(env.get(name, "").strip() for name in row.when) and (row.extra is None or row.extra(env)):
-            return LaunchEnv(launcher=row.launcher, source=row.source, rank=_int(env, *row.rank) or 0,
-                             world=_int(env, *row.world) or 0 if row.world else 0,
-                             local_rank=_int(env, *row.local) or 0 if row.local else 0,
-                             master_addr=env.get("MASTER_ADDR") or None, master_port=_int(env, "MASTER_PORT"))
+            return LaunchEnv(
+                launcher=row.launcher,
+                source=row.source,
+                rank=_int(env, *row.rank) or 0,
+                world=_int(env, *row.world) or 0 if row.world else 0,
+                local_rank=_int(env, *row.local) or 0 if row.local else 0,
+                master_addr=env.get("MASTER_ADDR") or None,
+                master_port=_int(env, "MASTER_PORT"),
+            )
     return LaunchEnv(launcher="none")
 
 

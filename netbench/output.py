@@ -4,6 +4,7 @@ Columns as nccl-tests prints them: size count type redop root, then time algbw b
 #wrong for out-of-place and, with --in-place, again for in-place. Rows stream as each
 size finishes, so the table is the progress display.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -14,8 +15,9 @@ _LEFT = "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}"
 _RIGHT = "  {:>8}  {:>7}  {:>7}  {:>6}"
 
 
-def scope_header(scope: str, group: int, ranks: int, hosts: Sequence[str], backend: str, dtype: str,
-                 extra: str = "") -> str:
+def scope_header(
+    scope: str, group: int, ranks: int, hosts: Sequence[str], backend: str, dtype: str, extra: str = ""
+) -> str:
     where = f"on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts {','.join(hosts)}"
     tail = f", {extra}" if extra else ""
     noun = "rank" if ranks == 1 else "ranks"
@@ -28,10 +30,17 @@ def column_header(in_place_modes: Sequence[bool], many_groups: bool) -> list[str
     modes = ["in-place" if m else "out-of-place" for m in in_place_modes]
     grp = "  group" if many_groups else ""
     line1 = "#" + " " * 51 + "".join(f"{m:^36}" for m in modes)
-    line2 = "#" + _LEFT.format("size", "count", "type", "redop", "root")[1:] + "".join(
-        _RIGHT.format("time", "algbw", "busbw", "#wrong") for _ in modes) + grp
-    line3 = "#" + _LEFT.format("(B)", "(elements)", "", "", "")[1:] + "".join(
-        _RIGHT.format("(us)", "(GB/s)", "(GB/s)", "") for _ in modes)
+    line2 = (
+        "#"
+        + _LEFT.format("size", "count", "type", "redop", "root")[1:]
+        + "".join(_RIGHT.format("time", "algbw", "busbw", "#wrong") for _ in modes)
+        + grp
+    )
+    line3 = (
+        "#"
+        + _LEFT.format("(B)", "(elements)", "", "", "")[1:]
+        + "".join(_RIGHT.format("(us)", "(GB/s)", "(GB/s)", "") for _ in modes)
+    )
     return [line.rstrip() for line in (line1, line2, line3)]
 
 
@@ -57,4 +66,6 @@ def skipped(scope: str, why: str) -> str:
 
 
 def footer(out_dir: str, n_records: int) -> str:
-    return f"# {n_records} records in {out_dir}/net.jsonl (GB/s = 1e9 B/s; busbw per nccl-tests PERFORMANCE.md)"
+    return (
+        f"# {n_records} records in {out_dir}/net.jsonl (GB/s = 1e9 B/s; busbw per nccl-tests PERFORMANCE.md)"
+    )

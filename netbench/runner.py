@@ -1,5 +1,6 @@
 """One `stoker net` run on one rank: find the topology, walk the scopes, measure every
 op and size in each group, and (global rank 0 only) write records, manifests and the table."""
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,15 @@ from netbench.backends import ITEMSIZE, Backend
 from netbench.collectives import TABLE, Collective
 from netbench.harness import ROOT, RankResult, measure
 from netbench.sweep import mean_across_ranks, slowest
-from netbench.topology import Group, Topology, host_groups, host_pairs_rounds, my_host, pair_rounds, scope_groups
+from netbench.topology import (
+    Group,
+    Topology,
+    host_groups,
+    host_pairs_rounds,
+    my_host,
+    pair_rounds,
+    scope_groups,
+)
 from netbench.watchdog import Watchdog
 from reports.errors import MeasurementAborted, StokerError, UsageError
 from reports.manifest import base_manifest, installed_versions
@@ -39,7 +48,7 @@ class Settings:
     pair_bytes: int
     pair_op: str
     pairs: tuple[tuple[str, str], ...] = ()
-    graph: bool = True            # NCCL: time as a captured CUDA graph (gloo/MPI: always eager)
+    graph: bool = True  # NCCL: time as a captured CUDA graph (gloo/MPI: always eager)
     out: str | None = None
     hosts_override: str | None = None
 
@@ -49,7 +58,7 @@ class _Run:
     b: Backend
     s: Settings
     wd: Watchdog
-    writer: RecordWriter | None          # global rank 0 only
+    writer: RecordWriter | None  # global rank 0 only
     run_id: str
     n_records: int = 0
     graph_warned: bool = False
@@ -84,7 +93,9 @@ def _warn(r: _Run, line: str) -> None:
         sys.stderr.flush()
 
 
-def _manifest(b: Backend, s: Settings, run_id: str, host: str, topo: Topology, launcher: str) -> dict[str, Any]:
+def _manifest(
+    b: Backend, s: Settings, run_id: str, host: str, topo: Topology, launcher: str
+) -> dict[str, Any]:
     m = base_manifest("net", run_id, os.environ)
     m["host"] = host
     m["launcher"] = launcher
@@ -103,8 +114,16 @@ def _manifest(b: Backend, s: Settings, run_id: str, host: str, topo: Topology, l
     return m
 
 
-def _record(r: _Run, scope: str, g: Group, coll: Collective, size: int, got: Sequence[RankResult],
-            in_place: bool, extra: dict[str, Any]) -> NetRecord:
+def _record(
+    r: _Run,
+    scope: str,
+    g: Group,
+    coll: Collective,
+    size: int,
+    got: Sequence[RankResult],
+    in_place: bool,
+    extra: dict[str, Any],
+) -> NetRecord:
     n = len(g.ranks)
     itemsize = ITEMSIZE[r.s.dtype]
     lay = coll.layout(size, n, itemsize)
@@ -113,12 +132,33 @@ def _record(r: _Run, scope: str, g: Group, coll: Collective, size: int, got: Seq
     st = slowest([x.stats for x in got])
     algbw = gbps(nbytes, t)
     return NetRecord(
-        run_id=r.run_id, ts=utc_now(), hosts=g.hosts, nodes=len(g.hosts), op=coll.name, scope=scope,
-        ranks=n, backend=r.b.name, dtype=r.s.dtype, bytes=nbytes, time_s=t, algbw_GBps=algbw,
-        busbw_GBps=algbw * coll.bus_factor(n), wrong=sum(x.wrong for x in got), count=lay.count,
-        redop=coll.redop, root=ROOT if coll.rooted else -1, in_place=in_place, iters=r.s.iters,
-        warmup=r.s.warmup, group=g.index, time_min_s=st.min, time_p50_s=st.p50, time_p99_s=st.p99,
-        time_cv=st.cv, device=r.b.device, extra=dict(extra),
+        run_id=r.run_id,
+        ts=utc_now(),
+        hosts=g.hosts,
+        nodes=len(g.hosts),
+        op=coll.name,
+        scope=scope,
+        ranks=n,
+        backend=r.b.name,
+        dtype=r.s.dtype,
+        bytes=nbytes,
+        time_s=t,
+        algbw_GBps=algbw,
+        busbw_GBps=algbw * coll.bus_factor(n),
+        wrong=sum(x.wrong for x in got),
+        count=lay.count,
+        redop=coll.redop,
+        root=ROOT if coll.rooted else -1,
+        in_place=in_place,
+        iters=r.s.iters,
+        warmup=r.s.warmup,
+        group=g.index,
+        time_min_s=st.min,
+        time_p50_s=st.p50,
+        time_p99_s=st.p99,
+        time_cv=st.cv,
+        device=r.b.device,
+        extra=dict(extra),
     )
 
 
@@ -132,8 +172,9 @@ def _modes(r: _Run, coll: Collective) -> list[bool]:
     return modes
 
 
-def _gather_one(r: _Run, scope: str, comm: Any, mine: Group | None, coll: Collective, size: int,
-                in_place: bool) -> list[RankResult | None] | None:
+def _gather_one(
+    r: _Run, scope: str, comm: Any, mine: Group | None, coll: Collective, size: int, in_place: bool
+) -> list[RankResult | None] | None:
     """Measure on this rank's group (if it has one that can run the op) and gather every
     rank's result at global rank 0. Ranks outside any group still join the gather, which
     keeps all groups of a round in step."""
@@ -142,14 +183,30 @@ def _gather_one(r: _Run, scope: str, comm: Any, mine: Group | None, coll: Collec
         lay = coll.layout(size, len(mine.ranks), ITEMSIZE[r.s.dtype])
         if lay.count > 0:
             with _step(r.wd, f"{coll.name} at {size} B in scope {scope} (group {mine.index})"):
-                res = measure(r.b, comm, coll, lay, group=mine.index, iters=r.s.iters,
-                              warmup=r.s.warmup, in_place=in_place, check=r.s.check, graph=r.s.graph)
+                res = measure(
+                    r.b,
+                    comm,
+                    coll,
+                    lay,
+                    group=mine.index,
+                    iters=r.s.iters,
+                    warmup=r.s.warmup,
+                    in_place=in_place,
+                    check=r.s.check,
+                    graph=r.s.graph,
+                )
     with _step(r.wd, f"collecting results of {coll.name} at {size} B in scope {scope}"):
         return r.b.gather(res)
 
 
-def _round(r: _Run, scope: str, groups: Sequence[Group], ops: Sequence[str], sizes: Sequence[int],
-           extra: dict[str, Any]) -> dict[int, float]:
+def _round(
+    r: _Run,
+    scope: str,
+    groups: Sequence[Group],
+    ops: Sequence[str],
+    sizes: Sequence[int],
+    extra: dict[str, Any],
+) -> dict[int, float]:
     """Measure `ops` x `sizes` on disjoint groups at once; returns busbw of each group's last row."""
     b = r.b
     with _step(r.wd, f"creating the {scope} groups"):
@@ -157,8 +214,17 @@ def _round(r: _Run, scope: str, groups: Sequence[Group], ops: Sequence[str], siz
     mine = next((g for g in groups if b.rank in g.ranks), None)
     many = len(groups) > 1
     for g in groups:
-        r.say(output.scope_header(scope, g.index, len(g.ranks), g.hosts, b.name, r.s.dtype,
-                                  ", ".join(f"{k} {v}" for k, v in extra.items())))
+        r.say(
+            output.scope_header(
+                scope,
+                g.index,
+                len(g.ranks),
+                g.hosts,
+                b.name,
+                r.s.dtype,
+                ", ".join(f"{k} {v}" for k, v in extra.items()),
+            )
+        )
     last: dict[int, float] = {}
     for opname in ops:
         coll = TABLE[opname]
@@ -180,7 +246,9 @@ def _round(r: _Run, scope: str, groups: Sequence[Group], ops: Sequence[str], siz
                     got = [x for x in everything if x is not None and x.group == g.index]
                     if got:
                         graph = {"graph": all(x.graph for x in got)}
-                        rec = _record(r, scope, g, coll, size, got, in_place, {**extra, **_round_extra(g), **graph})
+                        rec = _record(
+                            r, scope, g, coll, size, got, in_place, {**extra, **_round_extra(g), **graph}
+                        )
                         r.writer.write(rec)
                         r.n_records += 1
                         rows.setdefault(g.index, []).append(rec)
@@ -196,7 +264,9 @@ def _graph_fallback(r: _Run, results: Sequence[RankResult | None]) -> None:
     why = next((x.graph_error for x in results if x is not None and x.graph_error), "")
     if why and not r.graph_warned:
         r.graph_warned = True
-        _warn(r, f"# CUDA graph capture failed ({why}): timing eagerly where it fails; records say graph: false")
+        _warn(
+            r, f"# CUDA graph capture failed ({why}): timing eagerly where it fails; records say graph: false"
+        )
 
 
 def _round_extra(g: Group) -> dict[str, Any]:
@@ -302,7 +372,9 @@ def execute(b: Backend, s: Settings, launcher: str) -> int:
     else:
         planned = plan_scopes(s.scopes, topo)
         if len(planned) < len(s.scopes):
-            _warn(r, output.skipped("world", "one host: the same ranks as intra-node, measured as intra-node"))
+            _warn(
+                r, output.skipped("world", "one host: the same ranks as intra-node, measured as intra-node")
+            )
         for scope in planned:
             _scope(r, topo, scope)
     r.say(output.footer(out_dir, r.n_records))

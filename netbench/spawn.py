@@ -1,6 +1,7 @@
 """`stoker net --nproc N`: start N local ranks of the same command with a torchrun-style
 environment, stream rank 0's output, and supervise them: when one rank dies the others
 are stopped and the run ends with exit 3 (records written so far stay)."""
+
 from __future__ import annotations
 
 import os
@@ -31,7 +32,7 @@ def _stop(procs: Sequence[subprocess.Popen[bytes]], sig: int, grace_s: float) ->
         while p.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         if p.poll() is None:
-            p.kill()   # SIGKILL also ends a stopped (SIGSTOPped) rank
+            p.kill()  # SIGKILL also ends a stopped (SIGSTOPped) rank
             p.wait()
 
 
@@ -52,10 +53,17 @@ def supervise(nproc: int, argv: Sequence[str]) -> int:
         logs = [Path(tmp) / f"rank{r}.err" for r in range(nproc)]
         procs: list[subprocess.Popen[bytes]] = []
         for rank in range(nproc):
-            env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(nproc), "LOCAL_RANK": str(rank),
-                   "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                   CHILD_ENV: "1"}
-            env.setdefault("OMP_NUM_THREADS", "1")   # as torchrun does: N ranks share the cores
+            env = {
+                **os.environ,
+                "RANK": str(rank),
+                "WORLD_SIZE": str(nproc),
+                "LOCAL_RANK": str(rank),
+                "LOCAL_WORLD_SIZE": str(nproc),
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port),
+                CHILD_ENV: "1",
+            }
+            env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun does: N ranks share the cores
             if rank == 0:
                 procs.append(subprocess.Popen(cmd, env=env))
             else:
@@ -87,10 +95,12 @@ def _wait(procs: Sequence[subprocess.Popen[bytes]], logs: Sequence[Path]) -> int
                 time.sleep(0.05)
             _stop(procs, signal.SIGTERM, STOP_GRACE_S)
             if procs[0].returncode in (2, 3):
-                return int(procs[0].returncode)    # rank 0 already said why, in one line
+                return int(procs[0].returncode)  # rank 0 already said why, in one line
             why = _last_line(logs[rank]) if rank else ""
-            sys.stderr.write(f"stoker net: rank {rank} {_describe(code)}; the other ranks were stopped; "
-                             f"records measured so far are kept{': ' + why if why else ''}\n")
+            sys.stderr.write(
+                f"stoker net: rank {rank} {_describe(code)}; the other ranks were stopped; "
+                f"records measured so far are kept{': ' + why if why else ''}\n"
+            )
             return 2 if code == 2 else 3
         if all(c == 0 for c in codes):
             return 0

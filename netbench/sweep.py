@@ -5,6 +5,7 @@ Sizes go from --min-bytes to --max-bytes multiplying by --step-factor, as nccl-t
 at the end, t = elapsed / iters, averaged across ranks (`-a 1`). The per-iteration
 statistics (min/p50/p99/CV) describe the spread that a mean hides.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,7 +42,7 @@ class IterStats:
     min: float
     p50: float
     p99: float
-    cv: float       # standard deviation / mean (population)
+    cv: float  # standard deviation / mean (population)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -60,7 +61,10 @@ def iter_stats(times: Sequence[float]) -> IterStats:
     mean = sum(s) / len(s)
     var = sum((t - mean) ** 2 for t in s) / len(s)
     return IterStats(
-        mean=mean, min=s[0], p50=percentile(s, 50), p99=percentile(s, 99),
+        mean=mean,
+        min=s[0],
+        p50=percentile(s, 50),
+        p99=percentile(s, 99),
         cv=math.sqrt(var) / mean if mean > 0 else 0.0,
     )
 

@@ -3,6 +3,7 @@
 A rank's host name is STOKER_HOSTNAME if set, else socket.gethostname(); tests give
 fake hosts per rank with STOKER_HOSTS_MAP / --hosts-override "h0,h0,h1,h1" (rank i's host).
 """
+
 from __future__ import annotations
 
 import os
@@ -22,14 +23,16 @@ def my_host(rank: int, override: str | None = None, environ: Mapping[str, str] |
     if mapping:
         hosts = [h.strip() for h in mapping.split(",")]
         if rank >= len(hosts) or not hosts[rank]:
-            raise UsageError(f"--hosts-override/STOKER_HOSTS_MAP names {len(hosts)} hosts but this is rank {rank}: give one host per rank")
+            raise UsageError(
+                f"--hosts-override/STOKER_HOSTS_MAP names {len(hosts)} hosts but this is rank {rank}: give one host per rank"
+            )
         return hosts[rank]
     return env.get("STOKER_HOSTNAME", "").strip() or socket.gethostname()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Topology:
-    hosts: tuple[str, ...]            # host of each global rank
+    hosts: tuple[str, ...]  # host of each global rank
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -47,10 +50,10 @@ class Topology:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Group:
-    index: int                        # the record's `group`
-    ranks: tuple[int, ...]            # global ranks, in group-rank order
-    hosts: tuple[str, ...]            # distinct hosts taking part
-    round: int | None = None          # pairs: the tournament round
+    index: int  # the record's `group`
+    ranks: tuple[int, ...]  # global ranks, in group-rank order
+    hosts: tuple[str, ...]  # distinct hosts taking part
+    round: int | None = None  # pairs: the tournament round
 
 
 def _group(topo: Topology, index: int, ranks: Sequence[int], rnd: int | None = None) -> Group:
@@ -74,7 +77,7 @@ def round_robin(n: int) -> list[list[tuple[int, int]]]:
             if a is not None and b is not None:
                 pairs.append((min(a, b), max(a, b)))
         rounds.append(pairs)
-        players = [players[0], players[-1], *players[1:-1]]   # rotate all but the first
+        players = [players[0], players[-1], *players[1:-1]]  # rotate all but the first
     return rounds
 
 
@@ -96,8 +99,12 @@ def scope_groups(topo: Topology, scope: str) -> tuple[list[list[Group]], str]:
         return [groups], ""
     if scope == "pairs":
         return pair_rounds(topo, round_robin(len(node_ranks))), ""
-    if scope == "groups":   # rounds are chosen as the search goes (netbench.runner): none up front
-        return ([], "") if len(node_ranks) >= 4 else ([], f"{len(node_ranks)} nodes: the search needs 4, use --scopes pairs")
+    if scope == "groups":  # rounds are chosen as the search goes (netbench.runner): none up front
+        return (
+            ([], "")
+            if len(node_ranks) >= 4
+            else ([], f"{len(node_ranks)} nodes: the search needs 4, use --scopes pairs")
+        )
     raise UsageError(f"unknown scope {scope!r}: choose from {', '.join(SCOPES)}")
 
 
@@ -128,7 +135,9 @@ def host_pairs_rounds(topo: Topology, pairs: Sequence[tuple[str, str]]) -> list[
     for a, b in pairs:
         for h in (a, b):
             if h not in index:
-                raise UsageError(f"--pairs names host {h!r}, which runs no rank here; hosts: {', '.join(topo.nodes)}")
+                raise UsageError(
+                    f"--pairs names host {h!r}, which runs no rank here; hosts: {', '.join(topo.nodes)}"
+                )
         if a == b:
             raise UsageError(f"--pairs {a}:{b} pairs a host with itself; give two different hosts")
         pair = (index[a], index[b])

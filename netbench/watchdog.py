@@ -1,6 +1,7 @@
 """A watchdog thread in every rank: a collective that exceeds --timeout, or Ctrl-C while
 the main thread is stuck inside one, ends the process with exit 3. Records are fsynced
 one by one as they are written, so nothing measured is lost by exiting hard."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,8 @@ ABORT_EXIT = 3
 class Watchdog:
     def __init__(self, timeout_s: float, speak: bool, where: str) -> None:
         self._timeout = timeout_s
-        self._speak = speak            # only global rank 0 prints
-        self.where = where             # e.g. "records so far are kept in DIR"
+        self._speak = speak  # only global rank 0 prints
+        self.where = where  # e.g. "records so far are kept in DIR"
         self._lock = threading.Lock()
         self._deadline: float | None = None
         self._what = ""

@@ -12,6 +12,7 @@ else (NaN, a string where a figure belongs, a truncated line, a blank line) send
 file to the line-by-line reader (reports.records), which names each bad line. Negative
 figures and foreign schema versions are found here, vectorised, and named by line too.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -32,8 +33,23 @@ _INTS = ("nodes", "ranks", "bytes", "wrong")
 _FLOATS = ("time_s", "algbw_GBps", "busbw_GBps")
 _OPTIONAL_FLOATS = ("time_min_s", "time_p50_s", "time_p99_s", "time_cv")
 # Columns the judgement reads from the frame (hosts are reduced to `host`, `pair_a`, `pair_b`).
-FRAME_COLUMNS = ("run_id", "op", "scope", "backend", "ranks", "nodes", "bytes", "time_s", "algbw_GBps",
-                 "busbw_GBps", "wrong", "group", "in_place", "pass", "device")
+FRAME_COLUMNS = (
+    "run_id",
+    "op",
+    "scope",
+    "backend",
+    "ranks",
+    "nodes",
+    "bytes",
+    "time_s",
+    "algbw_GBps",
+    "busbw_GBps",
+    "wrong",
+    "group",
+    "in_place",
+    "pass",
+    "device",
+)
 # host: the first; host2: the second of a two-host record; hosts: the tuple of a record of
 # more (few: world and inter-node sweeps); pair_a < pair_b: a record's two distinct hosts.
 _ALL_COLUMNS = (*FRAME_COLUMNS, "host", "host2", "hosts", "pair_a", "pair_b", "n_hosts")
@@ -44,9 +60,9 @@ class NetTable(Sequence[Any]):
     `+=` can extend (imports are appended to what was read)."""
 
     def __init__(self, table: Any, frame: pd.DataFrame, build: Build) -> None:
-        self._table = table            # pyarrow.Table of the clean rows, for building records
-        self._build = build            # JSON object -> NetRecord (reports.records.from_dict)
-        self.frame = frame             # FRAME_COLUMNS + host, pair_a, pair_b, n_hosts
+        self._table = table  # pyarrow.Table of the clean rows, for building records
+        self._build = build  # JSON object -> NetRecord (reports.records.from_dict)
+        self.frame = frame  # FRAME_COLUMNS + host, pair_a, pair_b, n_hosts
         self._records: list[Any] | None = None
         self._tail: list[Any] = []
         self.memo: dict[str, Any] = {}  # results computed once per table (the pair matrix)
@@ -56,7 +72,9 @@ class NetTable(Sequence[Any]):
             names = self._table.column_names
             cols = [self._table.column(n).to_pylist() for n in names]
             # arrow fills a key a line lacks with null: leave it out, as the line did
-            self._records = [self._build({k: v for k, v in zip(names, row) if v is not None}) for row in zip(*cols)]
+            self._records = [
+                self._build({k: v for k, v in zip(names, row) if v is not None}) for row in zip(*cols)
+            ]
         return self._records + self._tail if self._tail else self._records
 
     def __len__(self) -> int:
@@ -119,10 +137,31 @@ def records_frame(net: Sequence[NetRecord]) -> pd.DataFrame:
     for r in net:
         distinct = sorted(set(r.hosts))
         a, b = (distinct[0], distinct[1]) if len(distinct) == 2 else (None, None)
-        rows.append((r.run_id, r.op, r.scope, r.backend, r.ranks, r.nodes, r.bytes, r.time_s, r.algbw_GBps,
-                     r.busbw_GBps, r.wrong, r.group, r.in_place, r.extra.get("pass"), r.device,
-                     r.hosts[0] if r.hosts else "", r.hosts[1] if len(r.hosts) == 2 else None,
-                     tuple(r.hosts) if len(r.hosts) > 2 else None, a, b, len(r.hosts)))
+        rows.append(
+            (
+                r.run_id,
+                r.op,
+                r.scope,
+                r.backend,
+                r.ranks,
+                r.nodes,
+                r.bytes,
+                r.time_s,
+                r.algbw_GBps,
+                r.busbw_GBps,
+                r.wrong,
+                r.group,
+                r.in_place,
+                r.extra.get("pass"),
+                r.device,
+                r.hosts[0] if r.hosts else "",
+                r.hosts[1] if len(r.hosts) == 2 else None,
+                tuple(r.hosts) if len(r.hosts) > 2 else None,
+                a,
+                b,
+                len(r.hosts),
+            )
+        )
     return pd.DataFrame(rows, columns=_ALL_COLUMNS)
 
 
@@ -174,12 +213,15 @@ def read_net(path: Path, build: Build, schema_version: int) -> tuple[NetTable, l
     if not data or b"\n\n" in data or b"\r" in data or data.startswith(b"\n") or not data.endswith(b"\n"):
         return None
     try:
-        table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=16 << 20),
-                             parse_options=pj.ParseOptions(explicit_schema=pa.schema([("ts", pa.string())])))
+        table = pj.read_json(
+            pa.BufferReader(data),
+            read_options=pj.ReadOptions(block_size=16 << 20),
+            parse_options=pj.ParseOptions(explicit_schema=pa.schema([("ts", pa.string())])),
+        )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     lines = data.count(b"\n")
-    del data   # 270 MB of text no longer needed: peak memory is the goal's other half
+    del data  # 270 MB of text no longer needed: peak memory is the goal's other half
     if table.num_rows != lines or not _typed(table):
         return None
     bad: dict[int, str] = {}
@@ -194,7 +236,7 @@ def read_net(path: Path, build: Build, schema_version: int) -> tuple[NetTable, l
             continue
         want = "an integer >= 0" if name_ in _INTS else "a finite number >= 0"
         wrong = pc.less(col, 0)
-        if pa.types.is_floating(col.type):   # pyarrow reads NaN and Infinity as numbers
+        if pa.types.is_floating(col.type):  # pyarrow reads NaN and Infinity as numbers
             wrong = pc.or_(wrong, pc.invert(pc.is_finite(col)))
         for i in pc.indices_nonzero(pc.fill_null(wrong, False)).to_pylist():
             bad.setdefault(i, f"{name_} is {col[i].as_py()!r}: expected {want}")
@@ -229,7 +271,6 @@ def _typed(table: Any) -> bool:
 
 
 def _frame(table: Any) -> pd.DataFrame:
-    import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -246,7 +287,7 @@ def _frame(table: Any) -> pd.DataFrame:
     for name, value in (("group", 0), ("in_place", False), ("device", "cpu")):
         if name not in cols:
             cols[name] = pa.array([value] * n)
-        elif name == "device":   # fill before encoding: a dictionary column takes no plain fill
+        elif name == "device":  # fill before encoding: a dictionary column takes no plain fill
             cols[name] = pc.fill_null(table.column(name), value).dictionary_encode()
         else:
             cols[name] = pc.fill_null(cols[name], value)

@@ -7,6 +7,7 @@ else by the directory name; directories whose specs share a name are runs of one
 cluster (else each DIR's own `workload.yaml`, which must then name the same workload in
 all). Writes compare.md, compare.html and compare.json into --out (default: .).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,12 @@ HELP = "side-by-side comparison of several clusters' results, ranked on the cost
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dirs", nargs="+", metavar="DIR", help="results directories, one per cluster or run")
-    parser.add_argument("--out", default=".", metavar="DIR", help="where compare.md, .html and .json go (default: .)")
-    parser.add_argument("--workload", metavar="FILE", help="workload YAML or preset modelled on every cluster")
+    parser.add_argument(
+        "--out", default=".", metavar="DIR", help="where compare.md, .html and .json go (default: .)"
+    )
+    parser.add_argument(
+        "--workload", metavar="FILE", help="workload YAML or preset modelled on every cluster"
+    )
 
 
 def record_schemas(directory: Path) -> set[object]:
@@ -31,7 +36,9 @@ def record_schemas(directory: Path) -> set[object]:
     out: set[object] = set()
     for name in (NET_FILE, IO_FILE):
         if (directory / name).is_file():
-            out |= {obj.get("schema", SCHEMA) for _, obj, _ in iter_jsonl(directory / name) if obj is not None}
+            out |= {
+                obj.get("schema", SCHEMA) for _, obj, _ in iter_jsonl(directory / name) if obj is not None
+            }
     return out
 
 
@@ -48,18 +55,24 @@ def check_inputs(dirs: list[str], workload_arg: str | None) -> list[Path]:
         if not p.is_dir():
             raise UsageError(f"{d}: no such results directory")
         if p.resolve() in seen:
-            raise UsageError(f"{d} is given twice (also as {seen[p.resolve()]}): give each results directory once")
+            raise UsageError(
+                f"{d} is given twice (also as {seen[p.resolve()]}): give each results directory once"
+            )
         seen[p.resolve()] = d
         other = sorted(str(s) for s in record_schemas(p) - {SCHEMA})
         if other:
-            raise UsageError(f"{d}: records of schema {', '.join(other)}; this stoker reads schema {SCHEMA}: "
-                             "compare results written by the same stoker version")
+            raise UsageError(
+                f"{d}: records of schema {', '.join(other)}; this stoker reads schema {SCHEMA}: "
+                "compare results written by the same stoker version"
+            )
     if workload_arg is None:
         names = {d: getattr(load_optional("workload", None, p)[0], "name", None) for d, p in zip(dirs, paths)}
         if len(set(names.values())) > 1:
             which = ", ".join(f"{d}: {n or 'none'}" for d, n in names.items())
-            raise UsageError(f"the directories were judged against different workloads ({which}): give --workload "
-                             "to model the same job on every cluster")
+            raise UsageError(
+                f"the directories were judged against different workloads ({which}): give --workload "
+                "to model the same job on every cluster"
+            )
     return paths
 
 
@@ -84,8 +97,12 @@ def main(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.md").write_text(render_md(cmp), encoding="utf-8")
     (out / "compare.html").write_text(render_html(cmp), encoding="utf-8")
-    (out / "compare.json").write_text(json.dumps(to_json(cmp), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    print(f"compared {len(cmp.clusters)} clusters ({len(summaries)} runs) -> {out / 'compare.md'}, compare.html, compare.json")
+    (out / "compare.json").write_text(
+        json.dumps(to_json(cmp), indent=2, allow_nan=False) + "\n", encoding="utf-8"
+    )
+    print(
+        f"compared {len(cmp.clusters)} clusters ({len(summaries)} runs) -> {out / 'compare.md'}, compare.html, compare.json"
+    )
     for line in cmp.headline:
         print(line)
     return 0

@@ -1,4 +1,5 @@
 """The three ways a stoker command ends badly, each with its contract exit code."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
-"""Findings and the verdict (CONTRACT.md `verdict.json`): pass, fail, incomplete, unjudged."""
+"""Findings and the verdict (docs/contract.md `verdict.json`): pass, fail, incomplete, unjudged."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -7,22 +8,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-COMPONENTS = ("intra-node network", "inter-node network", "shared storage", "local storage", "node", "link",
-              "host link", "network port", "nvlink", "gpu")  # the last four: node inventory (host.jsonl)
+COMPONENTS = (
+    "intra-node network",
+    "inter-node network",
+    "shared storage",
+    "local storage",
+    "node",
+    "link",
+    "host link",
+    "network port",
+    "nvlink",
+    "gpu",
+)  # the last four: node inventory (host.jsonl)
 STATUSES = ("ok", "below_spec", "starving", "no_reference", "suspect")
 FAILING = ("below_spec", "starving")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Finding:
-    component: str          # one of COMPONENTS
-    check: str              # short name of what was compared
-    status: str             # one of STATUSES
+    component: str  # one of COMPONENTS
+    check: str  # short name of what was compared
+    status: str  # one of STATUSES
     measured: float | None
     expected: float | None
     unit: str
     hosts: tuple[str, ...]
-    message: str            # one sentence a person can act on
+    message: str  # one sentence a person can act on
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. size used, idle share, $/day
 
     def __post_init__(self) -> None:
@@ -37,13 +48,13 @@ class Finding:
 
 
 VERDICTS = ("pass", "fail", "incomplete", "unjudged")
-# the process exit for each verdict (CONTRACT.md): an unjudged exploratory run is not an
+# the process exit for each verdict (docs/contract.md): an unjudged exploratory run is not an
 # error; the acceptance job turns it into one unless told otherwise (`--allow-unjudged`)
 EXIT_CODES = {"pass": 0, "fail": 1, "incomplete": 3, "unjudged": 0}
 
 
 def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
-    """CONTRACT.md's order: `fail` when any finding is below_spec or starving; else
+    """docs/contract.md's order: `fail` when any finding is below_spec or starving; else
     `incomplete` when a phase that should have produced records did not (`missing`: one
     line per such phase); else `unjudged` when nothing was judged: no finding is `ok`, or one
     is `suspect` (a result the hardware cannot physically give: the measurement cannot vouch
@@ -70,15 +81,26 @@ def headline(verdict: str, findings: Sequence[Finding], missing: Sequence[str] =
     if verdict == "unjudged":
         suspect = sum(f.status == "suspect" for f in findings)
         if suspect:
-            return (f"UNJUDGED — {suspect} finding{'s are' if suspect != 1 else ' is'} suspect (above what the "
-                    "hardware can do: page cache or a wrong spec), so the measurement cannot vouch for the hardware.")
+            return (
+                f"UNJUDGED — {suspect} finding{'s are' if suspect != 1 else ' is'} suspect (above what the "
+                "hardware can do: page cache or a wrong spec), so the measurement cannot vouch for the hardware."
+            )
         n = sum(f.status == "no_reference" for f in findings)
-        return (f"UNJUDGED — nothing was judged: {n} check{'s' if n != 1 else ''} had no reference — give --spec "
-                "(or put spec.yaml in the results directory).")
+        return (
+            f"UNJUDGED — nothing was judged: {n} check{'s' if n != 1 else ''} had no reference — give --spec "
+            "(or put spec.yaml in the results directory)."
+        )
     return "PASS — no finding is below spec or starving."
 
 
-def verdict_json(run_id: str, findings: list[Finding], missing: Sequence[str] = (), **extra: Any) -> dict[str, Any]:
+def verdict_json(
+    run_id: str, findings: list[Finding], missing: Sequence[str] = (), **extra: Any
+) -> dict[str, Any]:
     verdict = verdict_of(findings, missing)
-    return {"verdict": verdict, "headline": headline(verdict, findings, missing), "run_id": run_id,
-            "findings": [f.to_dict() for f in findings], **extra}
+    return {
+        "verdict": verdict,
+        "headline": headline(verdict, findings, missing),
+        "run_id": run_id,
+        "findings": [f.to_dict() for f in findings],
+        **extra,
+    }

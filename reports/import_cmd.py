@@ -4,6 +4,7 @@ nccl-tests stdout logs (any version, launcher prefixes and NCCL noise allowed) a
 JSON become `DIR/net.jsonl` records with backend "nccl-tests"; fio JSON becomes
 `DIR/io.jsonl` records with backend "fio". Importing a file a second time adds nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,12 @@ HELP = "turn nccl-tests logs/JSON and fio JSON into stoker records"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="nccl-tests logs or -J JSON, fio JSON")
     parser.add_argument("--out", required=True, metavar="DIR", help="results directory to append records to")
-    parser.add_argument("--op", choices=OPS, default=None,
-                        help="the collective, when neither the log nor the file name says (e.g. a bare table)")
+    parser.add_argument(
+        "--op",
+        choices=OPS,
+        default=None,
+        help="the collective, when neither the log nor the file name says (e.g. a bare table)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -32,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
     # Read everything first: one bad file imports nothing, rather than half of the list.
     loaded = [(Path(f), import_file(f, op=args.op)) for f in args.files]
     existing = read_records(out) if out.is_dir() else None
-    known = {r.run_id for r in [*existing.net, *existing.io]} if existing else set()   # net may be a NetTable
+    known = {r.run_id for r in [*existing.net, *existing.io]} if existing else set()  # net may be a NetTable
     for path, got in loaded:
         for note in got.notes:
             sys.stderr.write(f"stoker import: {note}\n")

@@ -1,5 +1,6 @@
 """The environment manifest written beside records: versions, hosts, devices, settings,
 and only allowlisted environment variables (secrets live in the environment)."""
+
 from __future__ import annotations
 
 import platform
@@ -11,10 +12,26 @@ from typing import Any
 # Prefixes that configure the communication stack. Anything else is left out on purpose:
 # the environment holds tokens and passwords, and reports get shared.
 ENV_PREFIXES: tuple[str, ...] = (
-    "NCCL_", "UCX_", "FI_", "OMPI_MCA_", "GLOO_", "TORCH_", "RCCL_", "HSA_", "MPICH_", "I_MPI_",
-    "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "OMP_NUM_THREADS",
-    "SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_JOB_PARTITION",
-    "SLURM_CLUSTER_NAME", "STOKER_",
+    "NCCL_",
+    "UCX_",
+    "FI_",
+    "OMPI_MCA_",
+    "GLOO_",
+    "TORCH_",
+    "RCCL_",
+    "HSA_",
+    "MPICH_",
+    "I_MPI_",
+    "CUDA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NTASKS",
+    "SLURM_JOB_PARTITION",
+    "SLURM_CLUSTER_NAME",
+    "STOKER_",
 )
 # Even inside an allowed prefix, a name that says it holds a credential keeps its name (that
 # it was set can matter) but not its value. Broad on purpose: a redacted setting costs

@@ -7,6 +7,7 @@ stoker marks a dir as its own with `DIR/.stoker-run`, one line: the run id. `sto
 writes `(submitted)` there (the job's run id, slurm-<job id>, is not known before sbatch
 answers); the job's first phase replaces it with the run id.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,7 @@ from reports.errors import UsageError
 from reports.records import check_run_id
 
 MARKER = ".stoker-run"
-SUBMITTED = "(submitted)"   # not a valid run id, so no run can be mistaken for it
+SUBMITTED = "(submitted)"  # not a valid run id, so no run can be mistaken for it
 # What stoker's launchers (torchrun.sh, mpirun.sh, the Slurm job) write into the dir before
 # or between phases, so before a phase has claimed it: hidden sync files (.stoker-run-id,
 # .stoker-seen-N, a marker being written), the shared-file-system check, the shared storage
@@ -52,7 +53,9 @@ def _make(out: Path, option: str) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"cannot create the results dir {out}: {exc.strerror}; pass {option} a writable dir") from None
+        raise UsageError(
+            f"cannot create the results dir {out}: {exc.strerror}; pass {option} a writable dir"
+        ) from None
 
 
 def claim(out: Path, run_id: str, option: str = "--out") -> None:
@@ -65,25 +68,34 @@ def claim(out: Path, run_id: str, option: str = "--out") -> None:
         # a rank of this same run may have claimed it between the two reads: look again
         if found and (have := owner(out)) is None:
             more = f" and {len(found) - 1} more" if len(found) > 1 else ""
-            raise UsageError(f"{option} {out}: exists and was not made by stoker (it holds {found[0]}{more}); "
-                             "give a new or empty directory")
+            raise UsageError(
+                f"{option} {out}: exists and was not made by stoker (it holds {found[0]}{more}); "
+                "give a new or empty directory"
+            )
     if have is None or have == SUBMITTED:
         _write_marker(out, run_id)
         return
     if have != run_id:
-        raise UsageError(f"{option} {out}: holds the results of run {have}; give a new directory "
-                         f"(or STOKER_RUN_ID={have} to add to that run)")
+        raise UsageError(
+            f"{option} {out}: holds the results of run {have}; give a new directory "
+            f"(or STOKER_RUN_ID={have} to add to that run)"
+        )
 
 
 def mark_submitted(out: Path, option: str = "--out") -> None:
     """For `stoker submit`: the dir is new or empty (else UsageError); mark it for the job."""
     _make(out, option)
     have = owner(out)
-    found = [n for n in _foreign(out) if n not in ("acceptance.sbatch", "spec.yaml", "workload.yaml")] if have == SUBMITTED \
+    found = (
+        [n for n in _foreign(out) if n not in ("acceptance.sbatch", "spec.yaml", "workload.yaml")]
+        if have == SUBMITTED
         else _foreign(out)
+    )
     if have not in (None, SUBMITTED):
         raise UsageError(f"{option} {out}: holds the results of run {have}; give a new directory")
     if found:
-        raise UsageError(f"{option} {out}: exists and was not made by stoker (it holds {found[0]}); "
-                         "give a new or empty directory")
+        raise UsageError(
+            f"{option} {out}: exists and was not made by stoker (it holds {found[0]}); "
+            "give a new or empty directory"
+        )
     _write_marker(out, SUBMITTED)

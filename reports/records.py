@@ -1,4 +1,4 @@
-"""The record schema (CONTRACT.md "Records"): the only thing that joins measurement to
+"""The record schema (docs/contract.md "Records"): the only thing that joins measurement to
 judgement. `net.jsonl` and `io.jsonl` hold one JSON object per line, appended and flushed
 as each measurement finishes, so an interrupted run keeps what it measured.
 
@@ -6,6 +6,7 @@ Records are frozen dataclasses. Fields beyond the contract's minimum are optiona
 this version does not know (from a newer stoker, or imported tools) are kept in `extra`
 and written back out unchanged.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +20,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, TypeVar, Union
+from typing import Any, TextIO, TypeVar
 
 from reports.errors import UsageError
 
@@ -27,7 +28,7 @@ SCHEMA = 1
 NET_FILE = "net.jsonl"
 IO_FILE = "io.jsonl"
 MANIFEST_FILE = "manifest.jsonl"
-HOST_FILE = "host.jsonl"      # node inventory, `kind: "host"` (netbench/inventory)
+HOST_FILE = "host.jsonl"  # node inventory, `kind: "host"` (netbench/inventory)
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
 NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
@@ -42,8 +43,10 @@ _RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 def check_run_id(run_id: str, what: str = "STOKER_RUN_ID") -> str:
     """`run_id` unchanged when it is letters, digits, '.', '_' and '-' only, else UsageError."""
     if not _RUN_ID.fullmatch(run_id) or set(run_id) == {"."}:
-        raise UsageError(f"{what}={run_id!r}: a run id is 1-128 letters, digits, '.', '_' or '-' "
-                         "(and not only dots); unset it or give one such as 'acceptance-42'")
+        raise UsageError(
+            f"{what}={run_id!r}: a run id is 1-128 letters, digits, '.', '_' or '-' "
+            "(and not only dots); unset it or give one such as 'acceptance-42'"
+        )
     return run_id
 
 
@@ -76,18 +79,18 @@ class NetRecord:
     backend: str
     dtype: str
     bytes: int
-    time_s: float            # mean time of one op, averaged across ranks (nccl-tests -a 1)
-    algbw_GBps: float        # bytes / time_s / 1e9
-    busbw_GBps: float        # algbw * bus factor(op, ranks)
-    wrong: int               # wrong elements found by the correctness check
-    count: int = 0           # elements, as nccl-tests' "count" column
+    time_s: float  # mean time of one op, averaged across ranks (nccl-tests -a 1)
+    algbw_GBps: float  # bytes / time_s / 1e9
+    busbw_GBps: float  # algbw * bus factor(op, ranks)
+    wrong: int  # wrong elements found by the correctness check
+    count: int = 0  # elements, as nccl-tests' "count" column
     redop: str = "none"
     root: int = -1
     in_place: bool = False
     iters: int = 0
     warmup: int = 0
-    group: int = 0           # which group of this scope (e.g. node index for intra-node)
-    time_min_s: float | None = None   # per-iteration statistics of the slowest rank
+    group: int = 0  # which group of this scope (e.g. node index for intra-node)
+    time_min_s: float | None = None  # per-iteration statistics of the slowest rank
     time_p50_s: float | None = None
     time_p99_s: float | None = None
     time_cv: float | None = None
@@ -120,13 +123,13 @@ class IoRecord:
     block_size: int = 0
     direct: bool | None = None
     cache_suspect: bool = False
-    failed: str = ""          # why the measurement failed (e.g. disk full); empty when it did not
+    failed: str = ""  # why the measurement failed (e.g. disk full); empty when it did not
     extra: dict[str, Any] = field(default_factory=dict)
     schema: int = SCHEMA
     kind: str = "io"
 
 
-Record = Union[NetRecord, IoRecord]
+Record = NetRecord | IoRecord
 R = TypeVar("R", NetRecord, IoRecord)
 
 
@@ -189,7 +192,9 @@ def _bad_number(name: str, value: Any, integer: bool = False) -> str:
 def check_figures(kind: str, obj: Mapping[str, Any]) -> str:
     """Why the figures of a net or io record object are unusable, or "" when they are fine.
     Fields that are absent are left to from_dict (which names a missing required field)."""
-    if "hosts" in obj and not (isinstance(obj["hosts"], list) and all(isinstance(h, str) for h in obj["hosts"])):
+    if "hosts" in obj and not (
+        isinstance(obj["hosts"], list) and all(isinstance(h, str) for h in obj["hosts"])
+    ):
         return "hosts is not a list of host names"
     if kind == "net":
         floats, ints, optional, maps = _NET_FLOATS, _NET_INTS, _NET_OPTIONAL, ()
@@ -255,7 +260,9 @@ class RecordSet:
     net: list[NetRecord] = field(default_factory=list)
     io: list[IoRecord] = field(default_factory=list)
     manifests: list[dict[str, Any]] = field(default_factory=list)
-    host: list[dict[str, Any]] = field(default_factory=list)   # host.jsonl, kept as read (judging/inventory.py)
+    host: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # host.jsonl, kept as read (judging/inventory.py)
     skipped: list[SkippedLine] = field(default_factory=list)
 
 
@@ -287,7 +294,10 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
         p = d / name
         if not p.exists():
             continue
-        if kind == "net" and (read := read_net(p, functools.partial(from_dict, NetRecord), SCHEMA)) is not None:
+        if (
+            kind == "net"
+            and (read := read_net(p, functools.partial(from_dict, NetRecord), SCHEMA)) is not None
+        ):
             out.net, refused = read  # type: ignore[assignment]  # a Sequence[NetRecord] read as columns
             out.skipped += [SkippedLine(file=name, line=n, reason=why) for n, why in refused]
             continue
@@ -296,7 +306,9 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
                 out.skipped.append(SkippedLine(file=name, line=n, reason=reason))
                 continue
             if obj.get("schema", SCHEMA) != SCHEMA:
-                out.skipped.append(SkippedLine(file=name, line=n, reason=f"schema {obj.get('schema')} not understood"))
+                out.skipped.append(
+                    SkippedLine(file=name, line=n, reason=f"schema {obj.get('schema')} not understood")
+                )
                 continue
             why = check_figures(kind, obj)
             if why:
@@ -310,7 +322,9 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
     if h.exists():
         for n, obj, reason in iter_jsonl(h):
             if obj is None or obj.get("kind") != "host":
-                out.skipped.append(SkippedLine(file=HOST_FILE, line=n, reason=reason or "not a kind: host record"))
+                out.skipped.append(
+                    SkippedLine(file=HOST_FILE, line=n, reason=reason or "not a kind: host record")
+                )
             else:
                 out.host.append(obj)
     m = d / MANIFEST_FILE

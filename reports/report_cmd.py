@@ -9,6 +9,7 @@ and writes DIR/report.md, DIR/report.html and DIR/verdict.json. Exit: the verdic
 Without --spec / --workload, a `spec.yaml` / `workload.yaml` kept in DIR is used, so a
 results directory carries what it should be judged against (`stoker compare` relies on it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,15 +27,27 @@ from reports.errors import UsageError
 HELP = "judge the records in DIR: report.md, report.html, verdict.json"
 SPEC_FILES = ("spec.yaml", "spec.yml")
 WORKLOAD_FILES = ("workload.yaml", "workload.yml")
-_LOADERS = {"spec": ("reports.judging.spec", "load_spec"), "workload": ("reports.judging.workload", "load_workload")}
+_LOADERS = {
+    "spec": ("reports.judging.spec", "load_spec"),
+    "workload": ("reports.judging.workload", "load_workload"),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", metavar="DIR", help="results directory (net.jsonl, io.jsonl, nccl-tests/fio files)")
-    parser.add_argument("--spec", metavar="FILE", help="cluster spec YAML: what the hardware is advertised to do")
-    parser.add_argument("--workload", metavar="FILE", help="workload YAML or preset: what the accelerators will need")
-    parser.add_argument("--fail-unjudged", action="store_true",
-                        help="exit 1 when nothing could be judged (the acceptance job: no reference is no acceptance)")
+    parser.add_argument(
+        "dir", metavar="DIR", help="results directory (net.jsonl, io.jsonl, nccl-tests/fio files)"
+    )
+    parser.add_argument(
+        "--spec", metavar="FILE", help="cluster spec YAML: what the hardware is advertised to do"
+    )
+    parser.add_argument(
+        "--workload", metavar="FILE", help="workload YAML or preset: what the accelerators will need"
+    )
+    parser.add_argument(
+        "--fail-unjudged",
+        action="store_true",
+        help="exit 1 when nothing could be judged (the acceptance job: no reference is no acceptance)",
+    )
 
 
 def load_optional(kind: str, given: str | None, directory: Path) -> tuple[Any, list[str]]:
@@ -49,7 +62,9 @@ def load_optional(kind: str, given: str | None, directory: Path) -> tuple[Any, l
     except ImportError:
         if given:
             raise UsageError(f"--{kind} is not supported by this stoker yet; run without it") from None
-        return None, [f"{Path(path).name} in the results directory was not used: this stoker cannot read a {kind} yet"]
+        return None, [
+            f"{Path(path).name} in the results directory was not used: this stoker cannot read a {kind} yet"
+        ]
     loaded = getattr(mod, fn)(path)
     return loaded, ([] if given else [f"{kind} taken from {Path(path).name} in the results directory"])
 
@@ -71,8 +86,12 @@ def aborted_phases(directory: Path) -> list[dict[str, Any]]:
 
 
 # which records each phase writes: a network phase its scopes, storage any io record
-PHASE_SCOPES = {"network": ("world",), "intra-node": ("intra-node",), "inter-node": ("world", "inter-node"),
-                "pairs": ("pair",)}
+PHASE_SCOPES = {
+    "network": ("world",),
+    "intra-node": ("intra-node",),
+    "inter-node": ("world", "inter-node"),
+    "pairs": ("pair",),
+}
 # launcher chatter after a rank's own error: not the reason. slurmstepd names its node when
 # a host runs several slurmd ("slurmstepd-n1: error: *** STEP 2.2 ON n1 CANCELLED ... ***")
 _CHATTER = re.compile(r"(srun|slurmstepd(-\S+)?|timeout): ")
@@ -84,13 +103,19 @@ def last_error_line(directory: Path, p: dict[str, Any]) -> str:
     text = str(p.get("error") or "")
     log = str(p.get("log") or "")
     if not text and log and "/" not in log and (directory / log).is_file():
-        lines = [ln.strip() for ln in (directory / log).read_text(encoding="utf-8", errors="replace").splitlines()]
-        lines = [ln.split(": ", 1)[1] if ln[:1].isdigit() and ": " in ln else ln for ln in lines if ln]  # srun -l labels
+        lines = [
+            ln.strip() for ln in (directory / log).read_text(encoding="utf-8", errors="replace").splitlines()
+        ]
+        lines = [
+            ln.split(": ", 1)[1] if ln[:1].isdigit() and ": " in ln else ln for ln in lines if ln
+        ]  # srun -l labels
         text = next((ln for ln in reversed(lines) if not _CHATTER.match(ln)), lines[-1] if lines else "")
     return text[:300]
 
 
-def missing_phases(directory: Path, phases: list[dict[str, Any]], net_scopes: set[str], io_count: int) -> list[str]:
+def missing_phases(
+    directory: Path, phases: list[dict[str, Any]], net_scopes: set[str], io_count: int
+) -> list[str]:
     """One line per phase that should have produced records and did not: it aborted, or it
     ended cleanly with none of its records (pure but for reading a phase's log)."""
     out = []
@@ -98,7 +123,7 @@ def missing_phases(directory: Path, phases: list[dict[str, Any]], net_scopes: se
         name = str(p.get("phase", "?"))
         rc = p.get("rc", 0)
         if name == "report":
-            continue   # an earlier report (stoker run records it): it measures nothing
+            continue  # an earlier report (stoker run records it): it measures nothing
         if rc != 0:
             why = "ran past its time limit" if rc == 124 else f"ended with exit code {rc}"
             err = last_error_line(directory, p)
@@ -121,8 +146,8 @@ class Outcome:
 class Collected:
     """One results directory read, imported and judged: what report and compare render."""
 
-    report: Any          # render_md.ReportInput
-    spec: Any            # reports.judging.spec.Spec or None
+    report: Any  # render_md.ReportInput
+    spec: Any  # reports.judging.spec.Spec or None
     verdict: dict[str, Any]
 
 
@@ -130,10 +155,10 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     from reports.columns import net_columns
     from reports.findings import verdict_json, verdict_of
     from reports.ingest.importers import import_dir
+    from reports.judging.frames import net_frame
     from reports.judging.judge import judge
     from reports.records import read_records
     from reports.render.markdown import ReportInput
-    from reports.judging.frames import net_frame
 
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such results directory")
@@ -145,23 +170,46 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     rs.manifests += imp.manifests
     if not rs.net and not rs.io and not rs.host:
         first = rs.skipped[0] if rs.skipped else None
-        skipped = f" ({len(rs.skipped)} unreadable lines; first {first.file}:{first.line}: {first.reason})" if first else ""
-        raise UsageError(f"{directory}: no records{skipped} and no nccl-tests or fio output to import; "
-                         "run `stoker run --out DIR` or `stoker import FILE --out DIR` first")
+        skipped = (
+            f" ({len(rs.skipped)} unreadable lines; first {first.file}:{first.line}: {first.reason})"
+            if first
+            else ""
+        )
+        raise UsageError(
+            f"{directory}: no records{skipped} and no nccl-tests or fio output to import; "
+            "run `stoker run --out DIR` or `stoker import FILE --out DIR` first"
+        )
     spec, spec_notes = load_optional("spec", spec_arg, directory)
     workload, wl_notes = load_optional("workload", workload_arg, directory)
     phases = read_phases(directory)
-    missing = missing_phases(directory, phases, {str(s) for s in net_columns(rs.net)["scope"].unique()}, len(rs.io))
+    missing = missing_phases(
+        directory, phases, {str(s) for s in net_columns(rs.net)["scope"].unique()}, len(rs.io)
+    )
     j = judge(rs, spec, workload)
     j = dataclasses.replace(j, verdict=verdict_of(j.findings, missing))
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
-    ri = ReportInput(title=title, records=rs, judgement=j, imported=imp.sources, import_notes=imp.notes,
-                     notes=[*spec_notes, *wl_notes], missing=missing, net_df=net_frame(rs.net))
-    verdict = verdict_json(j.run_id, j.findings, missing, spec=j.spec_name, workload=j.workload_name,
-                           records={"net": len(rs.net), "io": len(rs.io), **({"host": len(rs.host)} if rs.host else {})}, skipped_lines=len(rs.skipped),
-                           imported=sorted(imp.sources),
-                           aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)],
-                           missing_phases=missing)
+    ri = ReportInput(
+        title=title,
+        records=rs,
+        judgement=j,
+        imported=imp.sources,
+        import_notes=imp.notes,
+        notes=[*spec_notes, *wl_notes],
+        missing=missing,
+        net_df=net_frame(rs.net),
+    )
+    verdict = verdict_json(
+        j.run_id,
+        j.findings,
+        missing,
+        spec=j.spec_name,
+        workload=j.workload_name,
+        records={"net": len(rs.net), "io": len(rs.io), **({"host": len(rs.host)} if rs.host else {})},
+        skipped_lines=len(rs.skipped),
+        imported=sorted(imp.sources),
+        aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)],
+        missing_phases=missing,
+    )
     return Collected(report=ri, spec=spec, verdict=verdict)
 
 
@@ -183,10 +231,14 @@ def main(args: argparse.Namespace) -> int:
     from reports.findings import EXIT_CODES
 
     v = out.verdict["verdict"]
-    print(f"verdict: {v} — {out.verdict['headline'].partition(' — ')[2]} -> "
-          f"{directory / 'report.md'}, report.html, verdict.json")
+    print(
+        f"verdict: {v} — {out.verdict['headline'].partition(' — ')[2]} -> "
+        f"{directory / 'report.md'}, report.html, verdict.json"
+    )
     if v == "unjudged" and getattr(args, "fail_unjudged", False):
-        print("stoker: an acceptance needs a reference: give --spec (or pass --allow-unjudged to stoker submit)",
-              file=sys.stderr)
+        print(
+            "stoker: an acceptance needs a reference: give --spec (or pass --allow-unjudged to stoker submit)",
+            file=sys.stderr,
+        )
         return 1
     return EXIT_CODES.get(v, 1)

@@ -3,6 +3,7 @@
 Sizes on the command line take K, M, G, T suffixes as powers of 1024, as nccl-tests
 does (`-b 8 -e 128M`). Rates are always 10^9 B/s = 1 GB/s.
 """
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Shared test helpers: skip markers for root-only and tool-dependent tests."""
+
 from __future__ import annotations
 
 import os
@@ -15,11 +16,15 @@ PYTHON = sys.executable
 STOKER = [PYTHON, "-m", "launchers.cli"]
 
 IS_ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (namespaces, loop devices, SLURM daemons); runs in CI")
+needs_root = pytest.mark.skipif(
+    not IS_ROOT, reason="needs root (namespaces, loop devices, SLURM daemons); runs in CI"
+)
 
 
 def needs_tool(name: str) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(shutil.which(name) is None, reason=f"{name} not installed (./install.sh installs it as root)")
+    return pytest.mark.skipif(
+        shutil.which(name) is None, reason=f"{name} not installed (./install.sh installs it as root)"
+    )
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """Communication backends behind one interface. torch and mpi4py are imported inside the
 backend modules only, so that `stoker --help` and the pure modules never load them."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -14,7 +15,16 @@ from reports.errors import UsageError
 
 BACKENDS = ("auto", "nccl", "gloo", "mpi")
 # bytes per element of each --dtype (the size column counts elements x this)
-ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
+ITEMSIZE = {
+    "float32": 4,
+    "float64": 8,
+    "float16": 2,
+    "bfloat16": 2,
+    "int32": 4,
+    "int64": 8,
+    "int8": 1,
+    "uint8": 1,
+}
 DTYPES = tuple(ITEMSIZE)
 
 
@@ -28,7 +38,8 @@ class Timer(ABC):
 
     def prepare(self, marks: int) -> None:
         """Called before the timed loop with the number of marks to come (no more are made),
-        so that a timer can allocate outside it (CUDA events)."""
+        so that a timer can allocate outside it (CUDA events); a no-op by default."""
+        return None
 
     @abstractmethod
     def mark(self) -> None: ...
@@ -59,9 +70,9 @@ class Backend(ABC):
     name: str
     rank: int
     world: int
-    device: str                      # record field: "cpu" or the GPU's name
-    only_in_place: frozenset[str]    # ops whose API has no out-of-place form
-    in_place_ops: frozenset[str]     # ops that can also run in place
+    device: str  # record field: "cpu" or the GPU's name
+    only_in_place: frozenset[str]  # ops whose API has no out-of-place form
+    in_place_ops: frozenset[str]  # ops that can also run in place
 
     @abstractmethod
     def split(self, groups: Sequence[Sequence[int]]) -> Any | None:
@@ -85,7 +96,9 @@ class Backend(ABC):
     def to_numpy(self, buf: Any) -> np.ndarray: ...
 
     @abstractmethod
-    def bind(self, op: str, send: Any, recv: Any, comm: Any, root: int, in_place: bool) -> Callable[[], object]:
+    def bind(
+        self, op: str, send: Any, recv: Any, comm: Any, root: int, in_place: bool
+    ) -> Callable[[], object]:
         """The op as a call with everything bound, so the timed loop does no dispatch."""
 
     @abstractmethod
@@ -133,11 +146,15 @@ def check_installed(name: str) -> None:
     if name not in BACKENDS:
         raise UsageError(f"unknown backend {name!r}: choose from {', '.join(BACKENDS)}")
     if name == "mpi" and not _installed("mpi4py"):
-        raise UsageError("backend mpi needs mpi4py and an MPI library: pip install mpi4py (and e.g. apt install openmpi-bin libopenmpi-dev)")
+        raise UsageError(
+            "backend mpi needs mpi4py and an MPI library: pip install mpi4py (and e.g. apt install openmpi-bin libopenmpi-dev)"
+        )
     if name in ("nccl", "gloo") and not _installed("torch"):
         raise UsageError(f"backend {name} needs torch: pip install torch (or use --backend mpi with mpi4py)")
     if name == "auto" and not (_installed("torch") or _installed("mpi4py")):
-        raise UsageError("netbench needs torch (pip install torch) or mpi4py with an MPI library (pip install mpi4py)")
+        raise UsageError(
+            "netbench needs torch (pip install torch) or mpi4py with an MPI library (pip install mpi4py)"
+        )
 
 
 def resolve(name: str) -> str:

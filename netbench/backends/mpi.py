@@ -1,5 +1,6 @@
 """MPI through mpi4py, with numpy buffers on the host. The MPI library does the
 transport (Open MPI, MPICH, vendor MPIs); mpi4py's buffer calls add no copies."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -13,8 +14,13 @@ from netbench.backends import Backend, PerfCounterTimer, Timer
 from reports.errors import UsageError
 
 _DTYPES = {
-    "float32": np.float32, "float64": np.float64, "float16": np.float16,
-    "int32": np.int32, "int64": np.int64, "int8": np.int8, "uint8": np.uint8,
+    "float32": np.float32,
+    "float64": np.float64,
+    "float16": np.float16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "int8": np.int8,
+    "uint8": np.uint8,
 }
 
 
@@ -52,13 +58,14 @@ class MpiBackend(Backend):
         return values.astype(self._dtype)
 
     def view(self, buf: np.ndarray, start: int, n: int) -> np.ndarray:
-        return buf[start:start + n]
+        return buf[start : start + n]
 
     def to_numpy(self, buf: np.ndarray) -> np.ndarray:
         return buf.astype(np.float64)
 
-    def bind(self, op: str, send: np.ndarray, recv: np.ndarray, comm: Any, root: int,
-             in_place: bool) -> Callable[[], object]:
+    def bind(
+        self, op: str, send: np.ndarray, recv: np.ndarray, comm: Any, root: int, in_place: bool
+    ) -> Callable[[], object]:
         src = MPI.IN_PLACE if in_place else send
         if op == "all_reduce":
             return partial(comm.Allreduce, src, recv, op=MPI.SUM)
@@ -69,10 +76,15 @@ class MpiBackend(Backend):
         if op == "broadcast":
             return partial(comm.Bcast, recv, root=root)
         if op == "reduce":
-            if in_place:   # MPI_IN_PLACE is given at the root only
+            if in_place:  # MPI_IN_PLACE is given at the root only
                 at_root = comm.Get_rank() == root
-                return partial(comm.Reduce, MPI.IN_PLACE if at_root else recv, recv if at_root else None,
-                               op=MPI.SUM, root=root)
+                return partial(
+                    comm.Reduce,
+                    MPI.IN_PLACE if at_root else recv,
+                    recv if at_root else None,
+                    op=MPI.SUM,
+                    root=root,
+                )
             return partial(comm.Reduce, send, recv, op=MPI.SUM, root=root)
         if op == "alltoall":
             return partial(comm.Alltoall, send, recv)
@@ -102,8 +114,12 @@ class MpiBackend(Backend):
     def versions(self) -> dict[str, str]:
         import mpi4py
 
-        return {"mpi4py": mpi4py.__version__, "mpi": MPI.Get_library_version().strip().splitlines()[0],
-                "mpi_standard": "%d.%d" % MPI.Get_version(), "backend": "mpi"}
+        return {
+            "mpi4py": mpi4py.__version__,
+            "mpi": MPI.Get_library_version().strip().splitlines()[0],
+            "mpi_standard": "{}.{}".format(*MPI.Get_version()),
+            "backend": "mpi",
+        }
 
     def close(self) -> None:
         pass  # mpi4py finalises MPI at interpreter exit

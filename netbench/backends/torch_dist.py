@@ -4,6 +4,7 @@ torch has no out-of-place all_reduce, broadcast or reduce: those always run in p
 (records say in_place=true). The NCCL path is thin and has not been run in this
 project's CI (no GPU there); its CUDA-graph capture (`capture`, nccl-tests -G) has not
 been run on a GPU at all yet (tests/unit/test_harness.py drives the harness's side of it)."""
+
 from __future__ import annotations
 
 import datetime
@@ -21,14 +22,19 @@ from netbench.spawn import free_port
 from reports.errors import UsageError
 
 _DTYPES = {
-    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-    "bfloat16": torch.bfloat16, "int32": torch.int32, "int64": torch.int64,
-    "int8": torch.int8, "uint8": torch.uint8,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
 }
 # torch 2.13 renamed the tensor forms (the old names warn); same call, same semantics
 _ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 _REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-NCCL_GRAPHS = (2, 9, 6)   # the first NCCL whose collectives can be captured in a CUDA graph
+NCCL_GRAPHS = (2, 9, 6)  # the first NCCL whose collectives can be captured in a CUDA graph
 
 
 class CudaEventTimer(Timer):
@@ -51,12 +57,12 @@ class CudaEventTimer(Timer):
             ev.record(stream)
         self._records = [partial(ev.record, stream) for ev in self._events]
 
-    def mark(self) -> None:   # one of the marks prepare() made: IndexError past them
+    def mark(self) -> None:  # one of the marks prepare() made: IndexError past them
         self._records[self._used]()
         self._used += 1
 
     def intervals(self) -> list[float]:
-        e = self._events[:self._used]
+        e = self._events[: self._used]
         return [a.elapsed_time(b) / 1e3 for a, b in zip(e, e[1:])]
 
 
@@ -74,7 +80,9 @@ class TorchBackend(Backend):
 
     def __init__(self, name: str, le: LaunchEnv, dtype: str, timeout_s: float) -> None:
         if le.world < 1:
-            raise UsageError(f"the {le.source or le.launcher} environment does not say how many ranks there are: export WORLD_SIZE or use --backend mpi")
+            raise UsageError(
+                f"the {le.source or le.launcher} environment does not say how many ranks there are: export WORLD_SIZE or use --backend mpi"
+            )
         if le.world == 1 and not (le.launcher == "torchrun" and le.master_addr and le.master_port):
             # a lone rank still needs a store; a free port avoids clashes. Under torchrun the
             # agent hosts the store at MASTER_ADDR/PORT and ranks only connect: use that one
@@ -86,9 +94,11 @@ class TorchBackend(Backend):
         self._dtype = _DTYPES[dtype]
         if name == "nccl":
             gpus = torch.cuda.device_count()
-            if le.local_rank >= gpus:   # NCCL refuses two ranks on one GPU ("Duplicate GPU detected")
-                raise UsageError(f"local rank {le.local_rank} has no GPU of its own ({gpus} visible): NCCL needs one GPU "
-                                 f"per rank; start at most {gpus} ranks per node (--nproc {gpus}) or use --backend gloo")
+            if le.local_rank >= gpus:  # NCCL refuses two ranks on one GPU ("Duplicate GPU detected")
+                raise UsageError(
+                    f"local rank {le.local_rank} has no GPU of its own ({gpus} visible): NCCL needs one GPU "
+                    f"per rank; start at most {gpus} ranks per node (--nproc {gpus}) or use --backend gloo"
+                )
             torch.cuda.set_device(le.local_rank)
             self._dev = torch.device("cuda", torch.cuda.current_device())
             self.device = torch.cuda.get_device_name(self._dev)
@@ -96,7 +106,10 @@ class TorchBackend(Backend):
             self._dev = torch.device("cpu")
             self.device = "cpu"
         dist.init_process_group(
-            name, init_method=f"tcp://{addr}:{port}", rank=le.rank, world_size=le.world,
+            name,
+            init_method=f"tcp://{addr}:{port}",
+            rank=le.rank,
+            world_size=le.world,
             # our own watchdog aborts first; this only bounds a hang it cannot see
             timeout=datetime.timedelta(seconds=max(60.0, 2 * timeout_s)),
         )
@@ -128,8 +141,9 @@ class TorchBackend(Backend):
     def to_numpy(self, buf: torch.Tensor) -> np.ndarray:
         return buf.detach().to(device="cpu", dtype=torch.float64).numpy()
 
-    def bind(self, op: str, send: torch.Tensor, recv: torch.Tensor, comm: _Comm, root: int,
-             in_place: bool) -> Callable[[], object]:
+    def bind(
+        self, op: str, send: torch.Tensor, recv: torch.Tensor, comm: _Comm, root: int, in_place: bool
+    ) -> Callable[[], object]:
         pg = comm.pg
         if op == "all_reduce":
             return partial(dist.all_reduce, recv, group=pg)
@@ -145,12 +159,15 @@ class TorchBackend(Backend):
             return partial(dist.all_to_all_single, recv, send, group=pg)
         if op == "sendrecv":
             n, me = len(comm.ranks), self.group_rank(comm)
-            ops = [dist.P2POp(dist.isend, send, group=pg, group_peer=(me + 1) % n),
-                   dist.P2POp(dist.irecv, recv, group=pg, group_peer=(me - 1) % n)]
+            ops = [
+                dist.P2POp(dist.isend, send, group=pg, group_peer=(me + 1) % n),
+                dist.P2POp(dist.irecv, recv, group=pg, group_peer=(me - 1) % n),
+            ]
 
             def sendrecv() -> None:
                 for work in dist.batch_isend_irecv(ops):
                     work.wait()
+
             return sendrecv
         raise ValueError(op)
 

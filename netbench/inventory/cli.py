@@ -3,6 +3,7 @@
 Under a launcher with one task per node (the Slurm acceptance job) every node appends its
 own records. The copy test runs where torch sees CUDA GPUs (`--no-copy` skips it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,12 @@ HELP = "node inventory: PCIe links of GPUs and NICs, network ports, NVLink, GPU 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help="results directory (default ./stoker-results/<run_id>)")
-    parser.add_argument("--copy", action=argparse.BooleanOptionalAction, default=True,
-                        help="measure the host link of each GPU with pinned/pageable copies (default on)")
+    parser.add_argument(
+        "--copy",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure the host link of each GPU with pinned/pageable copies (default on)",
+    )
     parser.add_argument("--copy-bytes", default="1G", metavar="SIZE", help="size of each copy (default 1G)")
     parser.add_argument("--sys-root", default="/sys", help=argparse.SUPPRESS)  # tests: a fixture tree
 
@@ -33,7 +38,9 @@ def main(args: argparse.Namespace) -> int:
     copy_bytes = parse_size(args.copy_bytes)
     # as the net and io phases name their host, so findings on one node line up
     host = os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname()
-    inv = read_inventory(sys_root=args.sys_root, copier=cuda_copier() if args.copy else None, copy_bytes=copy_bytes)
+    inv = read_inventory(
+        sys_root=args.sys_root, copier=cuda_copier() if args.copy else None, copy_bytes=copy_bytes
+    )
     head = {"schema": SCHEMA, "kind": "host", "run_id": run_id, "ts": utc_now(), "host": host}
     with RecordWriter(out / HOST_FILE) as w:
         for rec in inv.records:

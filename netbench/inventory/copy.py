@@ -2,12 +2,13 @@
 large buffer, timed with CUDA events, as the CUDA bandwidthTest sample does. Covered in CI by
 a scripted fake copier (tests/unit/test_inventory_read.py); unmeasured on GPU in this tree.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-ITERS = 10   # per direction; one 1 GiB copy at PCIe Gen5 rates takes ~20 ms
+ITERS = 10  # per direction; one 1 GiB copy at PCIe Gen5 rates takes ~20 ms
 
 
 def gbps(nbytes: int, iters: int, elapsed_ms: float) -> float:
@@ -42,9 +43,11 @@ def cuda_copier() -> Callable[[int, int, Callable[[], None]], dict[str, float]] 
             dev = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{gpu}")
             pinned = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
             pageable = torch.ones(nbytes, dtype=torch.uint8)
-            out = {"h2d_pinned_GBps": gbps(nbytes, ITERS, timed(torch, dev, pinned, ITERS, during)),
-                   "d2h_pinned_GBps": gbps(nbytes, ITERS, timed(torch, pinned, dev, ITERS, None)),
-                   "h2d_pageable_GBps": gbps(nbytes, ITERS, timed(torch, dev, pageable, ITERS, None))}
+            out = {
+                "h2d_pinned_GBps": gbps(nbytes, ITERS, timed(torch, dev, pinned, ITERS, during)),
+                "d2h_pinned_GBps": gbps(nbytes, ITERS, timed(torch, pinned, dev, ITERS, None)),
+                "h2d_pageable_GBps": gbps(nbytes, ITERS, timed(torch, dev, pageable, ITERS, None)),
+            }
             del dev, pinned, pageable
             torch.cuda.empty_cache()
         return {k: round(v, 2) for k, v in out.items()}

@@ -1,6 +1,7 @@
 """Pure parsers of what the inventory reads: nvidia-smi query CSV, `nvidia-smi topo -m`,
 `nvidia-smi nvlink -s`, Xid lines of the kernel log. Tested on recorded outputs
 (tests/data/inventory/). sysfs scalars reuse reports.judging.detect's parsers."""
+
 from __future__ import annotations
 
 import re
@@ -11,8 +12,15 @@ from reports.judging.detect import pci_address
 # PCIe generation by transfer rate per lane (PCI-SIG): what `current_link_speed` says.
 GEN_BY_GTPS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
-GPU_QUERY = ("index", "pci.bus_id", "pcie.link.gen.current", "pcie.link.gen.max",
-             "pcie.link.width.current", "pcie.link.width.max", "ecc.errors.uncorrected.volatile.total")
+GPU_QUERY = (
+    "index",
+    "pci.bus_id",
+    "pcie.link.gen.current",
+    "pcie.link.gen.max",
+    "pcie.link.width.current",
+    "pcie.link.width.max",
+    "ecc.errors.uncorrected.volatile.total",
+)
 REMAP_QUERY = ("gpu_bus_id", "remapped_rows.pending", "remapped_rows.failure")
 FABRIC_QUERY = ("index", "fabric.state")
 
@@ -58,10 +66,17 @@ def parse_gpu_query(text: str) -> list[dict[str, Any]]:
     for r in csv_rows(text, GPU_QUERY):
         if r["index"] is None or not r["index"].isdigit():
             continue
-        out.append({"gpu": int(r["index"]), "bus_id": pci_address(r["pci.bus_id"] or ""),
-                    "gen": _int(r["pcie.link.gen.current"] or ""), "max_gen": _int(r["pcie.link.gen.max"] or ""),
-                    "width": _int(r["pcie.link.width.current"] or ""), "max_width": _int(r["pcie.link.width.max"] or ""),
-                    "ecc_uncorrected": _int(r["ecc.errors.uncorrected.volatile.total"] or "")})
+        out.append(
+            {
+                "gpu": int(r["index"]),
+                "bus_id": pci_address(r["pci.bus_id"] or ""),
+                "gen": _int(r["pcie.link.gen.current"] or ""),
+                "max_gen": _int(r["pcie.link.gen.max"] or ""),
+                "width": _int(r["pcie.link.width.current"] or ""),
+                "max_width": _int(r["pcie.link.width.max"] or ""),
+                "ecc_uncorrected": _int(r["ecc.errors.uncorrected.volatile.total"] or ""),
+            }
+        )
     return out
 
 
@@ -73,16 +88,24 @@ def _yes(v: str | None) -> bool | None:
 
 def parse_remapped_rows(text: str) -> dict[str, dict[str, bool | None]]:
     """bus id -> {pending, failure}; the driver prints Yes/No or 1/0 depending on version."""
-    return {pci_address(r["gpu_bus_id"] or ""): {"pending": _yes(r["remapped_rows.pending"]),
-                                                 "failure": _yes(r["remapped_rows.failure"])}
-            for r in csv_rows(text, REMAP_QUERY) if r["gpu_bus_id"]}
+    return {
+        pci_address(r["gpu_bus_id"] or ""): {
+            "pending": _yes(r["remapped_rows.pending"]),
+            "failure": _yes(r["remapped_rows.failure"]),
+        }
+        for r in csv_rows(text, REMAP_QUERY)
+        if r["gpu_bus_id"]
+    }
 
 
 def parse_fabric(text: str) -> dict[int, str]:
     """GPU index -> fabric manager state ('Completed', 'In Progress', 'Not Started'); GPUs
     without NVSwitch say N/A and are left out."""
-    return {int(r["index"]): r["fabric.state"] for r in csv_rows(text, FABRIC_QUERY)
-            if r["index"] and r["index"].isdigit() and r["fabric.state"]}
+    return {
+        int(r["index"]): r["fabric.state"]
+        for r in csv_rows(text, FABRIC_QUERY)
+        if r["index"] and r["index"].isdigit() and r["fabric.state"]
+    }
 
 
 def parse_topo(text: str) -> dict[str, Any]:
@@ -103,11 +126,18 @@ def parse_topo(text: str) -> dict[str, Any]:
             continue
         cells = [c.strip() for c in re.split(r"\t+|\s{2,}", ln.strip()) if c.strip()][1:]
         row = dict(zip(cols, cells))
-        nics = [(row[c], legend.get(c, c)) for c in cols if (c.startswith("NIC") or c.startswith("mlx")) and row.get(c) in PATHS]
+        nics = [
+            (row[c], legend.get(c, c))
+            for c in cols
+            if (c.startswith("NIC") or c.startswith("mlx")) and row.get(c) in PATHS
+        ]
         best = min(nics, key=lambda p: PATHS.index(p[0]), default=None)
         numa = row.get("NUMA Affinity")
-        gpus[m.group(1)] = {"nearest_nic": best[1] if best else None, "nic_path": best[0] if best else None,
-                            "numa_node": int(numa) if numa and numa.isdigit() else None}
+        gpus[m.group(1)] = {
+            "nearest_nic": best[1] if best else None,
+            "nic_path": best[0] if best else None,
+            "numa_node": int(numa) if numa and numa.isdigit() else None,
+        }
     return gpus
 
 

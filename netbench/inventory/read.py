@@ -5,17 +5,25 @@ through a `copier`. Returns `kind: "host"` records and one line per thing skippe
 A missing tool or an unreadable file is recorded as such (`None` and a skipped line),
 never as a healthy zero. Tests pass a fixture tree and recorded outputs.
 """
+
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-import re
 from pathlib import Path
 from typing import Any
 
 from netbench.inventory import parse as p
-from reports.judging.detect import (Runner, _read, parse_ib_rate, parse_ib_state,
-                                    parse_net_speed, parse_pcie_speed, run_tool)
+from reports.judging.detect import (
+    Runner,
+    _read,
+    parse_ib_rate,
+    parse_ib_state,
+    parse_net_speed,
+    parse_pcie_speed,
+    run_tool,
+)
 
 # copier(gpu index, bytes, during) -> {h2d_pinned_GBps, d2h_pinned_GBps, h2d_pageable_GBps};
 # `during` is called while copies are in flight, to read the link state under load.
@@ -44,11 +52,15 @@ def pcie_state(sys_root: Path, address: str | None) -> dict[str, Any]:
         up = dev.resolve(strict=True).parent.name
     except OSError:
         up = ""
-    return {"bus_id": address, "upstream": up if _PCI.match(up) else None,
-            "gen": p.gen_of(parse_pcie_speed(_read(dev / "current_link_speed") or "")),
-            "max_gen": p.gen_of(parse_pcie_speed(_read(dev / "max_link_speed") or "")),
-            "width": num("current_link_width"), "max_width": num("max_link_width"),
-            "numa_node": num("numa_node")}
+    return {
+        "bus_id": address,
+        "upstream": up if _PCI.match(up) else None,
+        "gen": p.gen_of(parse_pcie_speed(_read(dev / "current_link_speed") or "")),
+        "max_gen": p.gen_of(parse_pcie_speed(_read(dev / "max_link_speed") or "")),
+        "width": num("current_link_width"),
+        "max_width": num("max_link_width"),
+        "numa_node": num("numa_node"),
+    }
 
 
 def pci_device(dev_link: Path) -> str | None:
@@ -72,38 +84,62 @@ def network_ports(sys_root: Path) -> list[dict[str, Any]]:
         address = pci_device(hca / "device")
         if address:
             rdma_devices.add(address)
-        out.append({"component": "network port", "device": hca.name, "port": port.name,
-                    "state": parse_ib_state(_read(port / "state") or "") or None,
-                    "phys_state": parse_ib_state(_read(port / "phys_state") or "") or None,
-                    "rate_Gbps": parse_ib_rate(_read(port / "rate") or ""),
-                    "link_layer": (_read(port / "link_layer") or "").strip() or None,
-                    "pcie": pcie_state(sys_root, address)})
+        out.append(
+            {
+                "component": "network port",
+                "device": hca.name,
+                "port": port.name,
+                "state": parse_ib_state(_read(port / "state") or "") or None,
+                "phys_state": parse_ib_state(_read(port / "phys_state") or "") or None,
+                "rate_Gbps": parse_ib_rate(_read(port / "rate") or ""),
+                "link_layer": (_read(port / "link_layer") or "").strip() or None,
+                "pcie": pcie_state(sys_root, address),
+            }
+        )
     for iface in sorted((sys_root / "class" / "net").glob("*")):
         address = pci_device(iface / "device")
         if address is None or address in rdma_devices:  # virtual, or counted as an RDMA port
             continue
         mbps = parse_net_speed(_read(iface / "speed") or "")
-        out.append({"component": "network port", "device": iface.name, "port": None,
-                    "state": (_read(iface / "operstate") or "").strip().upper() or None, "phys_state": None,
-                    "rate_Gbps": mbps / 1000 if mbps else None, "link_layer": "Ethernet",
-                    "pcie": pcie_state(sys_root, address)})
+        out.append(
+            {
+                "component": "network port",
+                "device": iface.name,
+                "port": None,
+                "state": (_read(iface / "operstate") or "").strip().upper() or None,
+                "phys_state": None,
+                "rate_Gbps": mbps / 1000 if mbps else None,
+                "link_layer": "Ethernet",
+                "pcie": pcie_state(sys_root, address),
+            }
+        )
     return out
 
 
-def _gpu_records(rows: list[dict[str, Any]], run: Runner, kernel_log: str | None,
-                 under_load: dict[int, dict[str, Any]], copies: dict[int, dict[str, float]],
-                 skipped: list[str]) -> list[dict[str, Any]]:
+def _gpu_records(
+    rows: list[dict[str, Any]],
+    run: Runner,
+    kernel_log: str | None,
+    under_load: dict[int, dict[str, Any]],
+    copies: dict[int, dict[str, float]],
+    skipped: list[str],
+) -> list[dict[str, Any]]:
     topo_text = run(["nvidia-smi", "topo", "-m"])
     topo = p.parse_topo(topo_text) if topo_text else {}
     nvl_text = run(["nvidia-smi", "nvlink", "-s"])
     nvlink = p.parse_nvlink_status(nvl_text) if nvl_text else {}
-    remap_text = run(["nvidia-smi", f"--query-remapped-rows={','.join(p.REMAP_QUERY)}", "--format=csv,noheader,nounits"])
+    remap_text = run(
+        ["nvidia-smi", f"--query-remapped-rows={','.join(p.REMAP_QUERY)}", "--format=csv,noheader,nounits"]
+    )
     remaps = p.parse_remapped_rows(remap_text) if remap_text else {}
     fab_text = run(["nvidia-smi", f"--query-gpu={','.join(p.FABRIC_QUERY)}", "--format=csv,noheader,nounits"])
     fabric = p.parse_fabric(fab_text) if fab_text else {}
     xids = p.parse_xids(kernel_log) if kernel_log is not None else None
-    for what, got in (("nvidia-smi topo -m (GPU-NIC affinity)", topo_text), ("nvidia-smi nvlink -s", nvl_text),
-                      ("nvidia-smi --query-remapped-rows", remap_text)):
+    for what, got in (
+        ("nvidia-smi topo -m (GPU-NIC affinity)", topo_text),
+        ("nvidia-smi nvlink -s", nvl_text),
+        ("nvidia-smi --query-remapped-rows", remap_text),
+    ):
         if got is None:
             skipped.append(f"{what}: not readable, not judged")
     if kernel_log is None:
@@ -113,26 +149,62 @@ def _gpu_records(rows: list[dict[str, Any]], run: Runner, kernel_log: str | None
         name = f"GPU{g['gpu']}"
         link = {**g, **under_load.get(g["gpu"], {})}
         t = topo.get(name, {})
-        out.append({"component": "host link", "device": name, "gpu": g["gpu"], "bus_id": g["bus_id"],
-                    "gen": link["gen"], "max_gen": link["max_gen"], "width": link["width"], "max_width": link["max_width"],
-                    "read_under_load": g["gpu"] in under_load, "numa_node": t.get("numa_node"),
-                    "nearest_nic": t.get("nearest_nic"), "nic_path": t.get("nic_path"), **copies.get(g["gpu"], {})})
+        out.append(
+            {
+                "component": "host link",
+                "device": name,
+                "gpu": g["gpu"],
+                "bus_id": g["bus_id"],
+                "gen": link["gen"],
+                "max_gen": link["max_gen"],
+                "width": link["width"],
+                "max_width": link["max_width"],
+                "read_under_load": g["gpu"] in under_load,
+                "numa_node": t.get("numa_node"),
+                "nearest_nic": t.get("nearest_nic"),
+                "nic_path": t.get("nic_path"),
+                **copies.get(g["gpu"], {}),
+            }
+        )
         rm = remaps.get(g["bus_id"], {})
         short = g["bus_id"].rsplit(".", 1)[0]
-        out.append({"component": "gpu", "device": name, "gpu": g["gpu"], "bus_id": g["bus_id"],
-                    "ecc_uncorrected": g["ecc_uncorrected"], "remap_pending": rm.get("pending"),
-                    "remap_failure": rm.get("failure"), "kernel_log_readable": kernel_log is not None,
-                    "xids": None if xids is None else sorted({x["xid"] for x in xids
-                                                              if x["hardware"] and short.endswith(x["bus_id"])}),
-                    "fabric_state": fabric.get(g["gpu"])})
+        out.append(
+            {
+                "component": "gpu",
+                "device": name,
+                "gpu": g["gpu"],
+                "bus_id": g["bus_id"],
+                "ecc_uncorrected": g["ecc_uncorrected"],
+                "remap_pending": rm.get("pending"),
+                "remap_failure": rm.get("failure"),
+                "kernel_log_readable": kernel_log is not None,
+                "xids": None
+                if xids is None
+                else sorted({x["xid"] for x in xids if x["hardware"] and short.endswith(x["bus_id"])}),
+                "fabric_state": fabric.get(g["gpu"]),
+            }
+        )
         if g["gpu"] in nvlink:
-            out.append({"component": "nvlink", "device": name, "gpu": g["gpu"], "bus_id": g["bus_id"], **nvlink[g["gpu"]]})
+            out.append(
+                {
+                    "component": "nvlink",
+                    "device": name,
+                    "gpu": g["gpu"],
+                    "bus_id": g["bus_id"],
+                    **nvlink[g["gpu"]],
+                }
+            )
     return out
 
 
-def read_inventory(*, sys_root: str | Path = "/sys", run: Runner | None = None,
-                   kernel_log: Callable[[], str | None] | None = None,
-                   copier: Copier | None = None, copy_bytes: int = 1 << 30) -> Inventory:
+def read_inventory(
+    *,
+    sys_root: str | Path = "/sys",
+    run: Runner | None = None,
+    kernel_log: Callable[[], str | None] | None = None,
+    copier: Copier | None = None,
+    copy_bytes: int = 1 << 30,
+) -> Inventory:
     root = Path(sys_root)
     run = run or run_tool
     inv = Inventory()
@@ -144,21 +216,27 @@ def read_inventory(*, sys_root: str | Path = "/sys", run: Runner | None = None,
     text = run(query)
     rows = p.parse_gpu_query(text) if text else []
     if not rows:
-        inv.skipped.append("GPUs: nvidia-smi absent or shows no GPU: no GPU link state, NVLink, GPU errors "
-                           "or host-link copy test")
+        inv.skipped.append(
+            "GPUs: nvidia-smi absent or shows no GPU: no GPU link state, NVLink, GPU errors "
+            "or host-link copy test"
+        )
         return inv
     under_load: dict[int, dict[str, Any]] = {}
     copies: dict[int, dict[str, float]] = {}
     if copier is None:
-        inv.skipped.append("host-link copy test: not run (no CUDA torch); GPU link state read at idle, "
-                           "where a GPU may run its link at a lower generation to save power")
+        inv.skipped.append(
+            "host-link copy test: not run (no CUDA torch); GPU link state read at idle, "
+            "where a GPU may run its link at a lower generation to save power"
+        )
     else:
         for g in rows:
+
             def during(i: int = g["gpu"]) -> None:
                 again = run(query)
                 now = {r["gpu"]: r for r in p.parse_gpu_query(again or "")}
                 if i in now:
                     under_load[i] = {k: now[i][k] for k in ("gen", "width")}
+
             copies[g["gpu"]] = {**copier(g["gpu"], copy_bytes, during), "copy_bytes": copy_bytes}
     log = kernel_log() if kernel_log else run(["dmesg"])
     inv.records += _gpu_records(rows, run, log, under_load, copies, inv.skipped)

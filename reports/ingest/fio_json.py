@@ -17,6 +17,7 @@ longest runtime (clones of one job start together); with `json+` bins percentile
 otherwise p50 is the I/O-weighted mean of the parts' p50 and p99 the largest part's p99 (a
 conservative bound; fio 2.x and plain `json` keep no histogram).
 """
+
 from __future__ import annotations
 
 import json
@@ -48,9 +49,9 @@ class FioPart:
     runtime_ms: int
     p50_ms: float | None
     p99_ms: float | None
-    bins: Mapping[int, int] = field(default_factory=dict)   # latency ns → count (json+ only)
+    bins: Mapping[int, int] = field(default_factory=dict)  # latency ns → count (json+ only)
     options: Mapping[str, str] = field(default_factory=dict)
-    problem: str = ""    # why its figures cannot be used (zero runtime, negative bandwidth)
+    problem: str = ""  # why its figures cannot be used (zero runtime, negative bandwidth)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,13 +77,14 @@ class FioSum:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FioDoc:
     version: str
-    timestamp_ms: int          # when fio wrote the document (≈ the end of the last job)
-    error: int                 # first non-zero job error (errno), 0 when none
+    timestamp_ms: int  # when fio wrote the document (≈ the end of the last job)
+    error: int  # first non-zero job error (errno), 0 when none
     parts: tuple[FioPart, ...]
     global_options: Mapping[str, str]
 
 
 # ---- finding the document ---------------------------------------------------------------
+
 
 def _documents(text: str) -> list[dict[str, Any]]:
     """Every complete top-level JSON object that looks like fio output, in order."""
@@ -117,13 +119,16 @@ def load_document(text: str) -> dict[str, Any]:
 
 # ---- one entry → parts ------------------------------------------------------------------
 
-def _percentiles(stats: Mapping[str, Any], scale_to_ms: float) -> tuple[float | None, float | None, dict[int, int]]:
+
+def _percentiles(
+    stats: Mapping[str, Any], scale_to_ms: float
+) -> tuple[float | None, float | None, dict[int, int]]:
     pct = stats.get("percentile") if isinstance(stats.get("percentile"), Mapping) else {}
     bins_raw = stats.get("bins") if isinstance(stats.get("bins"), Mapping) else {}
     try:
         bins = {int(k): int(v) for k, v in bins_raw.items()} if scale_to_ms == 1e-6 else {}
     except (TypeError, ValueError):
-        bins = {}   # a histogram that is not one: percentiles from the printed ones instead
+        bins = {}  # a histogram that is not one: percentiles from the printed ones instead
     if any(k < 0 or v < 0 for k, v in bins.items()):
         bins = {}
 
@@ -164,10 +169,16 @@ def _direction(d: Mapping[str, Any]) -> tuple[int, int, int, str]:
     """(bytes, ios, runtime_ms, problem) of one direction block, fio 2.x or 3.x. A job fio
     could not time (runtime 0 with I/O done) or that printed a negative figure is a problem."""
     runtime = int(_number(d.get("runtime")))
-    kib = 1 if "io_kbytes" in d or "bw_bytes" in d else 1024   # fio 3.x: io_bytes is bytes; 2.x: KiB
+    kib = 1 if "io_kbytes" in d or "bw_bytes" in d else 1024  # fio 3.x: io_bytes is bytes; 2.x: KiB
     nbytes = int(_number(d.get("io_bytes"))) * kib
-    ios = int(_number(d["total_ios"])) if "total_ios" in d else round(_number(d.get("iops")) * max(runtime, 0) / 1000)
-    negative = [k for k in ("io_bytes", "bw", "bw_bytes", "iops", "runtime", "total_ios") if _number(d.get(k)) < 0]
+    ios = (
+        int(_number(d["total_ios"]))
+        if "total_ios" in d
+        else round(_number(d.get("iops")) * max(runtime, 0) / 1000)
+    )
+    negative = [
+        k for k in ("io_bytes", "bw", "bw_bytes", "iops", "runtime", "total_ios") if _number(d.get(k)) < 0
+    ]
     problem = f"fio printed a negative {negative[0]}" if negative else ""
     if not problem and runtime <= 0 and (nbytes > 0 or ios > 0 or _number(d.get("bw")) != 0):
         problem = "fio printed a runtime of 0 ms for a job that did I/O"
@@ -177,8 +188,10 @@ def _direction(d: Mapping[str, Any]) -> tuple[int, int, int, str]:
     if not problem and reported is not None and runtime > 0:
         expected = nbytes * 1000 / runtime
         if abs(expected - reported) > 0.01 * max(expected, reported) + 2048:
-            problem = (f"fio's io_bytes / runtime ({expected / 1e9:.3g} GB/s) disagree with its bw "
-                       f"({reported / 1e9:.3g} GB/s)")
+            problem = (
+                f"fio's io_bytes / runtime ({expected / 1e9:.3g} GB/s) disagree with its bw "
+                f"({reported / 1e9:.3g} GB/s)"
+            )
     if problem:
         return max(nbytes, 0), max(ios, 0), max(runtime, 0), problem
     return nbytes, ios, runtime, ""
@@ -202,9 +215,21 @@ def _parts_of(entry: Mapping[str, Any], host: str, global_options: Mapping[str, 
         if ios <= 0 and nbytes <= 0 and not problem:
             continue
         p50, p99, bins = _latency(d)
-        parts.append(FioPart(job=str(entry.get("jobname", "fio")), host=host, direction=direction,
-                             bytes=nbytes, ios=ios, runtime_ms=runtime, p50_ms=p50, p99_ms=p99,
-                             bins=bins, options=options, problem=problem))
+        parts.append(
+            FioPart(
+                job=str(entry.get("jobname", "fio")),
+                host=host,
+                direction=direction,
+                bytes=nbytes,
+                ios=ios,
+                runtime_ms=runtime,
+                p50_ms=p50,
+                p99_ms=p99,
+                bins=bins,
+                options=options,
+                problem=problem,
+            )
+        )
     return parts
 
 
@@ -230,8 +255,13 @@ def parse_document(doc: Mapping[str, Any], host: str | None = None) -> FioDoc:
             parts += _parts_of(e, local_host, global_options)
             error = error or int(_number(e.get("error")))
     ts_ms = int(_number(doc.get("timestamp_ms")) or _number(doc.get("timestamp")) * 1000)
-    return FioDoc(version=str(doc.get("fio version", "unknown")), timestamp_ms=ts_ms, error=error,
-                  parts=tuple(parts), global_options=global_options)
+    return FioDoc(
+        version=str(doc.get("fio version", "unknown")),
+        timestamp_ms=ts_ms,
+        error=error,
+        parts=tuple(parts),
+        global_options=global_options,
+    )
 
 
 def parse_fio(text: str, host: str | None = None) -> FioDoc:
@@ -239,6 +269,7 @@ def parse_fio(text: str, host: str | None = None) -> FioDoc:
 
 
 # ---- summing ------------------------------------------------------------------------------
+
 
 class LatencyPart(Protocol):
     """Anything with an I/O count and latency figures (fio parts, sums, iobench host results)."""
@@ -293,11 +324,22 @@ def sum_parts(parts: Sequence[FioPart]) -> FioSum:
         per_bytes[p.host] = per_bytes.get(p.host, 0) + p.bytes
         per_runtime[p.host] = max(per_runtime.get(p.host, 0), p.runtime_ms)
     p50, p99, bins = merge_latency(parts)
-    return FioSum(job=parts[0].job, direction=parts[0].direction, hosts=tuple(per_bytes),
-                  parts=len(parts), bytes=sum(p.bytes for p in parts), ios=sum(p.ios for p in parts),
-                  runtime_ms=max(p.runtime_ms for p in parts), p50_ms=p50, p99_ms=p99,
-                  per_host_bytes=per_bytes, per_host_runtime_ms=per_runtime, bins=bins,
-                  options=parts[0].options, problem=next((p.problem for p in parts if p.problem), ""))
+    return FioSum(
+        job=parts[0].job,
+        direction=parts[0].direction,
+        hosts=tuple(per_bytes),
+        parts=len(parts),
+        bytes=sum(p.bytes for p in parts),
+        ios=sum(p.ios for p in parts),
+        runtime_ms=max(p.runtime_ms for p in parts),
+        p50_ms=p50,
+        p99_ms=p99,
+        per_host_bytes=per_bytes,
+        per_host_runtime_ms=per_runtime,
+        bins=bins,
+        options=parts[0].options,
+        problem=next((p.problem for p in parts if p.problem), ""),
+    )
 
 
 def group_parts(parts: Iterable[FioPart]) -> list[FioSum]:
@@ -345,18 +387,29 @@ def records_from_fio_output(text: str, *, run_id: str, source_name: str) -> list
     for s in group_parts(doc.parts):
         per_host = {h: round(rate(b, s.per_host_runtime_ms[h]) / 1e9, 6) for h, b in s.per_host_bytes.items()}
         direct = s.options.get("direct")
-        out.append(IoRecord(
-            run_id=run_id, ts=utc_now(), hosts=s.hosts, nodes=len(s.hosts), workload=s.job,
-            direction=s.direction,
-            path=s.options.get("directory") or s.options.get("filename") or source_name,
-            scope="local", procs=procs_of(s), bytes=s.bytes,
-            bw_GBps=round(rate(s.bytes, s.runtime_ms) / 1e9, 6), per_host_bw_GBps=per_host,
-            iops=round(rate(s.ios, s.runtime_ms), 3),
-            lat_ms={k: round(v, 6) for k, v in (("p50", s.p50_ms), ("p99", s.p99_ms)) if v is not None},
-            runtime_s=s.runtime_ms / 1000.0, backend="fio", block_size=option_size(s.options, "bs"),
-            direct=None if direct is None else direct == "1",
-            cache_suspect=exceeds_physical_bound(per_host),
-            failed=s.problem or (f"fio error {doc.error}" if doc.error else ""),
-            extra={"fio_version": doc.version, "source": source_name},
-        ))
+        out.append(
+            IoRecord(
+                run_id=run_id,
+                ts=utc_now(),
+                hosts=s.hosts,
+                nodes=len(s.hosts),
+                workload=s.job,
+                direction=s.direction,
+                path=s.options.get("directory") or s.options.get("filename") or source_name,
+                scope="local",
+                procs=procs_of(s),
+                bytes=s.bytes,
+                bw_GBps=round(rate(s.bytes, s.runtime_ms) / 1e9, 6),
+                per_host_bw_GBps=per_host,
+                iops=round(rate(s.ios, s.runtime_ms), 3),
+                lat_ms={k: round(v, 6) for k, v in (("p50", s.p50_ms), ("p99", s.p99_ms)) if v is not None},
+                runtime_s=s.runtime_ms / 1000.0,
+                backend="fio",
+                block_size=option_size(s.options, "bs"),
+                direct=None if direct is None else direct == "1",
+                cache_suspect=exceeds_physical_bound(per_host),
+                failed=s.problem or (f"fio error {doc.error}" if doc.error else ""),
+                extra={"fio_version": doc.version, "source": source_name},
+            )
+        )
     return out

@@ -6,6 +6,7 @@ A file's run id is derived from its content (`import-<sha256[:12]>`), so importi
 same file twice, or a copy left in a results directory that was already imported, is
 recognised and not counted twice.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,16 +18,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reports.ingest import nccl_tests
 from reports.errors import UsageError
+from reports.ingest import nccl_tests
 from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, IoRecord, NetRecord
 
 # Files stoker writes itself, never read back as foreign results.
-OWN_FILES = frozenset({NET_FILE, IO_FILE, MANIFEST_FILE, "report.md", "report.html", "verdict.json",
-                       "compare.md", "compare.html"})
+OWN_FILES = frozenset(
+    {
+        NET_FILE,
+        IO_FILE,
+        MANIFEST_FILE,
+        "report.md",
+        "report.html",
+        "verdict.json",
+        "compare.md",
+        "compare.html",
+    }
+)
 _SUFFIXES = frozenset({"", ".log", ".txt", ".out", ".err", ".json", ".stdout"})
-_MAX_BYTES = 256 << 20   # larger files are not test outputs
-_SCAN_DEPTH = 2           # DIR and its sub-folders (e.g. DIR/nccl-tests/*.log)
+_MAX_BYTES = 256 << 20  # larger files are not test outputs
+_SCAN_DEPTH = 2  # DIR and its sub-folders (e.g. DIR/nccl-tests/*.log)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -35,7 +46,7 @@ class Imported:
     io: list[IoRecord] = field(default_factory=list)
     manifests: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)   # files that gave records
+    sources: list[str] = field(default_factory=list)  # files that gave records
 
     def extend(self, other: Imported) -> None:
         self.net += other.net
@@ -74,9 +85,11 @@ def _fio(text: str, *, run_id: str, source_name: str) -> tuple[list[IoRecord], s
         return [], f"{source_name}: fio JSON found but this stoker has no fio parser yet; skipped"
     try:
         return list(mod.records_from_fio_output(text, run_id=run_id, source_name=source_name)), None
-    except UsageError as exc:   # no complete document: cut short, or not fio's JSON after all
-        return [], (f"{source_name}: no complete fio JSON document in it (cut short?); expected the whole "
-                    f"output of fio --output-format=json")
+    except UsageError:  # no complete document: cut short, or not fio's JSON after all
+        return [], (
+            f"{source_name}: no complete fio JSON document in it (cut short?); expected the whole "
+            f"output of fio --output-format=json"
+        )
     except _NOT_UNDERSTOOD as exc:
         return [], f"{source_name}: fio JSON not understood ({_why(exc)}); expected fio --output-format=json"
 
@@ -106,8 +119,10 @@ def import_text(text: str, *, source_name: str, ts: str, op: str | None = None) 
     try:
         parsed = nccl_tests.parse_text(text, run_id=run_id, ts=ts, source_name=source_name, op=op)
     except _NOT_UNDERSTOOD as exc:
-        out.notes.append(f"{source_name}: nccl-tests output not understood ({_why(exc)}); expected an "
-                         "nccl-tests stdout log or -J JSON")
+        out.notes.append(
+            f"{source_name}: nccl-tests output not understood ({_why(exc)}); expected an "
+            "nccl-tests stdout log or -J JSON"
+        )
         return out
     if parsed is None:
         return None
@@ -135,11 +150,13 @@ def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported
         raise UsageError(f"{p}: no such file (give nccl-tests logs or -J JSON, or fio JSON files)")
     text = _read(p)
     if _is_stoker_output(text):
-        raise UsageError(f"{p}: this is stoker's own output; its records are in the net.jsonl of its --out directory")
+        raise UsageError(
+            f"{p}: this is stoker's own output; its records are in the net.jsonl of its --out directory"
+        )
     got = import_text(text, source_name=p.name, ts=_mtime_utc(p), op=op)
     if got is None:
         raise UsageError(f"{p}: neither an nccl-tests log/JSON nor fio JSON output; nothing imported")
-    if not got.net and not got.io:   # every line of it was unusable: say the first reason
+    if not got.net and not got.io:  # every line of it was unusable: say the first reason
         raise UsageError(got.notes[0] if got.notes else f"{p}: no results in it; nothing imported")
     return got
 

@@ -2,15 +2,31 @@
 is a row, the row lined up with its header, and its figures — every one a finite number
 >= 0, or a one-line reason naming what is wrong, which the importer reports with the line.
 """
+
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-_COLS = {"size": "size", "bytes": "size", "count": "count", "n": "count", "type": "type", "redop": "redop",
-         "op": "redop", "root": "root", "time": "time", "cputime": "time", "algbw": "algbw", "busbw": "busbw",
-         "#wrong": "wrong", "wrong": "wrong", "error": "error", "res": "error"}
+_COLS = {
+    "size": "size",
+    "bytes": "size",
+    "count": "count",
+    "n": "count",
+    "type": "type",
+    "redop": "redop",
+    "op": "redop",
+    "root": "root",
+    "time": "time",
+    "cputime": "time",
+    "algbw": "algbw",
+    "busbw": "busbw",
+    "#wrong": "wrong",
+    "wrong": "wrong",
+    "error": "error",
+    "res": "error",
+}
 
 
 def number(tok: str) -> float | None:
@@ -24,7 +40,7 @@ def number(tok: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
-FIGURES = ("time", "algbw", "busbw", "wrong", "error")   # what every timing group prints, in order
+FIGURES = ("time", "algbw", "busbw", "wrong", "error")  # what every timing group prints, in order
 
 
 def header_columns(body: str) -> list[str] | None:
@@ -37,8 +53,14 @@ def header_columns(body: str) -> list[str] | None:
     # could not be told apart; the leading columns name the size once
     starts = [i for i, c in enumerate(cols) if c == "time"]
     groups = [cols[a:b] for a, b in zip(starts, [*starts[1:], len(cols)])]
-    lead = cols[:starts[0]] if starts else cols
-    if not groups or lead.count("size") != 1 or {"algbw", "busbw"} & set(lead) or len({tuple(c for c in g if c in FIGURES) for g in groups}) > 1 or any(g.count("algbw") != 1 or g.count("busbw") != 1 for g in groups):
+    lead = cols[: starts[0]] if starts else cols
+    if (
+        not groups
+        or lead.count("size") != 1
+        or {"algbw", "busbw"} & set(lead)
+        or len({tuple(c for c in g if c in FIGURES) for g in groups}) > 1
+        or any(g.count("algbw") != 1 or g.count("busbw") != 1 for g in groups)
+    ):
         return None
     return cols
 
@@ -75,8 +97,12 @@ def figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[st
     """The row's figures, or what is wrong with them: every one a finite number >= 0, the
     size and count whole, #wrong (when printed) a count."""
     got: dict[str, float] = {}
-    for key, src, name in (("size", lead, "size"), ("time", timing, "time"), ("algbw", timing, "algbw"),
-                           ("busbw", timing, "busbw")):
+    for key, src, name in (
+        ("size", lead, "size"),
+        ("time", timing, "time"),
+        ("algbw", timing, "algbw"),
+        ("busbw", timing, "busbw"),
+    ):
         v = number(str(src.get(key, "")))
         if v is None or v < 0:
             return got, f"{name} {str(src.get(key, ''))[:20]!r} is not a number >= 0"
@@ -87,9 +113,12 @@ def figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[st
         if not is_na(timing.get(key)):
             v = number(str(timing.get(key)))
             if v is None or v < 0 or (key == "wrong" and (v != int(v) or v > 2**62)):
-                return got, f"{'#wrong' if key == 'wrong' else 'error'} {str(timing.get(key))[:20]!r} is not a count"
+                return (
+                    got,
+                    f"{'#wrong' if key == 'wrong' else 'error'} {str(timing.get(key))[:20]!r} is not a count",
+                )
             got[key] = v
-    for key in ("count", "root"):   # optional columns: when printed, a whole number
+    for key in ("count", "root"):  # optional columns: when printed, a whole number
         if not is_na(lead.get(key)):
             v = number(str(lead.get(key)))
             if v is None or v != int(v) or not -1 <= v <= 2**62:
@@ -107,7 +136,7 @@ def aligned(header: Sequence[str], row: list[str]) -> list[str] | str:
             row = [*row[:k], "none", *row[k:]]
     if len(row) < len(header):
         return f"{len(row)} of {len(header)} columns (a line cut short?)"
-    if len(row) > len(header) and header[-1] != "timestamp":   # a timestamp prints as date and time
+    if len(row) > len(header) and header[-1] != "timestamp":  # a timestamp prints as date and time
         return f"{len(row)} columns where the header names {len(header)}"
     return row
 

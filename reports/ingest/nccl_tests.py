@@ -6,11 +6,12 @@ table is read through its own header line (`size count type redop root time algb
 #wrong ...`; old versions say `bytes N type op ... res`), so extra columns (-I per-iteration
 statistics, timestamps) and per-op column sets of old versions all line up. Each table row
 gives two records: out-of-place and in-place (`in_place`). The size column is the record's
-`bytes` as CONTRACT.md defines it (nccl-tests' own definition); time is printed in us.
+`bytes` as docs/contract.md defines it (nccl-tests' own definition); time is printed in us.
 Damaged files are read as far as they are sound: a row that is not all figures (cut short,
 a word or `nan` where a number belongs; `reports.ingest.nccl_rows` checks it) gives no record
 and is named by its line in the notes; comment markers stripped by a log viewer are no matter.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,19 +20,43 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.ingest.nccl_rows import aligned, figures, header_columns, is_na, is_row, number, row_fields, skipped_note
+from reports.ingest.nccl_rows import (
+    aligned,
+    figures,
+    header_columns,
+    is_na,
+    is_row,
+    number,
+    row_fields,
+    skipped_note,
+)
 from reports.records import OPS, NetRecord
 
 BACKEND = "nccl-tests"
 # nccl-tests type names -> the dtype names stoker records use.
-_DTYPES = {"half": "float16", "float": "float32", "double": "float64", "bfloat16": "bfloat16",
-           "int8": "int8", "uint8": "uint8", "int32": "int32", "uint32": "uint32", "int64": "int64",
-           "uint64": "uint64", "f8e4m3": "float8_e4m3", "f8e5m2": "float8_e5m2", "char": "int8", "int": "int32"}
+_DTYPES = {
+    "half": "float16",
+    "float": "float32",
+    "double": "float64",
+    "bfloat16": "bfloat16",
+    "int8": "int8",
+    "uint8": "uint8",
+    "int32": "int32",
+    "uint32": "uint32",
+    "int64": "int64",
+    "uint64": "uint64",
+    "f8e4m3": "float8_e4m3",
+    "f8e5m2": "float8_e5m2",
+    "char": "int8",
+    "int": "int32",
+}
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s)")
-_RANK = re.compile(r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*?)\s*$")
+_RANK = re.compile(
+    r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*?)\s*$"
+)
 _START = re.compile(r"^#?\s*Collective test starting:\s*(\S+)")
 _PARAMS = re.compile(r"warmup iters:\s*(\d+)\s+iters:\s*(\d+)")
-_GRAPH = re.compile(r"\bgraph:\s*(\d+)")   # -G N: N launches of a captured CUDA graph (absent before 2.9)
+_GRAPH = re.compile(r"\bgraph:\s*(\d+)")  # -G N: N launches of a captured CUDA graph (absent before 2.9)
 _TESTS_VERSION = re.compile(r"^#?\s*nccl-tests version\s+(\S+)")
 _NCCL_VERSION = re.compile(r"NCCL version\s+(\S+)")
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
@@ -65,7 +90,7 @@ def ranks_from_factor(op: str, algbw: float, busbw: float) -> int:
         return 0
     f = busbw / algbw
     if op == "all_reduce":
-        n = 2 / (2 - f) if f < 2 else 0.0   # rows printed as 0.01/0.02 give f = 2 exactly
+        n = 2 / (2 - f) if f < 2 else 0.0  # rows printed as 0.01/0.02 give f = 2 exactly
     else:
         n = 1 / (1 - f) if f < 1 else 0.0
     return max(0, round(n)) if 0 < n < 1e6 else 0
@@ -123,9 +148,9 @@ class _Section:
     """One test's worth of a log, gathered while reading."""
 
     program: str | None = None
-    ranks: dict[int, tuple[str, str]] = field(default_factory=dict)   # rank -> (host, device name)
+    ranks: dict[int, tuple[str, str]] = field(default_factory=dict)  # rank -> (host, device name)
     header: list[str] = field(default_factory=list)
-    rows: list[tuple[int, list[str]]] = field(default_factory=list)   # (line number, tokens)
+    rows: list[tuple[int, list[str]]] = field(default_factory=list)  # (line number, tokens)
     warmup: int = 0
     iters: int = 0
     graph: bool | None = None
@@ -181,10 +206,12 @@ class _Context:
     warmup: int
     iters: int
     source: str
-    graph: bool | None = None     # None: the log does not say
+    graph: bool | None = None  # None: the log does not say
 
 
-def _record(ctx: _Context, lead: Mapping[str, Any], timing: Mapping[str, Any], in_place: bool) -> NetRecord | str | None:
+def _record(
+    ctx: _Context, lead: Mapping[str, Any], timing: Mapping[str, Any], in_place: bool
+) -> NetRecord | str | None:
     """One record; None for a group printed as N/A (tests without an in-place mode); a
     string saying what is wrong when the figures are not figures."""
     if all(is_na(timing.get(k)) for k in ("time", "algbw", "busbw")):
@@ -200,14 +227,31 @@ def _record(ctx: _Context, lead: Mapping[str, Any], timing: Mapping[str, Any], i
         extra["max_error"] = f["error"]
     elif "wrong" not in f:
         extra["check"] = "off"
-    ranks = ctx.ranks or ranks_from_factor(ctx.op, f["algbw"], f["busbw"])   # -J files name their devices
+    ranks = ctx.ranks or ranks_from_factor(ctx.op, f["algbw"], f["busbw"])  # -J files name their devices
     redop = str(lead.get("redop") or "none")
     return NetRecord(
-        run_id=ctx.run_id, ts=ctx.ts, hosts=ctx.hosts, nodes=len(set(ctx.hosts)), op=ctx.op, scope="world",
-        ranks=ranks, backend=BACKEND, dtype=_DTYPES.get(dtype, dtype), bytes=int(f["size"]), time_s=f["time"] * 1e-6,
-        algbw_GBps=f["algbw"], busbw_GBps=f["busbw"], wrong=int(f.get("wrong", 0)), count=int(f.get("count", 0)),
-        redop=redop, root=int(f.get("root", -1)), in_place=in_place,
-        iters=ctx.iters, warmup=ctx.warmup, device=ctx.device, extra=extra,
+        run_id=ctx.run_id,
+        ts=ctx.ts,
+        hosts=ctx.hosts,
+        nodes=len(set(ctx.hosts)),
+        op=ctx.op,
+        scope="world",
+        ranks=ranks,
+        backend=BACKEND,
+        dtype=_DTYPES.get(dtype, dtype),
+        bytes=int(f["size"]),
+        time_s=f["time"] * 1e-6,
+        algbw_GBps=f["algbw"],
+        busbw_GBps=f["busbw"],
+        wrong=int(f.get("wrong", 0)),
+        count=int(f.get("count", 0)),
+        redop=redop,
+        root=int(f.get("root", -1)),
+        in_place=in_place,
+        iters=ctx.iters,
+        warmup=ctx.warmup,
+        device=ctx.device,
+        extra=extra,
     )
 
 
@@ -217,12 +261,23 @@ def _hosts_of(ranks: Mapping[int, tuple[str, str]]) -> tuple[tuple[str, ...], st
     return hosts, (devices[0] if len(devices) == 1 else ",".join(devices) or "unknown")
 
 
-def _manifest(run_id: str, source: str, versions: Mapping[str, str], ranks: Mapping[int, tuple[str, str]],
-              settings: Mapping[str, Any]) -> dict[str, Any]:
+def _manifest(
+    run_id: str,
+    source: str,
+    versions: Mapping[str, str],
+    ranks: Mapping[int, tuple[str, str]],
+    settings: Mapping[str, Any],
+) -> dict[str, Any]:
     hosts, _ = _hosts_of(ranks)
     return {
-        "schema": 1, "kind": "manifest", "tool": BACKEND, "run_id": run_id, "source": source,
-        "host": hosts[0] if hosts else "unknown", "hosts": list(hosts), "versions": dict(sorted(versions.items())),
+        "schema": 1,
+        "kind": "manifest",
+        "tool": BACKEND,
+        "run_id": run_id,
+        "source": source,
+        "host": hosts[0] if hosts else "unknown",
+        "hosts": list(hosts),
+        "versions": dict(sorted(versions.items())),
         "devices": [{"rank": r, "host": h, "name": d} for r, (h, d) in sorted(ranks.items())],
         "settings": dict(settings),
     }
@@ -271,13 +326,25 @@ def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | No
     for sec in sections:
         name = op or op_from_name(sec.program or "") or op_from_name(source_name) or _infer(sec)
         if name is None:
-            notes.append(f"{source_name}: cannot tell which test printed the table at line {sec.rows[0][0]}; "
-                         "name the file after the test (e.g. all_gather_perf.log) or pass --op")
+            notes.append(
+                f"{source_name}: cannot tell which test printed the table at line {sec.rows[0][0]}; "
+                "name the file after the test (e.g. all_gather_perf.log) or pass --op"
+            )
             continue
         hosts, device = _hosts_of(sec.ranks)
         all_ranks.update(sec.ranks)
-        ctx = _Context(op=name, run_id=run_id, ts=ts, hosts=hosts, ranks=_section_ranks(sec, name), device=device,
-                       warmup=sec.warmup, iters=sec.iters, source=source_name, graph=sec.graph)
+        ctx = _Context(
+            op=name,
+            run_id=run_id,
+            ts=ts,
+            hosts=hosts,
+            ranks=_section_ranks(sec, name),
+            device=device,
+            warmup=sec.warmup,
+            iters=sec.iters,
+            source=source_name,
+            graph=sec.graph,
+        )
         for n, row in sec.rows:
             total += 1
             tokens = aligned(sec.header, row)
@@ -287,14 +354,18 @@ def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | No
             lead, groups = row_fields(sec.header, tokens)
             got = [_record(ctx, lead, timing, in_place=i == 1) for i, timing in enumerate(groups[:2])]
             if problems := [g for g in got if isinstance(g, str)]:
-                skipped.append((f"line {n}", problems[0]))   # a row is kept whole or not at all
+                skipped.append((f"line {n}", problems[0]))  # a row is kept whole or not at all
                 continue
             records += [g for g in got if isinstance(g, NetRecord)]
     if skipped:
         notes.append(skipped_note(source_name, skipped, total))
     settings = {"avg_bus_bandwidth_GBps": avgs} if avgs else {}
-    return Parsed(records=records, manifest=_manifest(run_id, source_name, versions, all_ranks, settings),
-                  avg_busbw_GBps=avgs, notes=notes)
+    return Parsed(
+        records=records,
+        manifest=_manifest(run_id, source_name, versions, all_ranks, settings),
+        avg_busbw_GBps=avgs,
+        notes=notes,
+    )
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -306,7 +377,9 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def parse_json(obj: Mapping[str, Any], *, run_id: str, ts: str, source_name: str, op: str | None = None) -> Parsed:
+def parse_json(
+    obj: Mapping[str, Any], *, run_id: str, ts: str, source_name: str, op: str | None = None
+) -> Parsed:
     """The `-J` file of nccl-tests >= 2.17: {config: {devices: [...]}, results: [...], ...}.
     Its `env` list (the whole environment of rank 0) is never copied anywhere. A result
     with a figure missing or not a number gives no record and is named in the notes."""
@@ -315,16 +388,35 @@ def parse_json(obj: Mapping[str, Any], *, run_id: str, ts: str, source_name: str
     program = str(args[0]) if args else ""
     results = obj.get("results") if isinstance(obj.get("results"), list) else []
     first = _mapping(results[0]) if results else {}
-    name = op or op_from_name(program) or op_from_name(str(first.get("experiment_name", ""))) or op_from_name(source_name)
+    name = (
+        op
+        or op_from_name(program)
+        or op_from_name(str(first.get("experiment_name", "")))
+        or op_from_name(source_name)
+    )
     devices = config.get("devices") if isinstance(config.get("devices"), list) else []
-    ranks = {_int(d.get("rank", i), i): (str(d.get("hostname", "unknown")), str(d.get("device_info", "")))
-             for i, d in enumerate(devices) if isinstance(d, Mapping)}
+    ranks = {
+        _int(d.get("rank", i), i): (str(d.get("hostname", "unknown")), str(d.get("device_info", "")))
+        for i, d in enumerate(devices)
+        if isinstance(d, Mapping)
+    }
     if name is None:
-        return Parsed(records=[], manifest={}, notes=[f"{source_name}: cannot tell which test wrote it; pass --op"])
+        return Parsed(
+            records=[], manifest={}, notes=[f"{source_name}: cannot tell which test wrote it; pass --op"]
+        )
     hosts, device = _hosts_of(ranks)
-    ctx = _Context(op=name, run_id=run_id, ts=ts, hosts=hosts, ranks=len(ranks), device=device,
-                   warmup=_int(config.get("warmup_iters")), iters=_int(config.get("iterations")), source=source_name,
-                   graph=bool(config["graph"]) if "graph" in config else None)
+    ctx = _Context(
+        op=name,
+        run_id=run_id,
+        ts=ts,
+        hosts=hosts,
+        ranks=len(ranks),
+        device=device,
+        warmup=_int(config.get("warmup_iters")),
+        iters=_int(config.get("iterations")),
+        source=source_name,
+        graph=bool(config["graph"]) if "graph" in config else None,
+    )
     records: list[NetRecord] = []
     skipped: list[tuple[str, str]] = []
     for n, res in enumerate(results):
@@ -336,12 +428,25 @@ def parse_json(obj: Mapping[str, Any], *, run_id: str, ts: str, source_name: str
         for key, in_place in (("out_of_place", False), ("in_place", True)):
             t = res.get(key)
             if not isinstance(t, Mapping):
-                continue   # a test without that mode
-            timing = {"time": t.get("time", t.get("cpu_time")), "algbw": t.get("alg_bw"), "busbw": t.get("bus_bw"),
-                      "wrong": t.get("nwrong")}
-            missing = [f for f, v in (("time", timing["time"]), ("alg_bw", timing["algbw"]), ("bus_bw", timing["busbw"]))
-                       if v is None]
-            got.append(f"{key} has no {', '.join(missing)}" if missing else _record(ctx, lead, timing, in_place))
+                continue  # a test without that mode
+            timing = {
+                "time": t.get("time", t.get("cpu_time")),
+                "algbw": t.get("alg_bw"),
+                "busbw": t.get("bus_bw"),
+                "wrong": t.get("nwrong"),
+            }
+            missing = [
+                f
+                for f, v in (
+                    ("time", timing["time"]),
+                    ("alg_bw", timing["algbw"]),
+                    ("bus_bw", timing["busbw"]),
+                )
+                if v is None
+            ]
+            got.append(
+                f"{key} has no {', '.join(missing)}" if missing else _record(ctx, lead, timing, in_place)
+            )
         if problems := [g for g in got if isinstance(g, str)]:
             skipped.append((f"results[{n}]", problems[0]))
             continue
@@ -351,10 +456,18 @@ def parse_json(obj: Mapping[str, Any], *, run_id: str, ts: str, source_name: str
     avg = number(str(_mapping(obj.get("average_bus_bandwidth")).get("bandwidth")))
     avgs = [avg] if avg is not None else []
     versions = {"nccl": nccl_version(obj["nccl_version"])} if "nccl_version" in obj else {}
-    settings = {k: config[k] for k in ("warmup_iters", "iterations", "minimum_bytes", "maximum_bytes") if k in config}
-    notes = [skipped_note(source_name, skipped, len(results)).replace(" rows: ", " results: ")] if skipped else []
-    return Parsed(records=records, manifest=_manifest(run_id, source_name, versions, ranks, settings),
-                  avg_busbw_GBps=avgs, notes=notes)
+    settings = {
+        k: config[k] for k in ("warmup_iters", "iterations", "minimum_bytes", "maximum_bytes") if k in config
+    }
+    notes = (
+        [skipped_note(source_name, skipped, len(results)).replace(" rows: ", " results: ")] if skipped else []
+    )
+    return Parsed(
+        records=records,
+        manifest=_manifest(run_id, source_name, versions, ranks, settings),
+        avg_busbw_GBps=avgs,
+        notes=notes,
+    )
 
 
 def parse_text(text: str, *, run_id: str, ts: str, source_name: str, op: str | None = None) -> Parsed | None:
@@ -363,12 +476,23 @@ def parse_text(text: str, *, run_id: str, ts: str, source_name: str, op: str | N
     if stripped.startswith("{"):
         try:
             obj = json.loads(stripped)
-        except (ValueError, RecursionError) as exc:   # JSONDecodeError is a ValueError
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
             obj = None
-            if '"results"' in stripped[:1_000_000] and ('"config"' in stripped or '"nccl_version"' in stripped):
-                where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-                return Parsed(records=[], manifest={}, notes=[
-                    f"{source_name}: nccl-tests -J JSON not readable{where} (cut short?); expected a whole JSON document"])
+            if '"results"' in stripped[:1_000_000] and (
+                '"config"' in stripped or '"nccl_version"' in stripped
+            ):
+                where = (
+                    f" at line {exc.lineno}, column {exc.colno}"
+                    if isinstance(exc, json.JSONDecodeError)
+                    else ""
+                )
+                return Parsed(
+                    records=[],
+                    manifest={},
+                    notes=[
+                        f"{source_name}: nccl-tests -J JSON not readable{where} (cut short?); expected a whole JSON document"
+                    ],
+                )
         if looks_like_json(obj):
             return parse_json(obj, run_id=run_id, ts=ts, source_name=source_name, op=op)
     if looks_like_log(text):

@@ -4,6 +4,7 @@ with its source), read once and looked up by name.
 Names resolve case-insensitively and ignore '-', '_' and spaces ("H100-SXM" = "h100 sxm" =
 "H100_SXM"); an unknown name raises UsageError with the nearest known names.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -23,11 +24,11 @@ CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Accelerator:
     name: str
-    tflops: dict[str, float]       # dense peak per dtype, 10^12 FLOP/s
+    tflops: dict[str, float]  # dense peak per dtype, 10^12 FLOP/s
     hbm_GB: float
     hbm_TBps: float
-    intra_link: str                # catalog link name
-    host_link: str                 # catalog link name (host <-> device copies)
+    intra_link: str  # catalog link name
+    host_link: str  # catalog link name (host <-> device copies)
     gpus_per_node: int
     gpu_names: tuple[str, ...] = ()
     source: str = ""
@@ -36,8 +37,8 @@ class Accelerator:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Link:
     name: str
-    GBps: float                    # unidirectional, per `per`
-    per: str                       # gpu | port | x16 | interface
+    GBps: float  # unidirectional, per `per`
+    per: str  # gpu | port | x16 | interface
     in_network_reduction: bool = False
     source: str = ""
 
@@ -47,14 +48,14 @@ class StorageClass:
     name: str
     read_GBps: float
     write_GBps: float
-    per: str                       # device | TiB
+    per: str  # device | TiB
     source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Table:
     entries: dict[str, dict[str, Any]]
-    index: dict[str, str] = field(default_factory=dict)   # normalised name or alias -> name
+    index: dict[str, str] = field(default_factory=dict)  # normalised name or alias -> name
 
 
 def normalise(name: str) -> str:
@@ -62,7 +63,7 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_\s.]", "", str(name).lower())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(filename: str, key: str) -> _Table:
     with open(CATALOG_DIR / filename, encoding="utf-8") as fh:
         entries: dict[str, dict[str, Any]] = yaml.safe_load(fh)[key]
@@ -103,22 +104,38 @@ def resolve(kind: str, name: str) -> tuple[str, dict[str, Any]]:
 def accelerator(name: str) -> Accelerator:
     canonical, e = resolve("accelerator", name)
     return Accelerator(
-        name=canonical, tflops={k: float(v) for k, v in e["tflops"].items()}, hbm_GB=float(e["hbm_GB"]),
-        hbm_TBps=float(e["hbm_TBps"]), intra_link=e["intra_link"], host_link=e["host_link"],
-        gpus_per_node=int(e["gpus_per_node"]), gpu_names=tuple(e.get("gpu_names", ())), source=e["source"],
+        name=canonical,
+        tflops={k: float(v) for k, v in e["tflops"].items()},
+        hbm_GB=float(e["hbm_GB"]),
+        hbm_TBps=float(e["hbm_TBps"]),
+        intra_link=e["intra_link"],
+        host_link=e["host_link"],
+        gpus_per_node=int(e["gpus_per_node"]),
+        gpu_names=tuple(e.get("gpu_names", ())),
+        source=e["source"],
     )
 
 
 def link(name: str) -> Link:
     canonical, e = resolve("link", name)
-    return Link(name=canonical, GBps=float(e["GBps"]), per=e["per"],
-                in_network_reduction=bool(e.get("in_network_reduction", False)), source=e["source"])
+    return Link(
+        name=canonical,
+        GBps=float(e["GBps"]),
+        per=e["per"],
+        in_network_reduction=bool(e.get("in_network_reduction", False)),
+        source=e["source"],
+    )
 
 
 def storage_class(name: str) -> StorageClass:
     canonical, e = resolve("storage class", name)
-    return StorageClass(name=canonical, read_GBps=float(e["read_GBps"]), write_GBps=float(e["write_GBps"]),
-                        per=e["per"], source=e["source"])
+    return StorageClass(
+        name=canonical,
+        read_GBps=float(e["read_GBps"]),
+        write_GBps=float(e["write_GBps"]),
+        per=e["per"],
+        source=e["source"],
+    )
 
 
 def match_gpu_name(reported: str) -> Accelerator | None:

@@ -14,6 +14,7 @@ A component the workload needs but that was not measured is *unmeasured*, never 
 the cluster gets no cost and says which measurement would give it one
 (reports.judging.ranking leaves it out of the ranking).
 """
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,7 @@ from reports.records import IoRecord, NetRecord, RecordSet
 
 # the parts of a training job the GPUs can wait for, in the order a buyer reads them
 COMPONENTS = ("data parallel", "tensor parallel", "pipeline", "dataloader", "checkpoint")
-DECIDING = 3   # failing findings named per cluster
+DECIDING = 3  # failing findings named per cluster
 
 
 def finite(x: Any) -> bool:
@@ -72,12 +73,12 @@ class IoFigure:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ClusterSummary:
-    name: str                                   # the spec's name, else the directory's
-    run: str                                    # the directory (several runs of one cluster share a name)
+    name: str  # the spec's name, else the directory's
+    run: str  # the directory (several runs of one cluster share a name)
     verdict: str
     failing: int
     findings: int
-    deciding: tuple[str, ...] = ()              # messages of the findings that decide a fail
+    deciding: tuple[str, ...] = ()  # messages of the findings that decide a fail
     accelerator: str | None = None
     curves: dict[tuple[str, str], NetCurve] = field(default_factory=dict)
     storage: tuple[IoFigure, ...] = ()
@@ -86,10 +87,12 @@ class ClusterSummary:
     gpus: int | None = None
     tokens_per_step: float | None = None
     compute_s: float | None = None
-    idle_share: float | None = None             # None: a needed component is unmeasured
-    idle_by_component: dict[str, float | None] = field(default_factory=dict)   # parts of idle_share; None = unmeasured
-    lacks: tuple[str, ...] = ()                 # "what is missing: the command that measures it"
-    problems: tuple[str, ...] = ()              # why this run cannot be ranked (lacks, price, spec)
+    idle_share: float | None = None  # None: a needed component is unmeasured
+    idle_by_component: dict[str, float | None] = field(
+        default_factory=dict
+    )  # parts of idle_share; None = unmeasured
+    lacks: tuple[str, ...] = ()  # "what is missing: the command that measures it"
+    problems: tuple[str, ...] = ()  # why this run cannot be ranked (lacks, price, spec)
 
     @property
     def cost_per_useful_gpu_hour(self) -> float | None:
@@ -111,12 +114,18 @@ class ClusterSummary:
     @property
     def usd_per_billion_tokens(self) -> float | None:
         s = self.usd_per_step
-        return None if s is None or not self.tokens_per_step else _finite_or_none(s * 1e9 / self.tokens_per_step)
+        return (
+            None if s is None or not self.tokens_per_step else _finite_or_none(s * 1e9 / self.tokens_per_step)
+        )
 
     @property
     def billion_tokens_per_day(self) -> float | None:
         w = self.step_wall_s
-        return None if w is None or not self.tokens_per_step else _finite_or_none(self.tokens_per_step * 86400 / w / 1e9)
+        return (
+            None
+            if w is None or not self.tokens_per_step
+            else _finite_or_none(self.tokens_per_step * 86400 / w / 1e9)
+        )
 
     @property
     def usd_per_day(self) -> float | None:
@@ -138,7 +147,9 @@ def cost_per_useful(price: float | None, idle_share: float | None) -> float | No
 
 def _good_net(net: Iterable[NetRecord]) -> list[NetRecord]:
     # a NaN or negative figure must never become a bandwidth (records are also checked where read)
-    return [r for r in net if finite(r.busbw_GBps) and r.busbw_GBps >= 0 and finite(r.time_s) and r.time_s > 0]
+    return [
+        r for r in net if finite(r.busbw_GBps) and r.busbw_GBps >= 0 and finite(r.time_s) and r.time_s > 0
+    ]
 
 
 def net_curves(net: Sequence[NetRecord], expected: Mapping[str, float]) -> dict[tuple[str, str], NetCurve]:
@@ -148,18 +159,31 @@ def net_curves(net: Sequence[NetRecord], expected: Mapping[str, float]) -> dict[
     curves, _ = build_curves(good)
     out: dict[tuple[str, str], NetCurve] = {}
     for (scope, op), c in sorted(curves.items()):
-        recs = [r for r in good if effective_scope(r) == scope and r.op == op and r.scope != "pair"
-                and r.ranks >= 2 and not r.wrong]
-        recs = [r for r in recs if r.scope != "world"] or recs   # as build_curves: explicit sweeps win
+        recs = [
+            r
+            for r in good
+            if effective_scope(r) == scope
+            and r.op == op
+            and r.scope != "pair"
+            and r.ranks >= 2
+            and not r.wrong
+        ]
+        recs = [r for r in recs if r.scope != "world"] or recs  # as build_curves: explicit sweeps win
         widest = max(recs, key=lambda r: (r.ranks, r.nodes))
         cvs: dict[int, list[float]] = defaultdict(list)
         for r in recs:
-            if finite(r.time_cv) and r.time_cv >= 0:   # type: ignore[arg-type]
-                cvs[r.bytes].append(float(r.time_cv))   # type: ignore[arg-type]
+            if finite(r.time_cv) and r.time_cv >= 0:  # type: ignore[arg-type]
+                cvs[r.bytes].append(float(r.time_cv))  # type: ignore[arg-type]
         out[(scope, op)] = NetCurve(
-            scope=scope, op=op, ranks=widest.ranks, nodes=widest.nodes, sizes=c.sizes, busbw=c.busbw,
+            scope=scope,
+            op=op,
+            ranks=widest.ranks,
+            nodes=widest.nodes,
+            sizes=c.sizes,
+            busbw=c.busbw,
             cv=tuple(sum(cvs[s]) / len(cvs[s]) if cvs.get(s) else None for s in c.sizes),
-            advertised=expected.get(f"{scope} network"))
+            advertised=expected.get(f"{scope} network"),
+        )
     return out
 
 
@@ -168,13 +192,22 @@ def io_figures(io: Sequence[IoRecord]) -> tuple[IoFigure, ...]:
     non-finite results are left out (they say nothing about the storage)."""
     best: dict[tuple[str, str, str, int, int], IoRecord] = {}
     for r in io:
-        if r.failed or r.cache_suspect or r.bytes <= 0 or r.workload == "metadata" or not finite(r.bw_GBps) or r.bw_GBps < 0:
+        if (
+            r.failed
+            or r.cache_suspect
+            or r.bytes <= 0
+            or r.workload == "metadata"
+            or not finite(r.bw_GBps)
+            or r.bw_GBps < 0
+        ):
             continue
         key = (r.scope, r.workload, r.direction, r.block_size, r.procs)
         if key not in best or r.bw_GBps > best[key].bw_GBps:
             best[key] = r
-    return tuple(IoFigure(scope=k[0], workload=k[1], direction=k[2], block=k[3], procs=k[4], bw=r.bw_GBps, path=r.path)
-                 for k, r in sorted(best.items()))
+    return tuple(
+        IoFigure(scope=k[0], workload=k[1], direction=k[2], block=k[3], procs=k[4], bw=r.bw_GBps, path=r.path)
+        for k, r in sorted(best.items())
+    )
 
 
 def component_of(check: str) -> str:
@@ -210,15 +243,24 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
     parts: dict[str, float | None] = {}
     lacks: list[str] = []
     step_rows = [r for r in rows if component_of(r.check) != "checkpoint"]
-    measured = [r for r in step_rows if r.status != "no_reference" and finite(r.idle_share)
-                and finite(r.extra.get("exposed_s", 0.0))]
+    measured = [
+        r
+        for r in step_rows
+        if r.status != "no_reference" and finite(r.idle_share) and finite(r.extra.get("exposed_s", 0.0))
+    ]
     dl = next((r for r in step_rows if component_of(r.check) == "dataloader"), None)
-    base = summary.get("compute_s") if finite(summary.get("compute_s")) else (dl.extra.get("base_s") if dl else None)
+    base = (
+        summary.get("compute_s")
+        if finite(summary.get("compute_s"))
+        else (dl.extra.get("base_s") if dl else None)
+    )
     total_e = sum(float(r.extra.get("exposed_s", 0.0)) for r in measured)
-    busy = total_e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0   # type: ignore[operator]
+    busy = total_e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0  # type: ignore[operator]
     for r in rows:
         comp = component_of(r.check)
-        ok = r.status != "no_reference" and finite(r.idle_share) and (r.achieved is None or finite(r.achieved))
+        ok = (
+            r.status != "no_reference" and finite(r.idle_share) and (r.achieved is None or finite(r.achieved))
+        )
         if not ok:
             parts[comp] = None
             lacks.append(lack_line(comp, r))
@@ -226,17 +268,20 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
             parts[comp] = float(r.idle_share) * (1 - busy)
         else:
             e = float(r.extra.get("exposed_s", 0.0))
-            parts[comp] = e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0   # type: ignore[operator]
+            parts[comp] = e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0  # type: ignore[operator]
     return parts, lacks
 
 
-def summarise(name: str, run: str, records: RecordSet, judgement: Any, spec: Any = None,
-              workload: Any = None) -> ClusterSummary:
+def summarise(
+    name: str, run: str, records: RecordSet, judgement: Any, spec: Any = None, workload: Any = None
+) -> ClusterSummary:
     """One directory's summary; `problems` says why it cannot be ranked."""
     problems: list[str] = []
     price = getattr(spec, "price_per_gpu_hour", None)
     if spec is None:
-        problems.append("no spec.yaml in its directory (price and accelerator unknown): put the cluster's spec there")
+        problems.append(
+            "no spec.yaml in its directory (price and accelerator unknown): put the cluster's spec there"
+        )
     elif price is None:
         problems.append("no price_per_gpu_hour in its spec")
     elif not finite(price) or price <= 0:
@@ -259,16 +304,29 @@ def summarise(name: str, run: str, records: RecordSet, judgement: Any, spec: Any
     tokens = getattr(workload, "global_batch_tokens", None)
     compute = summary.get("compute_s")
     s = ClusterSummary(
-        name=name, run=run, verdict=judgement.verdict, failing=sum(f.status in FAILING for f in judgement.findings),
+        name=name,
+        run=run,
+        verdict=judgement.verdict,
+        failing=sum(f.status in FAILING for f in judgement.findings),
         findings=len(judgement.findings),
-        deciding=tuple(f.message for f in sorted(judgement.findings, key=lambda f: (f.status != "below_spec", f.component))
-                       if f.status in FAILING)[:DECIDING],
-        accelerator=acc, curves=net_curves(records.net, judgement.expected), storage=io_figures(records.io),
-        price_per_gpu_hour=float(price) if price is not None else None, workload=judgement.workload_name,
+        deciding=tuple(
+            f.message
+            for f in sorted(judgement.findings, key=lambda f: (f.status != "below_spec", f.component))
+            if f.status in FAILING
+        )[:DECIDING],
+        accelerator=acc,
+        curves=net_curves(records.net, judgement.expected),
+        storage=io_figures(records.io),
+        price_per_gpu_hour=float(price) if price is not None else None,
+        workload=judgement.workload_name,
         gpus=summary.get("gpus") if workload is not None else None,
         tokens_per_step=float(tokens) if finite(tokens) else None,
-        compute_s=float(compute) if finite(compute) else None, idle_share=idle,
-        idle_by_component=parts, lacks=tuple(lacks), problems=tuple(problems))
+        compute_s=float(compute) if finite(compute) else None,
+        idle_share=idle,
+        idle_by_component=parts,
+        lacks=tuple(lacks),
+        problems=tuple(problems),
+    )
     if workload is not None and not s.problems and s.cost_per_useful_gpu_hour is None:
         return _with_problem(s, f"price_per_gpu_hour {price:g} gives no finite cost")
     if workload is not None and not s.problems and s.tokens_per_step and s.usd_per_billion_tokens is None:
@@ -280,4 +338,3 @@ def _with_problem(s: ClusterSummary, why: str) -> ClusterSummary:
     from dataclasses import replace
 
     return replace(s, problems=(*s.problems, why))
-

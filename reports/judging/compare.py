@@ -17,6 +17,7 @@ or detected: never a guess) / suspect (above what the hardware can carry: > 1.05
 advertised, or > 2.1 x for all_reduce / reduce_scatter on links with in-network reduction
 (NVLink SHARP, InfiniBand SHARP), which send each byte once instead of ~twice).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -30,8 +31,8 @@ import numpy as np
 
 from reports.columns import hosts_in, net_columns
 from reports.findings import Finding
-from reports.records import OPS, IoRecord, NetRecord
 from reports.judging.spec import Spec, StorageSpec
+from reports.records import OPS, IoRecord, NetRecord
 from reports.units import format_size
 
 SUSPECT_FACTOR = 1.05
@@ -41,7 +42,9 @@ PLATEAU_SIZES = 3
 # a storage record shorter than this is not a steady bandwidth (stoker's fio jobs run at
 # least 2 s after their ramp; fio may report a hair under): shown, never judged
 MIN_STEADY_S = 1.5
-MAX_HOSTS_NAMED = 8   # a scope-wide finding over more hosts names none: reports.judging.localise names culprits
+MAX_HOSTS_NAMED = (
+    8  # a scope-wide finding over more hosts names none: reports.judging.localise names culprits
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,17 +61,25 @@ class Curve:
     def plateau(self) -> tuple[int, float]:
         """(size, busbw): the best per-size median among the largest sizes."""
         top = range(len(self.sizes) - 1, max(-1, len(self.sizes) - 1 - PLATEAU_SIZES), -1)
-        best = max(top, key=lambda i: self.busbw[i])   # ties: the largest size
+        best = max(top, key=lambda i: self.busbw[i])  # ties: the largest size
         return self.sizes[best], self.busbw[best]
 
     def at(self, size: float) -> tuple[float, str]:
         """busbw interpolated at `size` (linear in log size); outside the sweep the nearest
         end is used, and the note says so."""
         if size <= self.sizes[0]:
-            note = "" if size == self.sizes[0] else f"below the smallest size measured ({format_size(self.sizes[0])}): its busbw used"
+            note = (
+                ""
+                if size == self.sizes[0]
+                else f"below the smallest size measured ({format_size(self.sizes[0])}): its busbw used"
+            )
             return self.busbw[0], note
         if size >= self.sizes[-1]:
-            note = "" if size == self.sizes[-1] else f"above the largest size measured ({format_size(self.sizes[-1])}): its busbw used"
+            note = (
+                ""
+                if size == self.sizes[-1]
+                else f"above the largest size measured ({format_size(self.sizes[-1])}): its busbw used"
+            )
             return self.busbw[-1], note
         i = bisect.bisect_left(self.sizes, size)
         if self.sizes[i] == size:
@@ -95,13 +106,19 @@ def build_curves(net: Sequence[NetRecord]) -> tuple[dict[tuple[str, str], Curve]
         return {}, 0
     wrong = int((df["wrong"] != 0).sum())
     # a lone rank crosses no link: its "bandwidth" is a local copy
-    use = df[(df["wrong"] == 0) & (df["time_s"] > 0) & ~df["scope"].isin(("pair", "groups")) & (df["ranks"] >= 2)]
+    use = df[
+        (df["wrong"] == 0) & (df["time_s"] > 0) & ~df["scope"].isin(("pair", "groups")) & (df["ranks"] >= 2)
+    ]
     # object (Python str) columns: pandas' arrow-backed strings are slow to build row by row
     scope = use["scope"].astype(object).to_numpy()
     from_world = scope == "world"
     eff = np.where(from_world, np.where(use["nodes"].to_numpy() <= 1, "intra-node", "inter-node"), scope)
-    use = use.assign(eff=eff.astype(object), from_world=from_world, op=use["op"].astype(object),
-                     backend=use["backend"].astype(object))
+    use = use.assign(
+        eff=eff.astype(object),
+        from_world=from_world,
+        op=use["op"].astype(object),
+        backend=use["backend"].astype(object),
+    )
     values: dict[tuple[str, str, bool], dict[int, list[float]]] = {}
     hosts: dict[tuple[str, str, bool], set[str]] = {}
     backends: dict[tuple[str, str, bool], str] = {}
@@ -121,10 +138,14 @@ def build_curves(net: Sequence[NetRecord]) -> tuple[dict[tuple[str, str], Curve]
     for (scope_, op, from_world_), by_size in sorted(values.items(), key=lambda kv: kv[0][2], reverse=True):
         # world-derived first, so an explicit sweep of the same (scope, op) replaces it
         sizes = sorted(by_size)
-        curves[(scope_, op)] = Curve(scope=scope_, op=op, sizes=tuple(sizes),
-                                     busbw=tuple(statistics.median(by_size[s]) for s in sizes),
-                                     hosts=tuple(sorted(hosts[(scope_, op, from_world_)])),
-                                     backend=backends[(scope_, op, from_world_)])
+        curves[(scope_, op)] = Curve(
+            scope=scope_,
+            op=op,
+            sizes=tuple(sizes),
+            busbw=tuple(statistics.median(by_size[s]) for s in sizes),
+            hosts=tuple(sorted(hosts[(scope_, op, from_world_)])),
+            backend=backends[(scope_, op, from_world_)],
+        )
     return curves, wrong
 
 
@@ -142,8 +163,16 @@ def status_of(measured: float, expected: float | None, threshold: float, limit: 
     return "below_spec" if measured < threshold * expected else "ok"
 
 
-def _net_message(scope: str, c: Curve, size: int, bw: float, expected: float | None, desc: str,
-                 status: str, threshold: float) -> str:
+def _net_message(
+    scope: str,
+    c: Curve,
+    size: int,
+    bw: float,
+    expected: float | None,
+    desc: str,
+    status: str,
+    threshold: float,
+) -> str:
     head = f"{scope} {c.op} busbw plateau {bw:.1f} GB/s at {format_size(size)}"
     if status == "no_reference":
         field = "network.intra_node" if scope == "intra-node" else "network.inter_node"
@@ -153,15 +182,21 @@ def _net_message(scope: str, c: Curve, size: int, bw: float, expected: float | N
     if status == "ok":
         return f"{head} is {share}, above the {threshold:.0%} threshold: no action needed."
     if status == "suspect":
-        return (f"{head} is {share}, more than the link can carry: check the spec (link, count, gpus_per_node) "
-                "and that the test really crossed the links it names.")
-    fix = ("check NVLink/PCIe state (nvidia-smi topo -m, nvidia-smi nvlink -s) and NCCL_P2P settings"
-           if scope == "intra-node" else
-           "check NIC link rates (ibstat), GPUDirect RDMA and NCCL_IB_HCA, then run --scopes pairs to find the slow node or link")
+        return (
+            f"{head} is {share}, more than the link can carry: check the spec (link, count, gpus_per_node) "
+            "and that the test really crossed the links it names."
+        )
+    fix = (
+        "check NVLink/PCIe state (nvidia-smi topo -m, nvidia-smi nvlink -s) and NCCL_P2P settings"
+        if scope == "intra-node"
+        else "check NIC link rates (ibstat), GPUDirect RDMA and NCCL_IB_HCA, then run --scopes pairs to find the slow node or link"
+    )
     return f"{head} is only {share}, under the {threshold:.0%} threshold: {fix}."
 
 
-def compare_network(curves: dict[tuple[str, str], Curve], spec: Spec | None) -> tuple[list[Finding], dict[str, float]]:
+def compare_network(
+    curves: dict[tuple[str, str], Curve], spec: Spec | None
+) -> tuple[list[Finding], dict[str, float]]:
     """One finding per measured scope (intra-node, inter-node), all_reduce by default."""
     findings: list[Finding] = []
     expected_used: dict[str, float] = {}
@@ -178,19 +213,34 @@ def compare_network(curves: dict[tuple[str, str], Curve], spec: Spec | None) -> 
             expected = spec.inter_node_per_gpu_GBps if spec else None
             lk = spec.inter_node_link if spec else None
             desc = f"{spec.inter_node_desc} over {spec.gpus_per_node} GPUs" if spec and expected else ""
-        limit = IN_NETWORK_FACTOR if (lk is not None and lk.in_network_reduction and c.op in REDUCING_OPS) else SUSPECT_FACTOR
+        limit = (
+            IN_NETWORK_FACTOR
+            if (lk is not None and lk.in_network_reduction and c.op in REDUCING_OPS)
+            else SUSPECT_FACTOR
+        )
         size, bw = c.plateau()
         status = status_of(bw, expected, threshold, limit)
         if expected is not None:
             expected_used[component] = expected
-        findings.append(Finding(
-            component=component, check=f"{c.op} busbw plateau", status=status, measured=round(bw, 3),
-            expected=expected, unit="GB/s",
-            hosts=c.hosts if status != "ok" and len(c.hosts) <= MAX_HOSTS_NAMED else (),
-            message=_net_message(scope, c, size, bw, expected, desc, status, threshold),
-            extra={"size_bytes": size, "op": c.op, "scope": scope, "backend": c.backend,
-                   "share": round(bw / expected, 4) if expected else None},
-        ))
+        findings.append(
+            Finding(
+                component=component,
+                check=f"{c.op} busbw plateau",
+                status=status,
+                measured=round(bw, 3),
+                expected=expected,
+                unit="GB/s",
+                hosts=c.hosts if status != "ok" and len(c.hosts) <= MAX_HOSTS_NAMED else (),
+                message=_net_message(scope, c, size, bw, expected, desc, status, threshold),
+                extra={
+                    "size_bytes": size,
+                    "op": c.op,
+                    "scope": scope,
+                    "backend": c.backend,
+                    "share": round(bw / expected, 4) if expected else None,
+                },
+            )
+        )
     return findings, expected_used
 
 
@@ -220,15 +270,20 @@ def why_not_compared(r: IoRecord) -> str:
     if r.direct is not True:
         data, ram = r.extra.get("data_bytes") or 0, r.extra.get("ram_bytes") or 0
         if not (r.direct is False and data > ram > 0):
-            return "buffered IO that the page cache can hold" if r.direct is False else "direct IO not recorded"
+            return (
+                "buffered IO that the page cache can hold" if r.direct is False else "direct IO not recorded"
+            )
     if 0 < r.runtime_s < MIN_STEADY_S:
         return f"ran {r.runtime_s:.2g} s, too short to be a steady bandwidth (at least {MIN_STEADY_S:g} s)"
     return ""
 
 
 def _beside(recs: Sequence[IoRecord]) -> str:
-    return "; ".join(f"{r.backend}{' buffered' if r.direct is False and not r.backend.startswith('torch') else ''} "
-                     f"{r.bw_GBps:.2f} GB/s ({why_not_compared(r)})" for r in recs)
+    return "; ".join(
+        f"{r.backend}{' buffered' if r.direct is False and not r.backend.startswith('torch') else ''} "
+        f"{r.bw_GBps:.2f} GB/s ({why_not_compared(r)})"
+        for r in recs
+    )
 
 
 def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Finding], dict[str, float]]:
@@ -253,12 +308,27 @@ def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Fin
         aside = [r for r in all_recs if why_not_compared(r)]
         beside = f" Beside it, not compared: {_beside(aside)}." if aside else ""
         if not recs:
-            findings.append(Finding(
-                component=component, check=f"{workload} {direction} bandwidth", status="no_reference",
-                measured=round(max(r.bw_GBps for r in aside), 3), expected=_advertised(entry, direction), unit="GB/s",
-                hosts=(), message=(f"{workload} on {path}: no measurement that bypassed the page cache and ran long "
-                                   f"enough ({_beside(aside)}): rerun stoker io (fio, direct IO) before judging it."),
-                extra={"path": path, "workload": workload, "direction": direction, "backend": aside[0].backend}))
+            findings.append(
+                Finding(
+                    component=component,
+                    check=f"{workload} {direction} bandwidth",
+                    status="no_reference",
+                    measured=round(max(r.bw_GBps for r in aside), 3),
+                    expected=_advertised(entry, direction),
+                    unit="GB/s",
+                    hosts=(),
+                    message=(
+                        f"{workload} on {path}: no measurement that bypassed the page cache and ran long "
+                        f"enough ({_beside(aside)}): rerun stoker io (fio, direct IO) before judging it."
+                    ),
+                    extra={
+                        "path": path,
+                        "workload": workload,
+                        "direction": direction,
+                        "backend": aside[0].backend,
+                    },
+                )
+            )
             continue
         best = max(recs, key=lambda r: r.bw_GBps)
         low: tuple[str, ...] = ()
@@ -279,21 +349,34 @@ def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Fin
         if status == "no_reference":
             msg = f"{head} has nothing to compare with: add {{path: {path}, kind: {kind}, read_GBps: X, write_GBps: Y}} to storage in --spec."
         elif status == "suspect":
-            why = "the page cache answered (direct IO off or files too small)" if suspect_cache else "more than advertised"
+            why = (
+                "the page cache answered (direct IO off or files too small)"
+                if suspect_cache
+                else "more than advertised"
+            )
             msg = f"{head} looks wrong ({why}): rerun with files larger than RAM and direct IO before trusting it."
         elif status == "ok":
             assert expected is not None
             msg = f"{head} is {measured / expected:.0%} of the advertised {expected:.4g} GB/s: no action needed."
         else:
             assert expected is not None
-            msg = (f"{head} is only {measured / expected:.0%} of the advertised {expected:.4g} GB/s, under the "
-                   f"{threshold:.0%} threshold: check the mount options, striping and the storage network, or correct the spec.")
+            msg = (
+                f"{head} is only {measured / expected:.0%} of the advertised {expected:.4g} GB/s, under the "
+                f"{threshold:.0%} threshold: check the mount options, striping and the storage network, or correct the spec."
+            )
         if expected is not None:
             expected_used[f"{component} {path} {direction}"] = expected
-        findings.append(Finding(
-            component=component, check=f"{workload} {direction} bandwidth", status=status,
-            measured=round(measured, 3), expected=expected, unit="GB/s",
-            hosts=low if low else (best.hosts if status in ("below_spec", "suspect") else ()),
-            message=msg + beside, extra={"path": path, "workload": workload, "direction": direction, "backend": best.backend},
-        ))
+        findings.append(
+            Finding(
+                component=component,
+                check=f"{workload} {direction} bandwidth",
+                status=status,
+                measured=round(measured, 3),
+                expected=expected,
+                unit="GB/s",
+                hosts=low if low else (best.hosts if status in ("below_spec", "suspect") else ()),
+                message=msg + beside,
+                extra={"path": path, "workload": workload, "direction": direction, "backend": best.backend},
+            )
+        )
     return findings, expected_used

@@ -6,6 +6,7 @@ as a list of arguments with a short timeout. The parsers are pure and tested on 
 outputs (tests/data/detect/). `summarise()` folds the per-host results of a run into one
 (the most common value, with a note when hosts disagree).
 """
+
 from __future__ import annotations
 
 import collections
@@ -41,7 +42,13 @@ def parse_nvidia_smi(text: str) -> list[dict[str, Any]]:
         if len(parts) < 3 or not parts[0]:
             continue
         mem = re.match(r"(\d+)\s*MiB", parts[1])
-        gpus.append({"name": parts[0], "memory_MiB": int(mem.group(1)) if mem else None, "bus_id": pci_address(parts[2])})
+        gpus.append(
+            {
+                "name": parts[0],
+                "memory_MiB": int(mem.group(1)) if mem else None,
+                "bus_id": pci_address(parts[2]),
+            }
+        )
     return gpus
 
 
@@ -57,8 +64,14 @@ def parse_rocm_smi(text: str) -> list[dict[str, Any]]:
         if not card.lower().startswith("card") or not isinstance(info, dict):
             continue
         low = {str(k).lower(): str(v) for k, v in info.items()}
-        name = next((low[k] for k in ("card series", "device name", "card model", "card sku")
-                     if low.get(k) and not re.fullmatch(r"0x[0-9a-f]+|n/a", low[k], re.I)), "")
+        name = next(
+            (
+                low[k]
+                for k in ("card series", "device name", "card model", "card sku")
+                if low.get(k) and not re.fullmatch(r"0x[0-9a-f]+|n/a", low[k], re.I)
+            ),
+            "",
+        )
         bus = low.get("pci bus")
         gpus.append({"name": name, "memory_MiB": None, "bus_id": pci_address(bus) if bus else None})
     return gpus
@@ -132,10 +145,16 @@ def ib_ports(sys_root: Path) -> list[dict[str, Any]]:
         if rate is None:
             continue
         hca = port.parent.parent
-        out.append({"device": hca.name, "port": port.name, "rate_Gbps": rate,
-                    "state": parse_ib_state(_read(port / "state") or ""),
-                    "link_layer": (_read(port / "link_layer") or "").strip(),
-                    "pcie": pcie_link(sys_root, _device_address(hca / "device"))})
+        out.append(
+            {
+                "device": hca.name,
+                "port": port.name,
+                "rate_Gbps": rate,
+                "state": parse_ib_state(_read(port / "state") or ""),
+                "link_layer": (_read(port / "link_layer") or "").strip(),
+                "pcie": pcie_link(sys_root, _device_address(hca / "device")),
+            }
+        )
     return out
 
 
@@ -204,7 +223,7 @@ def summarise(hardware: Sequence[dict[str, Any]]) -> dict[str, Any]:
         counts = collections.Counter(h[key] for h in hardware if key in h and h[key] is not None)
         if not counts:
             continue
-        (value, _), = counts.most_common(1)
+        ((value, _),) = counts.most_common(1)
         out[key] = value
         if len(counts) > 1 and key != "nic_desc":
             spread = ", ".join(f"{v!r} on {n} host(s)" for v, n in counts.most_common())

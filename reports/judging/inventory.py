@@ -8,6 +8,7 @@ host and the device. What could not be read (kernel log) is `no_reference`, neve
 With a spec or the catalog: the port rate and count against the advertised fabric, and the
 measured host-link copy against its PCIe link's catalog figure.
 """
+
 from __future__ import annotations
 
 import collections
@@ -27,10 +28,27 @@ HOST_LINK_SHARE = 0.75
 NETWORK_CAUSES = ("network port",)
 
 
-def _bad(component: str, check: str, host: str, message: str, measured: float | None = None,
-         expected: float | None = None, unit: str = "", **extra: Any) -> Finding:
-    return Finding(component=component, check=check, status="below_spec", measured=measured, expected=expected,
-                   unit=unit, hosts=(host,), message=message.rstrip(".") + ".", extra={"device": extra.pop("device"), **extra})
+def _bad(
+    component: str,
+    check: str,
+    host: str,
+    message: str,
+    measured: float | None = None,
+    expected: float | None = None,
+    unit: str = "",
+    **extra: Any,
+) -> Finding:
+    return Finding(
+        component=component,
+        check=check,
+        status="below_spec",
+        measured=measured,
+        expected=expected,
+        unit=unit,
+        hosts=(host,),
+        message=message.rstrip(".") + ".",
+        extra={"device": extra.pop("device"), **extra},
+    )
 
 
 def _where(r: dict[str, Any]) -> str:
@@ -48,11 +66,20 @@ def pcie_finding(host: str, r: dict[str, Any], link: dict[str, Any], component: 
     low_gen = gen is not None and mgen is not None and gen < mgen and not idle_gpu
     if not (low_width or low_gen):
         return None
-    return _bad(component, "pcie link trained", host,
-                f"{host} {_where(r)}: PCIe link trained at Gen{gen} x{width}, should be Gen{mgen} x{mwidth}; "
-                "reseat the card or check its slot and riser, then reboot and re-read",
-                measured=float(width or 0), expected=float(mwidth or 0), unit="lanes", device=r["device"],
-                bus_id=link.get("bus_id") or r.get("bus_id"), gen=gen, max_gen=mgen)
+    return _bad(
+        component,
+        "pcie link trained",
+        host,
+        f"{host} {_where(r)}: PCIe link trained at Gen{gen} x{width}, should be Gen{mgen} x{mwidth}; "
+        "reseat the card or check its slot and riser, then reboot and re-read",
+        measured=float(width or 0),
+        expected=float(mwidth or 0),
+        unit="lanes",
+        device=r["device"],
+        bus_id=link.get("bus_id") or r.get("bus_id"),
+        gen=gen,
+        max_gen=mgen,
+    )
 
 
 def _ports(host: str, ports: list[dict[str, Any]], spec: Spec | None) -> list[Finding]:
@@ -60,10 +87,18 @@ def _ports(host: str, ports: list[dict[str, Any]], spec: Spec | None) -> list[Fi
     rdma = [p for p in ports if p.get("port")]
     for p in rdma:
         if p.get("state") != "ACTIVE":
-            out.append(_bad("network port", "port state", host,
-                            f"{host} {_where(p)}: port is {p.get('state') or 'unknown'} "
-                            f"({p.get('phys_state') or 'physical state unknown'}), should be ACTIVE; check the cable "
-                            "and the switch port", device=p["device"], port=p["port"]))
+            out.append(
+                _bad(
+                    "network port",
+                    "port state",
+                    host,
+                    f"{host} {_where(p)}: port is {p.get('state') or 'unknown'} "
+                    f"({p.get('phys_state') or 'physical state unknown'}), should be ACTIVE; check the cable "
+                    "and the switch port",
+                    device=p["device"],
+                    port=p["port"],
+                )
+            )
     active = [p for p in rdma if p.get("state") == "ACTIVE" and p.get("rate_Gbps")]
     for layer in sorted({p.get("link_layer") or "" for p in active}):
         group = [p for p in active if (p.get("link_layer") or "") == layer]
@@ -73,19 +108,38 @@ def _ports(host: str, ports: list[dict[str, Any]], spec: Spec | None) -> list[Fi
             continue
         for p in group:
             if p["rate_Gbps"] < usual:
-                out.append(_bad("network port", "port rate vs siblings", host,
-                                f"{host} {_where(p)} at {p['rate_Gbps']:g} Gb/s, its {n} sibling {layer} ports at "
-                                f"{usual:g} Gb/s; check the cable and the switch port's speed setting",
-                                measured=p["rate_Gbps"], expected=usual, unit="Gb/s", device=p["device"], port=p["port"]))
+                out.append(
+                    _bad(
+                        "network port",
+                        "port rate vs siblings",
+                        host,
+                        f"{host} {_where(p)} at {p['rate_Gbps']:g} Gb/s, its {n} sibling {layer} ports at "
+                        f"{usual:g} Gb/s; check the cable and the switch port's speed setting",
+                        measured=p["rate_Gbps"],
+                        expected=usual,
+                        unit="Gb/s",
+                        device=p["device"],
+                        port=p["port"],
+                    )
+                )
     link = spec.inter_node_link if spec else None
     if link is not None and link.per == "port" and spec is not None and spec.inter_node_GBps and rdma:
         want = round(spec.inter_node_GBps / link.GBps)
         full = [p for p in active if p["rate_Gbps"] / 8 >= link.GBps * 0.99]
         if len(full) < want:
-            out.append(_bad("network port", "ports vs advertised fabric", host,
-                            f"{host}: {len(full)} active port(s) at {link.GBps * 8:g} Gb/s, the spec advertises "
-                            f"{spec.inter_node_desc or f'{want} x {link.name}'}",
-                            measured=float(len(full)), expected=float(want), unit="ports", device="network ports"))
+            out.append(
+                _bad(
+                    "network port",
+                    "ports vs advertised fabric",
+                    host,
+                    f"{host}: {len(full)} active port(s) at {link.GBps * 8:g} Gb/s, the spec advertises "
+                    f"{spec.inter_node_desc or f'{want} x {link.name}'}",
+                    measured=float(len(full)),
+                    expected=float(want),
+                    unit="ports",
+                    device="network ports",
+                )
+            )
     for p in ports:
         f = pcie_finding(host, p, p.get("pcie") or {}, "network port")
         if f is not None:
@@ -104,18 +158,36 @@ def _copy_finding(host: str, r: dict[str, Any]) -> Finding | None:
         lk = None
     d2h, pageable = r.get("d2h_pinned_GBps"), r.get("h2d_pageable_GBps")
     figures = f"pinned H2D {got:.1f}, pinned D2H {d2h if d2h is not None else '-'}, pageable H2D {pageable if pageable is not None else '-'} GB/s"
-    base = dict(component="host link", check="host link copy", measured=got, unit="GB/s", hosts=(host,),
-                extra={"device": r["device"], "bus_id": r.get("bus_id"), "d2h_pinned_GBps": d2h,
-                       "h2d_pageable_GBps": pageable})
+    base = dict(
+        component="host link",
+        check="host link copy",
+        measured=got,
+        unit="GB/s",
+        hosts=(host,),
+        extra={
+            "device": r["device"],
+            "bus_id": r.get("bus_id"),
+            "d2h_pinned_GBps": d2h,
+            "h2d_pageable_GBps": pageable,
+        },
+    )
     if lk is None or not width:
-        return Finding(status="no_reference", expected=None,
-                       message=f"{host} {_where(r)}: {figures}; no catalog figure for a Gen{gen} x{width} link.", **base)
+        return Finding(
+            status="no_reference",
+            expected=None,
+            message=f"{host} {_where(r)}: {figures}; no catalog figure for a Gen{gen} x{width} link.",
+            **base,
+        )
     want = lk.GBps * width / 16
     ok = min(x for x in (got, d2h) if x is not None) >= HOST_LINK_SHARE * want
-    verdict = (f"within {HOST_LINK_SHARE:.0%} of" if ok else f"under {HOST_LINK_SHARE:.0%} of")
-    return Finding(status="ok" if ok else "below_spec", expected=round(want, 2),
-                   message=f"{host} {_where(r)}: {figures}, {verdict} the Gen{gen} x{width} link's {want:.1f} GB/s "
-                           f"({lk.name}, {lk.source.split(';')[0]}).", **base)
+    verdict = f"within {HOST_LINK_SHARE:.0%} of" if ok else f"under {HOST_LINK_SHARE:.0%} of"
+    return Finding(
+        status="ok" if ok else "below_spec",
+        expected=round(want, 2),
+        message=f"{host} {_where(r)}: {figures}, {verdict} the Gen{gen} x{width} link's {want:.1f} GB/s "
+        f"({lk.name}, {lk.source.split(';')[0]}).",
+        **base,
+    )
 
 
 def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
@@ -127,10 +199,17 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
         if f is not None:
             out.append(f)
         if near and r not in near and r.get("nic_path"):
-            out.append(_bad("gpu", "nearest NIC", host,
-                            f"{host} {_where(r)}: nearest NIC {r.get('nearest_nic')} via {r['nic_path']} (through the CPU), "
-                            f"where {len(near)} other GPU(s) have one behind their PCIe switch; check the NIC's slot",
-                            device=r["device"], nearest_nic=r.get("nearest_nic")))
+            out.append(
+                _bad(
+                    "gpu",
+                    "nearest NIC",
+                    host,
+                    f"{host} {_where(r)}: nearest NIC {r.get('nearest_nic')} via {r['nic_path']} (through the CPU), "
+                    f"where {len(near)} other GPU(s) have one behind their PCIe switch; check the NIC's slot",
+                    device=r["device"],
+                    nearest_nic=r.get("nearest_nic"),
+                )
+            )
         c = _copy_finding(host, r)
         if c is not None:
             out.append(c)
@@ -139,11 +218,19 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
     in_use = any(r.get("links", 0) > len(r.get("inactive") or []) for r in nvl)
     for r in nvl:
         if in_use and r.get("inactive"):
-            out.append(_bad("nvlink", "nvlink active", host,
-                            f"{host} {_where(r)}: NVLink(s) {', '.join(map(str, r['inactive']))} inactive of {r.get('links')}; "
-                            "check nvidia-smi nvlink -e and the fabric manager, then reset the GPU",
-                            measured=float(r["links"] - len(r["inactive"])), expected=float(r["links"]), unit="links",
-                            device=r["device"]))
+            out.append(
+                _bad(
+                    "nvlink",
+                    "nvlink active",
+                    host,
+                    f"{host} {_where(r)}: NVLink(s) {', '.join(map(str, r['inactive']))} inactive of {r.get('links')}; "
+                    "check nvidia-smi nvlink -e and the fabric manager, then reset the GPU",
+                    measured=float(r["links"] - len(r["inactive"])),
+                    expected=float(r["links"]),
+                    unit="links",
+                    device=r["device"],
+                )
+            )
     errs = [r for r in recs if r["component"] == "gpu"]
     for r in errs:
         bad = []
@@ -156,14 +243,28 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
         if r.get("xids"):
             bad.append(f"hardware Xid {', '.join(map(str, r['xids']))} in the kernel log")
         if r.get("fabric_state") not in (None, "Completed"):
-            bad.append(f"fabric manager state {r['fabric_state']} (should be Completed; start nvidia-fabricmanager)")
+            bad.append(
+                f"fabric manager state {r['fabric_state']} (should be Completed; start nvidia-fabricmanager)"
+            )
         if bad:
-            out.append(_bad("gpu", "gpu errors", host, f"{host} {_where(r)}: " + "; ".join(bad), device=r["device"]))
+            out.append(
+                _bad("gpu", "gpu errors", host, f"{host} {_where(r)}: " + "; ".join(bad), device=r["device"])
+            )
     if errs and not all(r.get("kernel_log_readable") for r in errs):
-        out.append(Finding(component="gpu", check="Xid events", status="no_reference", measured=None, expected=None,
-                           unit="", hosts=(host,), extra={"device": "kernel log"},
-                           message=f"{host}: kernel log not readable, Xid events not checked (not 0 errors); "
-                                   "run as root or set kernel.dmesg_restrict=0."))
+        out.append(
+            Finding(
+                component="gpu",
+                check="Xid events",
+                status="no_reference",
+                measured=None,
+                expected=None,
+                unit="",
+                hosts=(host,),
+                extra={"device": "kernel log"},
+                message=f"{host}: kernel log not readable, Xid events not checked (not 0 errors); "
+                "run as root or set kernel.dmesg_restrict=0.",
+            )
+        )
     return out
 
 
@@ -192,14 +293,25 @@ def explain(findings: list[Finding], inventory: list[Finding]) -> list[Finding]:
         return findings
     out = []
     for f in findings:
-        if f.component in ("inter-node network", "node", "link") and f.status in ("below_spec", "suspect", "no_reference"):
+        if f.component in ("inter-node network", "node", "link") and f.status in (
+            "below_spec",
+            "suspect",
+            "no_reference",
+        ):
             hit = [c for c in causes if not f.hosts or set(c.hosts) & set(f.hosts)]
             if hit:
                 why = "; ".join(c.message.split(";")[0].rstrip(".") for c in hit[:3])
-                f = Finding(component=f.component, check=f.check, status=f.status, measured=f.measured,
-                            expected=f.expected, unit=f.unit, hosts=f.hosts,
-                            message=f"{f.message.rstrip('.')}; inventory: {why}.",
-                            extra={**f.extra, "explained_by": [c.message.split(";")[0].rstrip(".") for c in hit]})
+                f = Finding(
+                    component=f.component,
+                    check=f.check,
+                    status=f.status,
+                    measured=f.measured,
+                    expected=f.expected,
+                    unit=f.unit,
+                    hosts=f.hosts,
+                    message=f"{f.message.rstrip('.')}; inventory: {why}.",
+                    extra={**f.extra, "explained_by": [c.message.split(";")[0].rstrip(".") for c in hit]},
+                )
         out.append(f)
     return out
 
@@ -211,6 +323,13 @@ def host_link_figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if not links:
         return {}
     h2d = min(links, key=lambda r: r["h2d_pinned_GBps"])
-    d2h = min((r for r in links if r.get("d2h_pinned_GBps") is not None), key=lambda r: r["d2h_pinned_GBps"], default=None)
-    return {"host_h2d_GBps": h2d["h2d_pinned_GBps"], "host_d2h_GBps": d2h["d2h_pinned_GBps"] if d2h else None,
-            "host_link_desc": f"measured pinned copies, slowest of {len(links)} GPU(s) ({h2d.get('host')} {h2d['device']})"}
+    d2h = min(
+        (r for r in links if r.get("d2h_pinned_GBps") is not None),
+        key=lambda r: r["d2h_pinned_GBps"],
+        default=None,
+    )
+    return {
+        "host_h2d_GBps": h2d["h2d_pinned_GBps"],
+        "host_d2h_GBps": d2h["d2h_pinned_GBps"] if d2h else None,
+        "host_link_desc": f"measured pinned copies, slowest of {len(links)} GPU(s) ({h2d.get('host')} {h2d['device']})",
+    }

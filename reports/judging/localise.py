@@ -15,6 +15,7 @@ partner, while every pair of a node with a slow NIC is capped by it. So
 Per-node intra-node busbw (one `intra-node` record per host) and per-host storage bandwidth
 (`IoRecord.per_host_bw_GBps`) get the same outlier test. A fleet comparison needs 3 hosts.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -27,11 +28,11 @@ from reports.columns import memo, net_columns
 from reports.findings import Finding
 from reports.records import IoRecord, NetRecord
 
-DEFAULT_MIN_GAP = 0.25   # never call anything within 25% of its reference an outlier
-MAD_K = 3.0              # ... nor within 3 robust standard deviations of the fleet
-MAD_TO_SIGMA = 1.4826    # MAD of a normal distribution × this = its standard deviation
-MIN_FLEET = 3            # with 2 hosts a low one cannot be told from a high one
-PAIR_OPS = ("all_reduce", "sendrecv")   # preferred op for pair tests, in this order
+DEFAULT_MIN_GAP = 0.25  # never call anything within 25% of its reference an outlier
+MAD_K = 3.0  # ... nor within 3 robust standard deviations of the fleet
+MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution × this = its standard deviation
+MIN_FLEET = 3  # with 2 hosts a low one cannot be told from a high one
+PAIR_OPS = ("all_reduce", "sendrecv")  # preferred op for pair tests, in this order
 
 Pair = tuple[str, str]
 
@@ -91,8 +92,13 @@ def _pairs_frame(pairs: Mapping[Pair, float]) -> pd.DataFrame:
     if isinstance(pairs, PairValues):
         return pairs.frame
     keys = list(pairs)
-    return pd.DataFrame({"a": [k[0] for k in keys], "b": [k[1] for k in keys],
-                         "v": np.asarray([pairs[k] for k in keys], dtype=float)})
+    return pd.DataFrame(
+        {
+            "a": [k[0] for k in keys],
+            "b": [k[1] for k in keys],
+            "v": np.asarray([pairs[k] for k in keys], dtype=float),
+        }
+    )
 
 
 def _pair_rows(net: Sequence[NetRecord]) -> pd.DataFrame:
@@ -112,7 +118,9 @@ def _pair_op(net: Sequence[NetRecord]) -> str | None:
 def _best(rows: pd.DataFrame) -> pd.DataFrame:
     """Best busbw per pair (never below 0)."""
     if rows.empty:
-        return pd.DataFrame({"a": np.array([], dtype=object), "b": np.array([], dtype=object), "v": np.array([])})
+        return pd.DataFrame(
+            {"a": np.array([], dtype=object), "b": np.array([], dtype=object), "v": np.array([])}
+        )
     best = rows.groupby(["pair_a", "pair_b"], sort=False, observed=True)["busbw_GBps"].max()
     return _abv(best.clip(lower=0.0))
 
@@ -120,12 +128,17 @@ def _best(rows: pd.DataFrame) -> pd.DataFrame:
 def _abv(best: pd.Series) -> pd.DataFrame:
     """A (a, b)-indexed series as columns; names as plain Python strings (object arrays:
     dict lookups and sets on them are fast, unlike arrow-backed strings)."""
-    return pd.DataFrame({"a": _names(best.index.get_level_values(0)), "b": _names(best.index.get_level_values(1)),
-                         "v": best.to_numpy(dtype=float)})
+    return pd.DataFrame(
+        {
+            "a": _names(best.index.get_level_values(0)),
+            "b": _names(best.index.get_level_values(1)),
+            "v": best.to_numpy(dtype=float),
+        }
+    )
 
 
 def _names(values: pd.Index) -> np.ndarray:
-    if isinstance(values.dtype, pd.CategoricalDtype):   # decode the ~1,000 names once, not per row
+    if isinstance(values.dtype, pd.CategoricalDtype):  # decode the ~1,000 names once, not per row
         cat = pd.Categorical(values)
         return np.asarray(cat.categories.astype(str), dtype=object)[cat.codes]
     return np.asarray(values.astype(str), dtype=object)
@@ -151,7 +164,9 @@ def _pair_values(net: Sequence[NetRecord]) -> PairValues:
     first, second = _best(top[~confirming]), _best(top[confirming])
     if not second.empty:
         bad_nodes, bad_links = suspects(PairValues(first))
-        retested = (set(bad_nodes) | {h for k in bad_links for h in k}) & (set(second["a"]) | set(second["b"]))
+        retested = (set(bad_nodes) | {h for k in bad_links for h in k}) & (
+            set(second["a"]) | set(second["b"])
+        )
         first = first[~(first["a"].isin(retested) | first["b"].isin(retested))]
     both = pd.concat([first, second], ignore_index=True)
     return PairValues(_abv(both.groupby(["a", "b"], sort=False)["v"].max()))
@@ -169,7 +184,7 @@ def _pair_matrix(values: PairValues) -> tuple[list[str], list[list[float | None]
     m = np.full((len(hosts), len(hosts)), np.nan)
     ia, ib = f["a"].map(index).to_numpy(dtype=int), f["b"].map(index).to_numpy(dtype=int)
     m[ia, ib] = m[ib, ia] = f["v"].to_numpy(dtype=float)
-    return hosts, [[None if x != x else x for x in row] for row in m.tolist()]   # NaN != NaN: unmeasured
+    return hosts, [[None if x != x else x for x in row] for row in m.tolist()]  # NaN != NaN: unmeasured
 
 
 def node_scores(pairs: Mapping[Pair, float]) -> dict[str, float]:
@@ -178,15 +193,20 @@ def node_scores(pairs: Mapping[Pair, float]) -> dict[str, float]:
     if f.empty:
         return {}
     v = f["v"].to_numpy(dtype=float)
-    ends = pd.DataFrame({"h": np.concatenate([f["a"].to_numpy(dtype=object), f["b"].to_numpy(dtype=object)]),
-                         "v": np.concatenate([v, v])})
+    ends = pd.DataFrame(
+        {
+            "h": np.concatenate([f["a"].to_numpy(dtype=object), f["b"].to_numpy(dtype=object)]),
+            "v": np.concatenate([v, v]),
+        }
+    )
     best = ends.groupby("h", sort=False)["v"].max().clip(lower=0.0)
     return {str(h): float(x) for h, x in best.items()}
 
 
 # -- judging pairs --------------------------------------------------------------------
-def slow_nodes(pairs: Mapping[Pair, float], expected: float | None = None,
-               min_gap: float = DEFAULT_MIN_GAP) -> dict[str, tuple[float, str]]:
+def slow_nodes(
+    pairs: Mapping[Pair, float], expected: float | None = None, min_gap: float = DEFAULT_MIN_GAP
+) -> dict[str, tuple[float, str]]:
     """{host: (reference GB/s, basis "fleet" | "spec")} for hosts whose every pair is slow."""
     scores = node_scores(pairs)
     med, fleet = low_outliers(scores, min_gap)
@@ -239,8 +259,9 @@ def _confirmed_by(net: Sequence[NetRecord], host: str) -> list[str]:
     return sorted(out)
 
 
-def pair_findings(net: Sequence[NetRecord], expected_pair_GBps: float | None = None,
-                  min_gap: float = DEFAULT_MIN_GAP) -> list[Finding]:
+def pair_findings(
+    net: Sequence[NetRecord], expected_pair_GBps: float | None = None, min_gap: float = DEFAULT_MIN_GAP
+) -> list[Finding]:
     pairs = pair_values(net)
     hosts = node_scores(pairs)
     if len(hosts) < 2:
@@ -249,29 +270,60 @@ def pair_findings(net: Sequence[NetRecord], expected_pair_GBps: float | None = N
     size = int(df.loc[df["scope"] == "pair", "bytes"].max())
     out: list[Finding] = []
     if len(hosts) == 2:
-        (k, v), = pairs.items()
+        ((k, v),) = pairs.items()
         if expected_pair_GBps and v < (1 - min_gap) * expected_pair_GBps:
-            out.append(Finding(
-                component="link", check="pair busbw", status="below_spec", measured=v,
-                expected=expected_pair_GBps, unit="GB/s", hosts=k, extra={"bytes": size, "basis": "spec"},
-                message=f"The only pair, {k[0]}–{k[1]}, reaches {_fmt(v)} GB/s against {_fmt(expected_pair_GBps)} "
-                        "GB/s expected; pair each with a third node to tell which end is slow."))
+            out.append(
+                Finding(
+                    component="link",
+                    check="pair busbw",
+                    status="below_spec",
+                    measured=v,
+                    expected=expected_pair_GBps,
+                    unit="GB/s",
+                    hosts=k,
+                    extra={"bytes": size, "basis": "spec"},
+                    message=f"The only pair, {k[0]}–{k[1]}, reaches {_fmt(v)} GB/s against {_fmt(expected_pair_GBps)} "
+                    "GB/s expected; pair each with a third node to tell which end is slow.",
+                )
+            )
         return out
     for h, (ref, basis) in sorted(slow_nodes(pairs, expected_pair_GBps, min_gap).items()):
         partners = _confirmed_by(net, h)
         seen = f", confirmed with {', '.join(partners)}" if partners else ""
-        against = f"{_fmt(ref)} GB/s for the fleet's median node" if basis == "fleet" else f"{_fmt(ref)} GB/s expected"
-        out.append(Finding(
-            component="node", check="pair busbw", status="below_spec", measured=hosts[h], expected=ref,
-            unit="GB/s", hosts=(h,), extra={"bytes": size, "basis": basis, "confirmed_with": partners},
-            message=f"{h} is slow with every partner (best pair {_fmt(hosts[h])} GB/s against {against}{seen}): "
-                    "check its NIC, cable and switch port, or drain it."))
+        against = (
+            f"{_fmt(ref)} GB/s for the fleet's median node"
+            if basis == "fleet"
+            else f"{_fmt(ref)} GB/s expected"
+        )
+        out.append(
+            Finding(
+                component="node",
+                check="pair busbw",
+                status="below_spec",
+                measured=hosts[h],
+                expected=ref,
+                unit="GB/s",
+                hosts=(h,),
+                extra={"bytes": size, "basis": basis, "confirmed_with": partners},
+                message=f"{h} is slow with every partner (best pair {_fmt(hosts[h])} GB/s against {against}{seen}): "
+                "check its NIC, cable and switch port, or drain it.",
+            )
+        )
     for (a, b), (v, ref) in sorted(_slow_links(pairs, min_gap).items()):
-        out.append(Finding(
-            component="link", check="pair busbw", status="below_spec", measured=v, expected=ref, unit="GB/s",
-            hosts=(a, b), extra={"bytes": size, "basis": "fleet"},
-            message=f"The path between {a} and {b} is slow ({_fmt(v)} GB/s) while both reach {_fmt(ref)} GB/s "
-                    "with other nodes: check the cables, switch ports and routes between them."))
+        out.append(
+            Finding(
+                component="link",
+                check="pair busbw",
+                status="below_spec",
+                measured=v,
+                expected=ref,
+                unit="GB/s",
+                hosts=(a, b),
+                extra={"bytes": size, "basis": "fleet"},
+                message=f"The path between {a} and {b} is slow ({_fmt(v)} GB/s) while both reach {_fmt(ref)} GB/s "
+                "with other nodes: check the cables, switch ports and routes between them.",
+            )
+        )
     return out
 
 
@@ -286,12 +338,21 @@ def intra_node_findings(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_G
         best = top.groupby(top["host"].astype(str), sort=False)["busbw_GBps"].max().clip(lower=0.0)
         per_host = {str(h): float(v) for h, v in best.items()}
         med, low = low_outliers(per_host, min_gap)
-        out += [Finding(
-            component="node", check=f"intra-node {op} busbw", status="below_spec", measured=per_host[h],
-            expected=med, unit="GB/s", hosts=(h,), extra={"bytes": size, "basis": "fleet"},
-            message=f"{h}'s intra-node {op} reaches {_fmt(per_host[h])} GB/s against a fleet median of "
-                    f"{_fmt(med)} GB/s: check its GPU links (nvidia-smi topo -m, NVLink errors) or drain it.")
-            for h in low]
+        out += [
+            Finding(
+                component="node",
+                check=f"intra-node {op} busbw",
+                status="below_spec",
+                measured=per_host[h],
+                expected=med,
+                unit="GB/s",
+                hosts=(h,),
+                extra={"bytes": size, "basis": "fleet"},
+                message=f"{h}'s intra-node {op} reaches {_fmt(per_host[h])} GB/s against a fleet median of "
+                f"{_fmt(med)} GB/s: check its GPU links (nvidia-smi topo -m, NVLink errors) or drain it.",
+            )
+            for h in low
+        ]
     return out
 
 
@@ -302,31 +363,45 @@ def storage_findings(io: Sequence[IoRecord], min_gap: float = DEFAULT_MIN_GAP) -
             continue
         med, low = low_outliers(r.per_host_bw_GBps, min_gap)
         what = f"{r.workload} {r.direction}"
-        out += [Finding(
-            component="node", check=f"per-host {what} {r.path}", status="below_spec",
-            measured=r.per_host_bw_GBps[h], expected=med, unit="GB/s", hosts=(h,),
-            extra={"path": r.path, "workload": r.workload, "basis": "fleet"},
-            message=f"{h} runs {what} on {r.path} at {_fmt(r.per_host_bw_GBps[h])} GB/s against a fleet median "
-                    f"of {_fmt(med)} GB/s: check its mount options, storage NIC and local disks.")
-            for h in low]
+        out += [
+            Finding(
+                component="node",
+                check=f"per-host {what} {r.path}",
+                status="below_spec",
+                measured=r.per_host_bw_GBps[h],
+                expected=med,
+                unit="GB/s",
+                hosts=(h,),
+                extra={"path": r.path, "workload": r.workload, "basis": "fleet"},
+                message=f"{h} runs {what} on {r.path} at {_fmt(r.per_host_bw_GBps[h])} GB/s against a fleet median "
+                f"of {_fmt(med)} GB/s: check its mount options, storage NIC and local disks.",
+            )
+            for h in low
+        ]
     return out
 
 
-def localise(net: Sequence[NetRecord], io: Sequence[IoRecord], expected_pair_GBps: float | None = None) -> list[Finding]:
+def localise(
+    net: Sequence[NetRecord], io: Sequence[IoRecord], expected_pair_GBps: float | None = None
+) -> list[Finding]:
     """`node` and `link` findings naming culprit hosts; [] when nothing stands out.
     `expected_pair_GBps` is the busbw a healthy pair should reach (None: judge by the fleet)."""
     return pair_findings(net, expected_pair_GBps) + intra_node_findings(net) + storage_findings(io)
 
 
 # -- the confirmation pass --------------------------------------------------------------
-def suspects(pair_GBps: Mapping[Pair, float], min_gap: float = DEFAULT_MIN_GAP / 2) -> tuple[list[str], list[Pair]]:
+def suspects(
+    pair_GBps: Mapping[Pair, float], min_gap: float = DEFAULT_MIN_GAP / 2
+) -> tuple[list[str], list[Pair]]:
     """Nodes and links worth a second look: the same tests at half the gap, so that a
     borderline first pass is measured again rather than judged on one sample."""
     pairs = pair_GBps if isinstance(pair_GBps, PairValues) else {_key(*k): v for k, v in pair_GBps.items()}
     return sorted(slow_nodes(pairs, None, min_gap)), sorted(slow_links(pairs, min_gap))
 
 
-def confirmation_pairs(pair_GBps: dict[tuple[str, str], float], per_suspect: int = 2) -> list[tuple[str, str]]:
+def confirmation_pairs(
+    pair_GBps: dict[tuple[str, str], float], per_suspect: int = 2
+) -> list[tuple[str, str]]:
     """Second pass: re-pair each suspect host with known-good hosts. Input: busbw per
     (host, host) pair from the round-robin pass. Output: pairs to measure again.
     A suspect node meets `per_suspect` good partners (the fastest first, spread over the

@@ -21,19 +21,20 @@ that a halving splits apart) is only named by the pair tournament.
 `round` per call of `measure`; `group_findings` replays the same search on the recorded
 rounds, so the report reaches the decisions the run took, by the same code.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from reports.findings import Finding
 from reports.columns import scope_records
+from reports.findings import Finding
 from reports.judging.localise import DEFAULT_MIN_GAP, rounds
 from reports.records import NetRecord
 
 FIRST_GROUPS = 4
 Group = tuple[str, ...]
-Measure = Callable[[list[Group]], list[float]]   # one round: busbw (GB/s) of each group
+Measure = Callable[[list[Group]], list[float]]  # one round: busbw (GB/s) of each group
 
 
 def round_robin_rounds(n: int) -> int:
@@ -56,8 +57,8 @@ class SearchResult:
     culprits: list[str]
     cleared: list[str]
     history: list[list[tuple[Group, float]]] = field(default_factory=list)  # per round
-    links: list[tuple[str, str]] = field(default_factory=list)   # slow paths between cleared nodes
-    reference: float = 0.0        # what "slow" was measured against (expected, or the best seen)
+    links: list[tuple[str, str]] = field(default_factory=list)  # slow paths between cleared nodes
+    reference: float = 0.0  # what "slow" was measured against (expected, or the best seen)
 
     @property
     def rounds(self) -> int:
@@ -69,8 +70,9 @@ class SearchResult:
         return next(v for rnd in reversed(self.history) for g, v in rnd if frozenset(g) == want)
 
 
-def group_search(hosts: Sequence[str], measure: Measure, expected: float | None = None,
-                 min_gap: float = DEFAULT_MIN_GAP) -> SearchResult:
+def group_search(
+    hosts: Sequence[str], measure: Measure, expected: float | None = None, min_gap: float = DEFAULT_MIN_GAP
+) -> SearchResult:
     """Adaptive halving search; `measure` runs one round of disjoint groups at once."""
     history: list[list[tuple[Group, float]]] = []
     best = expected or 0.0
@@ -110,12 +112,14 @@ def group_search(hosts: Sequence[str], measure: Measure, expected: float | None 
             for (h, _), v in zip(batch, run(list(batch))):
                 (culprits if slow(v) else cleared).append(h)
     links = _links(open_groups, set(culprits), run, slow) if cleared else []
-    return SearchResult(culprits=sorted(culprits), cleared=sorted(cleared), history=history,
-                        links=links, reference=best)
+    return SearchResult(
+        culprits=sorted(culprits), cleared=sorted(cleared), history=history, links=links, reference=best
+    )
 
 
-def _links(slow_groups: list[Group], culprits: set[str], run: Measure,
-           slow: Callable[[float], bool]) -> list[tuple[str, str]]:
+def _links(
+    slow_groups: list[Group], culprits: set[str], run: Measure, slow: Callable[[float], bool]
+) -> list[tuple[str, str]]:
     """A slow group whose members all reached full speed with cleared partners is slowed by
     a path inside it: a pair is that path; the pairs of a trio are measured to find it."""
     out: list[tuple[str, str]] = []
@@ -126,7 +130,7 @@ def _links(slow_groups: list[Group], culprits: set[str], run: Measure,
         if len(g) == 2:
             out.append((min(g), max(g)))
         else:
-            trio_pairs += [(a, b) for i, a in enumerate(g) for b in g[i + 1:]]
+            trio_pairs += [(a, b) for i, a in enumerate(g) for b in g[i + 1 :]]
     for batch in rounds(trio_pairs):
         out += [(min(p), max(p)) for p, v in zip(batch, run(list(batch))) if slow(v)]
     return sorted(out)
@@ -154,7 +158,7 @@ def replay(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_GAP) -> Search
     """The search the run took, decided again from its records (None: no groups records,
     or they do not hold a round the search asks for, e.g. the run was cut short). With several
     runs in one directory, the last run's search."""
-    net = scope_records(net, "groups")   # built only for these records when read as columns
+    net = scope_records(net, "groups")  # built only for these records when read as columns
     runs = list(dict.fromkeys(r.run_id for r in net if r.scope == "groups"))
     net = [r for r in net if r.scope == "groups" and r.run_id == runs[-1]] if runs else []
     recorded = recorded_rounds(net)
@@ -162,8 +166,9 @@ def replay(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_GAP) -> Search
         return None
     # round 0 splits the node list into contiguous groups in rank order: their concatenation
     # is that list (hosts within a record are already in rank order)
-    first = sorted((r for r in net if r.scope == "groups" and r.extra.get("round") == 0),
-                   key=lambda r: r.group)
+    first = sorted(
+        (r for r in net if r.scope == "groups" and r.extra.get("round") == 0), key=lambda r: r.group
+    )
     hosts = list(dict.fromkeys(h for r in first for h in r.hosts))
     done = 0
 
@@ -195,19 +200,37 @@ def group_findings(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_GAP) -
         partner = next(g for rnd in reversed(res.history) for g, _ in rnd if h in g and len(g) == 2)
         v = res.value(partner)
         other = next(x for x in partner if x != h)
-        out.append(Finding(
-            component="node", check="groups busbw", status="below_spec", measured=v, expected=ref, unit="GB/s",
-            hosts=(h,), extra={"basis": "fleet", "rounds": rounds_used, "confirmed_with": [other]},
-            message=f"{h} is slow: its group and its pair with the cleared node {other} reach {v:.3g} GB/s "
-                    f"against {ref:.3g} GB/s for healthy groups (found in {rounds_used} rounds): "
-                    "check its NIC, cable and switch port, or drain it."))
+        out.append(
+            Finding(
+                component="node",
+                check="groups busbw",
+                status="below_spec",
+                measured=v,
+                expected=ref,
+                unit="GB/s",
+                hosts=(h,),
+                extra={"basis": "fleet", "rounds": rounds_used, "confirmed_with": [other]},
+                message=f"{h} is slow: its group and its pair with the cleared node {other} reach {v:.3g} GB/s "
+                f"against {ref:.3g} GB/s for healthy groups (found in {rounds_used} rounds): "
+                "check its NIC, cable and switch port, or drain it.",
+            )
+        )
     for a, b in res.links:
         v = res.value((a, b))
-        out.append(Finding(
-            component="link", check="groups busbw", status="below_spec", measured=v, expected=ref, unit="GB/s",
-            hosts=(a, b), extra={"basis": "fleet", "rounds": rounds_used},
-            message=f"The path between {a} and {b} is slow ({v:.3g} GB/s) while both reach full speed with "
-                    "other nodes: check the cables, switch ports and routes between them."))
+        out.append(
+            Finding(
+                component="link",
+                check="groups busbw",
+                status="below_spec",
+                measured=v,
+                expected=ref,
+                unit="GB/s",
+                hosts=(a, b),
+                extra={"basis": "fleet", "rounds": rounds_used},
+                message=f"The path between {a} and {b} is slow ({v:.3g} GB/s) while both reach full speed with "
+                "other nodes: check the cables, switch ports and routes between them.",
+            )
+        )
     return out
 
 
@@ -242,5 +265,10 @@ def estimate(n: int, sizes: Sizes = Sizes()) -> dict[str, float]:
     bad = hosts[-1]
     result = group_search(hosts, lambda gs: [1.0 if bad in g else 4.0 for g in gs])
     group_s = sum(round_seconds(max(len(g) for g, _ in rnd), sizes) for rnd in result.history)
-    return {"nodes": n, "round_robin_rounds": rr, "round_robin_min": rr * round_seconds(2, sizes) / 60,
-            "group_rounds": result.rounds, "group_min": group_s / 60}
+    return {
+        "nodes": n,
+        "round_robin_rounds": rr,
+        "round_robin_min": rr * round_seconds(2, sizes) / 60,
+        "group_rounds": result.rounds,
+        "group_min": group_s / 60,
+    }

@@ -18,6 +18,7 @@ Per training step (N GPUs, G per node, tensor parallel T, data parallel D = N/T)
 Each component is judged alone: exposed e, idle share e / (C + e), `starving` above the
 idle budget. Dataloader and checkpoint are judged on wall time the same way.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -42,15 +43,15 @@ CPU_COMM_STEAL = 0.15
 class ModelRow:
     """One line of the starvation model: what the workload needs of a component."""
 
-    component: str               # a findings.COMPONENTS name, or "checkpoint" / "dataloader" spelled via check
+    component: str  # a findings.COMPONENTS name, or "checkpoint" / "dataloader" spelled via check
     check: str
     required: float | None
     achieved: float | None
     unit: str
-    idle_share: float            # share of step time the accelerators wait for this component
-    usd_per_day: float | None    # idle share x GPUs x price x 24
-    status: str                  # ok | starving | no_reference
-    extra: dict[str, Any] = field(default_factory=dict)   # exposed_s, base_s, message size, notes
+    idle_share: float  # share of step time the accelerators wait for this component
+    usd_per_day: float | None  # idle share x GPUs x price x 24
+    status: str  # ok | starving | no_reference
+    extra: dict[str, Any] = field(default_factory=dict)  # exposed_s, base_s, message size, notes
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,13 +59,13 @@ class Measured:
     """What the records say, reduced to what the model needs."""
 
     curves: dict[tuple[str, str], Curve] = field(default_factory=dict)
-    read_GBps_per_node: float | None = None      # dataloader reads, one node's share
+    read_GBps_per_node: float | None = None  # dataloader reads, one node's share
     read_component: str = "shared storage"
-    write_GBps: float | None = None              # checkpoint writes, all nodes together
+    write_GBps: float | None = None  # checkpoint writes, all nodes together
     write_component: str = "shared storage"
-    write_backend: str = "fio"                   # the record it came from: torch.save / torch.dcp win (judge._pick_io)
-    cpu_ranks: bool = False                      # the collectives ran on CPU ranks (gloo): the CPU-only terms apply
-    host_h2d_GBps: float | None = None           # measured host link per GPU (host.jsonl), slowest GPU
+    write_backend: str = "fio"  # the record it came from: torch.save / torch.dcp win (judge._pick_io)
+    cpu_ranks: bool = False  # the collectives ran on CPU ranks (gloo): the CPU-only terms apply
+    host_h2d_GBps: float | None = None  # measured host link per GPU (host.jsonl), slowest GPU
     host_d2h_GBps: float | None = None
     host_link_desc: str = ""
 
@@ -104,8 +105,9 @@ def ddp_buckets(total: float, cap: float, first: float = DDP_FIRST_BUCKET_BYTES)
     return sizes
 
 
-def _ddp_time(curve: Curve, n: int, sizes: list[float], window: float,
-              steal: float = 0.0) -> tuple[float, float, float, str]:
+def _ddp_time(
+    curve: Curve, n: int, sizes: list[float], window: float, steal: float = 0.0
+) -> tuple[float, float, float, str]:
     """(bus bytes, communication seconds, exposed seconds, note) of DDP's bucketed all-reduce.
     Gradients appear at an even rate over the backward window; a bucket is reduced once its
     last gradient exists and the bucket before it is done, one at a time (one stream / one
@@ -122,7 +124,7 @@ def _ddp_time(curve: Curve, n: int, sizes: list[float], window: float,
         bus, secs = bus + b, secs + t
         notes.append(note)
     stretched = window
-    for _ in range(8):   # the stretch moves the ready times, which moves the overlap: settle it
+    for _ in range(8):  # the stretch moves the ready times, which moves the overlap: settle it
         done, end, overlap = 0.0, 0.0, 0.0
         for size, t in zip(sizes, times):
             done += size
@@ -138,25 +140,52 @@ def _share(exposed: float, base: float) -> float:
     return exposed / (base + exposed) if base + exposed > 0 else 0.0
 
 
-def _row(component: str, check: str, required: float | None, achieved: float | None, unit: str,
-         exposed: float, base: float, budget: float, usd_per_share: float | None, **extra: Any) -> ModelRow:
+def _row(
+    component: str,
+    check: str,
+    required: float | None,
+    achieved: float | None,
+    unit: str,
+    exposed: float,
+    base: float,
+    budget: float,
+    usd_per_share: float | None,
+    **extra: Any,
+) -> ModelRow:
     share = _share(exposed, base)
     status = "no_reference" if achieved is None else ("starving" if share > budget else "ok")
-    return ModelRow(component=component, check=check, required=required, achieved=achieved, unit=unit,
-                    idle_share=share, usd_per_day=None if usd_per_share is None else share * usd_per_share,
-                    status=status, extra={**extra, "exposed_s": exposed, "base_s": base})
+    return ModelRow(
+        component=component,
+        check=check,
+        required=required,
+        achieved=achieved,
+        unit=unit,
+        idle_share=share,
+        usd_per_day=None if usd_per_share is None else share * usd_per_share,
+        status=status,
+        extra={**extra, "exposed_s": exposed, "base_s": base},
+    )
 
 
 def _missing(component: str, check: str, unit: str, why: str) -> ModelRow:
-    return ModelRow(component=component, check=check, required=None, achieved=None, unit=unit,
-                    idle_share=0.0, usd_per_day=None, status="no_reference", extra={"why": why})
+    return ModelRow(
+        component=component,
+        check=check,
+        required=None,
+        achieved=None,
+        unit=unit,
+        idle_share=0.0,
+        usd_per_day=None,
+        status="no_reference",
+        extra={"why": why},
+    )
 
 
 def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None) -> list[ModelRow]:
     assert w.params is not None and w.gpus is not None
     n, t, b, budget = w.gpus, w.tensor, w.global_batch_tokens, w.idle_budget
     d = n // t
-    e_max = budget / (1 - budget) * c      # the exposed time the budget allows
+    e_max = budget / (1 - budget) * c  # the exposed time the budget allows
     rows: list[ModelRow] = []
     if t > 1:
         # a tensor-parallel group larger than a node spans nodes: its all-reduces cross the NICs
@@ -166,15 +195,32 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         count = 4 * w.n_layers * ((b or 0.0) / d) / w.seq_len
         check = f"tensor parallel all_reduce ({t} GPUs)"
         if b is None:
-            rows.append(_missing(f"{tp_scope} network", check, "GB/s", "tensor parallel needs global_batch_tokens"))
+            rows.append(
+                _missing(f"{tp_scope} network", check, "GB/s", "tensor parallel needs global_batch_tokens")
+            )
         elif curve is None:
             rows.append(_missing(f"{tp_scope} network", check, "GB/s", f"no {tp_scope} sweep measured"))
         else:
             bus, secs, note = _time(curve, "all_reduce", t, msg, count)
             tp_window = w.tp_overlap * c
-            rows.append(_row(f"{tp_scope} network", check, bus / (tp_window + e_max) / 1e9, bus / secs / 1e9, "GB/s",
-                             max(0.0, secs - tp_window), c, budget, usd, message_bytes=msg, per_step=count,
-                             comm_s=secs, window_s=tp_window, note="; ".join(x for x in (fb, note) if x)))
+            rows.append(
+                _row(
+                    f"{tp_scope} network",
+                    check,
+                    bus / (tp_window + e_max) / 1e9,
+                    bus / secs / 1e9,
+                    "GB/s",
+                    max(0.0, secs - tp_window),
+                    c,
+                    budget,
+                    usd,
+                    message_bytes=msg,
+                    per_step=count,
+                    comm_s=secs,
+                    window_s=tp_window,
+                    note="; ".join(x for x in (fb, note) if x),
+                )
+            )
     if d <= 1:
         return rows
     scope = "inter-node" if d > g // t else "intra-node"
@@ -188,13 +234,33 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         if curve is None:
             return [*rows, _missing(component, check, "GB/s", f"no {scope} sweep measured")]
         buckets = ddp_buckets(total, w.bucket_bytes)
-        bus, secs, exposed, note = _ddp_time(curve, d, buckets, window, CPU_COMM_STEAL if m.cpu_ranks else 0.0)
-        rows.append(_row(component, check, bus / (window + e_max) / 1e9, bus / secs / 1e9, "GB/s", exposed, c,
-                         budget, usd, message_bytes=msg, buckets=len(buckets), last_bucket_bytes=buckets[-1],
-                         comm_s=secs, window_s=window, note="; ".join(x for x in (fb, note) if x)))
+        bus, secs, exposed, note = _ddp_time(
+            curve, d, buckets, window, CPU_COMM_STEAL if m.cpu_ranks else 0.0
+        )
+        rows.append(
+            _row(
+                component,
+                check,
+                bus / (window + e_max) / 1e9,
+                bus / secs / 1e9,
+                "GB/s",
+                exposed,
+                c,
+                budget,
+                usd,
+                message_bytes=msg,
+                buckets=len(buckets),
+                last_bucket_bytes=buckets[-1],
+                comm_s=secs,
+                window_s=window,
+                note="; ".join(x for x in (fb, note) if x),
+            )
+        )
         return rows
     else:
-        msg = w.params / t / w.n_layers * w.grad_bytes   # parameters travel as they are trained (bf16 by default)
+        msg = (
+            w.params / t / w.n_layers * w.grad_bytes
+        )  # parameters travel as they are trained (bf16 by default)
         msg_rs = w.params / t / w.n_layers * w.grad_bytes
         window = w.overlap * c
         check = f"FSDP all_gather + reduce_scatter ({d} ranks)"
@@ -212,13 +278,29 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         window = 0.0
         fb = "; ".join(x for x in (fb, "CPU ranks: FSDP communication does not overlap compute") if x)
     exposed = max(0.0, secs - window)
-    rows.append(_row(component, check, bus / (window + e_max) / 1e9, bus / secs / 1e9, "GB/s", exposed, c, budget,
-                     usd, message_bytes=msg, comm_s=secs, window_s=window, note="; ".join(x for x in (fb, note) if x)))
+    rows.append(
+        _row(
+            component,
+            check,
+            bus / (window + e_max) / 1e9,
+            bus / secs / 1e9,
+            "GB/s",
+            exposed,
+            c,
+            budget,
+            usd,
+            message_bytes=msg,
+            comm_s=secs,
+            window_s=window,
+            note="; ".join(x for x in (fb, note) if x),
+        )
+    )
     return rows
 
 
-def _dataloader_row(w: Workload, spec: Spec | None, m: Measured, g: int, c: float | None,
-                    usd: float | None) -> ModelRow | None:
+def _dataloader_row(
+    w: Workload, spec: Spec | None, m: Measured, g: int, c: float | None, usd: float | None
+) -> ModelRow | None:
     """Demand follows the compute time C, what the accelerators need when nothing starves
     them; a step stretched by waiting would understate it (and the waiting with it)."""
     dl = w.dataloader
@@ -228,7 +310,12 @@ def _dataloader_row(w: Workload, spec: Spec | None, m: Measured, g: int, c: floa
     note = ""
     if dl.bytes_per_token is not None:
         if c is None or w.global_batch_tokens is None or w.gpus is None:
-            return _missing(m.read_component, check, "GB/s", "token-based dataloader needs a model (params, gpus, global_batch_tokens)")
+            return _missing(
+                m.read_component,
+                check,
+                "GB/s",
+                "token-based dataloader needs a model (params, gpus, global_batch_tokens)",
+            )
         demand = w.global_batch_tokens / w.gpus * g * dl.bytes_per_token / c / 1e9
         base = c
     else:
@@ -250,11 +337,29 @@ def _dataloader_row(w: Workload, spec: Spec | None, m: Measured, g: int, c: floa
     if m.host_h2d_GBps and m.host_h2d_GBps * g < achieved:
         # the samples still cross each GPU's host link: the slower leg sets the pace
         achieved = m.host_h2d_GBps * g
-        note = "; ".join(x for x in (note, f"host-to-device leg at the {m.host_link_desc} {m.host_h2d_GBps:g} GB/s per GPU is the slower leg") if x)
+        note = "; ".join(
+            x
+            for x in (
+                note,
+                f"host-to-device leg at the {m.host_link_desc} {m.host_h2d_GBps:g} GB/s per GPU is the slower leg",
+            )
+            if x
+        )
     # reads are prefetched during the step: the GPUs wait only for what the storage cannot deliver in time
     exposed = max(0.0, base * (demand / achieved - 1))
-    return _row(m.read_component, check, demand, achieved, "GB/s per node", exposed, base, w.idle_budget, usd,
-                gpus_per_node=g, note=note)
+    return _row(
+        m.read_component,
+        check,
+        demand,
+        achieved,
+        "GB/s per node",
+        exposed,
+        base,
+        w.idle_budget,
+        usd,
+        gpus_per_node=g,
+        note=note,
+    )
 
 
 def _checkpoint_row(w: Workload, spec: Spec | None, m: Measured, usd: float | None) -> ModelRow | None:
@@ -286,17 +391,38 @@ def _checkpoint_row(w: Workload, spec: Spec | None, m: Measured, usd: float | No
         required = size / interval / 1e9
         note = f"copy-out at {source} {copy_GBps:g} GB/s per GPU: {copy_s:.2f} s"
     note = "; ".join(x for x in (f"write bandwidth from the {m.write_backend} record", note) if x)
-    return _row(m.write_component, check, required, m.write_GBps, "GB/s", stall, interval, w.idle_budget, usd,
-                checkpoint_bytes=size, write_s=write_s, note=note)
+    return _row(
+        m.write_component,
+        check,
+        required,
+        m.write_GBps,
+        "GB/s",
+        stall,
+        interval,
+        w.idle_budget,
+        usd,
+        checkpoint_bytes=size,
+        write_s=write_s,
+        note=note,
+    )
 
 
 def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelRow], dict[str, Any]]:
     """Model rows and the summary (step time, compute time, total idle share, $/day lost)."""
-    g = (spec.gpus_per_node if spec and spec.gpus_per_node else None) or w.gpus_per_node or DEFAULT_GPUS_PER_NODE
+    g = (
+        (spec.gpus_per_node if spec and spec.gpus_per_node else None)
+        or w.gpus_per_node
+        or DEFAULT_GPUS_PER_NODE
+    )
     n = w.gpus or g
     price = spec.price_per_gpu_hour if spec else None
-    usd = n * price * 24 if price is not None else None   # $ per day of the whole job per unit idle share
-    summary: dict[str, Any] = {"gpus": n, "gpus_per_node": g, "price_per_gpu_hour": price, "idle_budget": w.idle_budget}
+    usd = n * price * 24 if price is not None else None  # $ per day of the whole job per unit idle share
+    summary: dict[str, Any] = {
+        "gpus": n,
+        "gpus_per_node": g,
+        "price_per_gpu_hour": price,
+        "idle_budget": w.idle_budget,
+    }
     rows: list[ModelRow] = []
     c: float | None = None
     if w.is_training:
@@ -307,7 +433,9 @@ def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelR
             c = w.compute_s
             summary["compute_from"] = "compute_s (measured)"
         elif peak is None or w.global_batch_tokens is None:
-            summary["why"] = "no accelerator TFLOPS for the model: give accelerator in --spec, or compute_s in the workload"
+            summary["why"] = (
+                "no accelerator TFLOPS for the model: give accelerator in --spec, or compute_s in the workload"
+            )
         else:
             c = 6 * w.params * w.global_batch_tokens / (n * peak * 1e12 * w.mfu)
             summary["compute_from"] = "6 x params x tokens / (GPUs x peak x MFU)"
@@ -321,7 +449,11 @@ def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelR
     base = c if c is not None else (dl.extra.get("base_s", 0.0) if dl else 0.0)
     busy = _share(net_exposed + dl_exposed, base)
     ck_share = ck.idle_share if ck else 0.0
-    total = 1 - (1 - busy) * (1 - ck_share)   # compute share of wall time = product of both
-    summary.update(compute_s=c, step_s=None if c is None else c + net_exposed + dl_exposed,
-                   idle_share=total, usd_per_day_lost=None if usd is None else total * usd)
+    total = 1 - (1 - busy) * (1 - ck_share)  # compute share of wall time = product of both
+    summary.update(
+        compute_s=c,
+        step_s=None if c is None else c + net_exposed + dl_exposed,
+        idle_share=total,
+        usd_per_day_lost=None if usd is None else total * usd,
+    )
     return rows, summary

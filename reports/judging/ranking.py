@@ -16,6 +16,7 @@ time prices the work, so an H200 hour and an H100 hour are set against what they
 else $ per useful GPU-hour. A cluster whose run lacks a component the workload needs, a
 price, or a spec is not ranked; the headline says what it lacks and how to measure it.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -30,20 +31,22 @@ from reports.units import format_size
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Cell:
     value: float | None
-    noise: float | None = None  # relative: 0.05 = +-5%; None = unknown (one run, no iteration spread recorded)
-    note: str = ""              # e.g. "block 1M, 16 procs" or "not measured"
+    noise: float | None = (
+        None  # relative: 0.05 = +-5%; None = unknown (one run, no iteration spread recorded)
+    )
+    note: str = ""  # e.g. "block 1M, 16 procs" or "not measured"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Row:
     figure: str
     unit: str
-    kind: str                                      # network | storage | cost | idle
+    kind: str  # network | storage | cost | idle
     cells: dict[str, Cell]
     comparable: bool
     reasons: tuple[str, ...] = ()
-    better: str = "higher"                         # higher | lower
-    best: tuple[str, ...] = ()                     # the winner and those tied with it
+    better: str = "higher"  # higher | lower
+    best: tuple[str, ...] = ()  # the winner and those tied with it
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,7 +61,7 @@ class Ranked:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Comparison:
-    clusters: dict[str, list[ClusterSummary]]      # name -> its runs, in the order given
+    clusters: dict[str, list[ClusterSummary]]  # name -> its runs, in the order given
     workload: str | None
     rows: list[Row]
     ranking: list[Ranked]
@@ -81,7 +84,9 @@ def combine(values: Sequence[tuple[float, float | None]]) -> Cell:
     known = [c for _, c in values if c is not None]
     if len(vals) > 1:
         known.append((max(vals) - min(vals)) / 2 / med if med > 0 else 0.0)
-    return Cell(value=med, noise=max(known) if known else None, note=f"{len(vals)} runs" if len(vals) > 1 else "")
+    return Cell(
+        value=med, noise=max(known) if known else None, note=f"{len(vals)} runs" if len(vals) > 1 else ""
+    )
 
 
 def tie(a: Cell, b: Cell) -> bool:
@@ -102,71 +107,154 @@ def _net_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
     rows = []
     keys = sorted({k for runs in clusters.values() for s in runs for k in s.curves})
     for scope, op in keys:
-        have = {n: [s.curves[(scope, op)] for s in runs if (scope, op) in s.curves] for n, runs in clusters.items()}
+        have = {
+            n: [s.curves[(scope, op)] for s in runs if (scope, op) in s.curves]
+            for n, runs in clusters.items()
+        }
         members = {n: cs for n, cs in have.items() if cs}
         reasons: list[str] = [f"{n} did not measure it" for n, cs in have.items() if not cs]
         rpn = {n: sorted({c.ranks_per_node for c in cs}) for n, cs in members.items()}
         common = set.intersection(*(set(c.sizes) for cs in members.values() for c in cs))
         figure = f"{scope} {op} busbw"
         if len({tuple(v) for v in rpn.values()}) > 1 or any(len(v) > 1 for v in rpn.values()):
-            reasons.append("ranks per node differ (" + ", ".join(f"{n} {'/'.join(map(str, v))}" for n, v in rpn.items())
-                           + "): not like for like")
-            cells = {n: Cell(value=None, note="; ".join(f"{c.ranks_per_node} ranks/node, {max(c.busbw):.2f} GB/s best"
-                                                        for c in cs)) for n, cs in members.items()}
-            rows.append(Row(figure=figure, unit="GB/s", kind="network", cells=_fill(cells, clusters), comparable=False,
-                            reasons=tuple(reasons)))
+            reasons.append(
+                "ranks per node differ ("
+                + ", ".join(f"{n} {'/'.join(map(str, v))}" for n, v in rpn.items())
+                + "): not like for like"
+            )
+            cells = {
+                n: Cell(
+                    value=None,
+                    note="; ".join(
+                        f"{c.ranks_per_node} ranks/node, {max(c.busbw):.2f} GB/s best" for c in cs
+                    ),
+                )
+                for n, cs in members.items()
+            }
+            rows.append(
+                Row(
+                    figure=figure,
+                    unit="GB/s",
+                    kind="network",
+                    cells=_fill(cells, clusters),
+                    comparable=False,
+                    reasons=tuple(reasons),
+                )
+            )
             continue
         if not common:
-            ranges = ", ".join(f"{n} {format_size(min(c.sizes[0] for c in cs))}–{format_size(max(c.sizes[-1] for c in cs))}"
-                               for n, cs in members.items())
+            ranges = ", ".join(
+                f"{n} {format_size(min(c.sizes[0] for c in cs))}–{format_size(max(c.sizes[-1] for c in cs))}"
+                for n, cs in members.items()
+            )
             reasons.append(f"no message size measured by all ({ranges}): not compared")
-            rows.append(Row(figure=figure, unit="GB/s", kind="network", cells=_fill({}, clusters), comparable=False,
-                            reasons=tuple(reasons)))
+            rows.append(
+                Row(
+                    figure=figure,
+                    unit="GB/s",
+                    kind="network",
+                    cells=_fill({}, clusters),
+                    comparable=False,
+                    reasons=tuple(reasons),
+                )
+            )
             continue
         at = max(common)
         for n, cs in members.items():
             top = max(c.sizes[-1] for c in cs)
             if top > at:
                 bw = statistics.median(c.busbw[c.sizes.index(top)] for c in cs if top in c.sizes)
-                reasons.append(f"{n} swept to {format_size(top)} ({bw:.2f} GB/s there), not used: "
-                               f"compared at {format_size(at)}, the largest size all measured")
+                reasons.append(
+                    f"{n} swept to {format_size(top)} ({bw:.2f} GB/s there), not used: "
+                    f"compared at {format_size(at)}, the largest size all measured"
+                )
         cells = {n: combine([c.at(at) for c in cs]) for n, cs in members.items()}
-        cells = {n: Cell(value=c.value, noise=c.noise, note=f"at {format_size(at)}" + (f", {c.note}" if c.note else ""))
-                 for n, c in cells.items()}
-        rows.append(Row(figure=f"{figure} at {format_size(at)}", unit="GB/s", kind="network",
-                        cells=_fill(cells, clusters), comparable=len(members) > 1, reasons=tuple(reasons),
-                        best=_best(cells, "higher")))
+        cells = {
+            n: Cell(
+                value=c.value, noise=c.noise, note=f"at {format_size(at)}" + (f", {c.note}" if c.note else "")
+            )
+            for n, c in cells.items()
+        }
+        rows.append(
+            Row(
+                figure=f"{figure} at {format_size(at)}",
+                unit="GB/s",
+                kind="network",
+                cells=_fill(cells, clusters),
+                comparable=len(members) > 1,
+                reasons=tuple(reasons),
+                best=_best(cells, "higher"),
+            )
+        )
     return rows
 
 
 def _io_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
     rows = []
-    keys = sorted({(f.scope, f.workload, f.direction) for runs in clusters.values() for s in runs for f in s.storage})
+    keys = sorted(
+        {(f.scope, f.workload, f.direction) for runs in clusters.values() for s in runs for f in s.storage}
+    )
     for scope, workload, direction in keys:
-        have = {n: [[f for f in s.storage if (f.scope, f.workload, f.direction) == (scope, workload, direction)]
-                    for s in runs] for n, runs in clusters.items()}
+        have = {
+            n: [
+                [f for f in s.storage if (f.scope, f.workload, f.direction) == (scope, workload, direction)]
+                for s in runs
+            ]
+            for n, runs in clusters.items()
+        }
         members = {n: [fs for fs in runs if fs] for n, runs in have.items() if any(runs)}
         reasons = [f"{n} did not measure it" for n in clusters if n not in members]
         shapes = [{(f.block, f.procs) for f in fs} for runs in members.values() for fs in runs]
         common = set.intersection(*shapes)
         figure = f"{scope} {direction} ({workload})"
         if not common:
-            def what(n: str) -> str:
-                return "/".join(sorted({f"block {format_size(f.block) if f.block else '?'}, {f.procs} procs"
-                                        for fs in members[n] for f in fs}))
-            reasons.append("block size or procs differ (" + "; ".join(f"{n}: {what(n)}" for n in members)
-                           + "): not like for like")
-            rows.append(Row(figure=figure, unit="GB/s", kind="storage", cells=_fill({}, clusters), comparable=False,
-                            reasons=tuple(reasons)))
+
+            def what(n: str, members: dict[str, list[list[Any]]] = members) -> str:
+                return "/".join(
+                    sorted(
+                        {
+                            f"block {format_size(f.block) if f.block else '?'}, {f.procs} procs"
+                            for fs in members[n]
+                            for f in fs
+                        }
+                    )
+                )
+
+            reasons.append(
+                "block size or procs differ ("
+                + "; ".join(f"{n}: {what(n)}" for n in members)
+                + "): not like for like"
+            )
+            rows.append(
+                Row(
+                    figure=figure,
+                    unit="GB/s",
+                    kind="storage",
+                    cells=_fill({}, clusters),
+                    comparable=False,
+                    reasons=tuple(reasons),
+                )
+            )
             continue
         block, procs = max(common, key=lambda bp: (bp[1], bp[0]))
         cells = {}
         for n, runs in members.items():
-            c = combine([(max(f.bw for f in fs if (f.block, f.procs) == (block, procs)), None) for fs in runs])
+            c = combine(
+                [(max(f.bw for f in fs if (f.block, f.procs) == (block, procs)), None) for fs in runs]
+            )
             cells[n] = Cell(value=c.value, noise=c.noise, note=", ".join(x for x in (c.note,) if x))
         label = f"block {format_size(block)}, {procs} procs" if block else f"{procs} procs"
-        rows.append(Row(figure=f"{figure}, {label}", unit="GB/s", kind="storage", cells=_fill(cells, clusters),
-                        comparable=len(members) > 1, reasons=tuple(reasons), best=_best(cells, "higher")))
+        rows.append(
+            Row(
+                figure=f"{figure}, {label}",
+                unit="GB/s",
+                kind="storage",
+                cells=_fill(cells, clusters),
+                comparable=len(members) > 1,
+                reasons=tuple(reasons),
+                best=_best(cells, "higher"),
+            )
+        )
     return rows
 
 
@@ -174,23 +262,41 @@ def _fill(cells: dict[str, Cell], clusters: dict[str, list[ClusterSummary]]) -> 
     return {n: cells.get(n, Cell(value=None, note="not measured")) for n in clusters}
 
 
-def _metric_row(clusters: dict[str, list[ClusterSummary]], figure: str, unit: str, kind: str,
-                get: Callable[[ClusterSummary], float | None], better: str, ranked: set[str]) -> Row:
+def _metric_row(
+    clusters: dict[str, list[ClusterSummary]],
+    figure: str,
+    unit: str,
+    kind: str,
+    get: Callable[[ClusterSummary], float | None],
+    better: str,
+    ranked: set[str],
+) -> Row:
     cells: dict[str, Cell] = {}
     for n, runs in clusters.items():
         vals = [get(s) for s in runs]
         if all(v is not None and finite(v) for v in vals):
             cells[n] = combine([(float(v), None) for v in vals if v is not None])
         else:
-            cells[n] = Cell(value=None, note="unmeasured" if kind == "idle" else "not ranked" if n not in ranked else "")
+            cells[n] = Cell(
+                value=None, note="unmeasured" if kind == "idle" else "not ranked" if n not in ranked else ""
+            )
     best = _best({n: c for n, c in cells.items() if n in ranked}, better) if kind == "cost" else ()
-    return Row(figure=figure, unit=unit, kind=kind, cells=cells, comparable=kind == "cost" and len(best) > 0,
-               better=better, best=best)
+    return Row(
+        figure=figure,
+        unit=unit,
+        kind=kind,
+        cells=cells,
+        comparable=kind == "cost" and len(best) > 0,
+        better=better,
+        best=best,
+    )
 
 
 def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Comparison:
     clusters = group_runs(summaries)
-    not_ranked = {n: tuple(dict.fromkeys(p for s in runs for p in s.problems)) for n, runs in clusters.items()}
+    not_ranked = {
+        n: tuple(dict.fromkeys(p for s in runs for p in s.problems)) for n, runs in clusters.items()
+    }
     not_ranked = {n: p for n, p in not_ranked.items() if p} if workload else {}
     ranked_names = {n for n in clusters if n not in not_ranked}
     rows = [*_net_rows(clusters), *_io_rows(clusters)]
@@ -198,41 +304,80 @@ def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Compar
     headline: list[str] = []
     if workload:
         training = all(s.tokens_per_step and s.compute_s for n in ranked_names for s in clusters[n])
-        metric, get = (("$ per billion tokens", lambda s: s.usd_per_billion_tokens) if training and ranked_names
-                       else ("$ per useful GPU-hour", lambda s: s.cost_per_useful_gpu_hour))
+        metric, get = (
+            ("$ per billion tokens", lambda s: s.usd_per_billion_tokens)
+            if training and ranked_names
+            else ("$ per useful GPU-hour", lambda s: s.cost_per_useful_gpu_hour)
+        )
         cost_rows = [
             _metric_row(clusters, metric, "$", "cost", get, "lower", ranked_names),
-            *[_metric_row(clusters, figure, unit, "info", get_, better, ranked_names) for figure, unit, get_, better in (
-                ("$ per useful GPU-hour", "$", lambda s: s.cost_per_useful_gpu_hour, "lower"),
-                ("$ per step", "$", lambda s: s.usd_per_step, "lower"),
-                ("billion tokens per day", "", lambda s: s.billion_tokens_per_day, "higher"),
-                ("$ per day at the workload's scale", "$", lambda s: s.usd_per_day, "lower"))],
-            _metric_row(clusters, "GPU idle share", "", "idle", lambda s: s.idle_share, "lower", ranked_names),
-            *[_metric_row(clusters, f"idle: {comp}", "", "idle", lambda s, c=comp: s.idle_by_component.get(c), "lower",
-                          ranked_names)
-              for comp in COMPONENTS if any(comp in s.idle_by_component for s in summaries)],
+            *[
+                _metric_row(clusters, figure, unit, "info", get_, better, ranked_names)
+                for figure, unit, get_, better in (
+                    ("$ per useful GPU-hour", "$", lambda s: s.cost_per_useful_gpu_hour, "lower"),
+                    ("$ per step", "$", lambda s: s.usd_per_step, "lower"),
+                    ("billion tokens per day", "", lambda s: s.billion_tokens_per_day, "higher"),
+                    ("$ per day at the workload's scale", "$", lambda s: s.usd_per_day, "lower"),
+                )
+            ],
+            _metric_row(
+                clusters, "GPU idle share", "", "idle", lambda s: s.idle_share, "lower", ranked_names
+            ),
+            *[
+                _metric_row(
+                    clusters,
+                    f"idle: {comp}",
+                    "",
+                    "idle",
+                    lambda s, c=comp: s.idle_by_component.get(c),
+                    "lower",
+                    ranked_names,
+                )
+                for comp in COMPONENTS
+                if any(comp in s.idle_by_component for s in summaries)
+            ],
         ]
         if metric.endswith("useful GPU-hour"):
             cost_rows = [cost_rows[0], *cost_rows[2:]]
         rows = [*cost_rows, *rows]
         cells = cost_rows[0].cells
         for n in sorted(n for n in ranked_names if cells[n].value is None):
-            not_ranked[n] = (f"no {metric} could be computed (the workload's GPU count or step time is missing)",)
+            not_ranked[n] = (
+                f"no {metric} could be computed (the workload's GPU count or step time is missing)",
+            )
             ranked_names.discard(n)
-        order = sorted((n for n in ranked_names if cells[n].value is not None), key=lambda n: (cells[n].value, n))
+        order = sorted(
+            (n for n in ranked_names if cells[n].value is not None), key=lambda n: (cells[n].value, n)
+        )
         for i, n in enumerate(order):
             c = cells[n]
             tied = tuple(m for m in order if m != n and tie(c, cells[m]))
             first = next((j for j, m in enumerate(order) if m == n or m in tied), i)
-            rank.append(Ranked(name=n, metric=metric, value=c.value, noise=c.noise, rank=first + 1,   # type: ignore[arg-type]
-                               tied_with=tied))
+            rank.append(
+                Ranked(
+                    name=n,
+                    metric=metric,
+                    value=c.value,
+                    noise=c.noise,
+                    rank=first + 1,  # type: ignore[arg-type]
+                    tied_with=tied,
+                )
+            )
         accs = sorted({s.accelerator or "unknown" for runs in clusters.values() for s in runs})
         headline = _headline(rank, not_ranked, clusters, workload, metric, accs)
     else:
-        headline = ["No workload given: nothing is ranked on cost. Give --workload (a preset such as llama-70b, or a "
-                    "file) to rank the clusters on what the work costs; the rows below compare figures like for like."]
-    return Comparison(clusters=clusters, workload=workload, rows=rows, ranking=rank, not_ranked=not_ranked,
-                      headline=headline)
+        headline = [
+            "No workload given: nothing is ranked on cost. Give --workload (a preset such as llama-70b, or a "
+            "file) to rank the clusters on what the work costs; the rows below compare figures like for like."
+        ]
+    return Comparison(
+        clusters=clusters,
+        workload=workload,
+        rows=rows,
+        ranking=rank,
+        not_ranked=not_ranked,
+        headline=headline,
+    )
 
 
 def _why(runs: list[ClusterSummary]) -> str:
@@ -242,31 +387,45 @@ def _why(runs: list[ClusterSummary]) -> str:
     return f"most of it {top}" if top else "none of it exposed"
 
 
-def _headline(rank: list[Ranked], not_ranked: dict[str, tuple[str, ...]], clusters: dict[str, list[ClusterSummary]],
-              workload: str, metric: str, accs: list[str]) -> list[str]:
+def _headline(
+    rank: list[Ranked],
+    not_ranked: dict[str, tuple[str, ...]],
+    clusters: dict[str, list[ClusterSummary]],
+    workload: str,
+    metric: str,
+    accs: list[str],
+) -> list[str]:
     out = []
     if rank:
         b = rank[0]
         s = clusters[b.name][0]
         winners = [r.name for r in rank if r.rank == 1]
-        lead = (f"Cheapest {metric.removeprefix('$ ')} of {workload}: {b.name} at ${b.value:,.2f}"
-                if len(winners) == 1 else
-                f"Tie for the cheapest {metric.removeprefix('$ ')} of {workload}: {', '.join(winners)} "
-                f"(equal, or apart by less than their noise); {b.name} at ${b.value:,.2f}")
+        lead = (
+            f"Cheapest {metric.removeprefix('$ ')} of {workload}: {b.name} at ${b.value:,.2f}"
+            if len(winners) == 1
+            else f"Tie for the cheapest {metric.removeprefix('$ ')} of {workload}: {', '.join(winners)} "
+            f"(equal, or apart by less than their noise); {b.name} at ${b.value:,.2f}"
+        )
         idle = f"{s.idle_share:.1%}" if s.idle_share is not None else "—"
-        out.append(f"{lead} (list ${s.price_per_gpu_hour:.2f} per GPU-hour, GPUs idle {idle}, {_why(clusters[b.name])}).")
+        out.append(
+            f"{lead} (list ${s.price_per_gpu_hour:.2f} per GPU-hour, GPUs idle {idle}, {_why(clusters[b.name])})."
+        )
         for r in rank[1:]:
             more = r.value / b.value - 1 if b.value > 0 else 0.0
             tie_txt = f", a tie with {', '.join(r.tied_with)} (inside the noise)" if r.tied_with else ""
             out.append(f"{r.name}: ${r.value:,.2f} {metric.removeprefix('$ ')}, {more:.0%} more{tie_txt}.")
         if metric.endswith("useful GPU-hour") and len(accs) > 1:
-            out.append(f"Accelerators differ ({', '.join(accs)}): a GPU-hour does not buy the same work, and this "
-                       "workload has no step time to price the work itself.")
+            out.append(
+                f"Accelerators differ ({', '.join(accs)}): a GPU-hour does not buy the same work, and this "
+                "workload has no step time to price the work itself."
+            )
     for n, why in not_ranked.items():
         out.append(f"{n} is not ranked: " + "; ".join(why) + ".")
     if not rank:
-        out.append("No cluster could be ranked: each needs a spec with price_per_gpu_hour and every measurement the "
-                   "workload needs.")
+        out.append(
+            "No cluster could be ranked: each needs a spec with price_per_gpu_hour and every measurement the "
+            "workload needs."
+        )
     return out
 
 
@@ -279,24 +438,60 @@ def _noise(x: float | None) -> float | None:
 
 
 def to_json(cmp: Comparison) -> dict[str, Any]:
-    """compare.json (CONTRACT.md): no inf or nan anywhere (json.dumps(allow_nan=False) holds it to that)."""
+    """compare.json (docs/contract.md): no inf or nan anywhere (json.dumps(allow_nan=False) holds it to that)."""
     clusters = []
     for n, runs in cmp.clusters.items():
         s = runs[0]
-        clusters.append({
-            "name": n, "runs": [r.run for r in runs], "verdict": [r.verdict for r in runs], "accelerator": s.accelerator,
-            "price_per_gpu_hour": _num(s.price_per_gpu_hour), "workload": s.workload, "gpus": s.gpus,
-            "idle_share": _num(s.idle_share) if len(runs) == 1 else None,
-            "idle_by_component": {c: _num(v) for c, v in s.idle_by_component.items()} if len(runs) == 1 else None,
-            "deciding_findings": list(dict.fromkeys(m for r in runs for m in r.deciding)),
-            "ranked": n not in cmp.not_ranked and any(r.name == n for r in cmp.ranking),
-            "not_ranked_because": list(cmp.not_ranked.get(n, ())),
-        })
-    rows = [{"figure": r.figure, "kind": r.kind, "unit": r.unit, "comparable": r.comparable, "reasons": list(r.reasons),
-             "better": r.better, "best": list(r.best),
-             "values": {n: {"value": _num(c.value), "noise": _noise(c.noise), "note": c.note} for n, c in r.cells.items()}}
-            for r in cmp.rows]
-    ranking = [{"rank": r.rank, "name": r.name, "metric": r.metric, "value": _num(r.value), "noise": _noise(r.noise),
-                "tied_with": list(r.tied_with)} for r in cmp.ranking]
-    return {"schema": 1, "workload": cmp.workload, "headline": cmp.headline, "clusters": clusters, "rows": rows,
-            "ranking": ranking}
+        clusters.append(
+            {
+                "name": n,
+                "runs": [r.run for r in runs],
+                "verdict": [r.verdict for r in runs],
+                "accelerator": s.accelerator,
+                "price_per_gpu_hour": _num(s.price_per_gpu_hour),
+                "workload": s.workload,
+                "gpus": s.gpus,
+                "idle_share": _num(s.idle_share) if len(runs) == 1 else None,
+                "idle_by_component": {c: _num(v) for c, v in s.idle_by_component.items()}
+                if len(runs) == 1
+                else None,
+                "deciding_findings": list(dict.fromkeys(m for r in runs for m in r.deciding)),
+                "ranked": n not in cmp.not_ranked and any(r.name == n for r in cmp.ranking),
+                "not_ranked_because": list(cmp.not_ranked.get(n, ())),
+            }
+        )
+    rows = [
+        {
+            "figure": r.figure,
+            "kind": r.kind,
+            "unit": r.unit,
+            "comparable": r.comparable,
+            "reasons": list(r.reasons),
+            "better": r.better,
+            "best": list(r.best),
+            "values": {
+                n: {"value": _num(c.value), "noise": _noise(c.noise), "note": c.note}
+                for n, c in r.cells.items()
+            },
+        }
+        for r in cmp.rows
+    ]
+    ranking = [
+        {
+            "rank": r.rank,
+            "name": r.name,
+            "metric": r.metric,
+            "value": _num(r.value),
+            "noise": _noise(r.noise),
+            "tied_with": list(r.tied_with),
+        }
+        for r in cmp.ranking
+    ]
+    return {
+        "schema": 1,
+        "workload": cmp.workload,
+        "headline": cmp.headline,
+        "clusters": clusters,
+        "rows": rows,
+        "ranking": ranking,
+    }

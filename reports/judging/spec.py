@@ -1,4 +1,4 @@
-"""The cluster spec (`--spec FILE`, CONTRACT.md): what the hardware is advertised to do.
+"""The cluster spec (`--spec FILE`, docs/contract.md): what the hardware is advertised to do.
 
 `load_spec(path)` reads the YAML; every number may be given directly or as `{GBps: X}`
 (or `{Gbps: X}` in bits), links and accelerators by catalog name. A malformed file raises
@@ -7,6 +7,7 @@ UsageError naming the file, the field and what was expected, e.g.
 `fill_from_hardware(spec, hardware)` completes a spec (or builds one) from what
 reports.judging.detect found on the hosts; what the spec says always wins.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,9 +20,9 @@ from typing import Any
 
 import yaml
 
+from reports.errors import UsageError
 from reports.judging import catalog
 from reports.judging.catalog import Accelerator, Link
-from reports.errors import UsageError
 
 DEFAULT_THRESHOLDS = {"network": 0.80, "storage": 0.80}
 
@@ -29,8 +30,8 @@ DEFAULT_THRESHOLDS = {"network": 0.80, "storage": 0.80}
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StorageSpec:
     path: str
-    kind: str                       # shared | local (overrides the record's scope)
-    read_GBps: float | None         # shared: the whole file system; local: one node
+    kind: str  # shared | local (overrides the record's scope)
+    read_GBps: float | None  # shared: the whole file system; local: one node
     write_GBps: float | None
     source: str = "spec"
 
@@ -41,16 +42,16 @@ class Spec:
     file: str = ""
     accelerator: Accelerator | None = None
     gpus_per_node: int | None = None
-    intra_node_GBps: float | None = None      # per GPU, unidirectional
+    intra_node_GBps: float | None = None  # per GPU, unidirectional
     intra_node_link: Link | None = None
-    inter_node_GBps: float | None = None      # per node, all NICs together, unidirectional
+    inter_node_GBps: float | None = None  # per node, all NICs together, unidirectional
     inter_node_link: Link | None = None
     inter_node_desc: str = ""
     storage: tuple[StorageSpec, ...] = ()
     price_per_gpu_hour: float | None = None
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
-    detected: tuple[str, ...] = ()            # what was filled in from hardware detection
-    defaulted: tuple[str, ...] = ()           # fields taken from the accelerator's defaults
+    detected: tuple[str, ...] = ()  # what was filled in from hardware detection
+    defaulted: tuple[str, ...] = ()  # fields taken from the accelerator's defaults
 
     @property
     def inter_node_per_gpu_GBps(self) -> float | None:
@@ -80,7 +81,9 @@ class Fields:
                 close = difflib.get_close_matches(str(key), allowed, n=1)
                 hint = f" (did you mean {close[0]}?)" if close else ""
                 prefix = f"{where}." if where else ""
-                raise UsageError(f"{self.file}: {prefix}{key}: unknown field{hint}; known: {', '.join(allowed)}")
+                raise UsageError(
+                    f"{self.file}: {prefix}{key}: unknown field{hint}; known: {', '.join(allowed)}"
+                )
 
     def number(self, value: Any, where: str, *, positive: bool = True, maximum: float | None = None) -> float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -110,7 +113,7 @@ class Fields:
     def rate(self, value: Any, where: str) -> float:
         """A bandwidth in GB/s: a number, {GBps: X} or {Gbps: X} (bits)."""
         if isinstance(value, Mapping) and set(value) <= {"GBps", "Gbps"} and len(value) == 1:
-            (unit, v), = value.items()
+            ((unit, v),) = value.items()
             n = self.number(v, f"{where}.{unit}")
             return n / 8 if unit == "Gbps" else n
         if isinstance(value, Mapping):
@@ -132,7 +135,9 @@ def read_yaml(path: str | Path, what: str) -> tuple[Fields, Mapping[str, Any]]:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}; give an existing YAML file") from None
+        raise UsageError(
+            f"cannot read {what} {path}: {exc.strerror or exc}; give an existing YAML file"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -142,7 +147,15 @@ def read_yaml(path: str | Path, what: str) -> tuple[Fields, Mapping[str, Any]]:
     return f, f.mapping(data if data is not None else {}, "top level")
 
 
-_SPEC_KEYS = ("name", "accelerator", "gpus_per_node", "network", "storage", "price_per_gpu_hour", "thresholds")
+_SPEC_KEYS = (
+    "name",
+    "accelerator",
+    "gpus_per_node",
+    "network",
+    "storage",
+    "price_per_gpu_hour",
+    "thresholds",
+)
 
 
 def _link_rate(f: Fields, value: Any, where: str) -> tuple[float, Link | None, str]:
@@ -178,7 +191,11 @@ def _storage(f: Fields, items: Any) -> tuple[StorageSpec, ...]:
             sc = catalog.storage_class(f.catalog_name("storage class", m["class"], f"{where}.class"))
             if sc.per == "TiB":
                 if "capacity_TiB" not in m:
-                    raise f.fail(f"{where}.capacity_TiB", f"the capacity in TiB ({sc.name} is provisioned per TiB)", None)
+                    raise f.fail(
+                        f"{where}.capacity_TiB",
+                        f"the capacity in TiB ({sc.name} is provisioned per TiB)",
+                        None,
+                    )
                 mult = f.number(m["capacity_TiB"], f"{where}.capacity_TiB")
                 source = f"{sc.name} x {mult:g} TiB"
             else:
@@ -197,22 +214,31 @@ def parse_spec(data: Mapping[str, Any], file: str) -> Spec:
     if "name" in data:
         kw["name"] = str(data["name"])
     if "accelerator" in data:
-        kw["accelerator"] = catalog.accelerator(f.catalog_name("accelerator", data["accelerator"], "accelerator"))
+        kw["accelerator"] = catalog.accelerator(
+            f.catalog_name("accelerator", data["accelerator"], "accelerator")
+        )
     if "gpus_per_node" in data:
         kw["gpus_per_node"] = f.integer(data["gpus_per_node"], "gpus_per_node")
     net = f.mapping(data.get("network", {}), "network")
     f.known_keys(net, "network", ("intra_node", "inter_node"))
     if "intra_node" in net:
-        kw["intra_node_GBps"], kw["intra_node_link"], _ = _link_rate(f, net["intra_node"], "network.intra_node")
+        kw["intra_node_GBps"], kw["intra_node_link"], _ = _link_rate(
+            f, net["intra_node"], "network.intra_node"
+        )
     if "inter_node" in net:
-        kw["inter_node_GBps"], kw["inter_node_link"], kw["inter_node_desc"] = _link_rate(f, net["inter_node"], "network.inter_node")
+        kw["inter_node_GBps"], kw["inter_node_link"], kw["inter_node_desc"] = _link_rate(
+            f, net["inter_node"], "network.inter_node"
+        )
     if "storage" in data:
         kw["storage"] = _storage(f, data["storage"])
     if "price_per_gpu_hour" in data:
         kw["price_per_gpu_hour"] = f.number(data["price_per_gpu_hour"], "price_per_gpu_hour", positive=False)
     th = f.mapping(data.get("thresholds", {}), "thresholds")
     f.known_keys(th, "thresholds", ("network", "storage"))
-    kw["thresholds"] = {**DEFAULT_THRESHOLDS, **{k: f.number(v, f"thresholds.{k}", maximum=1.0) for k, v in th.items()}}
+    kw["thresholds"] = {
+        **DEFAULT_THRESHOLDS,
+        **{k: f.number(v, f"thresholds.{k}", maximum=1.0) for k, v in th.items()},
+    }
     spec = Spec(**kw)
     return fill_defaults(spec)
 
@@ -252,7 +278,11 @@ def fill_from_hardware(spec: Spec | None, hardware: Mapping[str, Any]) -> Spec |
             changes["accelerator"] = acc
             filled.append(f"accelerator={acc.name} (from {model!r})")
     count = hardware.get("gpu_count")
-    if (base.gpus_per_node is None or "gpus_per_node" in base.defaulted) and isinstance(count, int) and count > 0:
+    if (
+        (base.gpus_per_node is None or "gpus_per_node" in base.defaulted)
+        and isinstance(count, int)
+        and count > 0
+    ):
         changes["gpus_per_node"] = count
         filled.append(f"gpus_per_node={count}")
     nic = hardware.get("nic_total_GBps")

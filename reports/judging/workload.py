@@ -1,4 +1,4 @@
-"""The workload (`--workload FILE` or a preset name, CONTRACT.md): what the accelerators
+"""The workload (`--workload FILE` or a preset name, docs/contract.md): what the accelerators
 will need of the network and storage.
 
 `load_workload(path_or_preset)` reads a YAML file (which may name a `preset` and override
@@ -6,6 +6,7 @@ its fields) or takes a preset name directly (llama-8b, llama-70b, llama-405b, or
 dataloader-only preset: llm-text, unet3d, resnet50, cosmoflow). Errors name the file,
 the field and what was expected.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -15,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reports.judging import catalog
 from reports.errors import UsageError
+from reports.judging import catalog
 from reports.judging.spec import Fields, read_yaml
 
-DDP_BUCKET_BYTES = 25 * 2**20      # torch DDP's default bucket_cap_mb=25
-DDP_FIRST_BUCKET_BYTES = 2**20     # torch DDP's first bucket (the last layers' gradients): 1 MiB
+DDP_BUCKET_BYTES = 25 * 2**20  # torch DDP's default bucket_cap_mb=25
+DDP_FIRST_BUCKET_BYTES = 2**20  # torch DDP's first bucket (the last layers' gradients): 1 MiB
 DEFAULT_LAYERS = 32
 
 
@@ -28,17 +29,17 @@ DEFAULT_LAYERS = 32
 class Dataloader:
     name: str
     bytes_per_sample: float | None = None
-    samples_per_s_per_gpu: float | None = None        # given, or batch / compute_s
-    bytes_per_token: float | None = None              # llm-text: demand follows the model's tokens/s
+    samples_per_s_per_gpu: float | None = None  # given, or batch / compute_s
+    bytes_per_token: float | None = None  # llm-text: demand follows the model's tokens/s
     batch: int | None = None
-    compute_s: dict[str, float] = field(default_factory=dict)   # MLPerf: per emulated accelerator
-    path: str | None = None                           # which storage path it reads (default: shared)
+    compute_s: dict[str, float] = field(default_factory=dict)  # MLPerf: per emulated accelerator
+    path: str | None = None  # which storage path it reads (default: shared)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Checkpoint:
     interval_minutes: float = 60.0
-    bytes_per_param: float = 14.0                     # MLPerf Storage v2.0: weights + optimizer
+    bytes_per_param: float = 14.0  # MLPerf Storage v2.0: weights + optimizer
     async_: bool = False
     path: str | None = None
 
@@ -53,16 +54,16 @@ class Workload:
     seq_len: int = 8192
     gpus: int | None = None
     gpus_per_node: int | None = None
-    data: str = "fsdp"                 # ddp | fsdp
-    tensor: int = 1                    # tensor-parallel degree (beyond a node's GPUs it crosses nodes)
+    data: str = "fsdp"  # ddp | fsdp
+    tensor: int = 1  # tensor-parallel degree (beyond a node's GPUs it crosses nodes)
     global_batch_tokens: float | None = None
     mfu: float = 0.40
-    compute_s: float | None = None     # measured compute time of one step; replaces the FLOPs estimate
+    compute_s: float | None = None  # measured compute time of one step; replaces the FLOPs estimate
     dtype: str = "bf16"
-    grad_bytes: float = 2.0            # bytes per gradient (and FSDP parameter) element on the wire
+    grad_bytes: float = 2.0  # bytes per gradient (and FSDP parameter) element on the wire
     bucket_bytes: float = DDP_BUCKET_BYTES
-    overlap: float = 1.0               # share of the overlap window data-parallel communication may hide in
-    tp_overlap: float = 0.5            # share of compute tensor-parallel collectives hide behind (0: none)
+    overlap: float = 1.0  # share of the overlap window data-parallel communication may hide in
+    tp_overlap: float = 0.5  # share of compute tensor-parallel collectives hide behind (0: none)
     dataloader: Dataloader | None = None
     checkpoint: Checkpoint | None = None
     idle_budget: float = 0.05
@@ -70,8 +71,11 @@ class Workload:
 
     @property
     def is_training(self) -> bool:
-        return self.params is not None and self.gpus is not None and (
-            self.global_batch_tokens is not None or self.compute_s is not None)
+        return (
+            self.params is not None
+            and self.gpus is not None
+            and (self.global_batch_tokens is not None or self.compute_s is not None)
+        )
 
     @property
     def n_layers(self) -> int:
@@ -85,9 +89,29 @@ class Workload:
         return int(math.sqrt((self.params or 0.0) / (12 * self.n_layers)))
 
 
-_KEYS = ("preset", "name", "params", "layers", "hidden", "seq_len", "gpus", "gpus_per_node", "parallelism",
-         "global_batch_tokens", "mfu", "compute_s", "dtype", "grad_bytes", "bucket_bytes", "overlap", "tp_overlap", "dataloader",
-         "checkpoint", "idle_budget", "source")
+_KEYS = (
+    "preset",
+    "name",
+    "params",
+    "layers",
+    "hidden",
+    "seq_len",
+    "gpus",
+    "gpus_per_node",
+    "parallelism",
+    "global_batch_tokens",
+    "mfu",
+    "compute_s",
+    "dtype",
+    "grad_bytes",
+    "bucket_bytes",
+    "overlap",
+    "tp_overlap",
+    "dataloader",
+    "checkpoint",
+    "idle_budget",
+    "source",
+)
 
 
 def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -107,8 +131,14 @@ def _dataloader(f: Fields, value: Any) -> Dataloader:
     name = "custom"
     if "preset" in m:
         name = f.catalog_name("dataloader preset", m["preset"], f"{where}.preset")
-        m = _merge({k: v for k, v in catalog.resolve("dataloader preset", name)[1].items()
-                    if k not in ("source", "au_pass")}, {k: v for k, v in m.items() if k != "preset"})
+        m = _merge(
+            {
+                k: v
+                for k, v in catalog.resolve("dataloader preset", name)[1].items()
+                if k not in ("source", "au_pass")
+            },
+            {k: v for k, v in m.items() if k != "preset"},
+        )
     kw: dict[str, Any] = {"name": name}
     for key in ("bytes_per_sample", "samples_per_s_per_gpu", "bytes_per_token"):
         if key in m:
@@ -116,13 +146,18 @@ def _dataloader(f: Fields, value: Any) -> Dataloader:
     if "batch" in m:
         kw["batch"] = f.integer(m["batch"], f"{where}.batch")
     if "compute_s" in m:
-        kw["compute_s"] = {str(k): f.number(v, f"{where}.compute_s.{k}") for k, v in f.mapping(m["compute_s"], f"{where}.compute_s").items()}
+        kw["compute_s"] = {
+            str(k): f.number(v, f"{where}.compute_s.{k}")
+            for k, v in f.mapping(m["compute_s"], f"{where}.compute_s").items()
+        }
     if "path" in m:
         kw["path"] = f.text(m["path"], f"{where}.path")
     dl = Dataloader(**kw)
     has_rate = dl.samples_per_s_per_gpu is not None or (dl.batch and dl.compute_s)
     if dl.bytes_per_token is None and (dl.bytes_per_sample is None or not has_rate):
-        raise f.fail(where, "a preset, bytes_per_token, or bytes_per_sample with samples_per_s_per_gpu", dict(value))
+        raise f.fail(
+            where, "a preset, bytes_per_token, or bytes_per_sample with samples_per_s_per_gpu", dict(value)
+        )
     return dl
 
 
@@ -148,7 +183,9 @@ def parse_workload(data: Mapping[str, Any], file: str) -> Workload:
     name = "custom"
     if "preset" in data:
         name = f.catalog_name("model preset", data["preset"], "preset")
-        data = _merge(catalog.resolve("model preset", name)[1], {k: v for k, v in data.items() if k != "preset"})
+        data = _merge(
+            catalog.resolve("model preset", name)[1], {k: v for k, v in data.items() if k != "preset"}
+        )
     kw: dict[str, Any] = {"name": str(data.get("name", name)), "file": file}
     for key in ("params", "global_batch_tokens", "grad_bytes", "bucket_bytes", "compute_s"):
         if key in data:
@@ -179,7 +216,9 @@ def parse_workload(data: Mapping[str, Any], file: str) -> Workload:
     if wl.gpus and wl.gpus % wl.tensor:
         raise f.fail("parallelism.tensor", f"a divisor of gpus ({wl.gpus})", wl.tensor)
     if wl.params is None and wl.dataloader is None:
-        raise f.fail("top level", "a preset, params (with gpus and global_batch_tokens), or a dataloader", dict(data))
+        raise f.fail(
+            "top level", "a preset, params (with gpus and global_batch_tokens), or a dataloader", dict(data)
+        )
     return wl
 
 
@@ -189,11 +228,17 @@ def load_workload(path_or_preset: str | Path) -> Workload:
     if not Path(text).exists():
         for kind in ("model preset", "dataloader preset"):
             if catalog.normalise(text) in {catalog.normalise(n) for n in catalog.names(kind)}:
-                data: dict[str, Any] = {"preset": text} if kind == "model preset" else {"name": text, "dataloader": {"preset": text}}
+                data: dict[str, Any] = (
+                    {"preset": text}
+                    if kind == "model preset"
+                    else {"name": text, "dataloader": {"preset": text}}
+                )
                 return parse_workload(data, f"preset {text}")
         known = catalog.names("model preset") + catalog.names("dataloader preset")
         close = difflib.get_close_matches(text, known, n=2)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
-        raise UsageError(f"workload {text!r} is neither a file nor a preset: {hint}presets: {', '.join(known)}")
+        raise UsageError(
+            f"workload {text!r} is neither a file nor a preset: {hint}presets: {', '.join(known)}"
+        )
     f, content = read_yaml(path_or_preset, "workload")
     return parse_workload(content, f.file)

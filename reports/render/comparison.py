@@ -4,6 +4,7 @@ Both are made from one reports.judging.ranking.Comparison, through the same tabl
 the page and the markdown never disagree. No inf or nan is ever printed: a figure that is
 missing or not finite reads "—" or "unmeasured".
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -63,18 +64,37 @@ def rows_table(cmp: Comparison) -> pd.DataFrame:
                 comp = r.figure.removeprefix("idle: ")
                 cell = "unmeasured" if any(comp in s.idle_by_component for s in cmp.clusters[n]) else "—"
             row[n] = cell + (" **best**" if n in r.best and r.comparable else "")
-        row["like for like"] = ("yes" + (f" ({'; '.join(r.reasons)})" if r.reasons else "") if r.comparable
-                                else "; ".join(r.reasons) or
-                                ("one cluster measured it" if r.kind in ("network", "storage") else "—"))
+        row["like for like"] = (
+            "yes" + (f" ({'; '.join(r.reasons)})" if r.reasons else "")
+            if r.comparable
+            else "; ".join(r.reasons)
+            or ("one cluster measured it" if r.kind in ("network", "storage") else "—")
+        )
         out.append(row)
     return pd.DataFrame(out, columns=["figure", *names, "like for like"])
 
 
 def ranking_table(cmp: Comparison) -> pd.DataFrame:
-    rows = [{"rank": f"{r.rank}{'=' if r.tied_with else ''}", "cluster": r.name, r.metric: f"${r.value:,.2f}",
-             "±": "unknown" if r.noise is None else f"{r.noise:.0%}", "tied with": ", ".join(r.tied_with) or "—"} for r in cmp.ranking]
-    rows += [{"rank": "not ranked", "cluster": n, cmp.ranking[0].metric if cmp.ranking else "cost": "—", "±": "—",
-              "tied with": "; ".join(why)} for n, why in cmp.not_ranked.items()]
+    rows = [
+        {
+            "rank": f"{r.rank}{'=' if r.tied_with else ''}",
+            "cluster": r.name,
+            r.metric: f"${r.value:,.2f}",
+            "±": "unknown" if r.noise is None else f"{r.noise:.0%}",
+            "tied with": ", ".join(r.tied_with) or "—",
+        }
+        for r in cmp.ranking
+    ]
+    rows += [
+        {
+            "rank": "not ranked",
+            "cluster": n,
+            cmp.ranking[0].metric if cmp.ranking else "cost": "—",
+            "±": "—",
+            "tied with": "; ".join(why),
+        }
+        for n, why in cmp.not_ranked.items()
+    ]
     return pd.DataFrame(rows)
 
 
@@ -83,26 +103,51 @@ def why_table(cmp: Comparison) -> pd.DataFrame:
     rows = []
     for n, runs in cmp.clusters.items():
         s = runs[0]
-        row = {"cluster": n, "verdict": ", ".join(f"{r.verdict} ({r.failing} to act on)" for r in runs),
-               "GPU idle": "unmeasured" if s.lacks else (f"{s.idle_share:.1%}" if s.idle_share is not None else "—")}
+        row = {
+            "cluster": n,
+            "verdict": ", ".join(f"{r.verdict} ({r.failing} to act on)" for r in runs),
+            "GPU idle": "unmeasured"
+            if s.lacks
+            else (f"{s.idle_share:.1%}" if s.idle_share is not None else "—"),
+        }
         for c in COMPONENTS:
             v = s.idle_by_component.get(c, "absent")
             row[c] = "—" if v == "absent" else ("unmeasured" if v is None else f"{v:.1%}")
         # the finding's first clause says what is wrong; its report says what to do
-        row["deciding findings"] = " / ".join(dict.fromkeys(m.split(": ")[0] for r in runs for m in r.deciding)) or "none failing"
+        row["deciding findings"] = (
+            " / ".join(dict.fromkeys(m.split(": ")[0] for r in runs for m in r.deciding)) or "none failing"
+        )
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def render_md(cmp: Comparison) -> str:
     names = ", ".join(cmp.clusters)
-    lines = [f"# stoker compare: {names}", "", f"Workload: {cmp.workload or 'none'}", "",
-             *[f"- {h}" for h in cmp.headline], ""]
+    lines = [
+        f"# stoker compare: {names}",
+        "",
+        f"Workload: {cmp.workload or 'none'}",
+        "",
+        *[f"- {h}" for h in cmp.headline],
+        "",
+    ]
     if cmp.ranking or cmp.not_ranked:
         lines += ["## Ranking", "", md_table(ranking_table(cmp)), ""]
-    lines += ["## Why: where the GPUs wait, the verdict and what decides it", "", md_table(why_table(cmp)), "",
-              "## Side by side", "", md_table(rows_table(cmp)), "", "## How to read it", "", *COMPARE_LEGEND,
-              *LEGEND[:2], ""]
+    lines += [
+        "## Why: where the GPUs wait, the verdict and what decides it",
+        "",
+        md_table(why_table(cmp)),
+        "",
+        "## Side by side",
+        "",
+        md_table(rows_table(cmp)),
+        "",
+        "## How to read it",
+        "",
+        *COMPARE_LEGEND,
+        *LEGEND[:2],
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -114,7 +159,9 @@ def _cost_chart(cmp: Comparison) -> list[str]:
     totals = [r.value for r in ranked]
     comps = [c for c in COMPONENTS if any(cmp.clusters[n][0].idle_by_component.get(c) for n in names)]
     parts = [("compute", [1 - (cmp.clusters[n][0].idle_share or 0.0) for n in names])]
-    parts += [(f"waiting: {c}", [cmp.clusters[n][0].idle_by_component.get(c) or 0.0 for n in names]) for c in comps]
+    parts += [
+        (f"waiting: {c}", [cmp.clusters[n][0].idle_by_component.get(c) or 0.0 for n in names]) for c in comps
+    ]
     metric = ranked[0].metric
     title = f"{metric} of {cmp.workload}: compute and GPUs waiting, by component"
     return ["<h2>Cost of the work</h2>", img(plots.cost_stack(title, names, totals, parts, metric), title)]
@@ -143,14 +190,24 @@ def _storage_chart(cmp: Comparison) -> list[str]:
         return []
     names = list(cmp.clusters)
     title = "storage bandwidth per workload (like for like rows)"
-    return ["<h2>Storage</h2>", img(plots.grouped_bars(title, [r.figure for r in rows], names,
-                                                       [[r.cells[n].value for n in names] for r in rows]), title)]
+    return [
+        "<h2>Storage</h2>",
+        img(
+            plots.grouped_bars(
+                title, [r.figure for r in rows], names, [[r.cells[n].value for n in names] for r in rows]
+            ),
+            title,
+        ),
+    ]
 
 
 def render_html(cmp: Comparison) -> str:
     names = ", ".join(cmp.clusters)
-    body = [f"<h1>stoker compare: {esc(names)}</h1>", f"<p class=\"muted\">Workload: {esc(cmp.workload or 'none')}</p>",
-            bullets(cmp.headline)]
+    body = [
+        f"<h1>stoker compare: {esc(names)}</h1>",
+        f'<p class="muted">Workload: {esc(cmp.workload or "none")}</p>',
+        bullets(cmp.headline),
+    ]
     if cmp.ranking or cmp.not_ranked:
         body += ["<h2>Ranking</h2>", table(ranking_table(cmp))]
     body += _cost_chart(cmp)
@@ -164,4 +221,3 @@ def render_html(cmp: Comparison) -> str:
 
 def _plain(df: pd.DataFrame) -> pd.DataFrame:
     return df.map(lambda v: str(v).replace(" **best**", " ★ best"))
-

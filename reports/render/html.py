@@ -2,6 +2,7 @@
 no external URL — that can be mailed or attached to a ticket. Every string that comes from
 records, specs or imported files goes through html.escape.
 """
+
 from __future__ import annotations
 
 import html
@@ -10,10 +11,22 @@ from itertools import groupby
 
 import pandas as pd
 
-from reports.render import plots
-from reports.render.markdown import (LEGEND, MAX_ROWS, ReportInput, fnum, findings_table, manifest_summary, model_table,
-                               pair_cells, plateau_line, storage_table, sweep_table, verdict_line)
 from reports.judging.frames import Sweep, expected_for, io_frame, per_host, sweeps
+from reports.render import plots
+from reports.render.markdown import (
+    LEGEND,
+    MAX_ROWS,
+    ReportInput,
+    findings_table,
+    fnum,
+    manifest_summary,
+    model_table,
+    pair_cells,
+    plateau_line,
+    storage_table,
+    sweep_table,
+    verdict_line,
+)
 from reports.units import format_size
 
 CSS = """
@@ -60,14 +73,24 @@ def _net(sws: Sequence[Sweep], ri: ReportInput) -> list[str]:
     for scope, group in groupby(shown, key=lambda s: s.scope):
         items = list(group)
         adv = expected_for(scope, max(s.nodes for s in items), dict(j.expected))
-        series = [plots.Series(label=s.label, sizes=list(s.table["bytes"]), values=list(s.table["busbw"]))
-                  for s in items]
-        out += [f"<h3>{esc(scope)}</h3>",
-                img(plots.sweep_plot(f"{scope}: busbw vs message size", series, adv, j.thresholds.get("network", 0.8)),
-                    f"{scope} busbw vs message size")]
+        series = [
+            plots.Series(label=s.label, sizes=list(s.table["bytes"]), values=list(s.table["busbw"]))
+            for s in items
+        ]
+        out += [
+            f"<h3>{esc(scope)}</h3>",
+            img(
+                plots.sweep_plot(
+                    f"{scope}: busbw vs message size", series, adv, j.thresholds.get("network", 0.8)
+                ),
+                f"{scope} busbw vs message size",
+            ),
+        ]
         for s in items:
-            out += [f"<p>{esc(s.label)} — {esc(plateau_line(s, j.expected, j.thresholds).replace('**', ''))}</p>",
-                    f"<details><summary>table ({len(s.table)} sizes)</summary>{table(sweep_table(s))}</details>"]
+            out += [
+                f"<p>{esc(s.label)} — {esc(plateau_line(s, j.expected, j.thresholds).replace('**', ''))}</p>",
+                f"<details><summary>table ({len(s.table)} sizes)</summary>{table(sweep_table(s))}</details>",
+            ]
     return out
 
 
@@ -80,19 +103,46 @@ def _storage(ri: ReportInput) -> list[str]:
     spec_refs, demand = [], []
     for r in io.itertuples(index=False):
         comp = f"{r.scope} storage"
-        spec_refs.append(next((f.expected for f in ri.judgement.findings if f.component == comp
-                               and f.extra.get("path") == r.path and f.extra.get("workload") == r.workload
-                               and f.extra.get("direction") == r.direction), None))
-        need = next((m for m in ri.judgement.model if m.component == comp and m.required
-                     and m.unit.startswith("GB/s") and r.workload.replace("_", " ") in m.check), None)
+        spec_refs.append(
+            next(
+                (
+                    f.expected
+                    for f in ri.judgement.findings
+                    if f.component == comp
+                    and f.extra.get("path") == r.path
+                    and f.extra.get("workload") == r.workload
+                    and f.extra.get("direction") == r.direction
+                ),
+                None,
+            )
+        )
+        need = next(
+            (
+                m
+                for m in ri.judgement.model
+                if m.component == comp
+                and m.required
+                and m.unit.startswith("GB/s")
+                and r.workload.replace("_", " ") in m.check
+            ),
+            None,
+        )
         per_node = need is not None and "per node" in need.unit and r.scope == "shared"
         demand.append(None if need is None else need.required * (r.nodes if per_node else 1))
     labels = [f"{r.workload} {r.direction} {r.path} ({r.backend})" for r in io.itertuples(index=False)]
     if io.empty:
         return [*out, table(storage_table(io_all))]
-    out.append(img(plots.bar_plot("storage: achieved vs spec and workload demand", labels, list(io["bw"]),
-                                  [("spec", spec_refs), ("workload demand", demand)]),
-                   "storage bandwidth against spec and demand"))
+    out.append(
+        img(
+            plots.bar_plot(
+                "storage: achieved vs spec and workload demand",
+                labels,
+                list(io["bw"]),
+                [("spec", spec_refs), ("workload demand", demand)],
+            ),
+            "storage bandwidth against spec and demand",
+        )
+    )
     return [*out, table(storage_table(io_all))]
 
 
@@ -101,17 +151,33 @@ def _hosts(ri: ReportInput) -> list[str]:
     ph = per_host(ri.frame())
     for op, part in ph.groupby("op", sort=True):
         ordered = part.sort_values("host", kind="stable")
-        title = f"intra-node {op} busbw per host at {format_size(int(part['bytes'].max()))} ({len(part)} hosts)"
-        out += [img(plots.host_grid(title, list(ordered["host"]), list(ordered["busbw"])), title),
-                f"<details><summary>slowest {min(MAX_ROWS, len(part))} hosts</summary>"
-                + table(pd.DataFrame({"host": part["host"].head(MAX_ROWS),
-                                      "busbw (GB/s)": [fnum(v) for v in part["busbw"].head(MAX_ROWS)]}))
-                + "</details>"]
+        title = (
+            f"intra-node {op} busbw per host at {format_size(int(part['bytes'].max()))} ({len(part)} hosts)"
+        )
+        out += [
+            img(plots.host_grid(title, list(ordered["host"]), list(ordered["busbw"])), title),
+            f"<details><summary>slowest {min(MAX_ROWS, len(part))} hosts</summary>"
+            + table(
+                pd.DataFrame(
+                    {
+                        "host": part["host"].head(MAX_ROWS),
+                        "busbw (GB/s)": [fnum(v) for v in part["busbw"].head(MAX_ROWS)],
+                    }
+                )
+            )
+            + "</details>",
+        ]
     hs, matrix, cells = pair_cells(ri.records.net)
     if cells:
         title = f"pair busbw at the largest size ({len(cells)} pairs, {len(hs)} hosts)"
         out += [img(plots.matrix_plot(title, hs, matrix), title)]
-        out += [table(pd.DataFrame([{"host A": a, "host B": b, "busbw (GB/s)": fnum(v)} for v, a, b in cells[:MAX_ROWS]]))]
+        out += [
+            table(
+                pd.DataFrame(
+                    [{"host A": a, "host B": b, "busbw (GB/s)": fnum(v)} for v, a, b in cells[:MAX_ROWS]]
+                )
+            )
+        ]
     if len(out) == 1:
         out.append("<p>No per-host or pair measurements.</p>")
     return out
@@ -120,10 +186,12 @@ def _hosts(ri: ReportInput) -> list[str]:
 def render(ri: ReportInput) -> str:
     j, rs = ri.judgement, ri.records
     verdict = verdict_line(j, ri.missing).replace("**", "")
-    body = [f"<h1>stoker report: {esc(ri.title)}</h1>",
-            f'<p class="verdict {"pass" if j.verdict == "pass" else "fail"}">{esc(verdict)}</p>',
-            f'<p class="muted">Run: {esc(j.run_id or "—")} · {len(rs.net)} network and {len(rs.io)} storage records · '
-            f"spec: {esc(j.spec_name or 'none')} · workload: {esc(j.workload_name or 'none')}</p>"]
+    body = [
+        f"<h1>stoker report: {esc(ri.title)}</h1>",
+        f'<p class="verdict {"pass" if j.verdict == "pass" else "fail"}">{esc(verdict)}</p>',
+        f'<p class="muted">Run: {esc(j.run_id or "—")} · {len(rs.net)} network and {len(rs.io)} storage records · '
+        f"spec: {esc(j.spec_name or 'none')} · workload: {esc(j.workload_name or 'none')}</p>",
+    ]
     if ri.missing:
         body += ["<h2>Missing measurements</h2>", bullets(ri.missing)]
     body.append("<h2>Findings</h2>")
@@ -131,30 +199,61 @@ def render(ri: ReportInput) -> str:
         ft = findings_table(j.findings)
         body.append(table(ft, list(ft["status"])))
     else:
-        body.append("<p>No findings: give --spec (or put spec.yaml in the results directory) so that measurements "
-                    "can be compared with advertised figures.</p>")
+        body.append(
+            "<p>No findings: give --spec (or put spec.yaml in the results directory) so that measurements "
+            "can be compared with advertised figures.</p>"
+        )
     body += _net(sweeps(ri.frame()), ri)
     body += _storage(ri)
     if rs.host:
         from reports.render.inventory import host_link_table, port_table
 
-        body += ["<h2>Node inventory</h2>", *[table(t) for t in (host_link_table(rs.host), port_table(rs.host)) if not t.empty]]
+        body += [
+            "<h2>Node inventory</h2>",
+            *[table(t) for t in (host_link_table(rs.host), port_table(rs.host)) if not t.empty],
+        ]
     if j.model:
-        body += [f"<h2>Starvation model: {esc(j.workload_name or 'workload')}</h2>", table(model_table(j.model))]
-        body += [bullets(f"{k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(j.model_summary.items()))]
+        body += [
+            f"<h2>Starvation model: {esc(j.workload_name or 'workload')}</h2>",
+            table(model_table(j.model)),
+        ]
+        body += [
+            bullets(
+                f"{k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(j.model_summary.items())
+            )
+        ]
     body += _hosts(ri)
     if ri.imported or ri.import_notes:
-        body += ["<h2>Imported results</h2>", bullets([*sorted(ri.imported), *[f"note: {n}" for n in ri.import_notes]])]
+        body += [
+            "<h2>Imported results</h2>",
+            bullets([*sorted(ri.imported), *[f"note: {n}" for n in ri.import_notes]]),
+        ]
     if rs.skipped:
-        body += ["<h2>Skipped lines</h2>", f"<p>{len(rs.skipped)} line(s) could not be read and were left out.</p>",
-                 table(pd.DataFrame([{"file": s.file, "line": s.line, "reason": s.reason} for s in rs.skipped[:MAX_ROWS]]))]
+        body += [
+            "<h2>Skipped lines</h2>",
+            f"<p>{len(rs.skipped)} line(s) could not be read and were left out.</p>",
+            table(
+                pd.DataFrame(
+                    [{"file": s.file, "line": s.line, "reason": s.reason} for s in rs.skipped[:MAX_ROWS]]
+                )
+            ),
+        ]
     notes = [*ri.notes, *j.notes]
     if notes:
         body += ["<h2>Notes</h2>", bullets(notes)]
-    body += ["<h2>Units and statistics</h2>", bullets(LEGEND), "<h2>Environment</h2>", bullets(manifest_summary(rs.manifests))]
+    body += [
+        "<h2>Units and statistics</h2>",
+        bullets(LEGEND),
+        "<h2>Environment</h2>",
+        bullets(manifest_summary(rs.manifests)),
+    ]
     return _page(f"stoker report: {ri.title}", body)
 
 
 def _page(title: str, body: Sequence[str]) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )

@@ -1,5 +1,6 @@
 """The node inventory as tables (pure): each GPU's host link (state read and copy figures)
 and each network port, from the `kind: "host"` records. markdown.py and html.py render them."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -20,19 +21,37 @@ def _f(x: Any) -> str:
 
 
 def host_link_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    rows = [{"host": r.get("host", "?"), "GPU": r.get("device"), "bus id": r.get("bus_id") or "-",
-             "PCIe link": _link(r) + ("" if r.get("read_under_load") else ", idle"),
-             "nearest NIC": f"{r.get('nearest_nic') or '-'} ({r.get('nic_path') or '?'})",
-             "pinned H2D GB/s": _f(r.get("h2d_pinned_GBps")), "pinned D2H GB/s": _f(r.get("d2h_pinned_GBps")),
-             "pageable H2D GB/s": _f(r.get("h2d_pageable_GBps"))}
-            for r in records if r.get("component") == "host link"]
+    rows = [
+        {
+            "host": r.get("host", "?"),
+            "GPU": r.get("device"),
+            "bus id": r.get("bus_id") or "-",
+            "PCIe link": _link(r) + ("" if r.get("read_under_load") else ", idle"),
+            "nearest NIC": f"{r.get('nearest_nic') or '-'} ({r.get('nic_path') or '?'})",
+            "pinned H2D GB/s": _f(r.get("h2d_pinned_GBps")),
+            "pinned D2H GB/s": _f(r.get("d2h_pinned_GBps")),
+            "pageable H2D GB/s": _f(r.get("h2d_pageable_GBps")),
+        }
+        for r in records
+        if r.get("component") == "host link"
+    ]
     return pd.DataFrame(rows)
 
 
 def port_table(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    rows = [{"host": r.get("host", "?"), "port": f"{r.get('device')}" + (f" port {r['port']}" if r.get("port") else ""),
-             "link layer": r.get("link_layer") or "-", "state": r.get("state") or "-",
-             "rate Gb/s": "-" if r.get("rate_Gbps") is None else f"{r['rate_Gbps']:g}",
-             "PCIe link": _link(r.get("pcie") or {}), "NUMA": (r.get("pcie") or {}).get("numa_node") if (r.get("pcie") or {}).get("numa_node") is not None else "-"}
-            for r in records if r.get("component") == "network port"]
+    rows = [
+        {
+            "host": r.get("host", "?"),
+            "port": f"{r.get('device')}" + (f" port {r['port']}" if r.get("port") else ""),
+            "link layer": r.get("link_layer") or "-",
+            "state": r.get("state") or "-",
+            "rate Gb/s": "-" if r.get("rate_Gbps") is None else f"{r['rate_Gbps']:g}",
+            "PCIe link": _link(r.get("pcie") or {}),
+            "NUMA": (r.get("pcie") or {}).get("numa_node")
+            if (r.get("pcie") or {}).get("numa_node") is not None
+            else "-",
+        }
+        for r in records
+        if r.get("component") == "network port"
+    ]
     return pd.DataFrame(rows)

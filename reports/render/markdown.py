@@ -2,6 +2,7 @@
 legend and the environment. Deterministic: the same records give the same bytes (no
 generation time, sorted everything), so golden files can pin it down.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -13,13 +14,13 @@ import numpy as np
 import pandas as pd
 
 from reports.findings import Finding, headline
+from reports.judging.frames import Sweep, expected_for, io_frame, net_frame, per_host, sweeps
 from reports.manifest import allowlisted_env
 from reports.records import NetRecord, RecordSet
-from reports.judging.frames import Sweep, expected_for, io_frame, net_frame, per_host, sweeps
 from reports.units import format_size
 
-MAX_ROWS = 20            # host / pair / skipped-line tables show the worst rows, then a summary
-MAX_NAMES = 6            # host names listed in one cell
+MAX_ROWS = 20  # host / pair / skipped-line tables show the worst rows, then a summary
+MAX_NAMES = 6  # host names listed in one cell
 STATUS_ORDER = {"below_spec": 0, "starving": 1, "suspect": 2, "no_reference": 3, "ok": 4}
 
 LEGEND = (
@@ -45,12 +46,12 @@ class ReportInput:
 
     title: str
     records: RecordSet
-    judgement: Any                       # reports.judging.judge.Judgement
-    imported: Sequence[str] = ()         # files imported from the results directory
+    judgement: Any  # reports.judging.judge.Judgement
+    imported: Sequence[str] = ()  # files imported from the results directory
     import_notes: Sequence[str] = ()
-    notes: Sequence[str] = ()            # e.g. spec/workload not supported yet
-    missing: Sequence[str] = ()          # phases that aborted: what this report lacks
-    net_df: pd.DataFrame | None = None   # net_frame(records.net) when already built (large runs)
+    notes: Sequence[str] = ()  # e.g. spec/workload not supported yet
+    missing: Sequence[str] = ()  # phases that aborted: what this report lacks
+    net_df: pd.DataFrame | None = None  # net_frame(records.net) when already built (large runs)
 
     def frame(self) -> pd.DataFrame:
         return self.net_df if self.net_df is not None else net_frame(self.records.net)
@@ -90,11 +91,22 @@ def sorted_findings(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
-    rows = [{"status": f.status, "component": f.component, "check": f.check, "measured": fnum(f.measured),
-             "expected": fnum(f.expected), "unit": f.unit, "hosts": names(f.hosts), "what to do": f.message}
-            for f in sorted_findings(findings)]
-    return pd.DataFrame(rows, columns=["status", "component", "check", "measured", "expected", "unit", "hosts",
-                                       "what to do"])
+    rows = [
+        {
+            "status": f.status,
+            "component": f.component,
+            "check": f.check,
+            "measured": fnum(f.measured),
+            "expected": fnum(f.expected),
+            "unit": f.unit,
+            "hosts": names(f.hosts),
+            "what to do": f.message,
+        }
+        for f in sorted_findings(findings)
+    ]
+    return pd.DataFrame(
+        rows, columns=["status", "component", "check", "measured", "expected", "unit", "hosts", "what to do"]
+    )
 
 
 def verdict_line(judgement: Any, missing: Sequence[str] = ()) -> str:
@@ -104,8 +116,14 @@ def verdict_line(judgement: Any, missing: Sequence[str] = ()) -> str:
 
 def sweep_table(s: Sweep) -> pd.DataFrame:
     t = s.table
-    df = pd.DataFrame({"size": [format_size(int(b)) for b in t["bytes"]], "time (us)": [fnum(v) for v in t["time_us"]],
-                       "algbw (GB/s)": [fnum(v) for v in t["algbw"]], "busbw (GB/s)": [fnum(v) for v in t["busbw"]]})
+    df = pd.DataFrame(
+        {
+            "size": [format_size(int(b)) for b in t["bytes"]],
+            "time (us)": [fnum(v) for v in t["time_us"]],
+            "algbw (GB/s)": [fnum(v) for v in t["algbw"]],
+            "busbw (GB/s)": [fnum(v) for v in t["busbw"]],
+        }
+    )
     if s.groups > 1:
         df["slowest group busbw"] = [fnum(v) for v in t["busbw_min"]]
         df["groups"] = [str(int(v)) for v in t["groups"]]
@@ -116,7 +134,7 @@ def sweep_table(s: Sweep) -> pd.DataFrame:
 
 def plateau_line(s: Sweep, expected: Mapping[str, float], thresholds: Mapping[str, float]) -> str:
     size, bw = s.plateau
-    if s.ranks < 2:   # nccl-tests on one GPU: the same; bus bandwidth needs a second rank
+    if s.ranks < 2:  # nccl-tests on one GPU: the same; bus bandwidth needs a second rank
         return "One rank crosses no link: busbw is 0 by definition and the sweep is not judged."
     line = f"Plateau: **{fnum(bw)} GB/s** busbw at {format_size(size)}"
     adv = expected_for(s.scope, s.nodes, dict(expected))
@@ -133,8 +151,14 @@ def _net_section(sws: Sequence[Sweep], j: Any) -> list[str]:
     for s in sws:
         if s.scope in ("pair", "groups"):
             continue  # pairs are many small groups: summarised under localisation
-        out += [f"### {s.scope} · {s.label}", "", plateau_line(s, j.expected, j.thresholds), "",
-                md_table(sweep_table(s)), ""]
+        out += [
+            f"### {s.scope} · {s.label}",
+            "",
+            plateau_line(s, j.expected, j.thresholds),
+            "",
+            md_table(sweep_table(s)),
+            "",
+        ]
     return out
 
 
@@ -142,17 +166,39 @@ def storage_table(io: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in io.itertuples(index=False):
         note = "FAILED: " + r.failed if r.failed else ("page cache suspected" if r.cache_suspect else "")
-        rows.append({"workload": r.workload + (f" ({r.op})" if r.op else ""), "direction": r.direction,
-                     "path": r.path, "scope": r.scope, "tool": r.backend, "block": format_size(r.block) if r.block else "—",
-                     "procs": str(r.procs), "bw (GB/s)": fnum(r.bw), "IOPS": fnum(r.iops, 0),
-                     "p50 (ms)": fsig(r.p50_ms), "p99 (ms)": fsig(r.p99_ms), "note": note})
+        rows.append(
+            {
+                "workload": r.workload + (f" ({r.op})" if r.op else ""),
+                "direction": r.direction,
+                "path": r.path,
+                "scope": r.scope,
+                "tool": r.backend,
+                "block": format_size(r.block) if r.block else "—",
+                "procs": str(r.procs),
+                "bw (GB/s)": fnum(r.bw),
+                "IOPS": fnum(r.iops, 0),
+                "p50 (ms)": fsig(r.p50_ms),
+                "p99 (ms)": fsig(r.p99_ms),
+                "note": note,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def model_table(model: Sequence[Any]) -> pd.DataFrame:
-    rows = [{"component": m.component, "check": m.check, "required": fnum(m.required), "achieved": fnum(m.achieved),
-             "unit": m.unit, "idle share": f"{m.idle_share:.1%}", "$ per day": fnum(m.usd_per_day, 0),
-             "status": m.status} for m in model]
+    rows = [
+        {
+            "component": m.component,
+            "check": m.check,
+            "required": fnum(m.required),
+            "achieved": fnum(m.achieved),
+            "unit": m.unit,
+            "idle share": f"{m.idle_share:.1%}",
+            "$ per day": fnum(m.usd_per_day, 0),
+            "status": m.status,
+        }
+        for m in model
+    ]
     return pd.DataFrame(rows)
 
 
@@ -160,18 +206,22 @@ def _kv(d: Mapping[str, Any]) -> list[str]:
     return [f"- {k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(d.items())]
 
 
-def pair_cells(net: Sequence[NetRecord]) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
+def pair_cells(
+    net: Sequence[NetRecord],
+) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
     """The pair matrix (reports.judging.localise) and its cells, slowest first."""
     from reports.columns import memo
 
     return memo(net, "pair_cells", lambda: _pair_cells(net))  # type: ignore[no-any-return]
 
 
-def _pair_cells(net: Sequence[NetRecord]) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
+def _pair_cells(
+    net: Sequence[NetRecord],
+) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
     from reports.judging.localise import pair_matrix, pair_values
 
     hs, matrix = pair_matrix(net)
-    f = pair_values(net).frame     # the same cells as the matrix's upper triangle, sorted as columns
+    f = pair_values(net).frame  # the same cells as the matrix's upper triangle, sorted as columns
     a, b, v = f["a"].to_numpy(dtype=str), f["b"].to_numpy(dtype=str), f["v"].to_numpy(dtype=float)
     order = np.lexsort((b, a, v))
     cells = list(zip(v[order].tolist(), a[order].tolist(), b[order].tolist()))
@@ -184,15 +234,29 @@ def _localisation(df: pd.DataFrame, net: Sequence[NetRecord]) -> list[str]:
     if not hosts.empty:
         for op, part in hosts.groupby("op", sort=True):
             bw = part["busbw"]
-            out += [f"Intra-node {op} busbw per host at {format_size(int(part['bytes'].max()))}: {len(part)} hosts, "
-                    f"min {fnum(bw.min())}, median {fnum(bw.median())}, max {fnum(bw.max())} GB/s. Slowest first:", ""]
+            out += [
+                f"Intra-node {op} busbw per host at {format_size(int(part['bytes'].max()))}: {len(part)} hosts, "
+                f"min {fnum(bw.min())}, median {fnum(bw.median())}, max {fnum(bw.max())} GB/s. Slowest first:",
+                "",
+            ]
             top = part.head(MAX_ROWS)
-            out += [md_table(pd.DataFrame({"host": top["host"], "busbw (GB/s)": [fnum(v) for v in top["busbw"]]})), ""]
+            out += [
+                md_table(
+                    pd.DataFrame({"host": top["host"], "busbw (GB/s)": [fnum(v) for v in top["busbw"]]})
+                ),
+                "",
+            ]
     hs, _, cells = pair_cells(net)
     if cells:
         out += [f"Pair busbw (largest size): {len(cells)} pairs among {len(hs)} hosts. Slowest first:", ""]
-        out += [md_table(pd.DataFrame([{"host A": a, "host B": b, "busbw (GB/s)": fnum(v)}
-                                       for v, a, b in cells[:MAX_ROWS]])), ""]
+        out += [
+            md_table(
+                pd.DataFrame(
+                    [{"host A": a, "host B": b, "busbw (GB/s)": fnum(v)} for v, a, b in cells[:MAX_ROWS]]
+                )
+            ),
+            "",
+        ]
     out += groups_search_lines(net)
     if len(out) == 2:
         out += ["No per-host or pair measurements.", ""]
@@ -207,11 +271,24 @@ def groups_search_lines(net: Sequence[NetRecord]) -> list[str]:
     if res is None:
         return []
     named = [*res.culprits, *(f"{a}–{b} (link)" for a, b in res.links)]
-    rows = [{"round": k, "groups": len(rnd), "slowest group": ", ".join(g), "its busbw (GB/s)": fnum(v),
-             "fastest (GB/s)": fnum(max(x for _, x in rnd))}
-            for k, rnd in enumerate(res.history) for g, v in [min(rnd, key=lambda gv: gv[1])]]
-    return [f"Groups search (`--scopes groups`): {res.rounds} rounds over {len({h for rnd in res.history for g, _ in rnd for h in g})} nodes, "
-            f"reference {fnum(res.reference)} GB/s; slow: {', '.join(named) or 'none'}.", "", md_table(pd.DataFrame(rows)), ""]
+    rows = [
+        {
+            "round": k,
+            "groups": len(rnd),
+            "slowest group": ", ".join(g),
+            "its busbw (GB/s)": fnum(v),
+            "fastest (GB/s)": fnum(max(x for _, x in rnd)),
+        }
+        for k, rnd in enumerate(res.history)
+        for g, v in [min(rnd, key=lambda gv: gv[1])]
+    ]
+    return [
+        f"Groups search (`--scopes groups`): {res.rounds} rounds over {len({h for rnd in res.history for g, _ in rnd for h in g})} nodes, "
+        f"reference {fnum(res.reference)} GB/s; slow: {', '.join(named) or 'none'}.",
+        "",
+        md_table(pd.DataFrame(rows)),
+        "",
+    ]
 
 
 def manifest_summary(manifests: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -229,8 +306,13 @@ def manifest_summary(manifests: Sequence[Mapping[str, Any]]) -> list[str]:
         for k, v in (m.get("versions") or {}).items():
             seen.setdefault(f"version {k}", Counter())[str(v)] += 1
         for d in m.get("devices") or []:
-            desc = d if not isinstance(d, Mapping) else d.get("name") or d.get("model") or ", ".join(
-                f"{k}={v}" for k, v in sorted(d.items()) if k not in ("host", "rank", "index"))
+            desc = (
+                d
+                if not isinstance(d, Mapping)
+                else d.get("name")
+                or d.get("model")
+                or ", ".join(f"{k}={v}" for k, v in sorted(d.items()) if k not in ("host", "rank", "index"))
+            )
             seen.setdefault("devices", Counter())[str(desc)] += 1
         for k, v in allowlisted_env(m.get("env") or {}).items():  # again: a manifest may come from elsewhere
             seen.setdefault(f"env {k}", Counter())[v] += 1
@@ -247,14 +329,21 @@ def render(ri: ReportInput) -> str:
     # an incomplete report says on its first line which phase is missing and why
     first = f" — INCOMPLETE: {ri.missing[0]}" if j.verdict == "incomplete" and ri.missing else ""
     lines = [f"# stoker report: {ri.title}{first}", "", verdict_line(j, ri.missing), ""]
-    lines += [f"Run: {j.run_id or '—'} · {len(rs.net)} network and {len(rs.io)} storage records"
-              f" · spec: {j.spec_name or 'none'} · workload: {j.workload_name or 'none'}", ""]
+    lines += [
+        f"Run: {j.run_id or '—'} · {len(rs.net)} network and {len(rs.io)} storage records"
+        f" · spec: {j.spec_name or 'none'} · workload: {j.workload_name or 'none'}",
+        "",
+    ]
     if ri.missing:
         lines += ["## Missing measurements", "", *[f"- {m}" for m in ri.missing], ""]
     lines += ["## Findings", ""]
-    lines += [md_table(findings_table(j.findings)) if j.findings else
-              "No findings: give `--spec` (or put `spec.yaml` in the results directory) so that measurements can "
-              "be compared with advertised figures.", ""]
+    lines += [
+        md_table(findings_table(j.findings))
+        if j.findings
+        else "No findings: give `--spec` (or put `spec.yaml` in the results directory) so that measurements can "
+        "be compared with advertised figures.",
+        "",
+    ]
     lines += _net_section(sws, j)
     io = io_frame(rs.io)
     lines += ["## Storage", "", md_table(storage_table(io)) if not io.empty else "No storage records.", ""]
@@ -264,16 +353,36 @@ def render(ri: ReportInput) -> str:
         lines += ["## Node inventory", ""]
         lines += [md_table(t) + "\n" for t in (host_link_table(rs.host), port_table(rs.host)) if not t.empty]
     if j.model:
-        lines += [f"## Starvation model: {j.workload_name or 'workload'}", "", md_table(model_table(j.model)), ""]
+        lines += [
+            f"## Starvation model: {j.workload_name or 'workload'}",
+            "",
+            md_table(model_table(j.model)),
+            "",
+        ]
         lines += [*_kv(j.model_summary), ""] if j.model_summary else []
     lines += _localisation(df, rs.net)
     if ri.imported or ri.import_notes:
-        lines += ["## Imported results", "", *[f"- {s}" for s in sorted(ri.imported)],
-                  *[f"- note: {n}" for n in ri.import_notes], ""]
+        lines += [
+            "## Imported results",
+            "",
+            *[f"- {s}" for s in sorted(ri.imported)],
+            *[f"- note: {n}" for n in ri.import_notes],
+            "",
+        ]
     if rs.skipped:
-        lines += ["## Skipped lines", "", f"{len(rs.skipped)} line(s) could not be read and were left out:", ""]
-        lines += [md_table(pd.DataFrame([{"file": s.file, "line": str(s.line), "reason": s.reason}
-                                         for s in rs.skipped[:MAX_ROWS]]))]
+        lines += [
+            "## Skipped lines",
+            "",
+            f"{len(rs.skipped)} line(s) could not be read and were left out:",
+            "",
+        ]
+        lines += [
+            md_table(
+                pd.DataFrame(
+                    [{"file": s.file, "line": str(s.line), "reason": s.reason} for s in rs.skipped[:MAX_ROWS]]
+                )
+            )
+        ]
         lines += ["", f"(+{len(rs.skipped) - MAX_ROWS} more)"] if len(rs.skipped) > MAX_ROWS else []
         lines += [""]
     notes = [*ri.notes, *j.notes]
@@ -282,4 +391,3 @@ def render(ri: ReportInput) -> str:
     lines += ["## Units and statistics", "", *LEGEND, ""]
     lines += ["## Environment", "", *manifest_summary(rs.manifests), ""]
     return "\n".join(lines)
-

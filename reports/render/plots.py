@@ -4,6 +4,7 @@ Scales to 1,000 nodes: a sweep plot draws one line per op (groups are already av
 per-host values become a heatmap grid rather than 1,000 lines, and the pair matrix is a
 single image. PNGs carry no software/date metadata, so the same data gives the same bytes.
 """
+
 from __future__ import annotations
 
 import base64
@@ -46,8 +47,9 @@ def _size_label(n: float, _pos: Any = None) -> str:
     return f"{n:g}"
 
 
-def sweep_plot(title: str, series: Sequence[Series], advertised: float | None = None,
-               threshold: float | None = None) -> str:
+def sweep_plot(
+    title: str, series: Sequence[Series], advertised: float | None = None, threshold: float | None = None
+) -> str:
     """busbw against message size (log2 x), the advertised line and the passing band
     between threshold × advertised and advertised."""
     plt = _plt()
@@ -57,10 +59,17 @@ def sweep_plot(title: str, series: Sequence[Series], advertised: float | None = 
     for s in series:
         ax.plot(list(s.sizes), list(s.values), marker="o", markersize=3, linewidth=1.5, label=s.label)
     if advertised:
-        ax.axhline(advertised, color="black", linestyle="--", linewidth=1, label=f"advertised {advertised:g} GB/s")
+        ax.axhline(
+            advertised, color="black", linestyle="--", linewidth=1, label=f"advertised {advertised:g} GB/s"
+        )
         if threshold:
-            ax.axhspan(advertised * threshold, advertised, color="tab:green", alpha=0.12,
-                       label=f"passes (≥ {threshold:.0%} of advertised)")
+            ax.axhspan(
+                advertised * threshold,
+                advertised,
+                color="tab:green",
+                alpha=0.12,
+                label=f"passes (≥ {threshold:.0%} of advertised)",
+            )
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
     ax.set_xlabel("message size (bytes, nccl-tests size column)")
@@ -72,8 +81,12 @@ def sweep_plot(title: str, series: Sequence[Series], advertised: float | None = 
     return _encode(fig)
 
 
-def bar_plot(title: str, labels: Sequence[str], achieved: Sequence[float],
-             marks: Sequence[tuple[str, Sequence[float | None]]] = ()) -> str:
+def bar_plot(
+    title: str,
+    labels: Sequence[str],
+    achieved: Sequence[float],
+    marks: Sequence[tuple[str, Sequence[float | None]]] = (),
+) -> str:
     """Horizontal bars of achieved GB/s with tick marks at references (spec, demand)."""
     plt = _plt()
     n = len(labels)
@@ -83,8 +96,16 @@ def bar_plot(title: str, labels: Sequence[str], achieved: Sequence[float],
     for (name, values), color in zip(marks, ("tab:red", "tab:orange", "tab:purple")):
         pts = [(y, v) for y, v in zip(ys, values) if v]
         if pts:
-            ax.scatter([v for _, v in pts], [y for y, _ in pts], marker="|", s=400, color=color, linewidths=2,
-                       label=name, zorder=3)
+            ax.scatter(
+                [v for _, v in pts],
+                [y for y, _ in pts],
+                marker="|",
+                s=400,
+                color=color,
+                linewidths=2,
+                label=name,
+                zorder=3,
+            )
     ax.set_yticks(ys)
     ax.set_yticklabels(list(labels), fontsize=7)
     ax.invert_yaxis()
@@ -112,8 +133,15 @@ def host_grid(title: str, hosts: Sequence[str], values: Sequence[float]) -> str:
         vmin, vmax = float(np.nanmin(grid)), float(np.nanmax(grid))
         for i, (h, v) in enumerate(zip(hosts, values)):
             light = vmax > vmin and (v - vmin) / (vmax - vmin) < 0.5
-            ax.text(i % cols, i // cols, f"{h}\n{v:.1f}", ha="center", va="center", fontsize=6,
-                    color="white" if light else "black")
+            ax.text(
+                i % cols,
+                i // cols,
+                f"{h}\n{v:.1f}",
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="white" if light else "black",
+            )
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_title(title, fontsize=10)
@@ -151,28 +179,49 @@ def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence
     for i, (s, adv) in enumerate(zip(series, advertised)):
         color = f"C{i % 10}"
         # markers and dashes differ too, so that two clusters with the same curve both show
-        ax.plot(list(s.sizes), list(s.values), marker="osD^v"[i % 5], markersize=4 + (i % 3), linewidth=1.5,
-                linestyle=("-", "-.", ":")[i % 3], label=s.label, color=color)
+        ax.plot(
+            list(s.sizes),
+            list(s.values),
+            marker="osD^v"[i % 5],
+            markersize=4 + (i % 3),
+            linewidth=1.5,
+            linestyle=("-", "-.", ":")[i % 3],
+            label=s.label,
+            color=color,
+        )
         if adv:
-            ax.axhline(adv, color=color, linestyle="--", linewidth=1, label=f"{s.label.split(' (')[0]} advertised {adv:g}")
+            ax.axhline(
+                adv,
+                color=color,
+                linestyle="--",
+                linewidth=1,
+                label=f"{s.label.split(' (')[0]} advertised {adv:g}",
+            )
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
     ax.set_xlabel("message size (bytes, nccl-tests size column)")
     ax.set_ylabel("busbw (GB/s)")
     ys = [v for s in series for v in s.values if v > 0] + [a for a in advertised if a]
-    if ys and max(ys) / min(ys) > 30:   # a 0.6 GB/s gloo curve under a 450 GB/s NVLink line: log, or it is flat at 0
+    if (
+        ys and max(ys) / min(ys) > 30
+    ):  # a 0.6 GB/s gloo curve under a 450 GB/s NVLink line: log, or it is flat at 0
         ax.set_yscale("log")
         ax.set_ylim(min(ys) / 2, max(ys) * 2)
     else:
-        ax.set_ylim(0, max(ys, default=1.0) * 1.15)   # headroom: the advertised lines are not on the frame
+        ax.set_ylim(0, max(ys, default=1.0) * 1.15)  # headroom: the advertised lines are not on the frame
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _encode(fig)
 
 
-def cost_stack(title: str, names: Sequence[str], totals: Sequence[float],
-               parts: Sequence[tuple[str, Sequence[float]]], unit: str) -> str:
+def cost_stack(
+    title: str,
+    names: Sequence[str],
+    totals: Sequence[float],
+    parts: Sequence[tuple[str, Sequence[float]]],
+    unit: str,
+) -> str:
     """One horizontal bar per cluster: the cost of a unit of work, split into what pays for
     compute and what pays for GPUs waiting on each component (cost x that component's
     share of the idle time); the segments add up to the bar."""
@@ -198,8 +247,9 @@ def cost_stack(title: str, names: Sequence[str], totals: Sequence[float],
     return _encode(fig)
 
 
-def grouped_bars(title: str, groups: Sequence[str], names: Sequence[str],
-                 values: Sequence[Sequence[float | None]]) -> str:
+def grouped_bars(
+    title: str, groups: Sequence[str], names: Sequence[str], values: Sequence[Sequence[float | None]]
+) -> str:
     """values[i][k]: cluster k in group i (GB/s); a missing value leaves a gap, never a 0 bar."""
     plt = _plt()
     n, k = len(groups), max(1, len(names))
@@ -207,8 +257,13 @@ def grouped_bars(title: str, groups: Sequence[str], names: Sequence[str],
     h = 0.8 / k
     for j, name in enumerate(names):
         ys = [i + j * h for i in range(n) if values[i][j] is not None]
-        ax.barh(ys, [values[i][j] for i in range(n) if values[i][j] is not None], height=h, color=f"C{j % 10}",
-                label=name)
+        ax.barh(
+            ys,
+            [values[i][j] for i in range(n) if values[i][j] is not None],
+            height=h,
+            color=f"C{j % 10}",
+            label=name,
+        )
     ax.set_yticks([i + 0.4 - h / 2 for i in range(n)])
     ax.set_yticklabels(list(groups), fontsize=7)
     ax.invert_yaxis()

@@ -4,6 +4,7 @@ file system whose reads and writes are throttled to a known rate by a blkio cgro
 Names carry the `io` prefix and the pid so that concurrent test runs never collide; every
 resource is released in `finally`, also when the test fails.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -51,10 +52,10 @@ def ramfs() -> Iterator[Path]:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ThrottledDisk:
     mount: Path
-    device: str          # /dev/loopN
-    majmin: str          # "7:3"
-    cgroup_procs: Path   # write a pid here to throttle that process (and its children)
-    rate: int            # bytes/s, reads and writes
+    device: str  # /dev/loopN
+    majmin: str  # "7:3"
+    cgroup_procs: Path  # write a pid here to throttle that process (and its children)
+    rate: int  # bytes/s, reads and writes
 
 
 def _cgroup(name: str, majmin: str, rate: int) -> tuple[Path, Path]:
@@ -100,7 +101,7 @@ def throttled_disk(rate: int, size: str = "1G") -> Iterator[ThrottledDisk]:
             subprocess.run(["losetup", "-d", dev], check=False)
         if cg is not None:
             with contextlib.suppress(OSError):
-                cg.rmdir()   # empty once the throttled processes have exited
+                cg.rmdir()  # empty once the throttled processes have exited
         img.unlink(missing_ok=True)
         mnt.rmdir()
         work.rmdir()

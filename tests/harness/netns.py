@@ -49,6 +49,7 @@ kills the processes left in the namespaces, deletes every namespace (which delet
 links) and `/etc/netns/<ns>`. Entering first removes what a crashed run with the same
 prefix left behind.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -72,7 +73,7 @@ IFNAME = "eth0"
 # measured to give 0.94-0.957 Gbit/s TCP goodput on a 1 Gbit/s link.
 BURST = "256kb"
 TBF_LATENCY = "50ms"
-FAIL_GRACE_S = 15.0   # after one rank fails, how long the others may take to notice and exit
+FAIL_GRACE_S = 15.0  # after one rank fails, how long the others may take to notice and exit
 _PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
 
 
@@ -134,7 +135,7 @@ class NetnsCluster:
         self.hosts = [f"{prefix}n{i}" for i in range(nodes)]
         self._net = _subnet(prefix)
         self._procs: list[subprocess.Popen[Any]] = []
-        self._classes: dict[int, int] = {}      # node -> pair classes on its HTB tree
+        self._classes: dict[int, int] = {}  # node -> pair classes on its HTB tree
         self._node_rate: dict[int, float] = {}  # node -> its shaped rate
 
     # -- lifecycle ------------------------------------------------------------------
@@ -185,7 +186,8 @@ class NetnsCluster:
         _ip("-n", sw, "link", "add", "br0", "type", "bridge")
         _ip("-n", sw, "link", "set", "br0", "up")
         hosts_file = "127.0.0.1\tlocalhost\n" + "".join(
-            f"{self.addr(i)}\t{h}\n" for i, h in enumerate(self.hosts))
+            f"{self.addr(i)}\t{h}\n" for i, h in enumerate(self.hosts)
+        )
         for i, ns in enumerate(self.namespaces):
             _ip("netns", "add", ns)
             _ip("-n", ns, "link", "set", "lo", "up")
@@ -228,56 +230,118 @@ class NetnsCluster:
     def wrap(self, i: int, argv: Sequence[str]) -> list[str]:
         """argv run in node i's namespace with node i's UTS host name; argv is passed as
         arguments to a fixed script, never interpolated into a shell string."""
-        return ["ip", "netns", "exec", self.namespaces[i], "unshare", "--uts", "--",
-                "sh", "-c", 'hostname "$1"; shift; exec "$@"', "sh", self.hosts[i], *argv]
+        return [
+            "ip",
+            "netns",
+            "exec",
+            self.namespaces[i],
+            "unshare",
+            "--uts",
+            "--",
+            "sh",
+            "-c",
+            'hostname "$1"; shift; exec "$@"',
+            "sh",
+            self.hosts[i],
+            *argv,
+        ]
 
-    def popen(self, i: int, argv: Sequence[str], env: Mapping[str, str] | None = None,
-              **kw: Any) -> subprocess.Popen[Any]:
+    def popen(
+        self, i: int, argv: Sequence[str], env: Mapping[str, str] | None = None, **kw: Any
+    ) -> subprocess.Popen[Any]:
         kw.setdefault("start_new_session", True)  # lets teardown kill the whole tree
         p: subprocess.Popen[Any] = subprocess.Popen(
-            self.wrap(i, argv), env=dict(env) if env is not None else self.env(i), **kw)
+            self.wrap(i, argv), env=dict(env) if env is not None else self.env(i), **kw
+        )
         self._procs.append(p)
         return p
 
-    def run(self, i: int, argv: Sequence[str], timeout: float = 60.0,
-            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.wrap(i, argv), env=dict(env) if env is not None else self.env(i),
-                              capture_output=True, text=True, timeout=timeout)
+    def run(
+        self, i: int, argv: Sequence[str], timeout: float = 60.0, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.wrap(i, argv),
+            env=dict(env) if env is not None else self.env(i),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
-    def torchrun_argv(self, i: int, nproc: int, nnodes: int, port: int,
-                      module_args: Sequence[str]) -> list[str]:
-        return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nnodes),
-                "--nproc-per-node", str(nproc), "--node-rank", str(i),
-                "--master-addr", self.addr(0), "--master-port", str(port), *module_args]
+    def torchrun_argv(
+        self, i: int, nproc: int, nnodes: int, port: int, module_args: Sequence[str]
+    ) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            str(nnodes),
+            "--nproc-per-node",
+            str(nproc),
+            "--node-rank",
+            str(i),
+            "--master-addr",
+            self.addr(0),
+            "--master-port",
+            str(port),
+            *module_args,
+        ]
 
-    def torchrun(self, nproc: int, port: int, module_args: Sequence[str], timeout: float = 300.0,
-                 env: Mapping[str, str] | None = None) -> list[tuple[int, str, str]]:
+    def torchrun(
+        self,
+        nproc: int,
+        port: int,
+        module_args: Sequence[str],
+        timeout: float = 300.0,
+        env: Mapping[str, str] | None = None,
+    ) -> list[tuple[int, str, str]]:
         """torchrun on every node at once, `nproc` ranks each; (returncode, stdout, stderr)
         per node. When one fails the others get FAIL_GRACE_S to finish, then are killed
         (returncode -9), as at the timeout; the outputs say why."""
-        return self.run_all([(i, self.torchrun_argv(i, nproc, self.n, port, module_args), self.env(i, env))
-                              for i in range(self.n)], timeout)
+        return self.run_all(
+            [
+                (i, self.torchrun_argv(i, nproc, self.n, port, module_args), self.env(i, env))
+                for i in range(self.n)
+            ],
+            timeout,
+        )
 
-    def launch(self, nproc: int, port: int, python_args: Sequence[str], timeout: float = 300.0,
-               env: Mapping[str, str] | None = None) -> list[tuple[int, str, str]]:
+    def launch(
+        self,
+        nproc: int,
+        port: int,
+        python_args: Sequence[str],
+        timeout: float = 300.0,
+        env: Mapping[str, str] | None = None,
+    ) -> list[tuple[int, str, str]]:
         """`python *python_args` as `nproc` ranks per node with torchrun's environment contract
         (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, ...) but without its agents: half the
         processes importing torch, for tests that repeat a run. One entry per rank."""
         jobs = []
         for i in range(self.n):
             for local in range(nproc):
-                contract = {"RANK": str(i * nproc + local), "WORLD_SIZE": str(self.n * nproc),
-                            "LOCAL_RANK": str(local), "LOCAL_WORLD_SIZE": str(nproc), "GROUP_RANK": str(i),
-                            "MASTER_ADDR": self.addr(0), "MASTER_PORT": str(port)}
+                contract = {
+                    "RANK": str(i * nproc + local),
+                    "WORLD_SIZE": str(self.n * nproc),
+                    "LOCAL_RANK": str(local),
+                    "LOCAL_WORLD_SIZE": str(nproc),
+                    "GROUP_RANK": str(i),
+                    "MASTER_ADDR": self.addr(0),
+                    "MASTER_PORT": str(port),
+                }
                 jobs.append((i, [sys.executable, *python_args], self.env(i, {**(env or {}), **contract})))
         return self.run_all(jobs, timeout)
 
-    def run_all(self, jobs: Sequence[tuple[int, list[str], dict[str, str]]],
-                 timeout: float) -> list[tuple[int, str, str]]:
+    def run_all(
+        self, jobs: Sequence[tuple[int, list[str], dict[str, str]]], timeout: float
+    ) -> list[tuple[int, str, str]]:
         """Start every job at once and wait for all. Output goes to files, not pipes: a
         chatty rank must never block on a full pipe while its peers wait for it."""
         files = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in jobs]
-        procs = [self.popen(i, argv, env=env, stdout=fo, stderr=fe) for (i, argv, env), (fo, fe) in zip(jobs, files)]
+        procs = [
+            self.popen(i, argv, env=env, stdout=fo, stderr=fe)
+            for (i, argv, env), (fo, fe) in zip(jobs, files)
+        ]
         deadline = time.monotonic() + timeout
         while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
             if any(p.returncode not in (None, 0) for p in procs):
@@ -312,10 +376,43 @@ class NetnsCluster:
         """Node i sends and receives at most `rate_mbit` (pairs shaped lower stay lower)."""
         rate = f"{rate_mbit}mbit"
         verb = "change" if i in self._node_rate else "add"
-        _tc(self._htb(i), "class", verb, "dev", IFNAME, "parent", "1:", "classid", "1:1",
-            "htb", "rate", rate, "ceil", rate, "burst", BURST, "cburst", BURST)
-        _tc(self.switch, "qdisc", "replace", "dev", f"p{i}", "root", "handle", "1:", "tbf",
-            "rate", rate, "burst", BURST, "latency", TBF_LATENCY)
+        _tc(
+            self._htb(i),
+            "class",
+            verb,
+            "dev",
+            IFNAME,
+            "parent",
+            "1:",
+            "classid",
+            "1:1",
+            "htb",
+            "rate",
+            rate,
+            "ceil",
+            rate,
+            "burst",
+            BURST,
+            "cburst",
+            BURST,
+        )
+        _tc(
+            self.switch,
+            "qdisc",
+            "replace",
+            "dev",
+            f"p{i}",
+            "root",
+            "handle",
+            "1:",
+            "tbf",
+            "rate",
+            rate,
+            "burst",
+            BURST,
+            "latency",
+            TBF_LATENCY,
+        )
         self._node_rate[i] = rate_mbit
 
     def shape_pair(self, i: int, j: int, rate_mbit: float) -> None:
@@ -326,16 +423,54 @@ class NetnsCluster:
             ns = self._htb(a)
             self._classes[a] += 1
             cls = f"1:{self._classes[a] + 9}"
-            _tc(ns, "class", "add", "dev", IFNAME, "parent", "1:", "classid", cls,
-                "htb", "rate", rate, "ceil", rate, "burst", BURST, "cburst", BURST)
-            _tc(ns, "filter", "add", "dev", IFNAME, "parent", "1:", "protocol", "ip", "prio", "1",
-                "u32", "match", "ip", "dst", f"{self.addr(b)}/32", "flowid", cls)
+            _tc(
+                ns,
+                "class",
+                "add",
+                "dev",
+                IFNAME,
+                "parent",
+                "1:",
+                "classid",
+                cls,
+                "htb",
+                "rate",
+                rate,
+                "ceil",
+                rate,
+                "burst",
+                BURST,
+                "cburst",
+                BURST,
+            )
+            _tc(
+                ns,
+                "filter",
+                "add",
+                "dev",
+                IFNAME,
+                "parent",
+                "1:",
+                "protocol",
+                "ip",
+                "prio",
+                "1",
+                "u32",
+                "match",
+                "ip",
+                "dst",
+                f"{self.addr(b)}/32",
+                "flowid",
+                cls,
+            )
 
     def netem(self, i: int, delay_ms: float, loss_pct: float = 0.0) -> None:
         """Delay/loss on what node i sends (under its node rate when it has one)."""
         spec = ["netem", "delay", f"{delay_ms}ms", "loss", f"{loss_pct}%"]
         if i in self._node_rate:
-            _tc(self.namespaces[i], "qdisc", "replace", "dev", IFNAME, "parent", "1:1", "handle", "10:", *spec)
+            _tc(
+                self.namespaces[i], "qdisc", "replace", "dev", IFNAME, "parent", "1:1", "handle", "10:", *spec
+            )
         elif i in self._classes:
             raise RuntimeError(f"node {i} has only pair shaping; shape the node first to add netem")
         else:
@@ -345,19 +480,28 @@ class NetnsCluster:
     def tcp_goodput_bps(self, server: int, client: int, seconds: float = 2.0, port: int = 5201) -> float:
         """iperf3 TCP goodput (bits/s received) from `client` to `server`. Ports are private
         to each namespace, so the default port cannot collide with other clusters."""
-        srv = self.popen(server, ["iperf3", "-s", "-1", "-p", str(port)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        srv = self.popen(
+            server,
+            ["iperf3", "-s", "-1", "-p", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             for _ in range(50):
-                r = self.run(client, ["iperf3", "-c", self.addr(server), "-p", str(port),
-                                      "-t", str(seconds), "-J"], timeout=seconds + 30)
+                r = self.run(
+                    client,
+                    ["iperf3", "-c", self.addr(server), "-p", str(port), "-t", str(seconds), "-J"],
+                    timeout=seconds + 30,
+                )
                 # iperf3 3.12 exits 0 with -J even when it failed: the JSON says why.
                 out = json.loads(r.stdout) if r.stdout.strip().startswith("{") else {}
                 received = out.get("end", {}).get("sum_received")
                 if received:
                     return float(received["bits_per_second"])
                 time.sleep(0.1)  # server not listening yet
-            raise RuntimeError(f"iperf3 {self.hosts[client]} -> {self.hosts[server]} failed: {r.stdout[-300:]}")
+            raise RuntimeError(
+                f"iperf3 {self.hosts[client]} -> {self.hosts[server]} failed: {r.stdout[-300:]}"
+            )
         finally:
             if srv.poll() is None:
                 srv.kill()

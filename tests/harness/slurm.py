@@ -13,6 +13,7 @@ config, state and logs live in one temp dir; clients find them through SLURM_CON
 Ports: picked free when the cluster starts (slurmctld, one per slurmd, and a block of 70
 for srun), so two clusters, or other tests on this machine, never collide on a fixed one.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,17 @@ import time
 from pathlib import Path
 
 SRUN_PORT_COUNT = 70
-TERMINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED")
+TERMINAL = (
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "PREEMPTED",
+)
 
 
 def _port_free(port: int) -> bool:
@@ -82,7 +93,9 @@ def _conf(d: Path, nodes: list[str], cpus: int, mpi_default: str, ports: int) ->
         "MinJobAge=600",
     ]
     for i, n in enumerate(nodes):
-        lines.append(f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={ports + 1 + i} CPUs={cpus} State=UNKNOWN")
+        lines.append(
+            f"NodeName={n} NodeHostname={host} NodeAddr=127.0.0.1 Port={ports + 1 + i} CPUs={cpus} State=UNKNOWN"
+        )
     lines.append(f"PartitionName=la Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
 
@@ -90,7 +103,9 @@ def _conf(d: Path, nodes: list[str], cpus: int, mpi_default: str, ports: int) ->
 class SlurmCluster:
     """slurmctld + `nodes` slurmd on this machine; a context manager."""
 
-    def __init__(self, *, prefix: str = "la", nodes: int = 2, cpus: int | None = None, mpi_default: str = "none") -> None:
+    def __init__(
+        self, *, prefix: str = "la", nodes: int = 2, cpus: int | None = None, mpi_default: str = "none"
+    ) -> None:
         """Every node also gets its own empty tmpfs at `self.private` (a mount namespace
         per slurmd): a results dir there is NOT shared between the nodes. `mpi_default`:
         slurm.conf MpiDefault (none, pmi2, pmix): what a plain srun step gets."""
@@ -115,22 +130,54 @@ class SlurmCluster:
         self.stop()
 
     def start(self) -> None:
-        for sub in ("state", "spool", "private", *(f"tmp/{n}" for n in self.names), *(f"spool/{n}" for n in self.names)):
+        for sub in (
+            "state",
+            "spool",
+            "private",
+            *(f"tmp/{n}" for n in self.names),
+            *(f"spool/{n}" for n in self.names),
+        ):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        self.conf.write_text(_conf(self.dir, self.names, self.cpus, self.mpi_default,
-                                     free_ports(1 + len(self.names) + SRUN_PORT_COUNT)), encoding="utf-8")
+        self.conf.write_text(
+            _conf(
+                self.dir,
+                self.names,
+                self.cpus,
+                self.mpi_default,
+                free_ports(1 + len(self.names) + SRUN_PORT_COUNT),
+            ),
+            encoding="utf-8",
+        )
         self._spawn(["slurmctld", "-D", "-i"], "slurmctld.out")
         for n in self.names:
             # unshare execs sh, which execs slurmd: the pid we hold is the daemon's. The
             # script is fixed; the node name and private dir are its arguments.
             script = 'hostname "$1" && mount -t tmpfs -o size=16m la-private "$2" && exec slurmd -D -N "$1"'
-            self._spawn(["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                         n, str(self.private)], f"slurmd-{n}.out")
+            self._spawn(
+                [
+                    "unshare",
+                    "--uts",
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    script,
+                    "sh",
+                    n,
+                    str(self.private),
+                ],
+                f"slurmd-{n}.out",
+            )
         self._wait_idle(timeout_s=30)
 
     def _spawn(self, argv: list[str], log: str) -> None:
         with open(self.dir / log, "wb") as fh:
-            self._procs.append(subprocess.Popen(argv, env=self.env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True))
+            self._procs.append(
+                subprocess.Popen(
+                    argv, env=self.env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            )
 
     def _wait_idle(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -138,17 +185,25 @@ class SlurmCluster:
         while time.monotonic() < deadline:
             for p in self._procs:
                 if p.poll() is not None:
-                    raise RuntimeError(f"a Slurm daemon exited ({p.args}); logs in {self.dir}: {self.logs()[-2000:]}")
+                    raise RuntimeError(
+                        f"a Slurm daemon exited ({p.args}); logs in {self.dir}: {self.logs()[-2000:]}"
+                    )
             q = self.run(["sinfo", "-h", "-N", "-o", "%N %t"], check=False)
             states = q.stdout
             if q.returncode == 0 and sum(" idle" in line for line in states.splitlines()) == len(self.names):
                 return
             time.sleep(0.5)
-        raise RuntimeError(f"Slurm nodes not idle after {timeout_s} s: {states!r}; logs: {self.logs()[-2000:]}")
+        raise RuntimeError(
+            f"Slurm nodes not idle after {timeout_s} s: {states!r}; logs: {self.logs()[-2000:]}"
+        )
 
-    def run(self, argv: list[str], *, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, argv: list[str], *, check: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """A Slurm client command against this cluster."""
-        return subprocess.run(argv, env={**self.env, **(env or {})}, capture_output=True, text=True, check=check, timeout=60)
+        return subprocess.run(
+            argv, env={**self.env, **(env or {})}, capture_output=True, text=True, check=check, timeout=60
+        )
 
     def sbatch(self, argv: list[str], env: dict[str, str] | None = None) -> str:
         out = self.run(["sbatch", "--parsable", *argv], env=env).stdout.strip()
@@ -187,7 +242,9 @@ class SlurmCluster:
     def stop(self) -> None:
         if self._procs and self.conf.exists():
             # jobs first, so no slurmstepd outlives its daemon (this cluster only: SLURM_CONF)
-            subprocess.run(["scancel", "--partition", "la"], env=self.env, capture_output=True, timeout=30, check=False)
+            subprocess.run(
+                ["scancel", "--partition", "la"], env=self.env, capture_output=True, timeout=30, check=False
+            )
         for p in reversed(self._procs):
             if p.poll() is None:
                 p.terminate()

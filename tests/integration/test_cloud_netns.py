@@ -14,11 +14,11 @@ Each must reach a report with network and storage records from both nodes; the m
 inter-node bandwidth must fit under the shaped link. One pod with wrong rank variables ends
 in the one-line failure before any sweep.
 """
+
 from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,29 +34,51 @@ from tests.harness import netns
 
 pytestmark = [needs_root, pytest.mark.slow]
 
-PREFIX = "ncl"          # the neocloud area's namespaces
+PREFIX = "ncl"  # the neocloud area's namespaces
 RATE_MBIT = 400
-NODE_GBPS = RATE_MBIT * 1e6 / 8 / 1e9      # 0.05 GB/s per node, one direction
+NODE_GBPS = RATE_MBIT * 1e6 / 8 / 1e9  # 0.05 GB/s per node, one direction
 # the shaped rate as the advertised inter-node figure (the known limit); loopback has none,
 # so intra-node is left without a reference rather than given the figure it measured
-SPEC = ("name: ncl-shaped\ngpus_per_node: 2\nnetwork:\n  inter_node: {GBps: 0.05}\n"
-        "thresholds: {network: 0.5, storage: 0.5}\n")
-PROFILE = with_overrides(get_profile("quick"), ops=("all_reduce",), min_bytes="8M", max_bytes="8M", iters=4,
-                         warmup=1, workloads=("checkpoint",), ckpt_bytes="8M", io_runtime_s=2)   # 2: iobench MIN_RUNTIME_S
+SPEC = (
+    "name: ncl-shaped\ngpus_per_node: 2\nnetwork:\n  inter_node: {GBps: 0.05}\n"
+    "thresholds: {network: 0.5, storage: 0.5}\n"
+)
+PROFILE = with_overrides(
+    get_profile("quick"),
+    ops=("all_reduce",),
+    min_bytes="8M",
+    max_bytes="8M",
+    iters=4,
+    warmup=1,
+    workloads=("checkpoint",),
+    ckpt_bytes="8M",
+    io_runtime_s=2,
+)  # 2: iobench MIN_RUNTIME_S
 
 
 def job(tmp: Path, name: str, shared: bool = True) -> CloudJob:
-    return CloudJob(name=name, nodes=2, gpus_per_node=0, profile=PROFILE, image="unused", fabric="tcp",
-                    backend="gloo", out=str(tmp / "results"), results_volume="rwx" if shared else None,
-                    stoker_dir=str(REPO), inputs_dir=str(tmp / "inputs"), spec_text=SPEC,
-                    spec_path=str(tmp / "spec.yaml"))
+    return CloudJob(
+        name=name,
+        nodes=2,
+        gpus_per_node=0,
+        profile=PROFILE,
+        image="unused",
+        fabric="tcp",
+        backend="gloo",
+        out=str(tmp / "results"),
+        results_volume="rwx" if shared else None,
+        stoker_dir=str(REPO),
+        inputs_dir=str(tmp / "inputs"),
+        spec_text=SPEC,
+        spec_path=str(tmp / "spec.yaml"),
+    )
 
 
 def _k8s(c: netns.NetnsCluster, j: CloudJob, tmp: Path) -> list[tuple[list[str], dict[str, str]]]:
     docs = list(yaml.safe_load_all(render(j, "k8s")))
     cm = next(d for d in docs if d["kind"] == "ConfigMap")
     (tmp / "inputs").mkdir(exist_ok=True)
-    for fname, text in cm["data"].items():      # what the ConfigMap volume would show
+    for fname, text in cm["data"].items():  # what the ConfigMap volume would show
         (tmp / "inputs" / fname).write_text(text, encoding="utf-8")
     pod = next(d for d in docs if d["kind"] == "Job")["spec"]["template"]["spec"]
     ctr = pod["containers"][0]
@@ -74,9 +96,19 @@ def _sky(c: netns.NetnsCluster, j: CloudJob, tmp: Path) -> list[tuple[list[str],
         Path(remote).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(local, remote)
     ips = "\n".join(c.addr(i) for i in range(c.n))
-    return [(["bash", "-c", task["run"]], {**task["envs"], "SKYPILOT_NODE_RANK": str(i), "SKYPILOT_NODE_IPS": ips,
-                                           "SKYPILOT_NUM_NODES": str(c.n), "SKYPILOT_NUM_GPUS_PER_NODE": "0"})
-            for i in range(c.n)]
+    return [
+        (
+            ["bash", "-c", task["run"]],
+            {
+                **task["envs"],
+                "SKYPILOT_NODE_RANK": str(i),
+                "SKYPILOT_NODE_IPS": ips,
+                "SKYPILOT_NUM_NODES": str(c.n),
+                "SKYPILOT_NUM_GPUS_PER_NODE": "0",
+            },
+        )
+        for i in range(c.n)
+    ]
 
 
 def _dstack(c: netns.NetnsCluster, j: CloudJob, tmp: Path) -> list[tuple[list[str], dict[str, str]]]:
@@ -86,9 +118,19 @@ def _dstack(c: netns.NetnsCluster, j: CloudJob, tmp: Path) -> list[tuple[list[st
         Path(remote).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(local, remote)
     env = dict(e.split("=", 1) for e in task["env"])
-    return [(["bash", "-c", "\n".join(task["commands"])],
-             {**env, "DSTACK_NODE_RANK": str(i), "DSTACK_MASTER_NODE_IP": c.addr(0), "DSTACK_NODES_NUM": str(c.n),
-              "DSTACK_GPUS_PER_NODE": "0"}) for i in range(c.n)]
+    return [
+        (
+            ["bash", "-c", "\n".join(task["commands"])],
+            {
+                **env,
+                "DSTACK_NODE_RANK": str(i),
+                "DSTACK_MASTER_NODE_IP": c.addr(0),
+                "DSTACK_NODES_NUM": str(c.n),
+                "DSTACK_GPUS_PER_NODE": "0",
+            },
+        )
+        for i in range(c.n)
+    ]
 
 
 PLATFORMS = {"k8s": _k8s, "skypilot": _sky, "dstack": _dstack}
@@ -103,14 +145,26 @@ def cluster() -> Any:
         yield c
 
 
-def run_platform(c: netns.NetnsCluster, platform: str, j: CloudJob, tmp: Path, port: int,
-                 env_fix: dict[int, dict[str, str]] | None = None, timeout: float = 280) -> list[tuple[int, str, str]]:
+def run_platform(
+    c: netns.NetnsCluster,
+    platform: str,
+    j: CloudJob,
+    tmp: Path,
+    port: int,
+    env_fix: dict[int, dict[str, str]] | None = None,
+    timeout: float = 280,
+) -> list[tuple[int, str, str]]:
     (tmp / "spec.yaml").write_text(SPEC, encoding="utf-8")
     nodes = PLATFORMS[platform](c, j, tmp)
     jobs = []
     for i, (argv, env) in enumerate(nodes):
-        env = {**env, "MASTER_PORT": str(port), "STOKER_PY": STOKER[0], "SYNC_TIMEOUT": "20",
-               **(env_fix or {}).get(i, {})}
+        env = {
+            **env,
+            "MASTER_PORT": str(port),
+            "STOKER_PY": STOKER[0],
+            "SYNC_TIMEOUT": "20",
+            **(env_fix or {}).get(i, {}),
+        }
         jobs.append((i, argv, c.env(i, env)))
     return c.run_all(jobs, timeout)
 
@@ -121,15 +175,19 @@ def summary_line(log: str) -> dict[str, Any]:
     return json.loads(lines[0].removeprefix("stoker-summary "))
 
 
-@pytest.mark.parametrize("platform,port,shared", [("k8s", 17611, True), ("skypilot", 17621, True),
-                                                  ("dstack", 17631, False)])
-def test_rendered_commands_reach_a_report_from_both_nodes(cluster: netns.NetnsCluster, tmp_path: Path,
-                                                          platform: str, port: int, shared: bool) -> None:
+@pytest.mark.parametrize(
+    "platform,port,shared", [("k8s", 17611, True), ("skypilot", 17621, True), ("dstack", 17631, False)]
+)
+def test_rendered_commands_reach_a_report_from_both_nodes(
+    cluster: netns.NetnsCluster, tmp_path: Path, platform: str, port: int, shared: bool
+) -> None:
     j = job(tmp_path, f"ncl-{platform}", shared=shared)
     # no shared volume: each pod's results dir is its own (an emptyDir), emulated per node
     fix = {} if shared else {i: {"OUT": str(tmp_path / f"pod{i}" / j.name)} for i in range(2)}
     res = run_platform(cluster, platform, j, tmp_path, port, fix)
-    logs = "\n".join(f"--- node {i} rc={rc}\n{out[-2500:]}\n{err[-1500:]}" for i, (rc, out, err) in enumerate(res))
+    logs = "\n".join(
+        f"--- node {i} rc={rc}\n{out[-2500:]}\n{err[-1500:]}" for i, (rc, out, err) in enumerate(res)
+    )
     out = Path(fix[0]["OUT"]) if fix else Path(j.run_dir)
     verdict = json.loads((out / "verdict.json").read_text())
     summ = summary_line(res[0][1])
@@ -144,8 +202,10 @@ def test_rendered_commands_reach_a_report_from_both_nodes(cluster: netns.NetnsCl
     inter = [r.busbw_GBps for r in recs.net if r.scope == "inter-node"]
     pair = [r.busbw_GBps for r in recs.net if r.scope == "pair"]
     # one rail per local rank shares the node's shaped link: none beats the whole link
-    print(f"\n{platform}: verdict {verdict['verdict']}, node 0 exit {res[0][0]}, inter-node busbw "
-          f"{min(inter):.4f}..{max(inter):.4f} GB/s per rail, pair {', '.join(f'{b:.4f}' for b in pair)} GB/s, shaped link {NODE_GBPS} GB/s per node")
+    print(
+        f"\n{platform}: verdict {verdict['verdict']}, node 0 exit {res[0][0]}, inter-node busbw "
+        f"{min(inter):.4f}..{max(inter):.4f} GB/s per rail, pair {', '.join(f'{b:.4f}' for b in pair)} GB/s, shaped link {NODE_GBPS} GB/s per node"
+    )
     assert inter and max(inter) <= NODE_GBPS * 1.10, inter
     rails: dict[tuple[int, bool], list[float]] = {}
     for r in recs.net:
@@ -156,22 +216,26 @@ def test_rendered_commands_reach_a_report_from_both_nodes(cluster: netns.NetnsCl
     # the pair test is one stream at a time over the link: close to the shaped rate, not over it
     # (its token bucket was measured to give 0.94-0.957 of the rate to iperf3)
     assert pair and all(NODE_GBPS * 0.5 <= b <= NODE_GBPS * 1.10 for b in pair), pair
-    if not shared:   # node 1's own dir holds nothing: rank 0 wrote every record on node 0
+    if not shared:  # node 1's own dir holds nothing: rank 0 wrote every record on node 0
         assert not (tmp_path / "pod1" / j.name / "net.jsonl").exists()
 
 
-@pytest.mark.parametrize("platform,fix,port", [
-    ("k8s", {1: {"JOB_COMPLETION_INDEX": "2"}}, 17641),                # an index outside the Job's completions
-    ("skypilot", {1: {"SKYPILOT_NUM_NODES": "1"}}, 17651),             # a pod that thinks it is alone
-    ("dstack", {0: {"DSTACK_NODES_NUM": "1"}, 1: {"DSTACK_NODES_NUM": "1"}}, 17661),   # both do
-])
-def test_world_size_mismatch_is_one_line(cluster: netns.NetnsCluster, tmp_path: Path, platform: str,
-                                         fix: dict[int, dict[str, str]], port: int) -> None:
+@pytest.mark.parametrize(
+    "platform,fix,port",
+    [
+        ("k8s", {1: {"JOB_COMPLETION_INDEX": "2"}}, 17641),  # an index outside the Job's completions
+        ("skypilot", {1: {"SKYPILOT_NUM_NODES": "1"}}, 17651),  # a pod that thinks it is alone
+        ("dstack", {0: {"DSTACK_NODES_NUM": "1"}, 1: {"DSTACK_NODES_NUM": "1"}}, 17661),  # both do
+    ],
+)
+def test_world_size_mismatch_is_one_line(
+    cluster: netns.NetnsCluster, tmp_path: Path, platform: str, fix: dict[int, dict[str, str]], port: int
+) -> None:
     j = job(tmp_path, f"ncl-{platform}-bad")
     res = run_platform(cluster, platform, j, tmp_path, port, fix, timeout=90)
     for i in fix:
         rc, out, err = res[i]
         assert rc == 2 and len(err.strip().splitlines()) == 1, (rc, out[-1500:], err[-1500:])
         assert "the job asked for 2" in err or "outside 0..1" in err, err
-        assert "started" not in out          # no phase ran on the bad node
-    assert not (Path(j.run_dir) / "net.jsonl").exists()   # never N one-node tests reported as one
+        assert "started" not in out  # no phase ran on the bad node
+    assert not (Path(j.run_dir) / "net.jsonl").exists()  # never N one-node tests reported as one

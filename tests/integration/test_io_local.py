@@ -1,4 +1,5 @@
 """Real fio on a temp dir: every workload, small sizes; sane records; nothing left behind."""
+
 from __future__ import annotations
 
 import shutil
@@ -14,30 +15,66 @@ from tests.conftest import REPO, STOKER, needs_tool
 
 pytestmark = needs_tool("fio")
 
-SMALL = ["--ckpt-bytes", "16M", "--ckpt-block", "1M", "--writers", "2", "--runtime", "2", "--workers", "2",
-         "--files-per-worker", "8", "--file-bytes", "1M", "--md-files", "200", "--storm-procs", "3",
-         "--storm-files", "100"]
+SMALL = [
+    "--ckpt-bytes",
+    "16M",
+    "--ckpt-block",
+    "1M",
+    "--writers",
+    "2",
+    "--runtime",
+    "2",
+    "--workers",
+    "2",
+    "--files-per-worker",
+    "8",
+    "--file-bytes",
+    "1M",
+    "--md-files",
+    "200",
+    "--storm-procs",
+    "3",
+    "--storm-files",
+    "100",
+]
 
 
-def stoker(*argv: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*STOKER, *argv], capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout)
+def stoker(
+    *argv: str, env: dict[str, str] | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*STOKER, *argv], capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout
+    )
 
 
 def test_all_workloads_on_a_temp_dir(tmp_path: Path) -> None:
     work, out = tmp_path / "scratch", tmp_path / "out"
     work.mkdir()
     (work / "precious.txt").write_text("not stoker's")
-    p = stoker("io", "--path", str(work), "--out", str(out), *SMALL,
-               env={"STOKER_RUN_ID": "io-local-test", "PATH": "/usr/bin:/bin"})
+    p = stoker(
+        "io",
+        "--path",
+        str(work),
+        "--out",
+        str(out),
+        *SMALL,
+        env={"STOKER_RUN_ID": "io-local-test", "PATH": "/usr/bin:/bin"},
+    )
     assert p.returncode == 0, p.stderr
     recs = read_records(out)
     assert not recs.skipped
     by = {(r.workload, r.backend, r.extra.get("op", "")): r for r in recs.io}
-    assert set(by) == {("checkpoint_write", "fio", ""), ("checkpoint_write", "torch.save", ""),
-                       ("checkpoint_write", "torch.dcp", ""), ("checkpoint_read", "fio", ""),
-                       ("dataloader_read", "fio", ""), ("metadata", "fio", "create"),
-                       ("metadata", "fio", "stat"), ("metadata", "fio", "delete"),
-                       ("metadata", "fio", "import_storm")}
+    assert set(by) == {
+        ("checkpoint_write", "fio", ""),
+        ("checkpoint_write", "torch.save", ""),
+        ("checkpoint_write", "torch.dcp", ""),
+        ("checkpoint_read", "fio", ""),
+        ("dataloader_read", "fio", ""),
+        ("metadata", "fio", "create"),
+        ("metadata", "fio", "stat"),
+        ("metadata", "fio", "delete"),
+        ("metadata", "fio", "import_storm"),
+    }
     for r in recs.io:
         assert r.run_id == "io-local-test" and r.path == str(work) and r.scope == "local"
         assert r.failed == "" and r.iops > 0 and r.runtime_s > 0
@@ -50,9 +87,9 @@ def test_all_workloads_on_a_temp_dir(tmp_path: Path) -> None:
     for wl in ("checkpoint_write", "checkpoint_read"):
         moved = by[(wl, "fio", "")].bytes
         assert moved > 0 and moved % (1 << 20) == 0, (wl, moved)
-    assert by[("checkpoint_write", "torch.save", "")].bytes == 16 << 20     # one writer's shard
+    assert by[("checkpoint_write", "torch.save", "")].bytes == 16 << 20  # one writer's shard
     assert by[("checkpoint_write", "torch.dcp", "")].procs == 1
-    assert by[("checkpoint_write", "fio", "")].direct is True       # ext4 takes O_DIRECT
+    assert by[("checkpoint_write", "fio", "")].direct is True  # ext4 takes O_DIRECT
     dl = by[("dataloader_read", "fio", "")]
     assert dl.extra["samples_per_s"] == pytest.approx(dl.iops) and dl.block_size == 128 << 10
     storm = by[("metadata", "fio", "import_storm")]
@@ -70,7 +107,7 @@ def test_dry_run_prints_runnable_fio_lines(tmp_path: Path) -> None:
     assert p.returncode == 0
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("fio ")]
     assert len(lines) == 2 and "--rw=write" in lines[0] and "--output-format=json" in lines[0]
-    assert list(tmp_path.iterdir()) == []                  # a dry run writes nothing
+    assert list(tmp_path.iterdir()) == []  # a dry run writes nothing
 
 
 def one_line_error(p: subprocess.CompletedProcess[str], code: int, text: str) -> None:
@@ -88,10 +125,19 @@ def test_bad_paths(tmp_path: Path) -> None:
 
 
 def test_too_big_is_refused(tmp_path: Path) -> None:
-    p = stoker("io", "--path", str(tmp_path), "--out", str(tmp_path / "o"), "--workloads", "checkpoint",
-               "--ckpt-bytes", "900T")
+    p = stoker(
+        "io",
+        "--path",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "o"),
+        "--workloads",
+        "checkpoint",
+        "--ckpt-bytes",
+        "900T",
+    )
     one_line_error(p, 2, "stoker uses at most half")
-    assert [x.name for x in tmp_path.iterdir() if x.name.startswith(".stoker-")] == []   # no work dir left
+    assert [x.name for x in tmp_path.iterdir() if x.name.startswith(".stoker-")] == []  # no work dir left
 
 
 def test_fio_missing(tmp_path: Path) -> None:
@@ -105,10 +151,30 @@ def test_fio_missing(tmp_path: Path) -> None:
 def test_interrupt_removes_the_work_dir(tmp_path: Path, sig: signal.Signals) -> None:
     work = tmp_path / "w"
     work.mkdir()
-    p = subprocess.Popen([*STOKER, "io", "--path", str(work), "--out", str(tmp_path / "o"),
-                          "--workloads", "dataloader", "--runtime", "60", "--workers", "1",
-                          "--files-per-worker", "4", "--file-bytes", "1M"],
-                         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            *STOKER,
+            "io",
+            "--path",
+            str(work),
+            "--out",
+            str(tmp_path / "o"),
+            "--workloads",
+            "dataloader",
+            "--runtime",
+            "60",
+            "--workers",
+            "1",
+            "--files-per-worker",
+            "4",
+            "--file-bytes",
+            "1M",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     # wait until fio is reading its files, then stop stoker as Ctrl-C / a scheduler would
     while not list(work.glob(".stoker-*/*/dl.*")) and time.monotonic() < deadline:
@@ -129,7 +195,7 @@ def test_interrupt_removes_the_work_dir(tmp_path: Path, sig: signal.Signals) -> 
 def _reads(p: Path) -> str:
     try:
         return p.read_bytes().decode(errors="replace")
-    except OSError:   # the process ended while we looked
+    except OSError:  # the process ended while we looked
         return ""
 
 
@@ -140,9 +206,14 @@ def test_a_fio_error_other_than_a_full_disk_aborts_with_fios_reason() -> None:
     from iobench.workloads import FioJob
     from reports.errors import MeasurementAborted
 
-    job = FioJob(name="checkpoint_write", workload="checkpoint_write",
-                 options=(("filename", "/proc/version"), ("rw", "write"), ("bs", "4096"), ("size", "4096")))
+    job = FioJob(
+        name="checkpoint_write",
+        workload="checkpoint_write",
+        options=(("filename", "/proc/version"), ("rw", "write"), ("bs", "4096"), ("size", "4096")),
+    )
     with pytest.raises(MeasurementAborted) as info:
         run_job(shutil.which("fio") or "fio", job, "n1", timeout_s=60)
     assert not isinstance(info.value, DiskFull)
-    assert "fio checkpoint_write failed (exit 1, error 1)" in str(info.value) and "Operation not permitted" in str(info.value)
+    assert "fio checkpoint_write failed (exit 1, error 1)" in str(
+        info.value
+    ) and "Operation not permitted" in str(info.value)

@@ -1,6 +1,7 @@
 """Two processes on one machine acting as two nodes: two torchrun invocations
 (`--nnodes 2 --node-rank k`) on 127.0.0.1, each with its own STOKER_HOSTNAME, write to one
 shared directory at once; the aggregate and per-host figures must add up."""
+
 from __future__ import annotations
 
 import os
@@ -30,20 +31,55 @@ def test_two_nodes_share_one_directory(tmp_path: Path) -> None:
     procs = []
     for rank, host in enumerate(("io-node-a", "io-node-b")):
         env = {**os.environ, "STOKER_HOSTNAME": host, "STOKER_RUN_ID": "io-two-nodes"}
-        cmd = [PYTHON, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", str(rank),
-               "--nproc-per-node", "1", "--master-addr", "127.0.0.1", "--master-port", str(port),
-               "--no-python", PYTHON, "-m", "launchers.cli", "io", "--path", str(shared),
-               "--out", str(out if rank == 0 else tmp_path / "out-b"),
-               "--workloads", "checkpoint,metadata", "--ckpt-bytes", "16M", "--ckpt-block", "1M",
-               "--writers", "2", "--md-files", "100", "--storm-procs", "2", "--storm-files", "50"]
-        procs.append(subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))
+        cmd = [
+            PYTHON,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            "2",
+            "--node-rank",
+            str(rank),
+            "--nproc-per-node",
+            "1",
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            str(port),
+            "--no-python",
+            PYTHON,
+            "-m",
+            "launchers.cli",
+            "io",
+            "--path",
+            str(shared),
+            "--out",
+            str(out if rank == 0 else tmp_path / "out-b"),
+            "--workloads",
+            "checkpoint,metadata",
+            "--ckpt-bytes",
+            "16M",
+            "--ckpt-block",
+            "1M",
+            "--writers",
+            "2",
+            "--md-files",
+            "100",
+            "--storm-procs",
+            "2",
+            "--storm-files",
+            "50",
+        ]
+        procs.append(
+            subprocess.Popen(
+                cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        )
     try:
         results = [p.communicate(timeout=240) for p in procs]
     finally:
-        for p in procs:   # a hung "node" must not outlive the test
+        for p in procs:  # a hung "node" must not outlive the test
             if p.poll() is None:
-                p.terminate()   # torchrun passes SIGTERM on to its worker
+                p.terminate()  # torchrun passes SIGTERM on to its worker
                 try:
                     p.wait(timeout=15)
                 except subprocess.TimeoutExpired:
@@ -52,8 +88,8 @@ def test_two_nodes_share_one_directory(tmp_path: Path) -> None:
     for p, (_, e) in zip(procs, results):
         assert p.returncode == 0, e[-3000:]
     recs = read_records(out)
-    assert not (tmp_path / "out-b" / "io.jsonl").exists()        # rank 0 alone writes records
-    assert len(recs.manifests) == 2                              # one manifest line per host
+    assert not (tmp_path / "out-b" / "io.jsonl").exists()  # rank 0 alone writes records
+    assert len(recs.manifests) == 2  # one manifest line per host
     by = {(r.workload, r.backend, r.extra.get("op", "")): r for r in recs.io}
     w = by[("checkpoint_write", "fio", "")]
     for rec in (w, by[("checkpoint_read", "fio", "")]):
@@ -75,4 +111,4 @@ def test_two_nodes_share_one_directory(tmp_path: Path) -> None:
     storm = by[("metadata", "fio", "import_storm")]
     assert storm.procs == 4 and storm.bytes == 2 * 2 * 50 * 4096
     assert by[("checkpoint_write", "torch.save", "")].hosts == ("io-node-a", "io-node-b")
-    assert [x for x in shared.iterdir()] == []                   # both nodes cleaned up
+    assert [x for x in shared.iterdir()] == []  # both nodes cleaned up

@@ -1,5 +1,6 @@
 """Bad input (one line, exit 2) and faults (a hung rank, a killed rank, Ctrl-C: exit 3,
 records kept) on real `stoker net --nproc 2` runs."""
+
 from __future__ import annotations
 
 import os
@@ -12,7 +13,15 @@ import pytest
 
 from tests.conftest import PYTHON, STOKER
 
-LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_STEP_ID")
+LAUNCHER_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "SLURM_STEP_ID",
+)
 
 
 def _clean_env() -> dict[str, str]:
@@ -27,7 +36,7 @@ BAD = [
     (["--scopes", "galaxy"], "unknown scope galaxy"),
     (["--dtype", "float128"], "unknown dtype 'float128'"),
     (["--ops", "sendrecv"], "need at least 2 ranks and this is a world of 1: add --nproc 2"),
-    ([], "need at least 2 ranks"),                                  # default ops include sendrecv
+    ([], "need at least 2 ranks"),  # default ops include sendrecv
     (["--backend", "mpi", "--nproc", "2"], "not --nproc: run e.g. mpirun -np 2"),
     (["--pairs", "a:b:c"], "bad --pairs entry"),
 ]
@@ -35,8 +44,13 @@ BAD = [
 
 @pytest.mark.parametrize(("argv", "says"), BAD, ids=[b[1][:30] for b in BAD])
 def test_bad_input_one_line_exit_2(argv: list[str], says: str, tmp_path: Path) -> None:
-    proc = subprocess.run([*STOKER, "net", *argv, "--out", str(tmp_path / "nb")], capture_output=True,
-                          text=True, timeout=60, env=_clean_env())
+    proc = subprocess.run(
+        [*STOKER, "net", *argv, "--out", str(tmp_path / "nb")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_clean_env(),
+    )
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], lines
@@ -47,21 +61,54 @@ def test_nccl_without_gpu_says_use_gloo(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     # decided before the run, by torch itself: on a CPU-only machine an exit 0 from nccl is
     # exactly the regression this guards (a network phase "passing" on no GPU), never a skip
-    probe = subprocess.run([PYTHON, "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True,
-                           text=True, timeout=120, env=_clean_env())
+    probe = subprocess.run(
+        [PYTHON, "-c", "import torch; print(torch.cuda.is_available())"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_clean_env(),
+    )
     if probe.stdout.strip() == "True":
         pytest.skip("a CUDA GPU is visible here: nccl may run")
-    proc = subprocess.run([*STOKER, "net", "--backend", "nccl", "--ops", "all_reduce"], capture_output=True,
-                          text=True, timeout=120, env=_clean_env())
-    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].endswith("use --backend gloo on CPUs")
+    proc = subprocess.run(
+        [*STOKER, "net", "--backend", "nccl", "--ops", "all_reduce"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_clean_env(),
+    )
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].endswith(
+        "use --backend gloo on CPUs"
+    )
 
 
 def _start(out: Path, *extra: str) -> subprocess.Popen[str]:
     # many iterations at small sizes: the run is still going when the test acts on it
-    cmd = [*STOKER, "net", "--nproc", "2", "--ops", "all_reduce", "-b", "8", "-e", "1M", "-n", "400",
-           "--out", str(out), *extra]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_clean_env(), start_new_session=True)
+    cmd = [
+        *STOKER,
+        "net",
+        "--nproc",
+        "2",
+        "--ops",
+        "all_reduce",
+        "-b",
+        "8",
+        "-e",
+        "1M",
+        "-n",
+        "400",
+        "--out",
+        str(out),
+        *extra,
+    ]
+    return subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_clean_env(),
+        start_new_session=True,
+    )
 
 
 def _first_record(out: Path, proc: subprocess.Popen[str]) -> None:
@@ -109,9 +156,16 @@ def test_hung_rank_times_out_exit_3_records_kept(tmp_path: Path) -> None:
         # rank 0's collective times out, then the launcher's waits: nothing else may take time
         assert time.monotonic() - t0 < TIMEOUT_S + PEER_WAIT_S + STOP_GRACE_S + TEARDOWN_S
         line = [ln for ln in err.splitlines() if "timeout" in ln]
-        assert line and "all_reduce at" in line[0] and "scope intra-node" in line[0] and f"within {TIMEOUT_S} s" in line[0], err
+        assert (
+            line
+            and "all_reduce at" in line[0]
+            and "scope intra-node" in line[0]
+            and f"within {TIMEOUT_S} s" in line[0]
+        ), err
         assert (out / "net.jsonl").read_text().count("\n") >= 1
-        assert not Path(f"/proc/{stopped}").exists() or "zombie" in Path(f"/proc/{stopped}/status").read_text()
+        assert (
+            not Path(f"/proc/{stopped}").exists() or "zombie" in Path(f"/proc/{stopped}/status").read_text()
+        )
     finally:
         _kill_group(proc)
 
@@ -135,15 +189,19 @@ def test_ctrl_c_exit_3_table_and_records_kept(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         seen = []
-        for line in proc.stdout:                    # wait for the first row of the table
+        for line in proc.stdout:  # wait for the first row of the table
             seen.append(line)
             if not line.startswith("#"):
                 break
-        os.killpg(proc.pid, signal.SIGINT)          # what a terminal's Ctrl-C does
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
         rest, err = proc.communicate(timeout=60)
         assert proc.returncode == 3, err
         assert "interrupted" in err
-        rows = [ln for ln in "".join(seen).splitlines() + rest.splitlines() if ln.strip() and not ln.startswith("#")]
+        rows = [
+            ln
+            for ln in "".join(seen).splitlines() + rest.splitlines()
+            if ln.strip() and not ln.startswith("#")
+        ]
         assert rows[0].split()[:3] == ["8", "2", "float32"]
         assert (out / "net.jsonl").read_text().count("\n") >= 1
     finally:

@@ -5,6 +5,7 @@ offline, so the same records are judged three times:
 - a spec that advertises 10x that rate: `below_spec`, and the verdict fails;
 - a workload whose gradient traffic the shaped link cannot carry: `starving`.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,17 +29,39 @@ NODE_GBPS = RATE_MBIT * 1e6 / 8 / 1e9
 PORT = 17951  # the launchers area's port range (phase i uses PORT + i)
 # 4M and up: at 1M, 4 iterations ride on the shaper's token-bucket burst and measured 0.027
 # GB/s per rail against the 0.025 the rate allows (the plateau would then be "suspect")
-SMALL = ["--profile", "quick", "--ops", "all_reduce", "--min-bytes", "4M", "--max-bytes", "8M",
-         "--iters", "4", "--warmup", "1", "--workloads", "checkpoint", "--ckpt-bytes", "8M", "--io-runtime", "2"]
+SMALL = [
+    "--profile",
+    "quick",
+    "--ops",
+    "all_reduce",
+    "--min-bytes",
+    "4M",
+    "--max-bytes",
+    "8M",
+    "--iters",
+    "4",
+    "--warmup",
+    "1",
+    "--workloads",
+    "checkpoint",
+    "--ckpt-bytes",
+    "8M",
+    "--io-runtime",
+    "2",
+]
 # 6 ranks on 2 shared cores: gloo's own CPU cost may take some of the rate under load, so the
 # spec passes at half of it (a threshold in the spec, as an operator would set it); measured
 # here: rails 0.0245-0.0254 GB/s of the 0.025 available, pairs 0.047 of 0.05.
-SPEC = "name: la-shaped\ngpus_per_node: 2\naccelerator: H100-SXM\nnetwork:\n  inter_node: {{GBps: {gbps}}}\n" \
-       "thresholds: {{network: 0.5, storage: 0.5}}\n"
+SPEC = (
+    "name: la-shaped\ngpus_per_node: 2\naccelerator: H100-SXM\nnetwork:\n  inter_node: {{GBps: {gbps}}}\n"
+    "thresholds: {{network: 0.5, storage: 0.5}}\n"
+)
 # DDP of 7e9 parameters over 64 GPUs: ~14 GB of gradients per step, seconds of compute;
 # the shaped link moves 0.05 GB/s, so the accelerators would wait far beyond a 5% budget.
-WORKLOAD = ("name: la-ddp\nparams: 7.0e9\ngpus: 64\nparallelism: {data: ddp, tensor: 1}\n"
-            "global_batch_tokens: 4.0e6\nmfu: 0.40\nidle_budget: 0.05\n")
+WORKLOAD = (
+    "name: la-ddp\nparams: 7.0e9\ngpus: 64\nparallelism: {data: ddp, tensor: 1}\n"
+    "global_batch_tokens: 4.0e6\nmfu: 0.40\nidle_budget: 0.05\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +73,29 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with netns.NetnsCluster(prefix="la3", nodes=NODES, rate_mbit=RATE_MBIT) as c:
         procs = []
         for i in range(NODES):
-            env = c.env(i, {"NNODES": str(NODES), "NODE_RANK": str(i), "MASTER_ADDR": c.addr(0),
-                            "MASTER_PORT": str(PORT), "NPROC_PER_NODE": str(RANKS), "OUT": str(out),
-                            "BACKEND": "gloo", "STOKER_PY": STOKER[0]})
-            procs.append(c.popen(i, ["bash", str(REPO / "launchers" / "torchrun.sh"), *SMALL], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            env = c.env(
+                i,
+                {
+                    "NNODES": str(NODES),
+                    "NODE_RANK": str(i),
+                    "MASTER_ADDR": c.addr(0),
+                    "MASTER_PORT": str(PORT),
+                    "NPROC_PER_NODE": str(RANKS),
+                    "OUT": str(out),
+                    "BACKEND": "gloo",
+                    "STOKER_PY": STOKER[0],
+                },
+            )
+            procs.append(
+                c.popen(
+                    i,
+                    ["bash", str(REPO / "launchers" / "torchrun.sh"), *SMALL],
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
         logs = [p.communicate(timeout=540)[0] for p in procs]
     codes = [p.returncode for p in procs]
     assert codes[1:] == [0] * (NODES - 1) and codes[0] in (0, 1), "\n".join(x[-2000:] for x in logs)
@@ -69,7 +110,9 @@ def report(out: Path, tmp_path: Path, spec_gbps: float, workload: bool = False) 
     for name in ("net.jsonl", "io.jsonl", "manifest.jsonl"):
         if (out / name).exists():
             (judged / name).write_bytes((out / name).read_bytes())
-    args = ["--spec", str(tmp_path / "spec.yaml")] + (["--workload", str(tmp_path / "workload.yaml")] if workload else [])
+    args = ["--spec", str(tmp_path / "spec.yaml")] + (
+        ["--workload", str(tmp_path / "workload.yaml")] if workload else []
+    )
     p = subprocess.run([*STOKER, "report", str(judged), *args], capture_output=True, text=True, timeout=120)
     return p.returncode, json.loads((judged / "verdict.json").read_text())
 

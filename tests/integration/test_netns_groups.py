@@ -2,6 +2,7 @@
 (one rank per node, every link shaped by tc) must name the node or link made slow, in at most
 ceil(log2 8) + 2 = 5 rounds, and nothing on a healthy cluster. The findings come from
 `stoker report`'s judge, which replays the search on the records (same code as the run)."""
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,27 @@ MAX_ROUNDS = math.ceil(math.log2(NODES)) + 2
 RATE_MBIT = 200
 SLOW_MBIT = RATE_MBIT / 4
 PORT = 29470
-NET = ["-m", "launchers.cli", "net", "--scopes", "groups", "--min-bytes", "4M", "--max-bytes", "4M",
-       "--pair-bytes", "4M", "--iters", "3", "--warmup", "1", "--backend", "gloo", "--timeout", "60"]
+NET = [
+    "-m",
+    "launchers.cli",
+    "net",
+    "--scopes",
+    "groups",
+    "--min-bytes",
+    "4M",
+    "--max-bytes",
+    "4M",
+    "--pair-bytes",
+    "4M",
+    "--iters",
+    "3",
+    "--warmup",
+    "1",
+    "--backend",
+    "gloo",
+    "--timeout",
+    "60",
+]
 
 
 @pytest.fixture
@@ -46,7 +66,9 @@ def groups_run(c: NetnsCluster, out: Path) -> list[NetRecord]:
     for rc, so, se in c.launch(1, PORT, [*NET, "--out", str(out)], timeout=240):
         assert rc == 0, f"rc {rc}\n{so[-3000:]}\n{se[-3000:]}"
     recs = read_records(out).net
-    assert recs and all(r.scope == "groups" and r.wrong == 0 and isinstance(r.extra.get("round"), int) for r in recs)
+    assert recs and all(
+        r.scope == "groups" and r.wrong == 0 and isinstance(r.extra.get("round"), int) for r in recs
+    )
     return recs
 
 
@@ -90,4 +112,4 @@ def test_healthy_cluster_gives_no_finding_5_runs_of_5(cluster: NetnsCluster, tmp
     for k in range(5):
         recs = groups_run(cluster, tmp_path / str(k))
         assert localisation(recs) == [], k
-        assert rounds_used(recs) <= MAX_ROUNDS, k   # measured: 1 round (every first-round group fast)
+        assert rounds_used(recs) <= MAX_ROUNDS, k  # measured: 1 round (every first-round group fast)

@@ -1,4 +1,5 @@
 """The namespaced cluster harness itself, measured against the rates tc was told to enforce."""
+
 from __future__ import annotations
 
 import subprocess
@@ -90,7 +91,9 @@ def test_teardown_removes_everything_and_stale_leftovers() -> None:
     (NETNS_ETC / "nxh-n7").mkdir(parents=True, exist_ok=True)
     with pytest.raises(KeyboardInterrupt):
         with NetnsCluster(prefix="nxh", nodes=2) as c:
-            assert "nxh-n7" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+            assert (
+                "nxh-n7" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+            )
             c.popen(0, ["sleep", "60"])
             raise KeyboardInterrupt
     listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout

@@ -1,5 +1,6 @@
 """Localisation on a real namespaced 4-node cluster: `stoker net --scopes pairs` runs across
 the namespaces and `localise` must name the node or link that tc made slow, and nothing else."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -15,11 +16,30 @@ from tests.harness.netns import NetnsCluster, unavailable_reason
 
 pytestmark = needs_root
 
-RATE_MBIT = 400          # every node's link: 0.048 GB/s of TCP goodput
+RATE_MBIT = 400  # every node's link: 0.048 GB/s of TCP goodput
 SLOW_MBIT = RATE_MBIT / 4
 # 4 MiB per pair: 0.09 s per all-reduce on a healthy pair, 0.35 s with the slow one.
-NET = ["-m", "launchers.cli", "net", "--scopes", "pairs", "--min-bytes", "4M", "--max-bytes", "4M",
-       "--pair-bytes", "4M", "--iters", "3", "--warmup", "1", "--backend", "gloo", "--timeout", "60"]
+NET = [
+    "-m",
+    "launchers.cli",
+    "net",
+    "--scopes",
+    "pairs",
+    "--min-bytes",
+    "4M",
+    "--max-bytes",
+    "4M",
+    "--pair-bytes",
+    "4M",
+    "--iters",
+    "3",
+    "--warmup",
+    "1",
+    "--backend",
+    "gloo",
+    "--timeout",
+    "60",
+]
 
 
 @pytest.fixture
@@ -38,7 +58,7 @@ def pairs_run(c: NetnsCluster, out: Path, torchrun: bool = True) -> list[NetReco
         assert rc == 0, f"rc {rc}\n{so[-3000:]}\n{se[-3000:]}"
     recs = read_records(out).net
     first = [r for r in recs if r.scope == "pair" and r.extra.get("pass") == 1]
-    assert len(first) == 6 and all(r.wrong == 0 for r in recs)   # 3 rounds × 2 pairs
+    assert len(first) == 6 and all(r.wrong == 0 for r in recs)  # 3 rounds × 2 pairs
     return recs
 
 
@@ -52,7 +72,7 @@ def test_slow_node_is_named_and_no_other(cluster: NetnsCluster, tmp_path: Path) 
     assert named(found) == [("node", ("nxln2",))]
     # Its best pair is capped by its own 100 Mbit/s link: 0.0125 GB/s raw, ~0.012 of goodput.
     assert 0.85 * SLOW_MBIT / 8000 <= found[0].measured <= SLOW_MBIT / 8000
-    assert found[0].extra["confirmed_with"]   # the second pass re-paired it with good nodes
+    assert found[0].extra["confirmed_with"]  # the second pass re-paired it with good nodes
 
 
 def test_healthy_cluster_gives_no_finding_5_runs_of_5(cluster: NetnsCluster, tmp_path: Path) -> None:

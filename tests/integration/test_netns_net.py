@@ -1,5 +1,6 @@
 """`stoker net` across two namespaced nodes joined by a 1 Gbit/s tc-shaped link: the
 inter-node all-reduce must run at the link's speed, as iperf3 measures it in the same test."""
+
 from __future__ import annotations
 
 import os
@@ -40,9 +41,29 @@ def goodput_GBps(cluster: NetnsCluster) -> float:
 
 def run_net(c: NetnsCluster, nproc: int, out: Path, port: int) -> list[NetRecord]:
     # 4 timed iterations: with 2, one slow TCP stretch once took a run to -13% of iperf3
-    args = ["-m", "launchers.cli", "net", "--ops", "all_reduce", "--min-bytes", "64M", "--max-bytes", "64M",
-            "--iters", "4", "--warmup", "1", "--backend", "gloo", "--timeout", "120",
-            "--scopes", "world,intra-node,inter-node", "--out", str(out)]
+    args = [
+        "-m",
+        "launchers.cli",
+        "net",
+        "--ops",
+        "all_reduce",
+        "--min-bytes",
+        "64M",
+        "--max-bytes",
+        "64M",
+        "--iters",
+        "4",
+        "--warmup",
+        "1",
+        "--backend",
+        "gloo",
+        "--timeout",
+        "120",
+        "--scopes",
+        "world,intra-node,inter-node",
+        "--out",
+        str(out),
+    ]
     for rc, so, se in c.torchrun(nproc=nproc, port=port, module_args=args, timeout=240):
         assert rc == 0, f"rc {rc}\n{so[-3000:]}\n{se[-3000:]}"
     recs = read_records(out).net
@@ -51,8 +72,9 @@ def run_net(c: NetnsCluster, nproc: int, out: Path, port: int) -> list[NetRecord
 
 
 @pytest.mark.parametrize("nproc", [1, 2])
-def test_inter_node_all_reduce_runs_at_link_speed(cluster: NetnsCluster, goodput_GBps: float,
-                                                  nproc: int, tmp_path: Path) -> None:
+def test_inter_node_all_reduce_runs_at_link_speed(
+    cluster: NetnsCluster, goodput_GBps: float, nproc: int, tmp_path: Path
+) -> None:
     # ~0.94-0.957 Gbit/s TCP goodput on a 1 Gbit/s tbf = 0.118-0.120 GB/s (1 GB/s = 1e9 B/s).
     assert 0.90 * RATE_MBIT / 8000 <= goodput_GBps <= RATE_MBIT / 8000
     recs = run_net(cluster, nproc, tmp_path, port=29410 + nproc)
@@ -70,11 +92,15 @@ def test_inter_node_all_reduce_runs_at_link_speed(cluster: NetnsCluster, goodput
     # the other, so the plain sum of busbw would overstate it (measured: +12%).
     span = max(r.time_s for r in inter)
     link = sum(r.busbw_GBps * r.time_s for r in inter) / span
-    assert abs(link - goodput_GBps) <= 0.10 * goodput_GBps, (link, goodput_GBps, [r.busbw_GBps for r in inter])
+    assert abs(link - goodput_GBps) <= 0.10 * goodput_GBps, (
+        link,
+        goodput_GBps,
+        [r.busbw_GBps for r in inter],
+    )
 
     intra = by_scope["intra-node"]
     if nproc == 1:
-        assert intra == []   # one rank per node: nothing to measure inside a node
+        assert intra == []  # one rank per node: nothing to measure inside a node
     else:
         assert sorted(r.hosts for r in intra) == [(h,) for h in both]
         assert all(r.ranks == nproc and r.nodes == 1 for r in intra)

@@ -1,5 +1,6 @@
 """Real `stoker net --nproc 2` and `stoker io` into a results dir that is not theirs: one line,
 exit 2, nothing in the dir changed; into their own dir of the same run: records added."""
+
 from __future__ import annotations
 
 import os
@@ -11,10 +12,46 @@ import pytest
 from reports.records import read_records
 from tests.conftest import REPO, STOKER, needs_tool
 
-NET = ["net", "--nproc", "2", "--backend", "gloo", "--ops", "all_reduce", "-b", "1K", "-e", "4K",
-       "--iters", "2", "--warmup", "1", "--scopes", "world"]
-IO = ["io", "--workloads", "metadata", "--md-files", "20", "--storm-procs", "1", "--storm-files", "10", "--no-torch"]
-LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_STEP_ID")
+NET = [
+    "net",
+    "--nproc",
+    "2",
+    "--backend",
+    "gloo",
+    "--ops",
+    "all_reduce",
+    "-b",
+    "1K",
+    "-e",
+    "4K",
+    "--iters",
+    "2",
+    "--warmup",
+    "1",
+    "--scopes",
+    "world",
+]
+IO = [
+    "io",
+    "--workloads",
+    "metadata",
+    "--md-files",
+    "20",
+    "--storm-procs",
+    "1",
+    "--storm-files",
+    "10",
+    "--no-torch",
+]
+LAUNCHER_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "SLURM_STEP_ID",
+)
 
 
 def _stoker(argv: list[str], run_id: str | None) -> subprocess.CompletedProcess[str]:
@@ -46,9 +83,9 @@ def test_net_refuses_a_foreign_dir_and_another_run(tmp_path: Path) -> None:
     first = _stoker([*NET, "--out", str(mine)], "od-net-1")
     assert first.returncode == 0, first.stderr[-2000:]
     n = len(read_records(mine).net)
-    assert n == 3   # 1K, 2K, 4K
+    assert n == 3  # 1K, 2K, 4K
     _refused(_stoker([*NET, "--out", str(mine)], "od-net-2"), "holds the results of run od-net-1")
-    again = _stoker([*NET, "--out", str(mine)], "od-net-1")   # the same run, resumed
+    again = _stoker([*NET, "--out", str(mine)], "od-net-1")  # the same run, resumed
     assert again.returncode == 0, again.stderr[-2000:]
     assert {r.run_id for r in read_records(mine).net} == {"od-net-1"} and len(read_records(mine).net) == 2 * n
 

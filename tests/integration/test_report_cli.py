@@ -1,5 +1,6 @@
 """`stoker report` and `stoker import` as users run them: real processes, exit codes,
 one-line errors, files written."""
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,9 @@ SAMPLES = DATA / "nccl_tests"
 
 
 def _stoker(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*STOKER, *args], capture_output=True, text=True, timeout=120, cwd=DATA.parent.parent)
+    return subprocess.run(
+        [*STOKER, *args], capture_output=True, text=True, timeout=120, cwd=DATA.parent.parent
+    )
 
 
 def test_report_fail_exit_1_and_three_files(tmp_path: Path) -> None:
@@ -84,9 +87,24 @@ def test_real_fio_json_dropped_in_is_imported_and_reported(tmp_path: Path) -> No
     res = tmp_path / "res"
     res.mkdir()
     out = res / "ckpt-fio.json"
-    subprocess.run(["fio", "--name=ckpt", f"--directory={work}", "--size=8M", "--bs=1M", "--rw=write", "--numjobs=2",
-                    "--group_reporting", "--unlink=1", "--output-format=json", f"--output={out}"],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            "fio",
+            "--name=ckpt",
+            f"--directory={work}",
+            "--size=8M",
+            "--bs=1M",
+            "--rw=write",
+            "--numjobs=2",
+            "--group_reporting",
+            "--unlink=1",
+            "--output-format=json",
+            f"--output={out}",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     p = _stoker("import", str(out), "--out", str(tmp_path / "imp"))
     assert p.returncode == 0, p.stderr
     (rec,) = [json.loads(x) for x in (tmp_path / "imp" / "io.jsonl").read_text().splitlines()]

@@ -1,5 +1,6 @@
 """`stoker compare` on results directories as a buyer has them: three trials, one of which
 never ran all_reduce inside a node and one priced differently; and every bad input."""
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ def _edit_records(d: Path, name: str, change: Callable[[dict[str, Any]], dict[st
         try:
             o = json.loads(line)
         except json.JSONDecodeError:
-            out.append(line)   # the fixture's deliberately truncated line stays as it is
+            out.append(line)  # the fixture's deliberately truncated line stays as it is
             continue
         new = change(o)
         if new is not None:
@@ -32,11 +33,14 @@ def _edit_records(d: Path, name: str, change: Callable[[dict[str, Any]], dict[st
     (d / name).write_text("\n".join(out) + "\n")
 
 
-def _trial(root: Path, name: str, price: float | str, *, drop_intra: bool = False, workload: str | None = None) -> Path:
+def _trial(
+    root: Path, name: str, price: float | str, *, drop_intra: bool = False, workload: str | None = None
+) -> Path:
     d = root / name
     shutil.copytree(DATA / "reports" / "basic", d)
-    (d / "spec.yaml").write_text((d / "spec.yaml").read_text().replace("golden-h100", name)
-                                 .replace("2.49", str(price)))
+    (d / "spec.yaml").write_text(
+        (d / "spec.yaml").read_text().replace("golden-h100", name).replace("2.49", str(price))
+    )
     (d / "all_reduce_perf.log").unlink()
     if drop_intra:
         _edit_records(d, "net.jsonl", lambda o: None if o["scope"] == "intra-node" else o)
@@ -46,16 +50,25 @@ def _trial(root: Path, name: str, price: float | str, *, drop_intra: bool = Fals
 
 
 def test_three_trials_incomplete_one_not_ranked(tmp_path: Path) -> None:
-    dirs = [_trial(tmp_path, "neo-a", 2.49), _trial(tmp_path, "neo-b", 1.99),
-            _trial(tmp_path, "neo-c", 1.49, drop_intra=True)]
+    dirs = [
+        _trial(tmp_path, "neo-a", 2.49),
+        _trial(tmp_path, "neo-b", 1.99),
+        _trial(tmp_path, "neo-c", 1.49, drop_intra=True),
+    ]
     out = tmp_path / "cmp"
-    p = subprocess.run([*STOKER, "compare", *map(str, dirs), "--out", str(out), "--workload", "llama-70b"],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [*STOKER, "compare", *map(str, dirs), "--out", str(out), "--workload", "llama-70b"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     md = (out / "compare.md").read_text()
     # the cheapest list price (neo-c) lacks the tensor-parallel measurement: not ranked, and told how to take it
-    assert ("- neo-c is not ranked: lacks an intra-node all_reduce sweep (tensor parallel): run "
-            "`stoker net --scopes intra-node --ops all_reduce`.") in md
+    assert (
+        "- neo-c is not ranked: lacks an intra-node all_reduce sweep (tensor parallel): run "
+        "`stoker net --scopes intra-node --ops all_reduce`."
+    ) in md
     # a and b measured the same thing, so their cost differs by price alone:
     # $ per billion tokens = price x 512 GPUs x compute / (1 - idle) / 3600 x 1e9 / 4e6 tokens
     j = collect(dirs[0], None, "llama-70b").report.judgement
@@ -64,15 +77,19 @@ def test_three_trials_incomplete_one_not_ranked(tmp_path: Path) -> None:
     got = json.loads((out / "compare.json").read_text())
     assert [(r["rank"], r["name"]) for r in got["ranking"]] == [(1, "neo-b"), (2, "neo-a")]
     for r in got["ranking"]:
-        assert r["value"] == pytest.approx(cost[r["name"]], rel=1e-5) and r["metric"] == "$ per billion tokens"
+        assert (
+            r["value"] == pytest.approx(cost[r["name"]], rel=1e-5) and r["metric"] == "$ per billion tokens"
+        )
     # by hand, not through the code under test: a and b hold the same records, so their costs differ by price alone
     assert got["ranking"][1]["value"] / got["ranking"][0]["value"] == pytest.approx(2.49 / 1.99, rel=1e-5)
-    assert f"neo-b at ${cost['neo-b']:,.2f}" in md and "neo-a: $" in md and "25% more" in md   # 2.49 / 1.99 = 1.251
+    assert (
+        f"neo-b at ${cost['neo-b']:,.2f}" in md and "neo-a: $" in md and "25% more" in md
+    )  # 2.49 / 1.99 = 1.251
     neo_c = next(x for x in got["clusters"] if x["name"] == "neo-c")
     assert not neo_c["ranked"] and neo_c["idle_by_component"]["tensor parallel"] is None
-    assert neo_c["idle_by_component"]["checkpoint"] == pytest.approx(idle, abs=1e-6)   # the rest was measured
+    assert neo_c["idle_by_component"]["checkpoint"] == pytest.approx(idle, abs=1e-6)  # the rest was measured
     why = next(line for line in md.splitlines() if line.startswith("| neo-c | fail"))
-    assert "| unmeasured |" in why                      # tensor parallel: never 0% idle
+    assert "| unmeasured |" in why  # tensor parallel: never 0% idle
     intra = next(r for r in got["rows"] if r["figure"].startswith("intra-node all_reduce"))
     assert intra["values"]["neo-c"]["value"] is None and "neo-c did not measure it" in intra["reasons"]
     page = (out / "compare.html").read_text()
@@ -80,15 +97,22 @@ def test_three_trials_incomplete_one_not_ranked(tmp_path: Path) -> None:
     assert page.count("data:image/png;base64,") == 4 and "http" not in page.replace("http-equiv", "")
 
 
-def test_different_size_ranges_compared_at_the_common_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_different_size_ranges_compared_at_the_common_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     a, b = _trial(tmp_path, "short", 2.49), _trial(tmp_path, "long", 2.49)
-    _edit_records(a, "net.jsonl", lambda o: o if o["scope"] != "intra-node" or o["bytes"] <= 16 << 20 else None)
+    _edit_records(
+        a, "net.jsonl", lambda o: o if o["scope"] != "intra-node" or o["bytes"] <= 16 << 20 else None
+    )
     assert stoker(["compare", str(a), str(b), "--out", str(tmp_path / "o")]) == 0
     got = json.loads((tmp_path / "o" / "compare.json").read_text())
     row = next(r for r in got["rows"] if r["figure"].startswith("intra-node all_reduce"))
     assert row["figure"] == "intra-node all_reduce busbw at 16M"
-    assert any(re.match(r"long swept to 1G \(\d+\.\d\d GB/s there\), not used: compared at 16M", x) for x in row["reasons"])
-    assert row["values"]["short"]["value"] == row["values"]["long"]["value"]   # the same records at 16M
+    assert any(
+        re.match(r"long swept to 1G \(\d+\.\d\d GB/s there\), not used: compared at 16M", x)
+        for x in row["reasons"]
+    )
+    assert row["values"]["short"]["value"] == row["values"]["long"]["value"]  # the same records at 16M
 
 
 def _refused(argv: list[str], capsys: pytest.CaptureFixture[str], words: str) -> None:
@@ -106,16 +130,21 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
     c = _trial(tmp_path, "c", 2.0)
     _edit_records(c, "io.jsonl", lambda o: {**o, "schema": 2})
     _refused(["compare", str(a), str(c), *out], capsys, "records of schema 2; this stoker reads schema 1")
-    (a / "workload.yaml").write_text("preset: llama-70b\n")   # b keeps llama-8b
+    (a / "workload.yaml").write_text("preset: llama-70b\n")  # b keeps llama-8b
     _refused(["compare", str(a), str(b), *out], capsys, "judged against different workloads (")
     for bad in ("-1", ".inf", ".nan"):
         d = _trial(tmp_path, f"p{bad}", bad)
         _refused(["compare", str(b), str(d), "--workload", "llama-70b", *out], capsys, "price_per_gpu_hour")
-    assert not (tmp_path / "o").exists()   # nothing written on refusal
+    assert not (tmp_path / "o").exists()  # nothing written on refusal
 
 
-@pytest.mark.parametrize(("price", "why"), [("0", "price_per_gpu_hour 0.0 is not a positive price"),
-                                            ("1e308", "price_per_gpu_hour 1e+308 gives no finite cost")])
+@pytest.mark.parametrize(
+    ("price", "why"),
+    [
+        ("0", "price_per_gpu_hour 0.0 is not a positive price"),
+        ("1e308", "price_per_gpu_hour 1e+308 gives no finite cost"),
+    ],
+)
 def test_bad_price_row_left_out_with_reason(tmp_path: Path, price: str, why: str) -> None:
     a, b = _trial(tmp_path, "a", 2.49), _trial(tmp_path, "b", price)
     assert stoker(["compare", str(a), str(b), "--workload", "llama-70b", "--out", str(tmp_path / "o")]) == 0
@@ -130,8 +159,13 @@ def test_no_spec_and_nan_record(tmp_path: Path) -> None:
     a, b, c = _trial(tmp_path, "a", 2.49), _trial(tmp_path, "b", 1.99), _trial(tmp_path, "c", 0.99)
     (b / "spec.yaml").unlink()
     # c's intra-node busbw is NaN: it must not become a starving-free tensor-parallel component
-    _edit_records(c, "net.jsonl", lambda o: {**o, "busbw_GBps": math.nan} if o["scope"] == "intra-node" else o)
-    assert stoker(["compare", str(a), str(b), str(c), "--workload", "llama-70b", "--out", str(tmp_path / "o")]) == 0
+    _edit_records(
+        c, "net.jsonl", lambda o: {**o, "busbw_GBps": math.nan} if o["scope"] == "intra-node" else o
+    )
+    assert (
+        stoker(["compare", str(a), str(b), str(c), "--workload", "llama-70b", "--out", str(tmp_path / "o")])
+        == 0
+    )
     got = json.loads((tmp_path / "o" / "compare.json").read_text())
     assert [r["name"] for r in got["ranking"]] == ["a"]
     reasons = {x["name"]: x["not_ranked_because"] for x in got["clusters"]}
@@ -155,27 +189,53 @@ def test_compare_html_in_chromium(tmp_path: Path) -> None:
     p = _chromium("--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
     m = re.search(r"IMGS:([01]*):END", p.stdout)
     assert m, p.stderr[-2000:]
-    assert m.group(1) == "1111"   # cost stacked by component, inter- and intra-node busbw, storage
+    assert m.group(1) == "1111"  # cost stacked by component, inter- and intra-node busbw, storage
 
 
 def test_real_gloo_sweeps_of_different_ranges(tmp_path: Path) -> None:
     """Two real 2-rank gloo sweeps of this machine, to 1M and to 4M: compared at 1M only, each
     cluster's figure its own records' median there, the noise their iteration CV."""
     for name, top in (("short", "1M"), ("long", "4M")):
-        p = subprocess.run([*STOKER, "net", "--nproc", "2", "--ops", "all_reduce", "--min-bytes", "256K",
-                            "--max-bytes", top, "--iters", "5", "--out", str(tmp_path / name)],
-                           capture_output=True, text=True, timeout=240)
+        p = subprocess.run(
+            [
+                *STOKER,
+                "net",
+                "--nproc",
+                "2",
+                "--ops",
+                "all_reduce",
+                "--min-bytes",
+                "256K",
+                "--max-bytes",
+                top,
+                "--iters",
+                "5",
+                "--out",
+                str(tmp_path / name),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         assert p.returncode == 0, p.stderr
-    assert stoker(["compare", str(tmp_path / "short"), str(tmp_path / "long"), "--out", str(tmp_path / "o")]) == 0
+    assert (
+        stoker(["compare", str(tmp_path / "short"), str(tmp_path / "long"), "--out", str(tmp_path / "o")])
+        == 0
+    )
     got = json.loads((tmp_path / "o" / "compare.json").read_text())
     row = next(r for r in got["rows"] if r["figure"].startswith("intra-node all_reduce"))
     assert row["figure"] == "intra-node all_reduce busbw at 1M"
-    assert re.fullmatch(r"long swept to 4M \(\d+\.\d\d GB/s there\), not used: compared at 1M, the largest size all "
-                        r"measured", row["reasons"][0])
+    assert re.fullmatch(
+        r"long swept to 4M \(\d+\.\d\d GB/s there\), not used: compared at 1M, the largest size all "
+        r"measured",
+        row["reasons"][0],
+    )
     for name in ("short", "long"):
         recs = [json.loads(x) for x in (tmp_path / name / "net.jsonl").read_text().splitlines()]
         at = sorted(r["busbw_GBps"] for r in recs if r["bytes"] == 1 << 20)
         cv = [r["time_cv"] for r in recs if r["bytes"] == 1 << 20]
         mid = len(at) // 2
-        assert row["values"][name]["value"] == pytest.approx(at[mid] if len(at) % 2 else (at[mid - 1] + at[mid]) / 2, abs=1e-6)
+        assert row["values"][name]["value"] == pytest.approx(
+            at[mid] if len(at) % 2 else (at[mid - 1] + at[mid]) / 2, abs=1e-6
+        )
         assert row["values"][name]["noise"] == pytest.approx(sum(cv) / len(cv), abs=1e-4)

@@ -1,5 +1,6 @@
 """report.html opened in a real headless Chromium: it renders, every embedded image
 decodes (naturalWidth > 0), nothing is fetched from outside the file."""
+
 from __future__ import annotations
 
 import base64
@@ -14,18 +15,30 @@ import pytest
 from reports.report_cmd import build
 from tests.conftest import DATA, needs_tool
 
-CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM = [
+    "chromium",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 # Appended to a copy of the page under test only: the report itself carries no script.
-PROBE = ("<script>window.addEventListener('load',function(){var s=[].map.call(document.images,function(i)"
-         "{return i.complete&&i.naturalWidth>0?'1':'0'}).join('');var p=document.createElement('pre');"
-         "p.id='rp-probe';p.textContent='IMGS:'+s+':END';document.body.appendChild(p);});</script>")
+PROBE = (
+    "<script>window.addEventListener('load',function(){var s=[].map.call(document.images,function(i)"
+    "{return i.complete&&i.naturalWidth>0?'1':'0'}).join('');var p=document.createElement('pre');"
+    "p.id='rp-probe';p.textContent='IMGS:'+s+':END';document.body.appendChild(p);});</script>"
+)
 
 
 def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
     with tempfile.TemporaryDirectory(prefix="rp_chromium_") as profile:
-        return subprocess.run([*CHROMIUM, f"--user-data-dir={profile}", *args], capture_output=True, text=True,
-                              timeout=120)
+        return subprocess.run(
+            [*CHROMIUM, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
+        )
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """`stoker run` for real on this machine: 2 gloo ranks, fio on a temp dir, the report; its
 exit code is the verdict, and a phase that aborts still leaves a report (exit 3)."""
+
 from __future__ import annotations
 
 import json
@@ -15,14 +16,35 @@ from tests.conftest import STOKER, needs_tool
 pytestmark = [needs_tool("fio"), pytest.mark.slow]
 
 # the quick profile, cut further: this checks the plumbing, not the hardware
-SMALL = ["--profile", "quick", "--ops", "all_reduce", "--max-bytes", "256K", "--iters", "3", "--warmup", "1",
-         "--workloads", "checkpoint", "--ckpt-bytes", "8M", "--io-runtime", "2"]
+SMALL = [
+    "--profile",
+    "quick",
+    "--ops",
+    "all_reduce",
+    "--max-bytes",
+    "256K",
+    "--iters",
+    "3",
+    "--warmup",
+    "1",
+    "--workloads",
+    "checkpoint",
+    "--ckpt-bytes",
+    "8M",
+    "--io-runtime",
+    "2",
+]
 
 
 def run(tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path / "results"
-    p = subprocess.run([*STOKER, "run", "--out", str(out), *SMALL, *extra], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=400)
+    p = subprocess.run(
+        [*STOKER, "run", "--out", str(out), *SMALL, *extra],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     return p, out
 
 
@@ -35,16 +57,27 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text("name: la-run\nnetwork:\n  intra_node: {GBps: 1000}\n", encoding="utf-8")
     p, out = run(tmp_path, "--spec", "spec.yaml")
-    assert phases(out) == {"inventory": 0, "network": 0, "storage": 0, "report": 0 if p.returncode == 0 else 1}, p.stdout[-3000:]
+    assert phases(out) == {
+        "inventory": 0,
+        "network": 0,
+        "storage": 0,
+        "report": 0 if p.returncode == 0 else 1,
+    }, p.stdout[-3000:]
 
     recs = read_records(out)
     assert recs.net and recs.io
-    assert len({r.run_id for r in [*recs.net, *recs.io]} | {r["run_id"] for r in recs.host}) == 1  # one STOKER_RUN_ID for every phase
+    assert (
+        len({r.run_id for r in [*recs.net, *recs.io]} | {r["run_id"] for r in recs.host}) == 1
+    )  # one STOKER_RUN_ID for every phase
     # the inventory read this machine's network interfaces and said in one line what it skipped
     assert recs.host and {r["component"] for r in recs.host} == {"network port"}
-    assert "inventory | inventory " in p.stdout and "skipped: " in p.stdout and "GPUs: nvidia-smi absent" in p.stdout
-    assert {r.ranks for r in recs.net} == {2}                        # 2 gloo ranks without GPUs
-    assert not list(out.glob(".io-scratch-*"))                      # the storage scratch dir is gone
+    assert (
+        "inventory | inventory " in p.stdout
+        and "skipped: " in p.stdout
+        and "GPUs: nvidia-smi absent" in p.stdout
+    )
+    assert {r.ranks for r in recs.net} == {2}  # 2 gloo ranks without GPUs
+    assert not list(out.glob(".io-scratch-*"))  # the storage scratch dir is gone
 
     verdict = json.loads((out / "verdict.json").read_text())
     intra = [f for f in verdict["findings"] if f["component"] == "intra-node network"]
@@ -53,8 +86,8 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
     # progress while it works, a summary table and the verdict at the end
     assert "[1/4] inventory: started" in p.stdout and "[2/4] network: started" in p.stdout
     assert "[4/4] report: started" in p.stdout
-    assert "phase      status" in p.stdout and "verdict: FAIL" in p.stdout   # "inventory" sets the width
-    assert (out / "spec.yaml").read_text() == spec.read_text()        # the results keep what judged them
+    assert "phase      status" in p.stdout and "verdict: FAIL" in p.stdout  # "inventory" sets the width
+    assert (out / "spec.yaml").read_text() == spec.read_text()  # the results keep what judged them
     for name in ("report.md", "report.html"):
         assert (out / name).is_file()
 
@@ -66,15 +99,23 @@ def test_an_aborted_phase_still_gets_a_report_and_exit_3(tmp_path: Path) -> None
     bare = tmp_path / "bin"
     bare.mkdir()
     out = tmp_path / "results"
-    p = subprocess.run([*STOKER, "run", "--out", str(out), *SMALL], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=400, env={**os.environ, "PATH": str(bare)})
+    p = subprocess.run(
+        [*STOKER, "run", "--out", str(out), *SMALL],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env={**os.environ, "PATH": str(bare)},
+    )
     ran = phases(out)
     assert ran["network"] == 0 and ran["storage"] == 2 and ran["report"] == 3, p.stdout[-3000:]
     verdict = json.loads((out / "verdict.json").read_text())
     # no spec: nothing can fail, so the missing storage measurements decide
     assert verdict["verdict"] == "incomplete" and p.returncode == 3, verdict
     first = (out / "report.md").read_text().splitlines()[0]
-    assert first.endswith("INCOMPLETE: phase storage ended with exit code 2 after "
-                          f"{verdict['missing_phases'][0].split(' after ')[1]}")
+    assert first.endswith(
+        "INCOMPLETE: phase storage ended with exit code 2 after "
+        f"{verdict['missing_phases'][0].split(' after ')[1]}"
+    )
     assert "fio not found on PATH" in first, first
-    assert "storage    exit" in p.stdout   # the phase column is as wide as "inventory"
+    assert "storage    exit" in p.stdout  # the phase column is as wide as "inventory"

@@ -1,5 +1,6 @@
 """launchers/mpirun.sh for real on this one node (Open MPI, 2 gloo ranks), and the scripts'
 bad input: one line, exit 2."""
+
 from __future__ import annotations
 
 import json
@@ -14,13 +15,35 @@ from reports.records import read_records
 from tests.conftest import PYTHON, REPO, needs_tool
 
 SCRIPTS = REPO / "launchers"
-SMALL = ["--profile", "quick", "--ops", "all_reduce", "--max-bytes", "256K", "--iters", "3", "--warmup", "1",
-         "--workloads", "checkpoint", "--ckpt-bytes", "8M", "--io-runtime", "2"]
+SMALL = [
+    "--profile",
+    "quick",
+    "--ops",
+    "all_reduce",
+    "--max-bytes",
+    "256K",
+    "--iters",
+    "3",
+    "--warmup",
+    "1",
+    "--workloads",
+    "checkpoint",
+    "--ckpt-bytes",
+    "8M",
+    "--io-runtime",
+    "2",
+]
 
 
 def script(name: str, env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(SCRIPTS / name), *args], env={**os.environ, "STOKER_PY": PYTHON, **env},
-                          cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        ["bash", str(SCRIPTS / name), *args],
+        env={**os.environ, "STOKER_PY": PYTHON, **env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @needs_tool("mpirun")
@@ -28,9 +51,16 @@ def script(name: str, env: dict[str, str], *args: str, cwd: Path) -> subprocess.
 @pytest.mark.slow
 def test_mpirun_script_runs_every_phase_and_exits_with_the_verdict(tmp_path: Path) -> None:
     out = tmp_path / "results"
-    env = {"OUT": str(out), "NPROC_PER_NODE": "2", "BACKEND": "gloo", "MASTER_ADDR": "127.0.0.1",
-           "MASTER_PORT": str(free_port()), "LOCAL_IO": str(tmp_path / "local"),
-           "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo"}
+    env = {
+        "OUT": str(out),
+        "NPROC_PER_NODE": "2",
+        "BACKEND": "gloo",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+        "LOCAL_IO": str(tmp_path / "local"),
+        "OMPI_MCA_btl_tcp_if_include": "lo",
+        "OMPI_MCA_oob_tcp_if_include": "lo",
+    }
     p = script("mpirun.sh", env, *SMALL, cwd=tmp_path)
     phases = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]
     assert [(x["phase"], x["rc"]) for x in phases] == [("intra-node", 0), ("storage", 0)], p.stdout[-3000:]
@@ -44,15 +74,19 @@ def test_mpirun_script_runs_every_phase_and_exits_with_the_verdict(tmp_path: Pat
     assert (tmp_path / "local").is_dir()  # a dir the operator named is never removed
 
 
-@pytest.mark.parametrize(("name", "env", "args", "words"), [
-    ("torchrun.sh", {"OUT": ""}, [], "set OUT"),
-    ("mpirun.sh", {"OUT": "x", "NNODES": "2", "HOSTFILE": ""}, [], "set HOSTFILE"),
-    ("mpirun.sh", {"OUT": "x"}, ["--spec", "missing.yaml"], "--spec missing.yaml: no such file"),
-    ("torchrun.sh", {"OUT": "x"}, ["--profile", "huge"], "invalid choice"),
-    ("torchrun.sh", {"OUT": "x", "STOKER_PY": "/bin/false"}, [], "cannot import stoker"),
-])
-def test_script_bad_input_is_one_line_exit_2(name: str, env: dict[str, str], args: list[str], words: str,
-                                             tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "env", "args", "words"),
+    [
+        ("torchrun.sh", {"OUT": ""}, [], "set OUT"),
+        ("mpirun.sh", {"OUT": "x", "NNODES": "2", "HOSTFILE": ""}, [], "set HOSTFILE"),
+        ("mpirun.sh", {"OUT": "x"}, ["--spec", "missing.yaml"], "--spec missing.yaml: no such file"),
+        ("torchrun.sh", {"OUT": "x"}, ["--profile", "huge"], "invalid choice"),
+        ("torchrun.sh", {"OUT": "x", "STOKER_PY": "/bin/false"}, [], "cannot import stoker"),
+    ],
+)
+def test_script_bad_input_is_one_line_exit_2(
+    name: str, env: dict[str, str], args: list[str], words: str, tmp_path: Path
+) -> None:
     p = script(name, env, *args, cwd=tmp_path)
     assert p.returncode == 2 and words in p.stderr and p.stderr.count("\n") == 1, p.stderr
     assert not (tmp_path / "x").exists()  # refused before anything was created

@@ -1,5 +1,6 @@
 """The acceptance job on a real two-node Slurm (REAL-TEST-BEDS §1): `stoker submit` renders
 and submits it, Slurm runs every phase on n1 and n2, and the results agree with the job."""
+
 from __future__ import annotations
 
 import contextlib
@@ -22,12 +23,36 @@ from tests.harness.slurm import SlurmCluster, free_ports
 def free_port() -> int:
     return free_ports(1)
 
-pytestmark = [needs_root, needs_tool("slurmctld"), needs_tool("slurmd"), needs_tool("sbatch"), pytest.mark.slow]
+
+pytestmark = [
+    needs_root,
+    needs_tool("slurmctld"),
+    needs_tool("slurmd"),
+    needs_tool("sbatch"),
+    pytest.mark.slow,
+]
 
 # small enough for 2 shared cores: the quick profile, cut further
-SMALL = ["--profile", "quick", "--backend", "gloo", "--ops", "all_reduce,sendrecv", "--max-bytes", "1M",
-         "--iters", "3", "--warmup", "1", "--workloads", "checkpoint", "--ckpt-bytes", "16M",
-         "--io-runtime", "2"]
+SMALL = [
+    "--profile",
+    "quick",
+    "--backend",
+    "gloo",
+    "--ops",
+    "all_reduce,sendrecv",
+    "--max-bytes",
+    "1M",
+    "--iters",
+    "3",
+    "--warmup",
+    "1",
+    "--workloads",
+    "checkpoint",
+    "--ckpt-bytes",
+    "16M",
+    "--io-runtime",
+    "2",
+]
 # the srun MPI plugins real clusters set as MpiDefault; Debian's slurm carries all three
 # (pmix through libpmix-dev). Each sets its own PMI/PMIx variables in every rank.
 MPI_DEFAULTS = ("none", "pmi2", "pmix")
@@ -63,14 +88,34 @@ def spec(tmp_path: Path, advertised: float, threshold: float | None = None) -> P
         f"network: {{intra_node: {{GBps: {advertised}}}, inter_node: {{GBps: {advertised}}}}}\n"
         f"storage:\n"
         f"  - {{path: {tmp_path / 'local'}, kind: local, read_GBps: {advertised}, write_GBps: {advertised}}}\n"
-        f"  - {{path: {tmp_path / 'shared'}, kind: shared, read_GBps: {advertised}, write_GBps: {advertised}}}\n" + th)
+        f"  - {{path: {tmp_path / 'shared'}, kind: shared, read_GBps: {advertised}, write_GBps: {advertised}}}\n"
+        + th
+    )
     return path
 
 
 def submit(cluster: SlurmCluster, out: Path, cwd: Path, *extra: str) -> str:
-    p = subprocess.run([*STOKER, "submit", "--nodes", "2", "--out", str(out), *SMALL,
-                        "--local-path", str(cwd / "local"), "--shared-path", str(cwd / "shared"), *extra],
-                       env={**cluster.env, **job_env()}, cwd=cwd, capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [
+            *STOKER,
+            "submit",
+            "--nodes",
+            "2",
+            "--out",
+            str(out),
+            *SMALL,
+            "--local-path",
+            str(cwd / "local"),
+            "--shared-path",
+            str(cwd / "shared"),
+            *extra,
+        ],
+        env={**cluster.env, **job_env()},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("submitted job "), p.stdout
     return p.stdout.split()[2].rstrip(":")
@@ -89,7 +134,9 @@ def test_two_node_acceptance_job(slurm: SlurmCluster, tmp_path: Path) -> None:
 
     # every phase ran, in the contract's order, and none aborted
     phases = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines()]
-    assert [p["phase"] for p in phases] == ["inventory", "intra-node", "inter-node", "pairs", "storage"], log[-3000:]
+    assert [p["phase"] for p in phases] == ["inventory", "intra-node", "inter-node", "pairs", "storage"], log[
+        -3000:
+    ]
     assert all(p["rc"] == 0 for p in phases), (phases, log[-3000:])
 
     # records from both nodes, all under the job's run id
@@ -99,15 +146,20 @@ def test_two_node_acceptance_job(slurm: SlurmCluster, tmp_path: Path) -> None:
     assert {r.scope for r in recs.net} >= {"intra-node", "inter-node", "pair"}
     assert max(r.nodes for r in recs.net) == 2
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == {"n1", "n2"}
-    assert {r["host"] for r in recs.host} == {"n1", "n2"}            # one inventory task per node
+    assert {r["host"] for r in recs.host} == {"n1", "n2"}  # one inventory task per node
 
     # the job state is the verdict: everything that moved data is ok against this spec
     verdict = json.loads((out / "verdict.json").read_text())
     for name in ("report.md", "report.html"):
         assert (out / name).is_file(), name
-    per_node = {n: (sum(n in r.hosts for r in recs.net), sum(n in r.per_host_bw_GBps for r in recs.io)) for n in ("n1", "n2")}
-    print(f"MpiDefault={slurm.mpi_default}: job {job} {state} exit {rc}, verdict {verdict['verdict']}, "
-          f"(net, io) records per node {per_node}")
+    per_node = {
+        n: (sum(n in r.hosts for r in recs.net), sum(n in r.per_host_bw_GBps for r in recs.io))
+        for n in ("n1", "n2")
+    }
+    print(
+        f"MpiDefault={slurm.mpi_default}: job {job} {state} exit {rc}, verdict {verdict['verdict']}, "
+        f"(net, io) records per node {per_node}"
+    )
     assert verdict["verdict"] == "pass", verdict["findings"]
     assert (state, rc) == ("COMPLETED", 0), log[-3000:]
     assert verdict["run_id"] == f"slurm-{job}"
@@ -119,13 +171,21 @@ def test_an_unreachable_spec_fails_the_job_with_exit_1(pmix_slurm: SlurmCluster,
     state, rc, log = finish(pmix_slurm, job, tmp_path)
     verdict = json.loads((out / "verdict.json").read_text())
     print(f"unreachable spec: job {job} {state} exit {rc}, verdict {verdict['verdict']}")
-    assert all(p["rc"] == 0 for p in map(json.loads, (out / "phases.jsonl").read_text().splitlines())), log[-3000:]
+    assert all(p["rc"] == 0 for p in map(json.loads, (out / "phases.jsonl").read_text().splitlines())), log[
+        -3000:
+    ]
     # 10,000 GB/s at the default 80%: every network and storage figure is below spec
     assert verdict["verdict"] == "fail"
     # (inter-node has no reference here: a spec without gpus_per_node gives no per-GPU share)
-    judged = [f for f in verdict["findings"] if f["expected"] is not None
-              and f["component"] in ("intra-node network", "local storage", "shared storage")]
-    assert {f["component"] for f in judged} == {"intra-node network", "local storage", "shared storage"}, verdict["findings"]
+    judged = [
+        f
+        for f in verdict["findings"]
+        if f["expected"] is not None
+        and f["component"] in ("intra-node network", "local storage", "shared storage")
+    ]
+    assert {f["component"] for f in judged} == {"intra-node network", "local storage", "shared storage"}, (
+        verdict["findings"]
+    )
     assert {f["status"] for f in judged} == {"below_spec"}, judged
     assert (state, rc) == ("FAILED", 1), log[-3000:]
 
@@ -137,12 +197,21 @@ def test_a_dead_network_is_incomplete_exit_3(pmix_slurm: SlurmCluster, tmp_path:
     state, rc, log = finish(pmix_slurm, job, tmp_path)
     verdict = json.loads((out / "verdict.json").read_text())
     first = (out / "report.md").read_text().splitlines()[0]
-    print(f"dead network: job {job} {state} exit {rc}, verdict {verdict['verdict']}; report.md line 1: {first}")
-    assert verdict["verdict"] == "incomplete" and verdict["aborted_phases"] == ["intra-node", "inter-node", "pairs"]
+    print(
+        f"dead network: job {job} {state} exit {rc}, verdict {verdict['verdict']}; report.md line 1: {first}"
+    )
+    assert verdict["verdict"] == "incomplete" and verdict["aborted_phases"] == [
+        "intra-node",
+        "inter-node",
+        "pairs",
+    ]
     assert verdict["records"]["net"] == 0 and verdict["records"]["io"] > 0
     assert (state, rc) == ("FAILED", 3), log[-3000:]
     # the first line names the phase and the ranks' own reason, not only an exit code
-    assert "INCOMPLETE: phase intra-node ended with exit code" in first and "nccl" in first.split(":", 3)[-1].lower(), first
+    assert (
+        "INCOMPLETE: phase intra-node ended with exit code" in first
+        and "nccl" in first.split(":", 3)[-1].lower()
+    ), first
 
 
 def test_no_spec_is_not_an_acceptance(pmix_slurm: SlurmCluster, tmp_path: Path) -> None:
@@ -156,7 +225,9 @@ def test_no_spec_is_not_an_acceptance(pmix_slurm: SlurmCluster, tmp_path: Path) 
     assert "acceptance needs a reference" in log
 
 
-def test_results_dir_not_shared_is_refused_before_the_sweeps(pmix_slurm: SlurmCluster, tmp_path: Path) -> None:
+def test_results_dir_not_shared_is_refused_before_the_sweeps(
+    pmix_slurm: SlurmCluster, tmp_path: Path
+) -> None:
     slurm = pmix_slurm
     out = slurm.private / "results"  # each node has its own empty tmpfs here
     job = submit(slurm, out, tmp_path)
@@ -181,23 +252,36 @@ def _ranks_on(node: str, job: str, scopes: bytes) -> list[int]:
             env = set((d / "environ").read_bytes().split(b"\0"))
         except OSError:
             continue
-        if b"launchers.cli" in argv and b"net" in argv and scopes in argv and f"SLURMD_NODENAME={node}".encode() in env \
-                and f"SLURM_JOB_ID={job}".encode() in env:
+        if (
+            b"launchers.cli" in argv
+            and b"net" in argv
+            and scopes in argv
+            and f"SLURMD_NODENAME={node}".encode() in env
+            and f"SLURM_JOB_ID={job}".encode() in env
+        ):
             pids.append(int(d.name))
     return pids
 
 
-def test_a_hung_node_ends_the_phase_and_the_report_is_still_written(pmix_slurm: SlurmCluster, tmp_path: Path) -> None:
+def test_a_hung_node_ends_the_phase_and_the_report_is_still_written(
+    pmix_slurm: SlurmCluster, tmp_path: Path
+) -> None:
     slurm = pmix_slurm
     out = tmp_path / "results"
     # larger sizes stretch the inter-node sweep, so it can be caught mid-way
-    job = submit(slurm, out, tmp_path, "--max-bytes", "16M", "--iters", "5", "--net-timeout", str(NET_TIMEOUT_S))
+    job = submit(
+        slurm, out, tmp_path, "--max-bytes", "16M", "--iters", "5", "--net-timeout", str(NET_TIMEOUT_S)
+    )
     deadline = time.monotonic() + 240
     stopped: list[int] = []
     while not stopped and time.monotonic() < deadline:
         net = out / "net.jsonl"
-        if net.exists() and any(json.loads(x).get("nodes") == 2 for x in net.read_text().splitlines() if x.strip()):
-            stopped = _ranks_on("n2", job, b"world,inter-node")  # the inter-node sweep is under way: n2 hangs now
+        if net.exists() and any(
+            json.loads(x).get("nodes") == 2 for x in net.read_text().splitlines() if x.strip()
+        ):
+            stopped = _ranks_on(
+                "n2", job, b"world,inter-node"
+            )  # the inter-node sweep is under way: n2 hangs now
             for pid in stopped:
                 os.kill(pid, signal.SIGSTOP)
         time.sleep(0.2)
@@ -212,7 +296,9 @@ def test_a_hung_node_ends_the_phase_and_the_report_is_still_written(pmix_slurm: 
     ran = {p["phase"]: p for p in map(json.loads, (out / "phases.jsonl").read_text().splitlines())}
     # the hung phase ended within its limits: stoker's --timeout, then the phase's `timeout`
     # (the net timeout plus the job's grace), whose --kill-after=30 is the last resort
-    assert ran["inter-node"]["rc"] != 0 and ran["inter-node"]["elapsed_s"] <= NET_TIMEOUT_S + PHASE_GRACE_S + 30, ran
+    assert (
+        ran["inter-node"]["rc"] != 0 and ran["inter-node"]["elapsed_s"] <= NET_TIMEOUT_S + PHASE_GRACE_S + 30
+    ), ran
     # the phases after it ran, and the report was written from what was measured
     assert ran["pairs"]["rc"] == 0 and ran["storage"]["rc"] == 0, ran
     verdict = json.loads((out / "verdict.json").read_text())

@@ -1,5 +1,6 @@
 """Bad input never runs a line, never leaks a secret, never reads as a verdict: run ids,
 the environment allowlist, and what an unexpected exception exits with."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,28 +28,44 @@ def test_made_run_id_is_valid() -> None:
     assert check_run_id(new_run_id({}))
 
 
-def test_stoker_io_with_escaping_run_id_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_stoker_io_with_escaping_run_id_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("STOKER_RUN_ID", "a/../../escape")
     monkeypatch.chdir(tmp_path)
     rc = cli.main(["io", "--path", str(tmp_path), "--workloads", "metadata", "--runtime", "2"])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "STOKER_RUN_ID" in err and "Traceback" not in err
-    assert list(tmp_path.iterdir()) == []   # nothing created anywhere
+    assert list(tmp_path.iterdir()) == []  # nothing created anywhere
 
 
 def test_secret_looking_names_are_redacted() -> None:
-    env = {"NCCL_IB_PASS": "p1", "UCX_PWD": "p2", "FI_CXI_TOKEN": "p3", "OMPI_MCA_SECRET": "p4",
-           "NCCL_API_KEY": "p5", "FI_CREDENTIALS": "p6", "NCCL_DEBUG": "INFO", "HOME": "/root"}
+    env = {
+        "NCCL_IB_PASS": "p1",
+        "UCX_PWD": "p2",
+        "FI_CXI_TOKEN": "p3",
+        "OMPI_MCA_SECRET": "p4",
+        "NCCL_API_KEY": "p5",
+        "FI_CREDENTIALS": "p6",
+        "NCCL_DEBUG": "INFO",
+        "HOME": "/root",
+    }
     got = allowlisted_env(env)
-    assert got == {"FI_CREDENTIALS": "<redacted>", "FI_CXI_TOKEN": "<redacted>", "NCCL_API_KEY": "<redacted>",
-                   "NCCL_DEBUG": "INFO", "NCCL_IB_PASS": "<redacted>", "OMPI_MCA_SECRET": "<redacted>",
-                   "UCX_PWD": "<redacted>"}
+    assert got == {
+        "FI_CREDENTIALS": "<redacted>",
+        "FI_CXI_TOKEN": "<redacted>",
+        "NCCL_API_KEY": "<redacted>",
+        "NCCL_DEBUG": "INFO",
+        "NCCL_IB_PASS": "<redacted>",
+        "OMPI_MCA_SECRET": "<redacted>",
+        "UCX_PWD": "<redacted>",
+    }
     assert not {"p1", "p2", "p3", "p4", "p5", "p6"} & set(got.values())
 
 
 def test_unexpected_exception_exits_70_with_one_line_and_a_traceback_file(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     import reports.compare_cmd as compare
 
     def boom(args: object) -> int:
@@ -57,6 +74,7 @@ def test_unexpected_exception_exits_70_with_one_line_and_a_traceback_file(
     monkeypatch.setattr(compare, "main", boom)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile
+
     monkeypatch.setattr(tempfile, "tempdir", None)
     rc = cli.main(["compare", "a", "b"])
     err = capsys.readouterr().err

@@ -1,4 +1,5 @@
 """Each command builder's exact tokens, computed by hand from its spec."""
+
 from __future__ import annotations
 
 import subprocess
@@ -16,10 +17,30 @@ PROG = ("stoker", "net")
 def test_net_argv_standalone() -> None:
     argv = b.net_argv(b.NetCommand(profile=QUICK, out="/r", scopes=("world",), nproc=2))
     assert argv == [
-        "stoker", "net", "--ops", "all_reduce,all_gather,sendrecv",
-        "--min-bytes", "64K", "--max-bytes", "4M", "--step-factor", "4",
-        "--iters", "5", "--warmup", "2", "--backend", "auto", "--scopes", "world",
-        "--timeout", "180", "--out", "/r", "--nproc", "2",
+        "stoker",
+        "net",
+        "--ops",
+        "all_reduce,all_gather,sendrecv",
+        "--min-bytes",
+        "64K",
+        "--max-bytes",
+        "4M",
+        "--step-factor",
+        "4",
+        "--iters",
+        "5",
+        "--warmup",
+        "2",
+        "--backend",
+        "auto",
+        "--scopes",
+        "world",
+        "--timeout",
+        "180",
+        "--out",
+        "/r",
+        "--nproc",
+        "2",
     ]
 
 
@@ -31,82 +52,205 @@ def test_net_argv_under_a_launcher_has_no_nproc() -> None:
 
 
 def test_io_argv_repeats_path() -> None:
-    argv = b.io_argv(b.IoCommand(profile=QUICK, out="/r", paths=("/a", "/b"), stoker=("py", "-m", "launchers.cli")))
+    argv = b.io_argv(
+        b.IoCommand(profile=QUICK, out="/r", paths=("/a", "/b"), stoker=("py", "-m", "launchers.cli"))
+    )
     assert argv == [
-        "py", "-m", "launchers.cli", "io", "--path", "/a", "--path", "/b",
-        "--workloads", "checkpoint,dataloader,metadata", "--ckpt-bytes", "64M", "--runtime", "3",
-        "--timeout", "180", "--out", "/r",
+        "py",
+        "-m",
+        "launchers.cli",
+        "io",
+        "--path",
+        "/a",
+        "--path",
+        "/b",
+        "--workloads",
+        "checkpoint,dataloader,metadata",
+        "--ckpt-bytes",
+        "64M",
+        "--runtime",
+        "3",
+        "--timeout",
+        "180",
+        "--out",
+        "/r",
     ]
 
 
 def test_report_argv() -> None:
     assert b.report_argv(b.ReportCommand(out="/r")) == ["stoker", "report", "/r"]
     assert b.report_argv(b.ReportCommand(out="/r", spec="/s.yaml", workload="/w.yaml")) == [
-        "stoker", "report", "/r", "--spec", "/s.yaml", "--workload", "/w.yaml"]
+        "stoker",
+        "report",
+        "/r",
+        "--spec",
+        "/s.yaml",
+        "--workload",
+        "/w.yaml",
+    ]
 
 
 def test_srun_tokens() -> None:
     spec = b.SrunSpec(program=PROG, nodes=2, ntasks_per_node=8, time_limit_s=601, mpi="pmix")
     assert b.build("srun", spec) == [
-        "srun", "--nodes=2", "--ntasks-per-node=8", "--ntasks=16", "--kill-on-bad-exit=1",
-        "--time=11:00", "--mpi=pmix", "--label", "stoker", "net"]
+        "srun",
+        "--nodes=2",
+        "--ntasks-per-node=8",
+        "--ntasks=16",
+        "--kill-on-bad-exit=1",
+        "--time=11:00",
+        "--mpi=pmix",
+        "--label",
+        "stoker",
+        "net",
+    ]
 
 
 def test_srun_minimal() -> None:
     assert b.srun(b.SrunSpec(program=("hostname",), nodes=1, label=False)) == [
-        "srun", "--nodes=1", "--ntasks-per-node=1", "--ntasks=1", "--kill-on-bad-exit=1", "hostname"]
+        "srun",
+        "--nodes=1",
+        "--ntasks-per-node=1",
+        "--ntasks=1",
+        "--kill-on-bad-exit=1",
+        "hostname",
+    ]
 
 
 def test_torchrun_multi_node() -> None:
-    spec = b.TorchrunSpec(program=PROG, nnodes=2, nproc_per_node=8, node_rank=1, master_addr="node0",
-                          master_port=29511, torchrun=("python", "-m", "torch.distributed.run"))
+    spec = b.TorchrunSpec(
+        program=PROG,
+        nnodes=2,
+        nproc_per_node=8,
+        node_rank=1,
+        master_addr="node0",
+        master_port=29511,
+        torchrun=("python", "-m", "torch.distributed.run"),
+    )
     assert b.build("torchrun", spec) == [
-        "python", "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=8", "--node-rank=1",
-        "--master-addr=node0", "--master-port=29511", "--max-restarts=0", "--no-python", "stoker", "net"]
+        "python",
+        "-m",
+        "torch.distributed.run",
+        "--nnodes=2",
+        "--nproc-per-node=8",
+        "--node-rank=1",
+        "--master-addr=node0",
+        "--master-port=29511",
+        "--max-restarts=0",
+        "--no-python",
+        "stoker",
+        "net",
+    ]
 
 
 def test_torchrun_single_node_is_standalone() -> None:
     assert b.torchrun(b.TorchrunSpec(program=PROG, nnodes=1, nproc_per_node=2)) == [
-        "torchrun", "--nnodes=1", "--nproc-per-node=2", "--standalone", "--max-restarts=0", "--no-python",
-        "stoker", "net"]
+        "torchrun",
+        "--nnodes=1",
+        "--nproc-per-node=2",
+        "--standalone",
+        "--max-restarts=0",
+        "--no-python",
+        "stoker",
+        "net",
+    ]
 
 
 def test_mpirun_tokens() -> None:
-    spec = b.MpirunSpec(program=PROG, hostfile="hosts", nodes=2, procs_per_node=4,
-                        mca=(("btl_tcp_if_include", "lo"),), allow_run_as_root=True)
+    spec = b.MpirunSpec(
+        program=PROG,
+        hostfile="hosts",
+        nodes=2,
+        procs_per_node=4,
+        mca=(("btl_tcp_if_include", "lo"),),
+        allow_run_as_root=True,
+    )
     assert b.build("mpirun", spec) == [
-        "mpirun", "--allow-run-as-root", "--hostfile", "hosts", "-np", "8", "--npernode", "4",
-        "--bind-to", "none", "-x", "STOKER_RUN_ID", "--mca", "btl_tcp_if_include", "lo", "stoker", "net"]
+        "mpirun",
+        "--allow-run-as-root",
+        "--hostfile",
+        "hosts",
+        "-np",
+        "8",
+        "--npernode",
+        "4",
+        "--bind-to",
+        "none",
+        "-x",
+        "STOKER_RUN_ID",
+        "--mca",
+        "btl_tcp_if_include",
+        "lo",
+        "stoker",
+        "net",
+    ]
 
 
 def test_local_tokens() -> None:
     assert b.build("local", b.LocalSpec(program=PROG)) == ["stoker", "net"]
     assert b.local(b.LocalSpec(program=PROG, time_limit_s=90)) == [
-        "timeout", "--kill-after=30", "90", "stoker", "net"]
+        "timeout",
+        "--kill-after=30",
+        "90",
+        "stoker",
+        "net",
+    ]
 
 
 def test_every_launcher_is_registered() -> None:
     assert sorted(b.LAUNCHERS) == ["local", "mpirun", "srun", "torchrun"]
 
 
-@pytest.mark.parametrize(("tokens", "line"), [
-    (["a", "$OUT"], 'a "$OUT"'),
-    (["a", "$OUT/io"], 'a "$OUT/io"'),
-    (["a b", "$(rm -rf /)"], "'a b' '$(rm -rf /)'"),
-    (["x;y", "$OUT;z"], "'x;y' '$OUT;z'"),
-])
+@pytest.mark.parametrize(
+    ("tokens", "line"),
+    [
+        (["a", "$OUT"], 'a "$OUT"'),
+        (["a", "$OUT/io"], 'a "$OUT/io"'),
+        (["a b", "$(rm -rf /)"], "'a b' '$(rm -rf /)'"),
+        (["x;y", "$OUT;z"], "'x;y' '$OUT;z'"),
+    ],
+)
 def test_shell_line_quotes_everything_but_script_variables(tokens: list[str], line: str) -> None:
     assert b.shell_line(tokens) == line
 
 
 def test_script_argv_wraps_the_phase_in_the_launcher() -> None:
-    args = ["--launcher", "torchrun", "--nnodes", "3", "--nproc-per-node", "2", "--node-rank", "2",
-            "--master-addr", "10.0.0.1", "--master-port", "29600",
-            "net", "--profile", "quick", "--scopes", "pairs", "--out", "/r"]
-    p = subprocess.run([sys.executable, "-m", "launchers.argv", *args], capture_output=True, text=True, check=True)
+    args = [
+        "--launcher",
+        "torchrun",
+        "--nnodes",
+        "3",
+        "--nproc-per-node",
+        "2",
+        "--node-rank",
+        "2",
+        "--master-addr",
+        "10.0.0.1",
+        "--master-port",
+        "29600",
+        "net",
+        "--profile",
+        "quick",
+        "--scopes",
+        "pairs",
+        "--out",
+        "/r",
+    ]
+    p = subprocess.run(
+        [sys.executable, "-m", "launchers.argv", *args], capture_output=True, text=True, check=True
+    )
     tokens = p.stdout.split("\0")[:-1]
-    assert tokens[:10] == [sys.executable, "-m", "torch.distributed.run", "--nnodes=3", "--nproc-per-node=2",
-                           "--node-rank=2", "--master-addr=10.0.0.1", "--master-port=29600", "--max-restarts=0",
-                           "--no-python"]
+    assert tokens[:10] == [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes=3",
+        "--nproc-per-node=2",
+        "--node-rank=2",
+        "--master-addr=10.0.0.1",
+        "--master-port=29600",
+        "--max-restarts=0",
+        "--no-python",
+    ]
     assert tokens[10:14] == [sys.executable, "-m", "launchers.cli", "net"]
     assert tokens[tokens.index("--scopes") + 1] == "pairs"

@@ -1,10 +1,11 @@
 """The catalog: every figure has a source, names resolve loosely, unknown names get hints."""
+
 from __future__ import annotations
 
 import pytest
 
-from reports.judging import catalog
 from reports.errors import UsageError
+from reports.judging import catalog
 
 KINDS = ("accelerator", "link", "storage class", "model preset", "dataloader preset")
 
@@ -17,11 +18,42 @@ def test_every_entry_has_a_source(kind: str) -> None:
 
 
 def test_required_entries_exist() -> None:
-    assert set(catalog.names("accelerator")) >= {"a100-sxm", "h100-sxm", "h100-pcie", "h200", "b200", "mi250x", "mi300x", "gaudi2"}
+    assert set(catalog.names("accelerator")) >= {
+        "a100-sxm",
+        "h100-sxm",
+        "h100-pcie",
+        "h200",
+        "b200",
+        "mi250x",
+        "mi300x",
+        "gaudi2",
+    }
     assert set(catalog.names("link")) >= {
-        "nvlink3", "nvlink4", "nvlink5", "pcie4-x16", "pcie5-x16", "pcie6-x16", "ib-hdr", "ib-ndr", "ib-xdr",
-        "efa-v1", "efa-v2", "efa-v3", "ethernet-100g", "ethernet-200g", "ethernet-400g", "ethernet-800g"}
-    assert set(catalog.names("storage class")) >= {"nvme-gen4", "nvme-gen5", "lustre-125", "lustre-250", "lustre-500", "lustre-1000"}
+        "nvlink3",
+        "nvlink4",
+        "nvlink5",
+        "pcie4-x16",
+        "pcie5-x16",
+        "pcie6-x16",
+        "ib-hdr",
+        "ib-ndr",
+        "ib-xdr",
+        "efa-v1",
+        "efa-v2",
+        "efa-v3",
+        "ethernet-100g",
+        "ethernet-200g",
+        "ethernet-400g",
+        "ethernet-800g",
+    }
+    assert set(catalog.names("storage class")) >= {
+        "nvme-gen4",
+        "nvme-gen5",
+        "lustre-125",
+        "lustre-250",
+        "lustre-500",
+        "lustre-1000",
+    }
     assert catalog.names("model preset") == ["llama-8b", "llama-70b", "llama-405b"]
     assert catalog.names("dataloader preset") == ["llm-text", "unet3d", "resnet50", "cosmoflow"]
 
@@ -50,11 +82,11 @@ def test_accelerator_figures() -> None:
     h100 = catalog.accelerator("h100-sxm")
     assert (h100.tflops["bf16"], h100.tflops["fp8"], h100.hbm_GB, h100.hbm_TBps) == (989, 1979, 80, 3.35)
     assert h100.intra_link == "nvlink4" and h100.gpus_per_node == 8
-    assert catalog.accelerator("mi300x").tflops["fp8"] == 2614.9   # dense, not the sparsity figure
+    assert catalog.accelerator("mi300x").tflops["fp8"] == 2614.9  # dense, not the sparsity figure
     assert catalog.accelerator("a100").tflops["bf16"] == 312
     for name in catalog.names("accelerator"):
         acc = catalog.accelerator(name)
-        catalog.link(acc.intra_link)      # every default link is in the catalog
+        catalog.link(acc.intra_link)  # every default link is in the catalog
         catalog.link(acc.host_link)
 
 
@@ -67,15 +99,18 @@ def test_unknown_name_suggests_the_nearest() -> None:
         catalog.accelerator("tpu-v5")
 
 
-@pytest.mark.parametrize(("reported", "expected"), [
-    ("NVIDIA H100 80GB HBM3", "h100-sxm"),
-    ("NVIDIA H100 PCIe", "h100-pcie"),
-    ("NVIDIA H200", "h200"),
-    ("NVIDIA A100-SXM4-40GB", "a100-sxm"),
-    ("NVIDIA B200", "b200"),
-    ("AMD Instinct MI300X OAM", "mi300x"),
-    ("Tesla V100-SXM2-32GB", None),
-])
+@pytest.mark.parametrize(
+    ("reported", "expected"),
+    [
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA A100-SXM4-40GB", "a100-sxm"),
+        ("NVIDIA B200", "b200"),
+        ("AMD Instinct MI300X OAM", "mi300x"),
+        ("Tesla V100-SXM2-32GB", None),
+    ],
+)
 def test_match_gpu_name(reported: str, expected: str | None) -> None:
     acc = catalog.match_gpu_name(reported)
     assert (acc.name if acc else None) == expected

@@ -1,6 +1,7 @@
 """SkyPilot's and dstack's task files checked with the platforms' own parsers, where those
 are installed (an optional extra, `pip install -e '.[cloud-parsers]'`, large and never
 installed by CI; skipped otherwise)."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,7 +19,9 @@ def test_skypilot_parses_the_task(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(n for n, (p, _) in CASES.items() if p == "dstack"))
 def test_dstack_parses_the_task(name: str) -> None:
-    conf = pytest.importorskip("dstack._internal.core.models.configurations",
-                               reason="dstack not installed (optional extra cloud-parsers; large)")
+    conf = pytest.importorskip(
+        "dstack._internal.core.models.configurations",
+        reason="dstack not installed (optional extra cloud-parsers; large)",
+    )
     parsed = conf.parse_run_configuration(yaml.safe_load(rendered(name)))
     assert parsed.nodes == 2

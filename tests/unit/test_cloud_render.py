@@ -1,6 +1,7 @@
 """The Kubernetes, SkyPilot and dstack jobs (launchers/k8s.py, launchers/tasks.py): golden
 files per platform x fabric, compared line by line, and the values that could be wrong
 computed by hand. Schema validation: tests/unit/test_cloud_validate.py."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -20,9 +21,17 @@ SPEC = "name: golden\ngpus_per_node: 8\n"
 
 
 def base_job(fabric: str = "ib", kind: str = "job", **kw: object) -> CloudJob:
-    return CloudJob(name="stoker-golden", nodes=2, gpus_per_node=8, profile=get_profile("quick"),
-                    image="registry.example/stoker:1.0", fabric=fabric, kind=kind,
-                    results_volume="stoker-results-rwx", **kw)  # type: ignore[arg-type]
+    return CloudJob(
+        name="stoker-golden",
+        nodes=2,
+        gpus_per_node=8,
+        profile=get_profile("quick"),
+        image="registry.example/stoker:1.0",
+        fabric=fabric,
+        kind=kind,
+        results_volume="stoker-results-rwx",
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 # (golden file, platform, job): every fabric on every platform; the k8s kinds on one each;
@@ -31,18 +40,46 @@ CASES: dict[str, tuple[str, CloudJob]] = {
     **{f"k8s-job-{f}.yaml": ("k8s", base_job(f)) for f in FABRICS},
     **{f"skypilot-{f}.yaml": ("skypilot", base_job(f)) for f in FABRICS},
     **{f"dstack-{f}.yaml": ("dstack", base_job(f)) for f in FABRICS},
-    "k8s-jobset-ib.yaml": ("k8s", base_job("ib", "jobset", namespace="acceptance", queue="gpu-queue",
-                                           topology="cloud.provider.com/topology-block")),
+    "k8s-jobset-ib.yaml": (
+        "k8s",
+        base_job(
+            "ib",
+            "jobset",
+            namespace="acceptance",
+            queue="gpu-queue",
+            topology="cloud.provider.com/topology-block",
+        ),
+    ),
     "k8s-mpijob-efa.yaml": ("k8s", base_job("efa", "mpijob", namespace="acceptance")),
-    "k8s-job-roce-selector-spec.yaml": ("k8s", replace(
-        base_job("roce", node_selector=(("node.kubernetes.io/instance-type", "gpu-h100-8x"),),
-                 networks="sriov-a,sriov-b", spec_text=SPEC), results_volume=None)),
-    "skypilot-ib-tier-spec.yaml": ("skypilot", base_job("ib", network_tier="best", spec_text=SPEC,
-                                                        spec_path="/home/me/spec.yaml")),
-    "dstack-tcp-spec-novolume.yaml": ("dstack", replace(base_job("tcp", spec_text=SPEC, spec_path="/home/me/spec.yaml"),
-                                                        results_volume=None)),
-    "k8s-job-cpu.yaml": ("k8s", replace(base_job("tcp"), gpus_per_node=0, backend="gloo",
-                                        profile=with_overrides(get_profile("quick"), max_bytes="8M"))),
+    "k8s-job-roce-selector-spec.yaml": (
+        "k8s",
+        replace(
+            base_job(
+                "roce",
+                node_selector=(("node.kubernetes.io/instance-type", "gpu-h100-8x"),),
+                networks="sriov-a,sriov-b",
+                spec_text=SPEC,
+            ),
+            results_volume=None,
+        ),
+    ),
+    "skypilot-ib-tier-spec.yaml": (
+        "skypilot",
+        base_job("ib", network_tier="best", spec_text=SPEC, spec_path="/home/me/spec.yaml"),
+    ),
+    "dstack-tcp-spec-novolume.yaml": (
+        "dstack",
+        replace(base_job("tcp", spec_text=SPEC, spec_path="/home/me/spec.yaml"), results_volume=None),
+    ),
+    "k8s-job-cpu.yaml": (
+        "k8s",
+        replace(
+            base_job("tcp"),
+            gpus_per_node=0,
+            backend="gloo",
+            profile=with_overrides(get_profile("quick"), max_bytes="8M"),
+        ),
+    ),
 }
 
 
@@ -79,31 +116,46 @@ def test_indexed_job_is_one_world_of_two_pods() -> None:
     svc, job = docs("k8s-job-ib.yaml")
     assert (svc["kind"], svc["spec"]["clusterIP"], job["kind"]) == ("Service", "None", "Job")
     spec = job["spec"]
-    assert (spec["completionMode"], spec["completions"], spec["parallelism"], spec["backoffLimit"]) == ("Indexed", 2, 2, 0)
+    assert (spec["completionMode"], spec["completions"], spec["parallelism"], spec["backoffLimit"]) == (
+        "Indexed",
+        2,
+        2,
+        0,
+    )
     # quick: inventory (120 + 120) + 3 net phases x (180 + 120) + storage (180 + 120) + report 120 + margin 300
     assert spec["activeDeadlineSeconds"] == 240 + 3 * 300 + 300 + 120 + 300 == 1860
     pod = spec["template"]["spec"]
     assert pod["subdomain"] == svc["metadata"]["name"] == "stoker-golden"
     env = {e["name"]: e["value"] for e in container(job)["env"]}
-    assert env["MASTER_ADDR"] == "stoker-golden-0.stoker-golden"     # pod 0's host name under the Service
+    assert env["MASTER_ADDR"] == "stoker-golden-0.stoker-golden"  # pod 0's host name under the Service
     assert (env["NNODES"], env["STOKER_EXPECT_NODES"], env["NPROC_PER_NODE"]) == ("2", "2", "8")
     assert env["OUT"] == "/stoker-results/stoker-golden" and env["SHARED_OUT"] == "1"
     assert container(job)["resources"]["limits"] == {"nvidia.com/gpu": 8, "rdma/ib": 1}
     dshm = [v for v in pod["volumes"] if v["name"] == "dshm"][0]
-    assert dshm["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}     # 2 GiB x 8 ranks
-    assert [v for v in pod["volumes"] if v["name"] == "results"][0]["persistentVolumeClaim"] == {"claimName": "stoker-results-rwx"}
+    assert dshm["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}  # 2 GiB x 8 ranks
+    assert [v for v in pod["volumes"] if v["name"] == "results"][0]["persistentVolumeClaim"] == {
+        "claimName": "stoker-results-rwx"
+    }
     assert 'NODE_RANK="$JOB_COMPLETION_INDEX"' in container(job)["command"][2]
-    assert env["FAIL_UNJUDGED"] == "1"      # nothing judged is no acceptance, as the Slurm job
+    assert env["FAIL_UNJUDGED"] == "1"  # nothing judged is no acceptance, as the Slurm job
     allowed = docs_of(replace(base_job(), allow_unjudged=True))[1]
     assert {e["name"]: e["value"] for e in container(allowed)["env"]}["FAIL_UNJUDGED"] == "0"
 
 
-@pytest.mark.parametrize("fabric,limits,pod_keys,caps", [
-    ("ib", {"rdma/ib": 1}, set(), ["IPC_LOCK"]),
-    ("efa", {"vpc.amazonaws.com/efa": 32, "hugepages-2Mi": "5120Mi", "memory": "32Gi"}, set(), ["IPC_LOCK"]),
-    ("roce", {}, set(), ["IPC_LOCK"]),
-    ("tcp", {}, {"hostNetwork", "dnsPolicy"}, None),
-])
+@pytest.mark.parametrize(
+    "fabric,limits,pod_keys,caps",
+    [
+        ("ib", {"rdma/ib": 1}, set(), ["IPC_LOCK"]),
+        (
+            "efa",
+            {"vpc.amazonaws.com/efa": 32, "hugepages-2Mi": "5120Mi", "memory": "32Gi"},
+            set(),
+            ["IPC_LOCK"],
+        ),
+        ("roce", {}, set(), ["IPC_LOCK"]),
+        ("tcp", {}, {"hostNetwork", "dnsPolicy"}, None),
+    ],
+)
 def test_each_fabric_adds_its_entry(fabric: str, limits: dict, pod_keys: set, caps: list | None) -> None:
     job = docs(f"k8s-job-{fabric}.yaml")[1]
     c, pod = container(job), job["spec"]["template"]["spec"]
@@ -120,11 +172,14 @@ def test_roce_annotation_selector_and_no_volume() -> None:
     pod = job["spec"]["template"]
     assert pod["metadata"]["annotations"] == {"k8s.v1.cni.cncf.io/networks": "sriov-a,sriov-b"}
     assert pod["spec"]["nodeSelector"] == {"node.kubernetes.io/instance-type": "gpu-h100-8x"}
-    assert [v for v in pod["spec"]["volumes"] if v["name"] == "results"][0] == {"name": "results", "emptyDir": {}}
+    assert [v for v in pod["spec"]["volumes"] if v["name"] == "results"][0] == {
+        "name": "results",
+        "emptyDir": {},
+    }
     assert cm["kind"] == "ConfigMap" and cm["data"] == {"spec.yaml": SPEC}
     assert "--spec /stoker-inputs/spec.yaml" in container(job)["command"][2]
     env = {e["name"]: e["value"] for e in container(job)["env"]}
-    assert env["SHARED_OUT"] == "0"      # node 0's log carries the summary
+    assert env["SHARED_OUT"] == "0"  # node 0's log carries the summary
 
 
 def test_cpu_job_has_no_gpu_limit_and_passes_the_override() -> None:
@@ -140,25 +195,42 @@ def test_jobset_and_mpijob() -> None:
     assert js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu-queue"
     rj = js["spec"]["replicatedJobs"][0]
     tmpl = rj["template"]["spec"]["template"]
-    assert tmpl["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] == "cloud.provider.com/topology-block"
+    assert (
+        tmpl["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"]
+        == "cloud.provider.com/topology-block"
+    )
     env = {e["name"]: e["value"] for e in tmpl["spec"]["containers"][0]["env"]}
     assert env["MASTER_ADDR"] == "stoker-golden-node-0-0.stoker-golden"
     (mpi,) = docs("k8s-mpijob-efa.yaml")
     specs = mpi["spec"]["mpiReplicaSpecs"]
     assert (mpi["spec"]["slotsPerWorker"], specs["Worker"]["replicas"]) == (8, 2)
-    assert "resources" not in specs["Launcher"]["template"]["spec"]["containers"][0]   # no GPUs on the launcher
+    assert (
+        "resources" not in specs["Launcher"]["template"]["spec"]["containers"][0]
+    )  # no GPUs on the launcher
     assert specs["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 8
 
 
 def test_skypilot_and_dstack_tasks() -> None:
     (sky,) = docs("skypilot-efa.yaml")
-    assert (sky["num_nodes"], sky["resources"]["accelerators"], sky["resources"]["image_id"]) == \
-        (2, "H100:8", "docker:registry.example/stoker:1.0")
+    assert (sky["num_nodes"], sky["resources"]["accelerators"], sky["resources"]["image_id"]) == (
+        2,
+        "H100:8",
+        "docker:registry.example/stoker:1.0",
+    )
     pod = sky["config"]["kubernetes"]["pod_config"]["spec"]["containers"][0]
-    assert pod["resources"]["limits"] == {"vpc.amazonaws.com/efa": 32, "hugepages-2Mi": "5120Mi", "memory": "32Gi"}
+    assert pod["resources"]["limits"] == {
+        "vpc.amazonaws.com/efa": 32,
+        "hugepages-2Mi": "5120Mi",
+        "memory": "32Gi",
+    }
     assert "SKYPILOT_NODE_IPS" in sky["run"] and sky["envs"]["STOKER_EXPECT_NODES"] == "2"
     (ds,) = docs("dstack-ib.yaml")
-    assert (ds["type"], ds["nodes"], ds["startup_order"], ds["stop_criteria"]) == ("task", 2, "workers-first", "master-done")
+    assert (ds["type"], ds["nodes"], ds["startup_order"], ds["stop_criteria"]) == (
+        "task",
+        2,
+        "workers-first",
+        "master-done",
+    )
     assert ds["resources"] == {"gpu": "H100:8", "shm_size": "16GB"}
     assert "STOKER_EXPECT_NODES=2" in ds["env"] and "DSTACK_MASTER_NODE_IP" in ds["commands"][0]
 
@@ -166,10 +238,14 @@ def test_skypilot_and_dstack_tasks() -> None:
 def test_a_workload_preset_is_passed_by_name() -> None:
     job = replace(base_job(), workload_preset="llama-70b")
     assert stoker_args(job)[-2:] == ["--workload", "llama-70b"]
-    assert [d["kind"] for d in docs_of(job)] == ["Service", "Job"]    # no ConfigMap to ship
+    assert [d["kind"] for d in docs_of(job)] == ["Service", "Job"]  # no ConfigMap to ship
 
 
 def test_stoker_args_pass_only_what_differs_from_the_profile() -> None:
-    job = replace(base_job(), profile=with_overrides(get_profile("standard"), iters=3, ops=("all_reduce", "sendrecv")))
+    job = replace(
+        base_job(), profile=with_overrides(get_profile("standard"), iters=3, ops=("all_reduce", "sendrecv"))
+    )
     assert stoker_args(job) == ["--profile", "standard", "--ops", "all_reduce,sendrecv", "--iters", "3"]
-    assert node_script(job, "dstack").startswith('export NNODES="$DSTACK_NODES_NUM" NODE_RANK="$DSTACK_NODE_RANK"')
+    assert node_script(job, "dstack").startswith(
+        'export NNODES="$DSTACK_NODES_NUM" NODE_RANK="$DSTACK_NODE_RANK"'
+    )

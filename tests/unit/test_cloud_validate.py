@@ -4,15 +4,18 @@ schemas, in strict mode (unknown fields are errors), with the `kubernetes-valida
 (MPIJob, JobSet) have no shipped schema: their pod templates are validated as core
 PodTemplate / Job documents, their own fields against the small schemas here.
 SkyPilot's and dstack's parsers: tests/unit/test_cloud_parsers.py."""
+
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
 
-from tests.unit.test_cloud_render import CASES, docs, rendered
+from tests.unit.test_cloud_render import CASES, docs
 
-kv = pytest.importorskip("kubernetes_validate", reason="pip install -e '.[test]' installs kubernetes-validate")
+kv = pytest.importorskip(
+    "kubernetes_validate", reason="pip install -e '.[test]' installs kubernetes-validate"
+)
 jsonschema = pytest.importorskip("jsonschema")
 
 # The oldest Kubernetes still common on neoclouds' managed offerings, and a recent one.
@@ -25,37 +28,92 @@ _TEMPLATE = {"type": "object", "required": ["spec"]}
 # The fields of kubeflow.org/v2beta1 MPIJob and jobset.x-k8s.io/v1alpha2 JobSet that we
 # write, from their CRDs (mpi-operator v0.6, jobset v0.8); nothing else is allowed.
 MPIJOB = {
-    "type": "object", "additionalProperties": False, "required": ["apiVersion", "kind", "metadata", "spec"],
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["apiVersion", "kind", "metadata", "spec"],
     "properties": {
-        "apiVersion": {"const": "kubeflow.org/v2beta1"}, "kind": {"const": "MPIJob"}, "metadata": _META,
-        "spec": {"type": "object", "additionalProperties": False, "required": ["mpiReplicaSpecs"], "properties": {
-            "slotsPerWorker": {"type": "integer", "minimum": 1},
-            "mpiImplementation": {"enum": ["OpenMPI", "Intel", "MPICH"]},
-            "runPolicy": {"type": "object", "additionalProperties": False, "properties": {
-                "cleanPodPolicy": {"enum": ["None", "Running", "All"]},
-                "backoffLimit": {"type": "integer", "minimum": 0},
-                "activeDeadlineSeconds": {"type": "integer", "minimum": 1}}},
-            "mpiReplicaSpecs": {"type": "object", "additionalProperties": False, "required": ["Launcher", "Worker"],
-                                "patternProperties": {"^(Launcher|Worker)$": {
-                                    "type": "object", "additionalProperties": False, "required": ["template"],
-                                    "properties": {"replicas": {"type": "integer", "minimum": 1},
-                                                   "restartPolicy": {"enum": ["Always", "OnFailure", "Never", "ExitCode"]},
-                                                   "template": _TEMPLATE}}}}}},
+        "apiVersion": {"const": "kubeflow.org/v2beta1"},
+        "kind": {"const": "MPIJob"},
+        "metadata": _META,
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["mpiReplicaSpecs"],
+            "properties": {
+                "slotsPerWorker": {"type": "integer", "minimum": 1},
+                "mpiImplementation": {"enum": ["OpenMPI", "Intel", "MPICH"]},
+                "runPolicy": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "cleanPodPolicy": {"enum": ["None", "Running", "All"]},
+                        "backoffLimit": {"type": "integer", "minimum": 0},
+                        "activeDeadlineSeconds": {"type": "integer", "minimum": 1},
+                    },
+                },
+                "mpiReplicaSpecs": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["Launcher", "Worker"],
+                    "patternProperties": {
+                        "^(Launcher|Worker)$": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["template"],
+                            "properties": {
+                                "replicas": {"type": "integer", "minimum": 1},
+                                "restartPolicy": {"enum": ["Always", "OnFailure", "Never", "ExitCode"]},
+                                "template": _TEMPLATE,
+                            },
+                        }
+                    },
+                },
+            },
+        },
     },
 }
 JOBSET = {
-    "type": "object", "additionalProperties": False, "required": ["apiVersion", "kind", "metadata", "spec"],
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["apiVersion", "kind", "metadata", "spec"],
     "properties": {
-        "apiVersion": {"const": "jobset.x-k8s.io/v1alpha2"}, "kind": {"const": "JobSet"}, "metadata": _META,
-        "spec": {"type": "object", "additionalProperties": False, "required": ["replicatedJobs"], "properties": {
-            "network": {"type": "object", "additionalProperties": False, "properties": {
-                "enableDNSHostnames": {"type": "boolean"}, "subdomain": {"type": "string"}}},
-            "failurePolicy": {"type": "object", "additionalProperties": False, "properties": {
-                "maxRestarts": {"type": "integer", "minimum": 0}}},
-            "replicatedJobs": {"type": "array", "minItems": 1, "items": {
-                "type": "object", "additionalProperties": False, "required": ["name", "template"],
-                "properties": {"name": {"type": "string"}, "replicas": {"type": "integer", "minimum": 1},
-                               "template": _TEMPLATE}}}}},
+        "apiVersion": {"const": "jobset.x-k8s.io/v1alpha2"},
+        "kind": {"const": "JobSet"},
+        "metadata": _META,
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["replicatedJobs"],
+            "properties": {
+                "network": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "enableDNSHostnames": {"type": "boolean"},
+                        "subdomain": {"type": "string"},
+                    },
+                },
+                "failurePolicy": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {"maxRestarts": {"type": "integer", "minimum": 0}},
+                },
+                "replicatedJobs": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["name", "template"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "replicas": {"type": "integer", "minimum": 1},
+                            "template": _TEMPLATE,
+                        },
+                    },
+                },
+            },
+        },
     },
 }
 
@@ -65,15 +123,30 @@ def core_documents(doc: dict[str, Any]) -> list[dict[str, Any]]:
     name = {"name": doc["metadata"]["name"]}
     if doc["kind"] == "MPIJob":
         jsonschema.validate(doc, MPIJOB)
-        return [{"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": f"{name['name']}-{role.lower()}"},
-                 "template": spec["template"]} for role, spec in doc["spec"]["mpiReplicaSpecs"].items()]
+        return [
+            {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": f"{name['name']}-{role.lower()}"},
+                "template": spec["template"],
+            }
+            for role, spec in doc["spec"]["mpiReplicaSpecs"].items()
+        ]
     if doc["kind"] == "JobSet":
         jsonschema.validate(doc, JOBSET)
         out = []
         for rj in doc["spec"]["replicatedJobs"]:
-            out.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": name, "spec": rj["template"]["spec"]})
-            out.append({"apiVersion": "v1", "kind": "PodTemplate", "metadata": name,
-                        "template": rj["template"]["spec"]["template"]})
+            out.append(
+                {"apiVersion": "batch/v1", "kind": "Job", "metadata": name, "spec": rj["template"]["spec"]}
+            )
+            out.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PodTemplate",
+                    "metadata": name,
+                    "template": rj["template"]["spec"]["template"],
+                }
+            )
         return out
     return [doc]
 

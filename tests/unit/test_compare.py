@@ -1,4 +1,5 @@
 """Measured vs advertised: plateau, interpolation and statuses, with hand-computed numbers."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,16 +8,29 @@ from reports.judging import compare
 from reports.judging.spec import Spec, StorageSpec, parse_spec
 from tests.unit.recordgen import flat, io, net
 
-SPEC = parse_spec({"accelerator": "h100-sxm", "network": {"inter_node": {"link": "ib-ndr", "count": 8}},
-                   "storage": [{"path": "/data", "kind": "shared", "read_GBps": 40, "write_GBps": 20},
-                               {"path": "/scratch", "kind": "local", "read_GBps": 12, "write_GBps": 6}]}, "spec.yaml")
+SPEC = parse_spec(
+    {
+        "accelerator": "h100-sxm",
+        "network": {"inter_node": {"link": "ib-ndr", "count": 8}},
+        "storage": [
+            {"path": "/data", "kind": "shared", "read_GBps": 40, "write_GBps": 20},
+            {"path": "/scratch", "kind": "local", "read_GBps": 12, "write_GBps": 6},
+        ],
+    },
+    "spec.yaml",
+)
 
 
 def test_plateau_is_the_best_median_among_the_three_largest_sizes() -> None:
     recs = []
     # per size, three groups; medians: 1M -> 100, 2M -> 300, 4M -> 350, 8M -> 340, 16M -> 345
-    for size, values in [(1 << 20, (90, 100, 110)), (2 << 20, (300, 290, 310)), (4 << 20, (350, 10, 360)),
-                         (8 << 20, (340, 340, 341)), (16 << 20, (345, 500, 100))]:
+    for size, values in [
+        (1 << 20, (90, 100, 110)),
+        (2 << 20, (300, 290, 310)),
+        (4 << 20, (350, 10, 360)),
+        (8 << 20, (340, 340, 341)),
+        (16 << 20, (345, 500, 100)),
+    ]:
         recs += [net("intra-node", "all_reduce", size, v, group=g) for g, v in enumerate(values)]
     curves, wrong = compare.build_curves(recs)
     c = curves[("intra-node", "all_reduce")]
@@ -27,8 +41,15 @@ def test_plateau_is_the_best_median_among_the_three_largest_sizes() -> None:
 
 
 def test_interpolation_is_linear_in_log_size() -> None:
-    c = compare.Curve(scope="intra-node", op="all_reduce", sizes=(1 << 20, 4 << 20), busbw=(10.0, 30.0), hosts=(), backend="nccl")
-    assert c.at(2 << 20) == (20.0, "")              # log2: halfway between 1M and 4M -> halfway between 10 and 30
+    c = compare.Curve(
+        scope="intra-node",
+        op="all_reduce",
+        sizes=(1 << 20, 4 << 20),
+        busbw=(10.0, 30.0),
+        hosts=(),
+        backend="nccl",
+    )
+    assert c.at(2 << 20) == (20.0, "")  # log2: halfway between 1M and 4M -> halfway between 10 and 30
     assert c.at(1 << 20) == (10.0, "")
     bw, note = c.at(1 << 10)
     assert bw == 10.0 and "below the smallest size measured (1M)" in note
@@ -37,34 +58,42 @@ def test_interpolation_is_linear_in_log_size() -> None:
 
 
 def test_wrong_results_are_left_out_and_world_maps_to_a_scope() -> None:
-    recs = [net("world", "all_reduce", 1 << 20, 5.0, ("a", "b")), net("world", "all_gather", 1 << 20, 7.0, ("a",)),
-            net("inter-node", "all_reduce", 1 << 20, 9.0, ("a", "b")), net("inter-node", "all_reduce", 2 << 20, 99.0, ("a", "b"), wrong=3)]
+    recs = [
+        net("world", "all_reduce", 1 << 20, 5.0, ("a", "b")),
+        net("world", "all_gather", 1 << 20, 7.0, ("a",)),
+        net("inter-node", "all_reduce", 1 << 20, 9.0, ("a", "b")),
+        net("inter-node", "all_reduce", 2 << 20, 99.0, ("a", "b"), wrong=3),
+    ]
     curves, wrong = compare.build_curves(recs)
     assert wrong == 1
-    assert curves[("inter-node", "all_reduce")].busbw == (9.0,)   # the explicit sweep wins over the world one
-    assert curves[("intra-node", "all_gather")].busbw == (7.0,)   # a one-node world sweep is intra-node
+    assert curves[("inter-node", "all_reduce")].busbw == (9.0,)  # the explicit sweep wins over the world one
+    assert curves[("intra-node", "all_gather")].busbw == (7.0,)  # a one-node world sweep is intra-node
 
 
 def test_a_one_rank_sweep_crosses_no_link_and_is_left_out() -> None:
     # nccl-tests on one GPU: all_reduce busbw = algbw x 2(n-1)/n = 0, a local copy, not a link
-    curves, wrong = compare.build_curves([net("world", "all_reduce", 1 << 20, 0.0, ranks=1),
-                                          net("world", "all_gather", 1 << 20, 0.0, ranks=1)])
+    curves, wrong = compare.build_curves(
+        [net("world", "all_reduce", 1 << 20, 0.0, ranks=1), net("world", "all_gather", 1 << 20, 0.0, ranks=1)]
+    )
     assert curves == {} and wrong == 0
 
 
-@pytest.mark.parametrize(("busbw", "status"), [
-    (400.0, "ok"),          # 400 / 450 = 89% >= 80%
-    (360.0, "ok"),          # exactly 80%
-    (359.0, "below_spec"),  # 79.8%
-    (480.0, "ok"),          # NVLS: 107% of NVLink4 is physical for all_reduce (in-switch reduction)
-    (946.0, "suspect"),     # > 2.1 x 450 = 945
-])
+@pytest.mark.parametrize(
+    ("busbw", "status"),
+    [
+        (400.0, "ok"),  # 400 / 450 = 89% >= 80%
+        (360.0, "ok"),  # exactly 80%
+        (359.0, "below_spec"),  # 79.8%
+        (480.0, "ok"),  # NVLS: 107% of NVLink4 is physical for all_reduce (in-switch reduction)
+        (946.0, "suspect"),  # > 2.1 x 450 = 945
+    ],
+)
 def test_intra_node_status(busbw: float, status: str) -> None:
     curves, _ = compare.build_curves(flat("intra-node", "all_reduce", busbw))
     (f,), expected = compare.compare_network(curves, SPEC)
     assert (f.component, f.status, f.expected, f.measured) == ("intra-node network", status, 450.0, busbw)
     assert expected == {"intra-node network": 450.0}
-    assert "at 1G" in f.message               # the plateau size is named
+    assert "at 1G" in f.message  # the plateau size is named
 
 
 def test_all_gather_above_the_link_is_suspect() -> None:
@@ -84,7 +113,9 @@ def test_inter_node_compares_with_the_nic_share_per_gpu() -> None:
 
 
 def test_no_spec_is_no_reference() -> None:
-    curves, _ = compare.build_curves(flat("intra-node", "all_reduce", 3.0) + flat("inter-node", "all_reduce", 1.0, ("a", "b")))
+    curves, _ = compare.build_curves(
+        flat("intra-node", "all_reduce", 3.0) + flat("inter-node", "all_reduce", 1.0, ("a", "b"))
+    )
     findings, expected = compare.compare_network(curves, None)
     assert [f.status for f in findings] == ["no_reference", "no_reference"]
     assert [f.expected for f in findings] == [None, None] and expected == {}
@@ -93,23 +124,39 @@ def test_no_spec_is_no_reference() -> None:
 
 def test_storage_shared_local_and_unmatched() -> None:
     recs = [
-        io("checkpoint_write", "write", "/data/ckpt", 15.0),            # 15 / 20 = 75%: below
-        io("checkpoint_write", "write", "/data/ckpt", 12.0),            # a slower repeat: the best run counts
-        io("dataloader_read", "read", "/data/ds", 39.0),                # 97.5%: ok
-        io("dataloader_read", "read", "/scratch", 20.0, scope="local",
-           per_host={"n1": 11.0, "n2": 10.0, "n3": 9.0}),               # median node 10 / 12 = 83%: ok; n3 9 < 9.6 named
-        io("checkpoint_write", "write", "/elsewhere", 3.0),             # no spec entry
+        io("checkpoint_write", "write", "/data/ckpt", 15.0),  # 15 / 20 = 75%: below
+        io("checkpoint_write", "write", "/data/ckpt", 12.0),  # a slower repeat: the best run counts
+        io("dataloader_read", "read", "/data/ds", 39.0),  # 97.5%: ok
+        io(
+            "dataloader_read",
+            "read",
+            "/scratch",
+            20.0,
+            scope="local",
+            per_host={"n1": 11.0, "n2": 10.0, "n3": 9.0},
+        ),  # median node 10 / 12 = 83%: ok; n3 9 < 9.6 named
+        io("checkpoint_write", "write", "/elsewhere", 3.0),  # no spec entry
         io("dataloader_read", "read", "/data/cached", 50.0, cache_suspect=True),
-        io("metadata", "read", "/data", 0.0),                            # no bandwidth figure to judge
+        io("metadata", "read", "/data", 0.0),  # no bandwidth figure to judge
         io("checkpoint_write", "write", "/data/full", 0.1, failed="disk full"),
     ]
     findings, expected = compare.compare_storage(recs, SPEC)
     by_path = {f.extra["path"]: f for f in findings}
     assert set(by_path) == {"/data/ckpt", "/data/ds", "/scratch", "/elsewhere", "/data/cached"}
-    assert (by_path["/data/ckpt"].status, by_path["/data/ckpt"].measured, by_path["/data/ckpt"].expected) == ("below_spec", 15.0, 20.0)
+    assert (by_path["/data/ckpt"].status, by_path["/data/ckpt"].measured, by_path["/data/ckpt"].expected) == (
+        "below_spec",
+        15.0,
+        20.0,
+    )
     assert by_path["/data/ds"].status == "ok"
     local = by_path["/scratch"]
-    assert (local.component, local.status, local.measured, local.expected, local.hosts) == ("local storage", "ok", 10.0, 12.0, ("n3",))
+    assert (local.component, local.status, local.measured, local.expected, local.hosts) == (
+        "local storage",
+        "ok",
+        10.0,
+        12.0,
+        ("n3",),
+    )
     assert by_path["/elsewhere"].status == "no_reference"
     assert by_path["/data/cached"].status == "suspect"
     assert expected["shared storage /data/ckpt write"] == 20.0
@@ -117,12 +164,17 @@ def test_storage_shared_local_and_unmatched() -> None:
 
 def test_scope_from_the_spec_overrides_the_record() -> None:
     spec = Spec(storage=(StorageSpec(path="/mnt/nvme", kind="local", read_GBps=7.0, write_GBps=5.0),))
-    (f,), _ = compare.compare_storage([io("dataloader_read", "read", "/mnt/nvme/x", 7.0, scope="shared")], spec)
+    (f,), _ = compare.compare_storage(
+        [io("dataloader_read", "read", "/mnt/nvme/x", 7.0, scope="shared")], spec
+    )
     assert f.component == "local storage"
 
 
 def test_match_storage_prefers_the_longest_prefix() -> None:
-    a, b = StorageSpec(path="/data", kind="shared", read_GBps=1, write_GBps=1), StorageSpec(path="/data/fast/", kind="shared", read_GBps=2, write_GBps=2)
+    a, b = (
+        StorageSpec(path="/data", kind="shared", read_GBps=1, write_GBps=1),
+        StorageSpec(path="/data/fast/", kind="shared", read_GBps=2, write_GBps=2),
+    )
     assert compare.match_storage("/data/fast/x", [a, b]) is b
     assert compare.match_storage("/data/slow", [a, b]) is a
     assert compare.match_storage("/database", [a, b]) is None
@@ -136,13 +188,29 @@ def test_concurrent_rails_count_at_the_slowest_rail() -> None:
     from reports.records import NetRecord
 
     def rail(run: str, group: int, bw: float) -> NetRecord:
-        return NetRecord(run_id=run, ts="t", hosts=("a", "b"), nodes=2, op="all_reduce", scope="inter-node",
-                         ranks=2, backend="gloo", dtype="float32", bytes=1 << 26, time_s=1.0, algbw_GBps=bw,
-                         busbw_GBps=bw, wrong=0, group=group)
+        return NetRecord(
+            run_id=run,
+            ts="t",
+            hosts=("a", "b"),
+            nodes=2,
+            op="all_reduce",
+            scope="inter-node",
+            ranks=2,
+            backend="gloo",
+            dtype="float32",
+            bytes=1 << 26,
+            time_s=1.0,
+            algbw_GBps=bw,
+            busbw_GBps=bw,
+            wrong=0,
+            group=group,
+        )
 
     curves, _ = build_curves([rail("r1", 0, 0.027), rail("r1", 1, 0.024)])
     assert curves[("inter-node", "all_reduce")].busbw == (0.024,)
-    curves, _ = build_curves([rail("r1", 0, 0.027), rail("r1", 1, 0.024), rail("r2", 0, 0.030), rail("r2", 1, 0.026)])
+    curves, _ = build_curves(
+        [rail("r1", 0, 0.027), rail("r1", 1, 0.024), rail("r2", 0, 0.030), rail("r2", 1, 0.026)]
+    )
     assert curves[("inter-node", "all_reduce")].busbw == (0.025,)
 
 
@@ -154,12 +222,18 @@ def _one(recs: list, write: float = 0.5):  # type: ignore[no-untyped-def]
 
 def test_page_cache_assisted_dcp_never_stands_for_the_disk() -> None:
     # issue 11 on CI: torch.dcp (buffered) 0.46 GB/s, fio O_DIRECT 0.33 GB/s; advertised 0.5
-    f = _one([io("checkpoint_write", "write", "/ckpt", 0.33, runtime_s=3.0),
-              io("checkpoint_write", "write", "/ckpt", 0.46, direct=False, runtime_s=2.1, backend="torch.dcp")])
-    assert (f.status, f.measured) == ("below_spec", 0.33)           # 0.33 / 0.5 = 66% < 80%, by hand
+    f = _one(
+        [
+            io("checkpoint_write", "write", "/ckpt", 0.33, runtime_s=3.0),
+            io("checkpoint_write", "write", "/ckpt", 0.46, direct=False, runtime_s=2.1, backend="torch.dcp"),
+        ]
+    )
+    assert (f.status, f.measured) == ("below_spec", 0.33)  # 0.33 / 0.5 = 66% < 80%, by hand
     assert "Beside it, not compared: torch.dcp 0.46 GB/s (the framework's save path" in f.message
     # without the fio figure there is nothing that may stand for the disk: not judged
-    g = _one([io("checkpoint_write", "write", "/ckpt", 0.46, direct=False, runtime_s=2.1, backend="torch.dcp")])
+    g = _one(
+        [io("checkpoint_write", "write", "/ckpt", 0.46, direct=False, runtime_s=2.1, backend="torch.dcp")]
+    )
     assert g.status == "no_reference" and "torch.dcp 0.46 GB/s" in g.message
 
 
@@ -170,7 +244,7 @@ def test_buffered_io_counts_only_over_data_larger_than_memory() -> None:
     big.extra.update(data_bytes=128 << 30, ram_bytes=64 << 30)
     assert _one([small]).status == "no_reference"
     f = _one([small, big])
-    assert (f.status, f.measured) == ("ok", 0.45)                   # 0.45 / 0.5 = 90%; the 0.9 from cache is beside
+    assert (f.status, f.measured) == ("ok", 0.45)  # 0.45 / 0.5 = 90%; the 0.9 from cache is beside
     assert "fio buffered 0.90 GB/s (buffered IO that the page cache can hold)" in f.message
 
 

@@ -1,4 +1,5 @@
 """Hardware detection parsers on recorded outputs (tests/data/detect/)."""
+
 from __future__ import annotations
 
 import os
@@ -50,20 +51,31 @@ def test_nvidia_smi_recorded_on_a_real_h100() -> None:
     assert accelerator_of(gpus[0]["name"]) == "h100-sxm"
 
 
-@pytest.mark.parametrize(("file", "count", "accelerator"), [
-    ("nvidia-smi-a100-sxm.csv", 2, "a100-sxm"),
-    ("nvidia-smi-h100-pcie.csv", 1, "h100-pcie"),
-])
+@pytest.mark.parametrize(
+    ("file", "count", "accelerator"),
+    [
+        ("nvidia-smi-a100-sxm.csv", 2, "a100-sxm"),
+        ("nvidia-smi-h100-pcie.csv", 1, "h100-pcie"),
+    ],
+)
 def test_nvidia_smi_other_models(file: str, count: int, accelerator: str) -> None:
     gpus = detect.parse_nvidia_smi((D / file).read_text())
     assert len(gpus) == count
     assert accelerator_of(gpus[0]["name"]) == accelerator
 
 
-@pytest.mark.parametrize(("file", "count", "accelerator", "bus"), [
-    ("rocm-smi-mi300x.json", 2, "mi300x", "0000:05:00.0"),
-    ("rocm-smi-mi250x-old.json", 1, "mi250x", "0000:c1:00.0"),   # older ROCm: "Card series", a "system" key
-])
+@pytest.mark.parametrize(
+    ("file", "count", "accelerator", "bus"),
+    [
+        ("rocm-smi-mi300x.json", 2, "mi300x", "0000:05:00.0"),
+        (
+            "rocm-smi-mi250x-old.json",
+            1,
+            "mi250x",
+            "0000:c1:00.0",
+        ),  # older ROCm: "Card series", a "system" key
+    ],
+)
 def test_rocm_smi(file: str, count: int, accelerator: str, bus: str) -> None:
     gpus = detect.parse_rocm_smi((D / file).read_text())
     assert len(gpus) == count
@@ -89,38 +101,45 @@ def test_parsers_on_odd_values() -> None:
 def fake_runner(outputs: dict[str, str]):
     def run(args: Sequence[str]) -> str | None:
         return outputs.get(args[0])
+
     return run
 
 
 def test_detect_dgx_h100(tmp_path: Path) -> None:
     root = sys_tree(tmp_path, "sys-dgx-h100.yaml")
-    hw = detect.detect_hardware(root, fake_runner({"nvidia-smi": (D / "nvidia-smi-dgx-h100.csv").read_text()}))
+    hw = detect.detect_hardware(
+        root, fake_runner({"nvidia-smi": (D / "nvidia-smi-dgx-h100.csv").read_text()})
+    )
     assert hw["gpu_model"] == "NVIDIA H100 80GB HBM3"
     assert hw["gpu_count"] == 8
     assert hw["gpus"][0]["pcie"] == {"speed_GTps": 32.0, "width": 16}
-    assert hw["gpus"][1]["pcie"] == {"speed_GTps": 16.0, "width": 8}   # a degraded slot shows up
+    assert hw["gpus"][1]["pcie"] == {"speed_GTps": 16.0, "width": 8}  # a degraded slot shows up
     assert [p["device"] for p in hw["ib_ports"]] == ["mlx5_0", "mlx5_1", "mlx5_2"]
     # two active NDR ports: 2 x 400 Gb/s / 8 = 100 GB/s; the DOWN port and the management NIC do not count
     assert hw["nic_total_GBps"] == 100.0
     assert hw["nic_desc"] == "2 x 400 Gb/s RDMA ports (detected)"
     assert hw["ib_ports"][0]["pcie"] == {"speed_GTps": 32.0, "width": 16}
-    assert [n["iface"] for n in hw["net"]] == ["eno1"]   # docker0 and the IPoIB netdev without device link are virtual here
+    assert [n["iface"] for n in hw["net"]] == [
+        "eno1"
+    ]  # docker0 and the IPoIB netdev without device link are virtual here
 
 
 def test_detect_ethernet_only(tmp_path: Path) -> None:
     root = sys_tree(tmp_path, "sys-roce-eth.yaml")
     hw = detect.detect_hardware(root, fake_runner({}))
     assert "gpu_model" not in hw and "ib_ports" not in hw
-    assert {n["iface"] for n in hw["net"]} == {"ens41np0", "ens42np0", "eno1"}   # veth has no device: left out
+    assert {n["iface"] for n in hw["net"]} == {"ens41np0", "ens42np0", "eno1"}  # veth has no device: left out
     # 2 x 400 GbE = 800 Gb/s = 100 GB/s; the 1 GbE management port is not fabric
     assert hw["nic_total_GBps"] == 100.0
     by_name = {n["iface"]: n for n in hw["net"]}
-    assert by_name["ens42np0"]["pcie"] == {}          # "Unknown" speed and width 0 are not reported
+    assert by_name["ens42np0"]["pcie"] == {}  # "Unknown" speed and width 0 are not reported
     assert by_name["eno1"]["pcie"] == {"speed_GTps": 5.0, "width": 1}
 
 
 def test_detect_rocm_fallback(tmp_path: Path) -> None:
-    hw = detect.detect_hardware(tmp_path / "nothing", fake_runner({"rocm-smi": (D / "rocm-smi-mi300x.json").read_text()}))
+    hw = detect.detect_hardware(
+        tmp_path / "nothing", fake_runner({"rocm-smi": (D / "rocm-smi-mi300x.json").read_text()})
+    )
     assert hw["gpu_count"] == 2 and "MI300X" in hw["gpu_model"]
 
 

@@ -1,4 +1,5 @@
 """The reason an incomplete report names is the rank's own error, not Slurm's chatter after it."""
+
 from __future__ import annotations
 
 import json
@@ -13,6 +14,13 @@ def test_slurmstepd_with_a_node_name_is_chatter(tmp_path: Path) -> None:
         "0: stoker net: backend nccl needs CUDA GPUs and none is visible here: use --backend gloo on CPUs\n"
         "srun: error: n1: task 0: Exited with exit code 2\n"
         "slurmstepd-n1: error: *** STEP 2.2 ON n1 CANCELLED AT 2026-11-23T08:11:32 ***\n"
-        "timeout: sending signal TERM to command 'srun'\n", encoding="utf-8")
-    line = last_error_line(tmp_path, json.loads('{"phase": "intra-node", "rc": 143, "log": "phase-intra-node.log"}'))
-    assert line == "stoker net: backend nccl needs CUDA GPUs and none is visible here: use --backend gloo on CPUs"
+        "timeout: sending signal TERM to command 'srun'\n",
+        encoding="utf-8",
+    )
+    line = last_error_line(
+        tmp_path, json.loads('{"phase": "intra-node", "rc": 143, "log": "phase-intra-node.log"}')
+    )
+    assert (
+        line
+        == "stoker net: backend nccl needs CUDA GPUs and none is visible here: use --backend gloo on CPUs"
+    )

@@ -1,12 +1,12 @@
 """fio JSON parsing against golden outputs (fio 3.33 generated here; fio 2.x hand-made in the
 2.x layout); expected numbers are worked out by hand from the files' own fields."""
+
 from __future__ import annotations
 
 import pytest
 
 from reports.errors import UsageError
-from reports.ingest.fio_json import (load_document, parse_fio, percentile_from_bins,
-                              records_from_fio_output)
+from reports.ingest.fio_json import load_document, parse_fio, percentile_from_bins, records_from_fio_output
 from tests.conftest import DATA
 
 FIO = DATA / "fio"
@@ -20,9 +20,9 @@ def test_fio3_group_reporting_checkpoint_write() -> None:
     (rec,) = records("fio-3.33_ckpt_group.json")
     # io_bytes 33554432 in runtime 20 ms, 32 IOs, 2 clones (numjobs=2)
     assert (rec.workload, rec.direction, rec.procs, rec.bytes) == ("ckpt", "write", 2, 33554432)
-    assert rec.bw_GBps == pytest.approx(33554432 / 0.020 / 1e9, rel=1e-5)   # = fio's bw_bytes 1677721600
+    assert rec.bw_GBps == pytest.approx(33554432 / 0.020 / 1e9, rel=1e-5)  # = fio's bw_bytes 1677721600
     assert rec.iops == pytest.approx(32 / 0.020)
-    assert rec.lat_ms == {"p50": 0.978944, "p99": 1.859584}                 # clat_ns percentiles / 1e6
+    assert rec.lat_ms == {"p50": 0.978944, "p99": 1.859584}  # clat_ns percentiles / 1e6
     assert rec.block_size == 1 << 20 and rec.direct is True
     assert rec.path == "/tmp/io_scratch" and rec.hosts == ("unknown",) and rec.scope == "local"
     assert rec.extra["fio_version"] == "fio-3.33" and rec.backend == "fio"
@@ -50,10 +50,10 @@ def test_status_interval_takes_the_last_complete_document() -> None:
 
 
 def test_client_server_per_host_and_all_clients_left_out() -> None:
-    (rec,) = records("fio-3.33_client_server.json")   # starts with "<vm> ..." noise lines
+    (rec,) = records("fio-3.33_client_server.json")  # starts with "<vm> ..." noise lines
     # two servers on one host (ports 18651/18652), 33554432 bytes each in 21 and 26 ms
     assert set(rec.hosts) == {"127.0.0.1:18651", "127.0.0.1:18652"} and rec.nodes == 2
-    assert rec.bytes == 67108864 and rec.procs == 4        # numjobs=2 on each server
+    assert rec.bytes == 67108864 and rec.procs == 4  # numjobs=2 on each server
     assert rec.per_host_bw_GBps["127.0.0.1:18651"] == pytest.approx(33554432 / 0.021 / 1e9, rel=1e-5)
     assert rec.per_host_bw_GBps["127.0.0.1:18652"] == pytest.approx(33554432 / 0.026 / 1e9, rel=1e-5)
     # the window is the longest runtime: same as fio's own "All clients" bw_bytes 2581110153
@@ -66,7 +66,7 @@ def test_fio2_group_reporting_kib_units() -> None:
     assert rec.bytes == 1 << 30 and rec.bw_GBps == pytest.approx(0.536871, abs=1e-6)
     assert rec.iops == pytest.approx(512.0)
     assert rec.lat_ms == {"p50": pytest.approx(7.8), "p99": pytest.approx(15.0)}
-    assert rec.path == "/mnt/ckpt" and rec.direct is True and rec.block_size == 1 << 20   # global options
+    assert rec.path == "/mnt/ckpt" and rec.direct is True and rec.block_size == 1 << 20  # global options
 
 
 def test_fio2_clones_summed_without_histograms() -> None:
@@ -93,7 +93,7 @@ def test_no_json_is_a_usage_error() -> None:
 
 
 def test_percentile_from_bins() -> None:
-    bins = {1000: 50, 2000: 40, 9000: 10}   # ns → count, 100 samples
+    bins = {1000: 50, 2000: 40, 9000: 10}  # ns → count, 100 samples
     assert percentile_from_bins(bins, 50) == pytest.approx(0.001)
     assert percentile_from_bins(bins, 90) == pytest.approx(0.002)
     assert percentile_from_bins(bins, 99) == pytest.approx(0.009)
@@ -107,7 +107,7 @@ def test_a_job_error_marks_the_record_failed_and_it_is_not_judged() -> None:
     from reports.judging.spec import Spec, StorageSpec
 
     doc = json.loads((FIO / "fio-3.33_ckpt_group.json").read_text())
-    doc["jobs"][0]["error"] = 5                                    # EIO, mid-run: fio still wrote its JSON
+    doc["jobs"][0]["error"] = 5  # EIO, mid-run: fio still wrote its JSON
     (rec,) = records_from_fio_output(json.dumps(doc), run_id="r1", source_name="eio.json")
     assert rec.failed == "fio error 5"
     spec = Spec(storage=(StorageSpec(path="/tmp", kind="local", read_GBps=1.0, write_GBps=1.0),))

@@ -1,4 +1,5 @@
 """The timing loop's bookkeeping with a scripted backend (pure logic: no processes)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,7 +32,7 @@ class ScriptedBackend:
     def __init__(self, intrusive: bool) -> None:
         self.clock = [0.0]
         self.intrusive = intrusive
-        self.timers = 0   # one per timed loop
+        self.timers = 0  # one per timed loop
 
     def group_size(self, comm: Any) -> int:
         return 2
@@ -43,8 +44,9 @@ class ScriptedBackend:
         return np.array(values, dtype=np.float32)
 
     def bind(self, op: str, send: Any, recv: Any, comm: Any, root: int, in_place: bool) -> Any:
-        def run() -> None:   # one op takes 10 us
+        def run() -> None:  # one op takes 10 us
             self.clock[0] += 10e-6
+
         return run
 
     def sync(self) -> None:
@@ -61,16 +63,20 @@ class ScriptedBackend:
 def test_cpu_timer_one_loop_headline_is_the_mean_of_its_marks() -> None:
     b = ScriptedBackend(intrusive=False)
     coll = TABLE["all_reduce"]
-    r = measure(b, None, coll, coll.layout(1024, 2, 4), group=0, iters=10, warmup=0, in_place=True, check=False)  # type: ignore[arg-type]
-    assert b.timers == 1                          # one timed loop
-    assert abs(r.time_s - 12e-6) < 1e-12          # op 10 us + mark 2 us, as measured
+    r = measure(
+        b, None, coll, coll.layout(1024, 2, 4), group=0, iters=10, warmup=0, in_place=True, check=False
+    )  # type: ignore[arg-type]
+    assert b.timers == 1  # one timed loop
+    assert abs(r.time_s - 12e-6) < 1e-12  # op 10 us + mark 2 us, as measured
     assert abs(r.stats.p50 - 12e-6) < 1e-12
 
 
 def test_intrusive_timer_keeps_marks_out_of_the_headline() -> None:
     b = ScriptedBackend(intrusive=True)
     coll = TABLE["all_reduce"]
-    r = measure(b, None, coll, coll.layout(1024, 2, 4), group=0, iters=10, warmup=0, in_place=True, check=False)  # type: ignore[arg-type]
+    r = measure(
+        b, None, coll, coll.layout(1024, 2, 4), group=0, iters=10, warmup=0, in_place=True, check=False
+    )  # type: ignore[arg-type]
     # the per-op loop for the statistics, then the headline loop with two marks only
-    assert abs(r.time_s - (10 * 10e-6 + 2e-6) / 10) < 1e-12     # 10.2 us: one mark over 10 ops
-    assert abs(r.stats.p50 - 12e-6) < 1e-12                  # per-op marks in the statistics
+    assert abs(r.time_s - (10 * 10e-6 + 2e-6) / 10) < 1e-12  # 10.2 us: one mark over 10 ops
+    assert abs(r.stats.p50 - 12e-6) < 1e-12  # per-op marks in the statistics

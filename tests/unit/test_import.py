@@ -1,4 +1,5 @@
 """Finding and reading foreign results in a results directory (files on tmp_path)."""
+
 from __future__ import annotations
 
 import shutil
@@ -14,12 +15,26 @@ SAMPLES = DATA / "nccl_tests"
 
 
 def test_candidates_skip_own_files_hidden_files_and_deep_folders(tmp_path: Path) -> None:
-    for name in ("net.jsonl", "report.md", "verdict.json", ".hidden.log", "a.log", "b.json", "c.png", "sub/d.out",
-                 "sub/deeper/e.log", ".git/f.log"):
+    for name in (
+        "net.jsonl",
+        "report.md",
+        "verdict.json",
+        ".hidden.log",
+        "a.log",
+        "b.json",
+        "c.png",
+        "sub/d.out",
+        "sub/deeper/e.log",
+        ".git/f.log",
+    ):
         p = tmp_path / name
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("x")
-    assert [p.relative_to(tmp_path).as_posix() for p in candidates(tmp_path)] == ["a.log", "b.json", "sub/d.out"]
+    assert [p.relative_to(tmp_path).as_posix() for p in candidates(tmp_path)] == [
+        "a.log",
+        "b.json",
+        "sub/d.out",
+    ]
 
 
 def test_import_dir_reads_by_content_and_skips_known_run_ids(tmp_path: Path) -> None:
@@ -49,7 +64,9 @@ def test_unknown_and_missing_files_are_usage_errors(tmp_path: Path) -> None:
 
 
 def test_nccl_tests_log_without_rows_is_noted() -> None:
-    text = "# nThread 1\n#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+    text = (
+        "# nThread 1\n#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+    )
     got = import_text(text + "# algbw busbw\n", source_name="cut.log", ts="t")
     assert got is not None and got.net == [] and "no result rows" in got.notes[0]
 

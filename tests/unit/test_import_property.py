@@ -2,6 +2,7 @@
 (tests/data/nccl_tests, fio, import_cases) never ends in a traceback, exits 0 or 2 (2 with
 one line), and writes no record with a number the intact file does not hold; a row whose
 figure was garbled is skipped and named by its line, never imported."""
+
 from __future__ import annotations
 
 import itertools
@@ -14,20 +15,29 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from launchers import cli
-from reports.ingest.fio_json import _documents, parse_document, rate
 from reports.ingest import nccl_rows as nr
 from reports.ingest import nccl_tests as nt
+from reports.ingest.fio_json import _documents, parse_document, rate
 from reports.ingest.importers import import_text
 from reports.records import IoRecord, NetRecord, read_records
 from tests.conftest import DATA
 
-FIXTURES = sorted(p for d in ("nccl_tests", "fio", "import_cases") for p in (DATA / d).iterdir()
-                  if p.is_file() and p.suffix != ".md")
+FIXTURES = sorted(
+    p
+    for d in ("nccl_tests", "fio", "import_cases")
+    for p in (DATA / d).iterdir()
+    if p.is_file() and p.suffix != ".md"
+)
 # garbage that is no number: words, JSON punctuation, non-finite and non-ASCII spellings
 GARBAGE = st.one_of(
-    st.sampled_from(["x", "nan", "NaN", "-inf", "1e999", "N/A?", "{", "}", "[", '"', "٣", "１", "--", "0x10", "fast"]),
-    st.text(alphabet=st.characters(blacklist_categories=("Cs", "Nd"), blacklist_characters=",\n\r"),
-            min_size=1, max_size=6),
+    st.sampled_from(
+        ["x", "nan", "NaN", "-inf", "1e999", "N/A?", "{", "}", "[", '"', "٣", "１", "--", "0x10", "fast"]
+    ),
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cs", "Nd"), blacklist_characters=",\n\r"),
+        min_size=1,
+        max_size=6,
+    ),
 )
 
 
@@ -36,7 +46,7 @@ def _net_key(r: NetRecord) -> tuple:
 
 
 def _io_key(r: IoRecord) -> tuple:
-    return (r.direction, r.bytes, r.bw_GBps, r.runtime_s)   # the figures; a lost job name is no wrong number
+    return (r.direction, r.bytes, r.bw_GBps, r.runtime_s)  # the figures; a lost job name is no wrong number
 
 
 def _truth(path: Path) -> tuple[set[tuple], set[tuple]]:
@@ -62,7 +72,10 @@ def _truth(path: Path) -> tuple[set[tuple], set[tuple]]:
                 tokens = nr.aligned(sec.header, row)
                 lead, groups = nr.row_fields(sec.header, tokens if isinstance(tokens, list) else row)
                 for i, g in enumerate(groups[:2]):
-                    f = [nr.number(str(x)) for x in (lead.get("size"), g.get("time"), g.get("algbw"), g.get("busbw"))]
+                    f = [
+                        nr.number(str(x))
+                        for x in (lead.get("size"), g.get("time"), g.get("algbw"), g.get("busbw"))
+                    ]
                     if None not in f:
                         net.add((int(f[0]), i == 1, round(f[1] * 1e-6, 12), f[2], f[3]))
     io: set[tuple] = set()
@@ -103,12 +116,12 @@ def variants(draw: st.DrawFn) -> tuple[Path, bytes, int | None]:
         return path, "".join(draw(st.permutations(lines))).encode(), None
     if kind == "drop":
         i = draw(st.integers(0, len(lines) - 1))
-        return path, "".join(lines[:i] + lines[i + 1:]).encode(), None
-    if kind == "insert":   # a junk line (no digits: a made-up row of numbers would be a real row)
+        return path, "".join(lines[:i] + lines[i + 1 :]).encode(), None
+    if kind == "insert":  # a junk line (no digits: a made-up row of numbers would be a real row)
         i = draw(st.integers(0, len(lines)))
         junk = draw(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Nd")), max_size=40)) + "\n"
         return path, "".join(lines[:i] + [junk] + lines[i:]).encode(), None
-    if kind == "bytes":    # raw bytes spliced in
+    if kind == "bytes":  # raw bytes spliced in
         i = draw(st.integers(0, len(text)))
         return path, text[:i].encode() + draw(st.binary(min_size=1, max_size=64)) + text[i:].encode(), None
     i = draw(st.integers(0, len(lines) - 1))

@@ -1,5 +1,6 @@
 """Node inventory: the parsers on recorded outputs, the reader on a fixture /sys, and the
 judgement on a healthy 8-GPU / 8-NIC node and on one fault at a time (tests/data/inventory)."""
+
 from __future__ import annotations
 
 import os
@@ -52,13 +53,15 @@ def runner(outputs: dict[str, str | None]):
     def run(args: Sequence[str]) -> str | None:
         key = next((a for a in args[1:] if a in OUTPUTS), args[0] if args[0] in OUTPUTS else None)
         return outputs[OUTPUTS[key]] if key else None
+
     return run
 
 
 def inventory_of(tmp_path: Path, case: dict[str, Any], copier: Any = None) -> list[dict[str, Any]]:
     root, outputs = materialise(tmp_path, case)
-    inv = read_inventory(sys_root=root, run=runner(outputs), kernel_log=lambda: outputs["healthy-dmesg.txt"],
-                         copier=copier)
+    inv = read_inventory(
+        sys_root=root, run=runner(outputs), kernel_log=lambda: outputs["healthy-dmesg.txt"], copier=copier
+    )
     return [{"host": "node7", **r} for r in inv.records]
 
 
@@ -72,21 +75,45 @@ def test_parse_topo_nearest_nic_and_numa() -> None:
 def test_parse_gpu_query_and_odd_values() -> None:
     rows = parse.parse_gpu_query((D / "healthy-query-gpu.csv").read_text())
     assert [r["bus_id"] for r in rows][:2] == ["0000:18:00.0", "0000:2a:00.0"]
-    assert rows[3] == {"gpu": 3, "bus_id": "0000:5d:00.0", "gen": 5, "max_gen": 5, "width": 16, "max_width": 16,
-                       "ecc_uncorrected": 0}
+    assert rows[3] == {
+        "gpu": 3,
+        "bus_id": "0000:5d:00.0",
+        "gen": 5,
+        "max_gen": 5,
+        "width": 16,
+        "max_width": 16,
+        "ecc_uncorrected": 0,
+    }
     odd = parse.parse_gpu_query("0, 00000000:01:00.0, 4, 5, 16, 16, [N/A]\nNo devices were found\n")
-    assert odd == [{"gpu": 0, "bus_id": "0000:01:00.0", "gen": 4, "max_gen": 5, "width": 16, "max_width": 16,
-                    "ecc_uncorrected": None}]
+    assert odd == [
+        {
+            "gpu": 0,
+            "bus_id": "0000:01:00.0",
+            "gen": 4,
+            "max_gen": 5,
+            "width": 16,
+            "max_width": 16,
+            "ecc_uncorrected": None,
+        }
+    ]
 
 
 def test_parse_nvlink_remaps_xids() -> None:
-    nv = parse.parse_nvlink_status("GPU 0: NVIDIA H100 (UUID: x)\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n")
+    nv = parse.parse_nvlink_status(
+        "GPU 0: NVIDIA H100 (UUID: x)\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n"
+    )
     assert nv == {0: {"links": 2, "inactive": [1]}}
-    assert parse.parse_remapped_rows("00000000:5D:00.0, Yes, No\n") == {"0000:5d:00.0": {"pending": True, "failure": False}}
-    xids = parse.parse_xids("NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n"
-                            "NVRM: Xid (PCI:0000:2a:00): 31, pid=2, MMU Fault\n")
-    assert xids == [{"bus_id": "0000:18:00", "xid": 79, "hardware": True},
-                    {"bus_id": "0000:2a:00", "xid": 31, "hardware": False}]
+    assert parse.parse_remapped_rows("00000000:5D:00.0, Yes, No\n") == {
+        "0000:5d:00.0": {"pending": True, "failure": False}
+    }
+    xids = parse.parse_xids(
+        "NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n"
+        "NVRM: Xid (PCI:0000:2a:00): 31, pid=2, MMU Fault\n"
+    )
+    assert xids == [
+        {"bus_id": "0000:18:00", "xid": 79, "hardware": True},
+        {"bus_id": "0000:2a:00", "xid": 31, "hardware": False},
+    ]
 
 
 def test_healthy_node_reads_everything_and_yields_no_finding(tmp_path: Path) -> None:
@@ -96,10 +123,17 @@ def test_healthy_node_reads_everything_and_yields_no_finding(tmp_path: Path) -> 
     assert kinds.count("network port") == 9 and kinds.count("host link") == 8
     assert kinds.count("gpu") == 8 and kinds.count("nvlink") == 8
     port0 = next(r for r in recs if r["device"] == "mlx5_0")
-    assert port0["rate_Gbps"] == 400.0 and port0["pcie"] == {"bus_id": "0000:19:00.0", "upstream": None, "gen": 5, "max_gen": 5,
-                                                             "width": 16, "max_width": 16, "numa_node": 0}
+    assert port0["rate_Gbps"] == 400.0 and port0["pcie"] == {
+        "bus_id": "0000:19:00.0",
+        "upstream": None,
+        "gen": 5,
+        "max_gen": 5,
+        "width": 16,
+        "max_width": 16,
+        "numa_node": 0,
+    }
     gpu3 = next(r for r in recs if r["component"] == "gpu" and r["gpu"] == 3)
-    assert gpu3["xids"] == [] and gpu3["kernel_log_readable"] is True   # Xid 31 is an application fault
+    assert gpu3["xids"] == [] and gpu3["kernel_log_readable"] is True  # Xid 31 is an application fault
     assert judge_inventory(recs) == []
 
 
@@ -109,7 +143,12 @@ def test_each_fault_yields_exactly_its_finding(tmp_path: Path, name: str) -> Non
     findings = judge_inventory(inventory_of(tmp_path, case))
     assert len(findings) == 1, [f.message for f in findings]
     f, want = findings[0], case["expect"]
-    assert (f.component, f.check, f.extra["device"], f.status) == (want["component"], want["check"], want["device"], want["status"])
+    assert (f.component, f.check, f.extra["device"], f.status) == (
+        want["component"],
+        want["check"],
+        want["device"],
+        want["status"],
+    )
     assert f.hosts == ("node7",) and "node7" in f.message and want["device"] in f.message
 
 
@@ -142,7 +181,11 @@ def test_copy_test_reads_the_link_under_load_and_is_judged_against_the_catalog(t
     recs = inventory_of(tmp_path, {}, copier)
     assert [c[0] for c in copier.calls] == list(range(8)) and copier.calls[0][1] == 1 << 30
     link0 = next(r for r in recs if r["component"] == "host link" and r["gpu"] == 0)
-    assert link0["read_under_load"] is True and link0["h2d_pinned_GBps"] == 55.0 and link0["copy_bytes"] == 1 << 30
+    assert (
+        link0["read_under_load"] is True
+        and link0["h2d_pinned_GBps"] == 55.0
+        and link0["copy_bytes"] == 1 << 30
+    )
     findings = judge_inventory(recs)
     copies = [f for f in findings if f.check == "host link copy"]
     assert [f.status for f in copies] == ["ok"] * 5 + ["below_spec"] + ["ok"] * 2
@@ -152,10 +195,20 @@ def test_copy_test_reads_the_link_under_load_and_is_judged_against_the_catalog(t
 
 
 def test_an_idle_gpu_at_a_lower_generation_is_not_a_fault_but_under_load_it_is(tmp_path: Path) -> None:
-    idle = {"replace": {"healthy-query-gpu.csv": {"4, 00000000:9A:00.0, 5, 5, 16, 16, 0": "4, 00000000:9A:00.0, 1, 5, 16, 16, 0"}}}
-    assert judge_inventory(inventory_of(tmp_path / "a", idle)) == []      # read at idle: power saving
-    loaded = judge_inventory(inventory_of(tmp_path / "b", idle, ScriptedCopier({i: (55.0, 55.0, 17.0) for i in range(8)})))
-    assert [(f.check, f.extra["device"]) for f in loaded if f.status == "below_spec"] == [("pcie link trained", "GPU4")]
+    idle = {
+        "replace": {
+            "healthy-query-gpu.csv": {
+                "4, 00000000:9A:00.0, 5, 5, 16, 16, 0": "4, 00000000:9A:00.0, 1, 5, 16, 16, 0"
+            }
+        }
+    }
+    assert judge_inventory(inventory_of(tmp_path / "a", idle)) == []  # read at idle: power saving
+    loaded = judge_inventory(
+        inventory_of(tmp_path / "b", idle, ScriptedCopier({i: (55.0, 55.0, 17.0) for i in range(8)}))
+    )
+    assert [(f.check, f.extra["device"]) for f in loaded if f.status == "below_spec"] == [
+        ("pcie link trained", "GPU4")
+    ]
     assert "Gen1 x16, should be Gen5 x16" in next(f for f in loaded if f.status == "below_spec").message
 
 
@@ -172,18 +225,29 @@ def test_spec_port_count_and_a_network_finding_pointing_at_the_port(tmp_path: Pa
     from reports.records import RecordSet
     from tests.unit.recordgen import flat
 
-    spec = parse_spec({"name": "h100", "accelerator": "h100-sxm", "network": {"inter_node": {"link": "ib-ndr", "count": 8}}},
-                      "spec.yaml")
+    spec = parse_spec(
+        {
+            "name": "h100",
+            "accelerator": "h100-sxm",
+            "network": {"inter_node": {"link": "ib-ndr", "count": 8}},
+        },
+        "spec.yaml",
+    )
     host = inventory_of(tmp_path, DEGRADED["port-half-rate"])
     by_check = {f.check: f for f in judge_inventory(host, spec)}
     # 7 ports at 400 Gb/s where the spec advertises 8 x ib-ndr
-    assert (by_check["ports vs advertised fabric"].measured, by_check["ports vs advertised fabric"].expected) == (7.0, 8.0)
+    assert (
+        by_check["ports vs advertised fabric"].measured,
+        by_check["ports vs advertised fabric"].expected,
+    ) == (7.0, 8.0)
     rs = RecordSet(net=flat("inter-node", "all_reduce", 24.0, ("node7", "node8")), host=host)
     inter = next(f for f in judge(rs, spec).findings if f.component == "inter-node network")
     assert inter.status == "below_spec"
     assert "inventory: node7 mlx5_5 port 1 at 200 Gb/s" in inter.message and inter.message.count(". ") == 0
-    assert inter.extra["explained_by"] == ["node7 mlx5_5 port 1 at 200 Gb/s, its 7 sibling InfiniBand ports at 400 Gb/s",
-                                           "node7: 7 active port(s) at 400 Gb/s, the spec advertises 8 x ib-ndr"]
+    assert inter.extra["explained_by"] == [
+        "node7 mlx5_5 port 1 at 200 Gb/s, its 7 sibling InfiniBand ports at 400 Gb/s",
+        "node7: 7 active port(s) at 400 Gb/s, the spec advertises 8 x ib-ndr",
+    ]
 
 
 def test_model_uses_the_measured_host_link() -> None:
@@ -194,11 +258,21 @@ def test_model_uses_the_measured_host_link() -> None:
     from reports.judging.workload import Checkpoint, load_workload
     from tests.unit.test_model import DDP, SPEC
 
-    host = [{"host": "n1", "component": "host link", "device": f"GPU{i}", "h2d_pinned_GBps": h2d, "d2h_pinned_GBps": d2h}
-            for i, (h2d, d2h) in enumerate([(55.0, 55.1), (2.0, 28.0)])]
+    host = [
+        {
+            "host": "n1",
+            "component": "host link",
+            "device": f"GPU{i}",
+            "h2d_pinned_GBps": h2d,
+            "d2h_pinned_GBps": d2h,
+        }
+        for i, (h2d, d2h) in enumerate([(55.0, 55.1), (2.0, 28.0)])
+    ]
     fig = host_link_figures(host)
     assert (fig["host_h2d_GBps"], fig["host_d2h_GBps"]) == (2.0, 28.0) and "n1 GPU1" in fig["host_link_desc"]
-    asyn = dataclasses.replace(DDP, checkpoint=Checkpoint(interval_minutes=60, bytes_per_param=14, async_=True))
+    asyn = dataclasses.replace(
+        DDP, checkpoint=Checkpoint(interval_minutes=60, bytes_per_param=14, async_=True)
+    )
     rows, _ = starvation(asyn, SPEC, Measured(write_GBps=7.0, **fig))
     # the copy-out: 14e9 B / 16 GPUs = 8.75e8 B per GPU at the measured 28 GB/s D2H = 0.03125 s
     # (at the advertised pcie5-x16 63 GB/s it would be 0.013889 s)
@@ -206,11 +280,15 @@ def test_model_uses_the_measured_host_link() -> None:
     assert "measured pinned copies" in rows[-1].extra["note"]
     # unet3d needs 25.417 GB/s per node; storage gives 30, the host links 8 x 2 = 16 GB/s: share 1 - 16 / 25.417
     rows, _ = starvation(load_workload("unet3d"), SPEC, Measured(read_GBps_per_node=30.0, **fig))
-    assert rows[0].achieved == pytest.approx(16.0) and rows[0].idle_share == pytest.approx(1 - 16 / 25.4168, rel=1e-4)
+    assert rows[0].achieved == pytest.approx(16.0) and rows[0].idle_share == pytest.approx(
+        1 - 16 / 25.4168, rel=1e-4
+    )
     assert "host-to-device leg" in rows[0].extra["note"]
 
 
-def test_stoker_inventory_then_report_on_a_fixture_tree(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+def test_stoker_inventory_then_report_on_a_fixture_tree(
+    tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
     import json
 
     from launchers.cli import main
@@ -218,7 +296,7 @@ def test_stoker_inventory_then_report_on_a_fixture_tree(tmp_path: Path, capsys: 
 
     root, _ = materialise(tmp_path, DEGRADED["ib-port-down"])
     monkeypatch.setenv("STOKER_RUN_ID", "inv-1")
-    monkeypatch.setattr("netbench.inventory.read.run_tool", lambda args: None)   # no nvidia-smi, as on CI
+    monkeypatch.setattr("netbench.inventory.read.run_tool", lambda args: None)  # no nvidia-smi, as on CI
     out = tmp_path / "res"
     assert main(["inventory", "--out", str(out), "--no-copy", "--sys-root", str(root)]) == 0
     said = capsys.readouterr().out.splitlines()
@@ -226,10 +304,15 @@ def test_stoker_inventory_then_report_on_a_fixture_tree(tmp_path: Path, capsys: 
     assert "skipped: GPUs: nvidia-smi absent" in said[1]
     recs = read_records(out).host
     assert len(recs) == 9 and {r["run_id"] for r in recs} == {"inv-1"}
-    assert main(["report", str(out)]) == 1          # the port down fails the verdict
+    assert main(["report", str(out)]) == 1  # the port down fails the verdict
     verdict = json.loads((out / "verdict.json").read_text())
-    assert [(f["component"], f["device"], f["status"]) for f in verdict["findings"]] == [("network port", "mlx5_3", "below_spec")]
-    assert "## Node inventory" in (out / "report.md").read_text() and "mlx5_3 port 1" in (out / "report.md").read_text()
+    assert [(f["component"], f["device"], f["status"]) for f in verdict["findings"]] == [
+        ("network port", "mlx5_3", "below_spec")
+    ]
+    assert (
+        "## Node inventory" in (out / "report.md").read_text()
+        and "mlx5_3 port 1" in (out / "report.md").read_text()
+    )
 
 
 def test_pcie_state_names_the_bridge_above(tmp_path: Path) -> None:
@@ -237,17 +320,32 @@ def test_pcie_state_names_the_bridge_above(tmp_path: Path) -> None:
 
     dev = tmp_path / "devices" / "pci0000:00" / "0000:00:01.0" / "0000:18:00.0"
     dev.mkdir(parents=True)
-    for name, text in (("current_link_speed", "16.0 GT/s PCIe\n"), ("max_link_speed", "32.0 GT/s PCIe\n"),
-                       ("current_link_width", "16\n"), ("max_link_width", "16\n"), ("numa_node", "-1\n")):
+    for name, text in (
+        ("current_link_speed", "16.0 GT/s PCIe\n"),
+        ("max_link_speed", "32.0 GT/s PCIe\n"),
+        ("current_link_width", "16\n"),
+        ("max_link_width", "16\n"),
+        ("numa_node", "-1\n"),
+    ):
         (dev / name).write_text(text)
     (tmp_path / "bus" / "pci" / "devices").mkdir(parents=True)
     os.symlink(dev, tmp_path / "bus" / "pci" / "devices" / "0000:18:00.0")
-    assert pcie_state(tmp_path, "0000:18:00.0") == {"bus_id": "0000:18:00.0", "upstream": "0000:00:01.0", "gen": 4,
-                                                    "max_gen": 5, "width": 16, "max_width": 16, "numa_node": None}
+    assert pcie_state(tmp_path, "0000:18:00.0") == {
+        "bus_id": "0000:18:00.0",
+        "upstream": "0000:00:01.0",
+        "gen": 4,
+        "max_gen": 5,
+        "width": 16,
+        "max_width": 16,
+        "numa_node": None,
+    }
 
 
 def test_nvlink_unused_on_the_whole_node_is_not_a_fault() -> None:
-    pcie_cards = [{"host": "h", "component": "nvlink", "device": f"GPU{i}", "links": 2, "inactive": [0, 1]} for i in range(2)]
+    pcie_cards = [
+        {"host": "h", "component": "nvlink", "device": f"GPU{i}", "links": 2, "inactive": [0, 1]}
+        for i in range(2)
+    ]
     assert judge_inventory(pcie_cards) == []
     pcie_cards[0]["inactive"] = []
     (f,) = judge_inventory(pcie_cards)
@@ -256,7 +354,9 @@ def test_nvlink_unused_on_the_whole_node_is_not_a_fault() -> None:
 
 def test_a_hardware_xid_names_its_gpu(tmp_path: Path) -> None:
     root, outputs = materialise(tmp_path, {})
-    log = (outputs["healthy-dmesg.txt"] or "") + "[91822.1] NVRM: Xid (PCI:0000:ab:00): 79, pid=0, GPU has fallen off the bus.\n"
+    log = (
+        outputs["healthy-dmesg.txt"] or ""
+    ) + "[91822.1] NVRM: Xid (PCI:0000:ab:00): 79, pid=0, GPU has fallen off the bus.\n"
     inv = read_inventory(sys_root=root, run=runner(outputs), kernel_log=lambda: log)
     (f,) = judge_inventory([{"host": "node7", **r} for r in inv.records])
     assert (f.check, f.extra["device"]) == ("gpu errors", "GPU5") and "hardware Xid 79" in f.message

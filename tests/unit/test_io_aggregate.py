@@ -1,4 +1,5 @@
 """Aggregation across hosts, the cache rule, space rule, mounts and launcher detection (pure)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,10 +14,28 @@ CTX = RecordContext(run_id="r", workload="checkpoint_write", path="/p", scope="s
 
 
 def test_two_hosts_aggregate_over_the_common_window() -> None:
-    a = HostResult(host="a", direction="write", bytes=4_000_000_000, ios=1000, start_s=100.0, end_s=102.0,
-                   procs=4, p50_ms=2.0, p99_ms=5.0)
-    b = HostResult(host="b", direction="write", bytes=2_000_000_000, ios=500, start_s=100.5, end_s=104.0,
-                   procs=4, p50_ms=3.0, p99_ms=9.0)
+    a = HostResult(
+        host="a",
+        direction="write",
+        bytes=4_000_000_000,
+        ios=1000,
+        start_s=100.0,
+        end_s=102.0,
+        procs=4,
+        p50_ms=2.0,
+        p99_ms=5.0,
+    )
+    b = HostResult(
+        host="b",
+        direction="write",
+        bytes=2_000_000_000,
+        ios=500,
+        start_s=100.5,
+        end_s=104.0,
+        procs=4,
+        p50_ms=3.0,
+        p99_ms=9.0,
+    )
     rec = aggregate([a, b], CTX)
     # 6e9 bytes from 100.0 to 104.0 s: 1.5 GB/s; a: 4e9/2 s = 2 GB/s, b: 2e9/3.5 s
     assert rec.bw_GBps == pytest.approx(1.5)
@@ -29,20 +48,37 @@ def test_two_hosts_aggregate_over_the_common_window() -> None:
 
 def test_cache_rules() -> None:
     read = HostResult(host="a", direction="read", bytes=10**9, ios=10, start_s=0, end_s=1, procs=1)
-    buffered = RecordContext(run_id="r", workload="checkpoint_read", path="/p", scope="local", direct=False,
-                             buffered_data_bytes=10**9, ram_bytes=8 * 10**9)
-    assert aggregate([read], buffered).cache_suspect is True          # data set < RAM, buffered
-    dropped = RecordContext(**{**{f: getattr(buffered, f) for f in buffered.__slots__}, "caches_dropped": True})
+    buffered = RecordContext(
+        run_id="r",
+        workload="checkpoint_read",
+        path="/p",
+        scope="local",
+        direct=False,
+        buffered_data_bytes=10**9,
+        ram_bytes=8 * 10**9,
+    )
+    assert aggregate([read], buffered).cache_suspect is True  # data set < RAM, buffered
+    dropped = RecordContext(
+        **{**{f: getattr(buffered, f) for f in buffered.__slots__}, "caches_dropped": True}
+    )
     assert aggregate([read], dropped).cache_suspect is False
     direct = RecordContext(run_id="r", workload="checkpoint_read", path="/p", scope="local", direct=True)
     assert aggregate([read], direct).cache_suspect is False
     fast = HostResult(host="a", direction="read", bytes=200 * 10**9, ios=10, start_s=0, end_s=1, procs=1)
-    assert aggregate([fast], direct).cache_suspect is True            # 200 GB/s from one host
+    assert aggregate([fast], direct).cache_suspect is True  # 200 GB/s from one host
 
 
 def test_metadata_records_count_operations_not_bytes() -> None:
-    ctx = RecordContext(run_id="r", workload="metadata", op="create", direction="write", path="/p",
-                        scope="local", metadata_only=True, cache_check=False)
+    ctx = RecordContext(
+        run_id="r",
+        workload="metadata",
+        op="create",
+        direction="write",
+        path="/p",
+        scope="local",
+        metadata_only=True,
+        cache_check=False,
+    )
     r = HostResult(host="a", direction="read", bytes=4096 * 400, ios=400, start_s=0, end_s=0.5, procs=2)
     rec = aggregate([r], ctx)
     assert (rec.bytes, rec.bw_GBps, rec.direction) == (0, 0.0, "write")
@@ -52,28 +88,33 @@ def test_metadata_records_count_operations_not_bytes() -> None:
 
 def test_space_rule_half_of_free() -> None:
     assert space_problem(free_bytes=1000, free_inodes=100, need_bytes=500, need_inodes=50) == ""
-    assert space_problem(free_bytes=None, free_inodes=None, need_bytes=1 << 40, need_inodes=10**9) == ""  # no limit reported
+    assert (
+        space_problem(free_bytes=None, free_inodes=None, need_bytes=1 << 40, need_inodes=10**9) == ""
+    )  # no limit reported
     assert "needs 0.00 GB" in space_problem(free_bytes=1000, free_inodes=100, need_bytes=501, need_inodes=1)
     assert "inodes" in space_problem(free_bytes=1000, free_inodes=100, need_bytes=1, need_inodes=51)
     assert space_problem(free_bytes=1000, free_inodes=None, need_bytes=1, need_inodes=10**9) == ""
 
 
 def test_mount_of_longest_prefix() -> None:
-    mounts = ("/dev/vda / ext4 rw 0 0\n"
-              "srv:/export /mnt/data nfs4 rw,vers=4.2 0 0\n"
-              "tmpfs /mnt/data2 tmpfs rw 0 0\n")
+    mounts = (
+        "/dev/vda / ext4 rw 0 0\nsrv:/export /mnt/data nfs4 rw,vers=4.2 0 0\ntmpfs /mnt/data2 tmpfs rw 0 0\n"
+    )
     m = mount_of(Path("/mnt/data/proj"), mounts)
     assert (m.mountpoint, m.fstype, m.device) == ("/mnt/data", "nfs4", "srv:/export")
     assert mount_of(Path("/mnt/data2"), mounts).fstype == "tmpfs"
     assert mount_of(Path("/home/x"), mounts).fstype == "ext4"
 
 
-@pytest.mark.parametrize("env, expected", [
-    ({}, (0, 1)),
-    ({"RANK": "1", "WORLD_SIZE": "2"}, (1, 2)),
-    ({"SLURM_PROCID": "3", "SLURM_NTASKS": "4"}, (3, 4)),
-    ({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "8"}, (0, 8)),
-])
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({}, (0, 1)),
+        ({"RANK": "1", "WORLD_SIZE": "2"}, (1, 2)),
+        ({"SLURM_PROCID": "3", "SLURM_NTASKS": "4"}, (3, 4)),
+        ({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "8"}, (0, 8)),
+    ],
+)
 def test_launcher_rank(env: dict[str, str], expected: tuple[int, int]) -> None:
     assert launcher_rank(env) == expected
 

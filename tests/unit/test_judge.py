@@ -1,4 +1,5 @@
 """judge(): records + spec + workload -> findings, verdict, expected figures, model rows."""
+
 from __future__ import annotations
 
 import json
@@ -7,14 +8,21 @@ from pathlib import Path
 import pytest
 
 from reports.judging.judge import judge
-from reports.records import RecordSet, RecordWriter, read_records
 from reports.judging.spec import parse_spec
 from reports.judging.workload import load_workload
+from reports.records import RecordSet, RecordWriter, read_records
 from tests.unit.recordgen import flat, io, net
 
-SPEC = parse_spec({"name": "h100", "accelerator": "h100-sxm", "network": {"inter_node": {"link": "ib-ndr", "count": 8}},
-                   "storage": [{"path": "/data", "kind": "shared", "read_GBps": 40, "write_GBps": 20}],
-                   "price_per_gpu_hour": 2.49}, "spec.yaml")
+SPEC = parse_spec(
+    {
+        "name": "h100",
+        "accelerator": "h100-sxm",
+        "network": {"inter_node": {"link": "ib-ndr", "count": 8}},
+        "storage": [{"path": "/data", "kind": "shared", "read_GBps": 40, "write_GBps": 20}],
+        "price_per_gpu_hour": 2.49,
+    },
+    "spec.yaml",
+)
 B = ("n1", "n2")
 
 
@@ -22,32 +30,37 @@ def records() -> RecordSet:
     rs = RecordSet()
     for op in ("all_reduce", "all_gather", "reduce_scatter"):
         rs.net += flat("intra-node", op, 380.0) + flat("inter-node", op, 34.0, B)
-    rs.io += [io("checkpoint_write", "write", "/data/ckpt", 18.0), io("dataloader_read", "read", "/data/ds", 38.0)]
+    rs.io += [
+        io("checkpoint_write", "write", "/data/ckpt", 18.0),
+        io("dataloader_read", "read", "/data/ds", 38.0),
+    ]
     return rs
 
 
 def test_spec_and_workload() -> None:
     j = judge(records(), SPEC, load_workload("llama-70b"))
     by = {(f.component, f.check): f for f in j.findings}
-    assert by[("intra-node network", "all_reduce busbw plateau")].status == "ok"            # 380 / 450 = 84%
+    assert by[("intra-node network", "all_reduce busbw plateau")].status == "ok"  # 380 / 450 = 84%
     inter = by[("inter-node network", "all_reduce busbw plateau")]
-    assert (inter.status, inter.measured, inter.expected) == ("below_spec", 34.0, 50.0)     # 68%
-    assert by[("shared storage", "checkpoint_write write bandwidth")].status == "ok"          # 18 / 20 = 90%
+    assert (inter.status, inter.measured, inter.expected) == ("below_spec", 34.0, 50.0)  # 68%
+    assert by[("shared storage", "checkpoint_write write bandwidth")].status == "ok"  # 18 / 20 = 90%
     assert j.verdict == "fail"
     assert j.expected["intra-node network"] == 450.0 and j.expected["inter-node network"] == 50.0
     assert j.thresholds == {"network": 0.80, "storage": 0.80}
     assert (j.spec_name, j.workload_name, j.run_id) == ("h100", "llama-70b", "r1")
     model = [f for f in j.findings if f.check.startswith("workload llama-70b")]
-    assert len(model) == len(j.model) == 4     # TP, FSDP, dataloader, checkpoint
+    assert len(model) == len(j.model) == 4  # TP, FSDP, dataloader, checkpoint
     assert {r.status for r in j.model} <= {"ok", "starving"}
     assert set(j.model_summary) >= {"compute_s", "step_s", "idle_share", "usd_per_day_lost"}
     for f in j.findings:
-        assert f.message.endswith(".") and f.message.count(". ") == 0, f.message   # one sentence each
+        assert f.message.endswith(".") and f.message.count(". ") == 0, f.message  # one sentence each
 
 
 def test_model_finding_says_what_to_do_and_what_it_costs() -> None:
     rs = records()
-    rs.io = [io("checkpoint_write", "write", "/data/ckpt", 0.2)]   # 988 GB at 0.2 GB/s = 82 min per hourly checkpoint
+    rs.io = [
+        io("checkpoint_write", "write", "/data/ckpt", 0.2)
+    ]  # 988 GB at 0.2 GB/s = 82 min per hourly checkpoint
     j = judge(rs, SPEC, load_workload("llama-70b"))
     (ck,) = [f for f in j.findings if "checkpoint write" in f.check]
     assert ck.status == "starving" and ck.component == "shared storage"
@@ -57,11 +70,16 @@ def test_model_finding_says_what_to_do_and_what_it_costs() -> None:
 
 def test_detection_from_manifests_stands_in_for_a_spec() -> None:
     rs = records()
-    hw = {"gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 8, "nic_total_GBps": 400.0, "nic_desc": "8 x 400 Gb/s RDMA ports (detected)"}
+    hw = {
+        "gpu_model": "NVIDIA H100 80GB HBM3",
+        "gpu_count": 8,
+        "nic_total_GBps": 400.0,
+        "nic_desc": "8 x 400 Gb/s RDMA ports (detected)",
+    }
     rs.manifests = [{"kind": "manifest", "host": h, "hardware": hw} for h in B]
     j = judge(rs, None, None)
-    assert j.expected["intra-node network"] == 450.0      # H100 -> NVLink4
-    assert j.expected["inter-node network"] == 50.0       # 400 GB/s over 8 GPUs
+    assert j.expected["intra-node network"] == 450.0  # H100 -> NVLink4
+    assert j.expected["inter-node network"] == 50.0  # 400 GB/s over 8 GPUs
     assert any("from hardware detection: accelerator=h100-sxm" in n for n in j.notes)
     assert j.hardware["hosts"] == 2
 
@@ -79,17 +97,21 @@ def test_workload_without_accelerator_is_noted() -> None:
 
 
 def test_foreign_records_are_judged_the_same() -> None:
-    rs = RecordSet(net=[net("inter-node", "all_reduce", 1 << 30, 34.0, B, backend="nccl-tests")],
-                   io=[io("seqwrite", "write", "/data/x", 10.0)])
+    rs = RecordSet(
+        net=[net("inter-node", "all_reduce", 1 << 30, 34.0, B, backend="nccl-tests")],
+        io=[io("seqwrite", "write", "/data/x", 10.0)],
+    )
     j = judge(rs, SPEC, None)
     statuses = {(f.component, f.status) for f in j.findings}
     assert ("inter-node network", "below_spec") in statuses
-    assert ("shared storage", "below_spec") in statuses     # imported fio job keeps its name; 10 / 20 = 50%
+    assert ("shared storage", "below_spec") in statuses  # imported fio job keeps its name; 10 / 20 = 50%
 
 
 def test_skipped_lines_and_wrong_results_are_noted(tmp_path: Path) -> None:
     with RecordWriter(tmp_path / "net.jsonl") as w:
-        for r in flat("intra-node", "all_reduce", 380.0) + [net("intra-node", "all_reduce", 1 << 31, 999.0, wrong=5)]:
+        for r in flat("intra-node", "all_reduce", 380.0) + [
+            net("intra-node", "all_reduce", 1 << 31, 999.0, wrong=5)
+        ]:
             w.write(r)
     with open(tmp_path / "net.jsonl", "a") as fh:
         fh.write('{"schema": 1, "kind": "net", "op": "all_red\n')
@@ -97,7 +119,7 @@ def test_skipped_lines_and_wrong_results_are_noted(tmp_path: Path) -> None:
     assert any(n.startswith("1 unreadable line(s) skipped: net.jsonl:13 not JSON") for n in j.notes)
     assert any("1 net record(s) failed the correctness check" in n for n in j.notes)
     (intra,) = [f for f in j.findings if f.component == "intra-node network"]
-    assert intra.measured == 380.0                           # the wrong 999 GB/s is left out
+    assert intra.measured == 380.0  # the wrong 999 GB/s is left out
 
 
 def test_a_thousand_nodes() -> None:
@@ -108,12 +130,13 @@ def test_a_thousand_nodes() -> None:
     rs.net += [net("inter-node", "all_reduce", 2**k, 45.0, hosts, ranks=8000) for k in range(26, 31)]
     j = judge(rs, SPEC, load_workload("llama-405b"))
     intra = next(f for f in j.findings if f.component == "intra-node network")
-    assert intra.measured == 363.0                           # the median of 360..366 over the groups
-    assert json.dumps([f.to_dict() for f in j.findings])     # serialisable for verdict.json
+    assert intra.measured == 363.0  # the median of 360..366 over the groups
+    assert json.dumps([f.to_dict() for f in j.findings])  # serialisable for verdict.json
 
 
 def test_checkpoint_stall_trusts_the_real_save_over_fio() -> None:
     import dataclasses
+
     rs = records()
     fio = io("checkpoint_write", "write", "/data/ckpt", 1.73)
     save = dataclasses.replace(io("checkpoint_write", "write", "/data/ckpt", 0.89), backend="torch.save")

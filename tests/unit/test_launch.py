@@ -1,5 +1,6 @@
 """Pure logic of `stoker run` and `stoker submit`: profiles, GPU count, the phase plan,
 exit codes, the summary; and submit's command line (dry run, no sbatch)."""
+
 from __future__ import annotations
 
 import os
@@ -41,21 +42,32 @@ def test_default_profile() -> None:
     assert default_profile(8) == "standard"
 
 
-@pytest.mark.parametrize(("devs", "env", "n"), [
-    (["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "null"], {}, 2),
-    (["null", "sda"], {}, 0),
-    (["nvidia0", "nvidia1"], {"CUDA_VISIBLE_DEVICES": "1"}, 1),
-    (["nvidia0"], {"CUDA_VISIBLE_DEVICES": ""}, 0),
-    (["nvidia0"], {"CUDA_VISIBLE_DEVICES": "-1"}, 0),
-])
+@pytest.mark.parametrize(
+    ("devs", "env", "n"),
+    [
+        (["nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "null"], {}, 2),
+        (["null", "sda"], {}, 0),
+        (["nvidia0", "nvidia1"], {"CUDA_VISIBLE_DEVICES": "1"}, 1),
+        (["nvidia0"], {"CUDA_VISIBLE_DEVICES": ""}, 0),
+        (["nvidia0"], {"CUDA_VISIBLE_DEVICES": "-1"}, 0),
+    ],
+)
 def test_count_gpus(devs: list[str], env: dict[str, str], n: int) -> None:
     assert count_gpus(devs, env) == n
 
 
 def test_plan_runs_net_io_report_into_one_dir() -> None:
     q = get_profile("quick")
-    phases = plan(profile=q, out="/r", io_path="/r/.io", nproc=2, backend="auto", spec="/s.yaml",
-                  workload=None, stoker=("stoker",))
+    phases = plan(
+        profile=q,
+        out="/r",
+        io_path="/r/.io",
+        nproc=2,
+        backend="auto",
+        spec="/s.yaml",
+        workload=None,
+        stoker=("stoker",),
+    )
     assert [p.name for p in phases] == ["inventory", "network", "storage", "report"]
     inventory, net, io, report = (list(p.argv) for p in phases)
     assert inventory == ["stoker", "inventory", "--out", "/r"] and phases[0].limit_s == 120
@@ -67,31 +79,57 @@ def test_plan_runs_net_io_report_into_one_dir() -> None:
 
 
 def test_plan_of_one_rank_has_no_network_phase() -> None:
-    phases = plan(profile=get_profile("quick"), out="/r", io_path="/r/.io", nproc=1, backend="auto",
-                  spec=None, workload=None, stoker=("stoker",), gpus=1)
+    phases = plan(
+        profile=get_profile("quick"),
+        out="/r",
+        io_path="/r/.io",
+        nproc=1,
+        backend="auto",
+        spec=None,
+        workload=None,
+        stoker=("stoker",),
+        gpus=1,
+    )
     assert [p.name for p in phases] == ["inventory", "storage", "report"]
-    assert phases[1].argv[-4:] == ("--writers", "1", "--out", "/r")   # one checkpoint shard per GPU
+    assert phases[1].argv[-4:] == ("--writers", "1", "--out", "/r")  # one checkpoint shard per GPU
 
 
-@pytest.mark.parametrize(("report_rc", "written", "aborted", "want"), [
-    (0, True, False, 0),
-    (1, True, False, 1),
-    (1, True, True, 1),      # a fail verdict stays a fail
-    (0, True, True, 3),      # passed on what was measured, but a phase is missing
-    (2, False, True, 3),
-    (2, False, False, 2),
-    (3, True, False, 3),     # the report itself found a phase that wrote no records
-    (70, False, False, 70),  # a report that crashed is never a pass
-])
+@pytest.mark.parametrize(
+    ("report_rc", "written", "aborted", "want"),
+    [
+        (0, True, False, 0),
+        (1, True, False, 1),
+        (1, True, True, 1),  # a fail verdict stays a fail
+        (0, True, True, 3),  # passed on what was measured, but a phase is missing
+        (2, False, True, 3),
+        (2, False, False, 2),
+        (3, True, False, 3),  # the report itself found a phase that wrote no records
+        (70, False, False, 70),  # a report that crashed is never a pass
+    ],
+)
 def test_exit_code(report_rc: int, written: bool, aborted: bool, want: int) -> None:
     assert exit_code(report_rc, written, aborted) == want
 
 
 def test_summary_table() -> None:
-    results = [PhaseResult(name="network", rc=0, elapsed_s=12.34), PhaseResult(name="storage", rc=124, elapsed_s=240.0)]
-    verdict = {"verdict": "fail", "run_id": "r1", "findings": [
-        {"component": "local storage", "check": "checkpoint_write", "status": "below_spec",
-         "measured": 0.5, "expected": 6.0, "unit": "GB/s"}]}
+    results = [
+        PhaseResult(name="network", rc=0, elapsed_s=12.34),
+        PhaseResult(name="storage", rc=124, elapsed_s=240.0),
+    ]
+    verdict = {
+        "verdict": "fail",
+        "run_id": "r1",
+        "findings": [
+            {
+                "component": "local storage",
+                "check": "checkpoint_write",
+                "status": "below_spec",
+                "measured": 0.5,
+                "expected": 6.0,
+                "unit": "GB/s",
+            }
+        ],
+    }
     text = summary(results, verdict, Path("/r"))
     assert "network  ok        12.3" in text
     assert "storage  exit 124  240.0" in text
@@ -104,13 +142,22 @@ def test_summary_lists_only_the_files_written(tmp_path: Path) -> None:
     results = [PhaseResult(name="report", rc=70, elapsed_s=1.0)]
     assert summary(results, None, tmp_path).endswith(f"results: {tmp_path}  (no report files were written)")
     (tmp_path / "verdict.json").write_text("{}")
-    verdict = {"verdict": "unjudged", "headline": "UNJUDGED — nothing was judged: 2 checks had no reference", "run_id": "r2"}
+    verdict = {
+        "verdict": "unjudged",
+        "headline": "UNJUDGED — nothing was judged: 2 checks had no reference",
+        "run_id": "r2",
+    }
     text = summary(results, verdict, tmp_path)
     assert text.endswith(f"results: {tmp_path}  (verdict.json)") and "report.md" not in text
-    assert "verdict: UNJUDGED — nothing was judged: 2 checks had no reference  (run r2)" in text and "PASS" not in text
+    assert (
+        "verdict: UNJUDGED — nothing was judged: 2 checks had no reference  (run r2)" in text
+        and "PASS" not in text
+    )
 
 
-def _stoker(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _stoker(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*STOKER, *args], capture_output=True, text=True, env=env, cwd=cwd)
 
 
@@ -130,12 +177,15 @@ def test_submit_without_sbatch_is_one_line_exit_2(tmp_path: Path) -> None:
     assert p.stderr.count("\n") == 1 and "sbatch not found" in p.stderr
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (["--nodes", "0"], "--nodes must be at least 1"),
-    (["--nodes", "2", "--spec", "/no/such.yaml"], "no such file"),
-    (["--nodes", "2", "--max-bytes", "lots"], "bad --max-bytes"),
-    (["--nodes", "2", "--profile", "huge"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--nodes", "0"], "--nodes must be at least 1"),
+        (["--nodes", "2", "--spec", "/no/such.yaml"], "no such file"),
+        (["--nodes", "2", "--max-bytes", "lots"], "bad --max-bytes"),
+        (["--nodes", "2", "--profile", "huge"], "invalid choice"),
+    ],
+)
 def test_submit_bad_input(args: list[str], words: str) -> None:
     p = _stoker("submit", "--dry-run", *args)
     assert p.returncode == 2 and words in p.stderr and p.stderr.count("\n") == 1
@@ -146,16 +196,18 @@ def test_run_bad_path_is_one_line_exit_2(tmp_path: Path) -> None:
     assert p.returncode == 2 and "no such directory" in p.stderr and p.stderr.count("\n") == 1
 
 
-
-@pytest.mark.parametrize(("sinfo", "wanted", "want"), [
-    ("(null)\n", 8, "declare no GPUs"),
-    ("(null)\n(null)\n", 1, "declare no GPUs"),
-    ("gpu:8\n", 8, None),
-    ("gpu:h100:8(S:0-1)\n", 8, None),
-    ("gpu:a100:4(S:0,1),gpu:v100:2\n(null)\n", 6, None),      # 4 + 2 on one node group
-    ("gpu:a100:4(S:0,1)\ngpu:2\n", 8, "at most 4 GPUs each"),
-    ("(null)\n", 0, None),                                     # no GPUs asked for: nothing to check
-])
+@pytest.mark.parametrize(
+    ("sinfo", "wanted", "want"),
+    [
+        ("(null)\n", 8, "declare no GPUs"),
+        ("(null)\n(null)\n", 1, "declare no GPUs"),
+        ("gpu:8\n", 8, None),
+        ("gpu:h100:8(S:0-1)\n", 8, None),
+        ("gpu:a100:4(S:0,1),gpu:v100:2\n(null)\n", 6, None),  # 4 + 2 on one node group
+        ("gpu:a100:4(S:0,1)\ngpu:2\n", 8, "at most 4 GPUs each"),
+        ("(null)\n", 0, None),  # no GPUs asked for: nothing to check
+    ],
+)
 def test_gres_problem(sinfo: str, wanted: int, want: str | None) -> None:
     from launchers.gres import gres_problem
 
@@ -171,7 +223,9 @@ def test_submit_gpus_on_a_cluster_without_gres_is_one_line_before_sbatch(tmp_pat
     for tool in ("sinfo", "sbatch"):
         (bin_dir / tool).chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    p = _stoker("submit", "--nodes", "2", "--gpus-per-node", "8", "--out", str(tmp_path / "r"), env=env, cwd=tmp_path)
+    p = _stoker(
+        "submit", "--nodes", "2", "--gpus-per-node", "8", "--out", str(tmp_path / "r"), env=env, cwd=tmp_path
+    )
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert "declare no GPUs" in p.stderr and "drop --gpus-per-node" in p.stderr
     assert not (tmp_path / "sbatch-called").exists()

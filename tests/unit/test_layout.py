@@ -1,6 +1,7 @@
 """The package layout keeps one direction: reports' rooms depend ingest -> judging -> render,
 never back, and no module of reports imports itself in a circle (read from the source with
 ast, so a lazy import inside a function counts too)."""
+
 from __future__ import annotations
 
 import ast
@@ -9,8 +10,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ROOMS = ("ingest", "judging", "render")
 # the shared schema every room (and netbench/iobench) may use
-SHARED = {"reports", "reports.errors", "reports.records", "reports.findings", "reports.units", "reports.manifest",
-          "reports.outdir"}
+SHARED = {
+    "reports",
+    "reports.errors",
+    "reports.records",
+    "reports.findings",
+    "reports.units",
+    "reports.manifest",
+    "reports.outdir",
+}
 
 
 def _module(path: Path) -> str:
@@ -59,8 +67,12 @@ def test_reports_has_no_import_cycle() -> None:
 
 def test_rooms_depend_one_way() -> None:
     order = {r: i for i, r in enumerate(ROOMS)}
-    bad = [(m, n) for m, deps in _graph("reports").items() for n in deps
-           if _room(m) and _room(n) and order[_room(n)] > order[_room(m)]]   # type: ignore[index]
+    bad = [
+        (m, n)
+        for m, deps in _graph("reports").items()
+        for n in deps
+        if _room(m) and _room(n) and order[_room(n)] > order[_room(m)]
+    ]  # type: ignore[index]
     assert not bad, f"a room imports a later room: {bad}"
 
 
@@ -69,8 +81,12 @@ def test_measurement_imports_only_the_schema_from_reports() -> None:
     # detection (it fills the manifest), the fio parser (shared with `stoker import`), the
     # localiser's choice of pairs to measure again (the pairs scope's confirmation pass) and
     # the groups search (the groups scope runs the search that the report replays).
-    allowed = SHARED | {"reports.judging.detect", "reports.ingest.fio_json", "reports.judging.localise",
-                        "reports.judging.localise_groups"}
+    allowed = SHARED | {
+        "reports.judging.detect",
+        "reports.ingest.fio_json",
+        "reports.judging.localise",
+        "reports.judging.localise_groups",
+    }
     for pkg in ("netbench", "iobench"):
         for p in (ROOT / pkg).rglob("*.py"):
             used = {i for i in _imports(p) if i.startswith("reports")}

@@ -1,4 +1,5 @@
 """Localisation from pair, intra-node and per-host storage results (pure logic, synthetic data)."""
+
 from __future__ import annotations
 
 import random
@@ -7,23 +8,55 @@ from collections.abc import Mapping
 import pytest
 
 from reports.judging.localise import (
-    confirmation_pairs, localise, low_threshold, node_scores, pair_matrix, pair_values, rounds, slow_links,
+    confirmation_pairs,
+    localise,
+    low_threshold,
+    node_scores,
+    pair_matrix,
+    pair_values,
+    rounds,
+    slow_links,
     slow_nodes,
 )
 from reports.records import IoRecord, NetRecord
 
-F = 10.0   # a healthy pair's busbw, GB/s
+F = 10.0  # a healthy pair's busbw, GB/s
 
 
-def rec(hosts: tuple[str, ...], busbw: float, scope: str = "pair", op: str = "all_reduce",
-        size: int = 64 << 20, pass_: int = 1) -> NetRecord:
-    return NetRecord(run_id="r", ts="t", hosts=hosts, nodes=len(set(hosts)), op=op, scope=scope, ranks=2,
-                     backend="gloo", dtype="float32", bytes=size, time_s=1.0, algbw_GBps=busbw,
-                     busbw_GBps=busbw, wrong=0, extra={"pass": pass_} if scope == "pair" else {})
+def rec(
+    hosts: tuple[str, ...],
+    busbw: float,
+    scope: str = "pair",
+    op: str = "all_reduce",
+    size: int = 64 << 20,
+    pass_: int = 1,
+) -> NetRecord:
+    return NetRecord(
+        run_id="r",
+        ts="t",
+        hosts=hosts,
+        nodes=len(set(hosts)),
+        op=op,
+        scope=scope,
+        ranks=2,
+        backend="gloo",
+        dtype="float32",
+        bytes=size,
+        time_s=1.0,
+        algbw_GBps=busbw,
+        busbw_GBps=busbw,
+        wrong=0,
+        extra={"pass": pass_} if scope == "pair" else {},
+    )
 
 
-def model(n: int, node_rate: Mapping[int, float] | None = None, link_rate: Mapping[tuple[int, int], float] | None = None,
-          noise: float = 0.0, seed: int = 0) -> list[NetRecord]:
+def model(
+    n: int,
+    node_rate: Mapping[int, float] | None = None,
+    link_rate: Mapping[tuple[int, int], float] | None = None,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> list[NetRecord]:
     """A round-robin pass over a synthetic cluster: pair busbw = the slowest of both NICs and
     the path between them, times ±noise."""
     rng = random.Random(seed)
@@ -93,7 +126,7 @@ def test_fewer_than_two_nodes_gives_nothing() -> None:
 
 def test_half_the_fleet_slow_needs_the_expected_figure() -> None:
     recs = model(4, node_rate={2: F / 4, 3: F / 4})
-    assert localise(recs, []) == []   # two fast, two slow: which half is wrong?
+    assert localise(recs, []) == []  # two fast, two slow: which half is wrong?
     assert kinds(localise(recs, [], expected_pair_GBps=F)) == [("node", ("n2",)), ("node", ("n3",))]
     # Everything below the figure is a fleet-wide network problem, not a node.
     assert localise(model(4, node_rate={i: F / 4 for i in range(4)}), [], expected_pair_GBps=F) == []
@@ -102,15 +135,24 @@ def test_half_the_fleet_slow_needs_the_expected_figure() -> None:
 def test_second_pass_clears_a_noisy_first_pass_and_confirms_a_real_one() -> None:
     noisy = model(4, node_rate={3: 0.6 * F}) + [rec(("n3", "n0"), F, pass_=2)]
     assert localise(noisy, []) == []
-    real = model(4, node_rate={3: F / 4}) + [rec(("n3", "n0"), F / 4, pass_=2), rec(("n1", "n3"), F / 4, pass_=2)]
+    real = model(4, node_rate={3: F / 4}) + [
+        rec(("n3", "n0"), F / 4, pass_=2),
+        rec(("n1", "n3"), F / 4, pass_=2),
+    ]
     (f,) = localise(real, [])
     assert f.hosts == ("n3",) and f.extra["confirmed_with"] == ["n0", "n1"]
     assert "confirmed with n0, n1" in f.message
 
 
 def test_pair_matrix_largest_size_preferred_op_best_pass() -> None:
-    recs = [rec(("b", "a"), 4.0), rec(("a", "b"), 5.0, pass_=2), rec(("a", "c"), 1.0, size=1 << 20),
-            rec(("a", "c"), 3.0), rec(("b", "c"), 9.0, op="alltoall"), rec(("a",), 7.0, scope="intra-node")]
+    recs = [
+        rec(("b", "a"), 4.0),
+        rec(("a", "b"), 5.0, pass_=2),
+        rec(("a", "c"), 1.0, size=1 << 20),
+        rec(("a", "c"), 3.0),
+        rec(("b", "c"), 9.0, op="alltoall"),
+        rec(("a",), 7.0, scope="intra-node"),
+    ]
     hosts, m = pair_matrix(recs)
     assert hosts == ["a", "b", "c"]
     assert m == [[None, 5.0, 3.0], [5.0, None, None], [3.0, None, None]]
@@ -122,13 +164,27 @@ def test_intra_node_outlier() -> None:
     recs.append(rec(("n2",), 300, scope="intra-node", size=1 << 20))  # a smaller size does not count
     found = localise(recs, [])
     assert kinds(found) == [("node", ("n2",))] and found[0].expected == 99
-    assert localise(recs[:2], []) == []   # two hosts cannot be told apart
+    assert localise(recs[:2], []) == []  # two hosts cannot be told apart
 
 
 def io(per_host: dict[str, float], failed: str = "") -> IoRecord:
-    return IoRecord(run_id="r", ts="t", hosts=tuple(per_host), nodes=len(per_host), workload="checkpoint_write",
-                    direction="write", path="/data", scope="shared", procs=len(per_host), bytes=1,
-                    bw_GBps=sum(per_host.values()), per_host_bw_GBps=per_host, iops=0.0, lat_ms={}, failed=failed)
+    return IoRecord(
+        run_id="r",
+        ts="t",
+        hosts=tuple(per_host),
+        nodes=len(per_host),
+        workload="checkpoint_write",
+        direction="write",
+        path="/data",
+        scope="shared",
+        procs=len(per_host),
+        bytes=1,
+        bw_GBps=sum(per_host.values()),
+        per_host_bw_GBps=per_host,
+        iops=0.0,
+        lat_ms={},
+        failed=failed,
+    )
 
 
 def test_storage_outlier_per_host() -> None:
@@ -167,7 +223,14 @@ def test_rounds_never_put_a_host_in_two_pairs() -> None:
 
 
 def test_scores_and_links_helpers() -> None:
-    pairs = {("a", "b"): 2.0, ("a", "c"): 10.0, ("b", "c"): 10.0, ("a", "d"): 10.0, ("b", "d"): 10.0, ("c", "d"): 10.0}
+    pairs = {
+        ("a", "b"): 2.0,
+        ("a", "c"): 10.0,
+        ("b", "c"): 10.0,
+        ("a", "d"): 10.0,
+        ("b", "d"): 10.0,
+        ("c", "d"): 10.0,
+    }
     assert node_scores(pairs) == {"a": 10.0, "b": 10.0, "c": 10.0, "d": 10.0}
     assert slow_links(pairs) == {("a", "b"): 10.0}
 
@@ -184,4 +247,7 @@ def test_expected_figure_does_not_split_a_fleet_at_its_edge() -> None:
     # Nodes at 0.76 and 0.74 of the figure: jitter around the line, not a culprit.
     edge = model(4, node_rate={0: 7.6, 1: 7.6, 2: 7.4, 3: 7.4})
     assert slow_nodes(values(edge), expected=F) == {}
-    assert slow_nodes(values(model(4, node_rate={2: 2.0, 3: 2.0})), expected=F) == {"n2": (F, "spec"), "n3": (F, "spec")}
+    assert slow_nodes(values(model(4, node_rate={2: 2.0, 3: 2.0})), expected=F) == {
+        "n2": (F, "spec"),
+        "n3": (F, "spec"),
+    }

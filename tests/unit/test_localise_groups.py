@@ -1,4 +1,5 @@
 """The pair tournament, the grouping search (simulated on a synthetic cluster) and the estimate."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,7 +12,14 @@ import pytest
 
 from netbench.topology import round_robin
 from reports.judging.localise_groups import (
-    Group, Sizes, estimate, group_findings, group_search, replay, round_robin_rounds, round_seconds,
+    Group,
+    Sizes,
+    estimate,
+    group_findings,
+    group_search,
+    replay,
+    round_robin_rounds,
+    round_seconds,
 )
 from reports.records import NetRecord
 
@@ -40,7 +48,9 @@ class Cluster:
         seen = [h for g in groups for h in g]
         assert len(seen) == len(set(seen)), "a node in two groups of one round"
         assert all(len(g) >= 2 for g in groups)
-        return [min(self.rate[h] for h in g) * (1 + self.rng.uniform(-self.noise, self.noise)) for g in groups]
+        return [
+            min(self.rate[h] for h in g) * (1 + self.rng.uniform(-self.noise, self.noise)) for g in groups
+        ]
 
 
 @pytest.mark.parametrize("n", [4, 8, 9, 64, 100, 1024])
@@ -69,7 +79,7 @@ def test_grouping_two_bad_nodes_and_healthy_fleets() -> None:
 
 def test_round_seconds_and_estimate_by_hand() -> None:
     s = Sizes(bytes=1_000_000_000, iters=8, warmup=2, busbw_GBps=10.0, round_setup_s=1.0)
-    assert round_seconds(2, s) == pytest.approx(1 + 10 * 0.1)        # factor 1 for a pair
+    assert round_seconds(2, s) == pytest.approx(1 + 10 * 0.1)  # factor 1 for a pair
     assert round_seconds(4, s) == pytest.approx(1 + 10 * 0.1 * 1.5)  # 2(4−1)/4
     e = estimate(1024, s)
     assert e["round_robin_rounds"] == 1023 and e["round_robin_min"] == pytest.approx(1023 * 2 / 60)
@@ -109,10 +119,28 @@ def test_a_slow_link_in_a_trio_is_found_among_its_three_pairs() -> None:
 
 
 def _records(res_history: list[list[tuple[Group, float]]]) -> list[NetRecord]:
-    return [NetRecord(run_id="r", ts="t", hosts=g, nodes=len(g), op="all_reduce", scope="groups", ranks=len(g),
-                      backend="gloo", dtype="float32", bytes=1 << 22, time_s=1.0, algbw_GBps=v, busbw_GBps=v,
-                      wrong=0, group=i, extra={"round": k})
-            for k, rnd in enumerate(res_history) for i, (g, v) in enumerate(rnd)]
+    return [
+        NetRecord(
+            run_id="r",
+            ts="t",
+            hosts=g,
+            nodes=len(g),
+            op="all_reduce",
+            scope="groups",
+            ranks=len(g),
+            backend="gloo",
+            dtype="float32",
+            bytes=1 << 22,
+            time_s=1.0,
+            algbw_GBps=v,
+            busbw_GBps=v,
+            wrong=0,
+            group=i,
+            extra={"round": k},
+        )
+        for k, rnd in enumerate(res_history)
+        for i, (g, v) in enumerate(rnd)
+    ]
 
 
 def test_group_findings_replay_the_recorded_search() -> None:
@@ -126,7 +154,9 @@ def test_group_findings_replay_the_recorded_search() -> None:
     found = group_findings(_records(group_search(lc.hosts, lc.measure).history))
     assert [(f.component, f.hosts, f.measured) for f in found] == [("link", ("h2", "h3"), F / 4)]
     # two runs in one directory: the last one's search is judged (here, the slow-link run)
-    again = [dataclasses.replace(r, run_id="r2") for r in _records(group_search(lc.hosts, lc.measure).history)]
+    again = [
+        dataclasses.replace(r, run_id="r2") for r in _records(group_search(lc.hosts, lc.measure).history)
+    ]
     assert [f.hosts for f in group_findings(_records(run.history) + again)] == [("h2", "h3")]
     # a run cut short (the pairing round missing) is not judged on half a search
     assert replay(_records(run.history[:1])) is None and group_findings([]) == []

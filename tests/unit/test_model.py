@@ -4,6 +4,7 @@ All cases use a made-up accelerator of exactly 1,000 dense bf16 TFLOPS, 8 GPUs p
 MFU 0.5, and flat busbw curves (the same at every size), so that each figure below can
 be checked with a pocket calculator.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,8 +18,15 @@ from reports.judging.spec import Spec
 from reports.judging.workload import Checkpoint, Dataloader, Workload, load_workload
 from tests.unit.recordgen import flat
 
-ACC = Accelerator(name="test-1000", tflops={"bf16": 1000.0}, hbm_GB=80, hbm_TBps=3, intra_link="nvlink4",
-                  host_link="pcie5-x16", gpus_per_node=8)
+ACC = Accelerator(
+    name="test-1000",
+    tflops={"bf16": 1000.0},
+    hbm_GB=80,
+    hbm_TBps=3,
+    intra_link="nvlink4",
+    host_link="pcie5-x16",
+    gpus_per_node=8,
+)
 SPEC = Spec(accelerator=ACC, gpus_per_node=8, price_per_gpu_hour=2.0)
 A, B = ("n1",), ("n1", "n2")
 
@@ -28,7 +36,9 @@ def measured(*curves: list, read: float | None = None, write: float | None = Non
     return Measured(curves=build_curves(recs)[0], read_GBps_per_node=read, write_GBps=write)
 
 
-DDP = Workload(params=1e9, gpus=16, data="ddp", tensor=1, global_batch_tokens=1.6e6, mfu=0.5, idle_budget=0.05)
+DDP = Workload(
+    params=1e9, gpus=16, data="ddp", tensor=1, global_batch_tokens=1.6e6, mfu=0.5, idle_budget=0.05
+)
 
 
 def test_ddp_hidden_behind_the_backward_pass() -> None:
@@ -41,7 +51,7 @@ def test_ddp_hidden_behind_the_backward_pass() -> None:
     assert row.component == "inter-node network" and row.check == "DDP gradient all_reduce (16 ranks)"
     assert row.extra["comm_s"] == pytest.approx(0.375)
     assert row.extra["window_s"] == pytest.approx(0.8)
-    assert row.extra["message_bytes"] == 25 * 2**20          # DDP's 25 MiB buckets
+    assert row.extra["message_bytes"] == 25 * 2**20  # DDP's 25 MiB buckets
     # buckets: 1 MiB first, 76 x 25 MiB, and the first layers' remainder 2e9 - 1,993,342,976 = 6,657,024 B
     assert row.extra["buckets"] == 78 and row.extra["last_bucket_bytes"] == 6_657_024
     # the last full bucket is ready at 0.8 x (1 - 6657024 / 2e9) = 0.797337 s and takes
@@ -98,13 +108,27 @@ def test_tensor_parallel_beyond_a_node_crosses_nodes() -> None:
 
 
 # tp_overlap 0: tensor-parallel collectives on the critical path (Megatron without --tp-comm-overlap)
-FSDP_TP = Workload(params=6.4e9, layers=32, hidden=4096, seq_len=4096, gpus=64, data="fsdp", tensor=2,
-                   global_batch_tokens=1048576, mfu=0.5, idle_budget=0.05, tp_overlap=0.0)
+FSDP_TP = Workload(
+    params=6.4e9,
+    layers=32,
+    hidden=4096,
+    seq_len=4096,
+    gpus=64,
+    data="fsdp",
+    tensor=2,
+    global_batch_tokens=1048576,
+    mfu=0.5,
+    idle_budget=0.05,
+    tp_overlap=0.0,
+)
 
 
 def test_fsdp_with_tensor_parallel() -> None:
-    m = measured(flat("intra-node", "all_reduce", 100.0), flat("inter-node", "all_gather", 20.0, B),
-                 flat("inter-node", "reduce_scatter", 25.0, B))
+    m = measured(
+        flat("intra-node", "all_reduce", 100.0),
+        flat("inter-node", "all_gather", 20.0, B),
+        flat("inter-node", "reduce_scatter", 25.0, B),
+    )
     rows, s = starvation(FSDP_TP, SPEC, m)
     tp, dp = rows
     # C = 6 x 6.4e9 x 1048576 / (64 x 1000e12 x 0.5) = 4.0265e16 / 3.2e16 = 1.2582912 s
@@ -143,7 +167,9 @@ def test_tensor_parallel_overlap_hides_part_of_it() -> None:
 
 
 def test_fsdp_falls_back_to_all_reduce_busbw_and_says_so() -> None:
-    rows, _ = starvation(dataclasses.replace(FSDP_TP, tensor=1), SPEC, measured(flat("inter-node", "all_reduce", 20.0, B)))
+    rows, _ = starvation(
+        dataclasses.replace(FSDP_TP, tensor=1), SPEC, measured(flat("inter-node", "all_reduce", 20.0, B))
+    )
     (dp,) = rows
     assert "no inter-node all_gather sweep: the all_reduce busbw was used" in dp.extra["note"]
 
@@ -195,7 +221,9 @@ def test_checkpoint_sync_and_async() -> None:
     assert ck.status == "ok"
     # with the DDP step's 0.0029087 (see above): 1 - (1 - 0.0029087) x (1 - 5.5525e-4) = 0.0034623
     assert s["idle_share"] == pytest.approx(0.0034623, rel=1e-4)
-    asyn = dataclasses.replace(DDP, checkpoint=Checkpoint(interval_minutes=60, bytes_per_param=14, async_=True))
+    asyn = dataclasses.replace(
+        DDP, checkpoint=Checkpoint(interval_minutes=60, bytes_per_param=14, async_=True)
+    )
     rows, _ = starvation(asyn, SPEC, measured(flat("inter-node", "all_reduce", 10.0, B), write=7.0))
     ck = rows[-1]
     # async: only the copy-out, 14e9 / 16 GPUs = 8.75e8 B per GPU over PCIe 5 (63 GB/s) = 0.013889 s
@@ -220,8 +248,13 @@ def test_docs_worked_example() -> None:
 
     spec = load_spec(REPO / "examples" / "spec-h100.yaml")
     w = load_workload(REPO / "examples" / "workload-llama70b.yaml")
-    m = measured(flat("intra-node", "all_reduce", 360.0), flat("inter-node", "all_gather", 34.0, B),
-                 flat("inter-node", "reduce_scatter", 34.0, B), read=15.0, write=3.0)
+    m = measured(
+        flat("intra-node", "all_reduce", 360.0),
+        flat("inter-node", "all_gather", 34.0, B),
+        flat("inter-node", "reduce_scatter", 34.0, B),
+        read=15.0,
+        write=3.0,
+    )
     rows, s = starvation(w, spec, m)
     tp, dp, dl, ck = rows
     assert s["compute_s"] == pytest.approx(8.294, abs=5e-4)
@@ -266,6 +299,7 @@ def test_compute_s_replaces_the_flops_estimate() -> None:
 
 def test_cpu_ranks_lose_compute_to_overlapped_communication() -> None:
     from reports.judging.model import _ddp_time
+
     curve = build_curves(flat("inter-node", "all_reduce", 0.01, B))[0][("inter-node", "all_reduce")]
     # two 1 MB buckets among 2 ranks at 0.01 GB/s: 0.1 s each; backward window 1.0 s
     # GPU (steal 0): bucket 1 ready at 0.5 s, done at 0.6; bucket 2 ready at 1.0, done at 1.1: 0.1 s exposed

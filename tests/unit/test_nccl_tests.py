@@ -1,4 +1,5 @@
 """nccl-tests outputs of several versions -> NetRecords; numbers checked by hand."""
+
 from __future__ import annotations
 
 import json
@@ -8,28 +9,37 @@ import pytest
 
 from reports.ingest import nccl_tests
 from reports.ingest.nccl_tests import op_from_name, parse_text, ranks_from_factor, strip_prefix
-
 from tests.conftest import DATA
 
 SAMPLES = DATA / "nccl_tests"
 
 
 def _parse(name: str, op: str | None = None) -> nccl_tests.Parsed:
-    parsed = parse_text((SAMPLES / name).read_text(), run_id="r", ts="2026-01-01T00:00:00Z", source_name=name, op=op)
+    parsed = parse_text(
+        (SAMPLES / name).read_text(), run_id="r", ts="2026-01-01T00:00:00Z", source_name=name, op=op
+    )
     assert parsed is not None
     return parsed
 
 
 def test_new_style_log_with_mpirun_prefixes_and_nccl_noise() -> None:
     p = _parse("v2.13_mpirun_all_reduce.log")
-    assert len(p.records) == 12   # 6 sizes x (out-of-place, in-place)
+    assert len(p.records) == 12  # 6 sizes x (out-of-place, in-place)
     r = next(r for r in p.records if r.bytes == 67108864 and not r.in_place)
     # 64 MiB in 2900 us: 67108864 / 2.9e-3 / 1e9 = 23.14 GB/s; x 2*15/16 = 43.39
     assert (r.op, r.scope, r.backend, r.ranks, r.nodes) == ("all_reduce", "world", "nccl-tests", 16, 2)
     assert r.hosts == ("gpu-a01", "gpu-a02")
     assert r.time_s == pytest.approx(2900e-6)
     assert r.algbw_GBps == pytest.approx(23.14) and r.busbw_GBps == pytest.approx(43.39)
-    assert (r.count, r.dtype, r.redop, r.root, r.wrong, r.iters, r.warmup) == (16777216, "float32", "sum", -1, 0, 20, 5)
+    assert (r.count, r.dtype, r.redop, r.root, r.wrong, r.iters, r.warmup) == (
+        16777216,
+        "float32",
+        "sum",
+        -1,
+        0,
+        20,
+        5,
+    )
     assert r.device == "NVIDIA H100 80GB HBM3"
     inplace = next(r for r in p.records if r.bytes == 67108864 and r.in_place)
     assert inplace.time_s == pytest.approx(2929e-6) and inplace.busbw_GBps == pytest.approx(42.96)
@@ -67,7 +77,9 @@ def test_json_output_and_environment_not_copied() -> None:
     assert len(p.records) == 6
     r = next(r for r in p.records if r.bytes == 1073741824 and not r.in_place)
     # 1 GiB in 6200 us: 1073741824 / 6.2e-3 / 1e9 = 173.18 GB/s; x 2*7/8 = 303.07
-    assert r.algbw_GBps == pytest.approx(173.184, abs=1e-3) and r.busbw_GBps == pytest.approx(303.072, abs=1e-3)
+    assert r.algbw_GBps == pytest.approx(173.184, abs=1e-3) and r.busbw_GBps == pytest.approx(
+        303.072, abs=1e-3
+    )
     assert (r.ranks, r.hosts, r.dtype, r.count, r.root) == (8, ("h200-n1",), "bfloat16", 536870912, -1)
     assert p.manifest["versions"] == {"nccl": "2.27.3"}
     assert "shouldnotleak" not in json.dumps(p.manifest)
@@ -75,18 +87,25 @@ def test_json_output_and_environment_not_copied() -> None:
 
 
 def test_per_iteration_columns_and_timestamps_line_up_by_header() -> None:
-    text = "\n".join([
-        "# Collective test starting: reduce_scatter_perf",
-        "#  Rank  0 Group  0 Pid 1 on a device  0 [0000:01:00] GPU",
-        "#  Rank  1 Group  0 Pid 2 on b device  0 [0000:01:00] GPU",
-        "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%           timestamp",
-        "     2097152        262144     float     sum      -1   100.00   20.97   10.49       0    95.00   120.00   119.00     3.10   200.00   10.49    5.24       0   190.00   210.00   209.00     2.00 2026-01-01 10:00:00",
-    ])
+    text = "\n".join(
+        [
+            "# Collective test starting: reduce_scatter_perf",
+            "#  Rank  0 Group  0 Pid 1 on a device  0 [0000:01:00] GPU",
+            "#  Rank  1 Group  0 Pid 2 on b device  0 [0000:01:00] GPU",
+            "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%           timestamp",
+            "     2097152        262144     float     sum      -1   100.00   20.97   10.49       0    95.00   120.00   119.00     3.10   200.00   10.49    5.24       0   190.00   210.00   209.00     2.00 2026-01-01 10:00:00",
+        ]
+    )
     p = parse_text(text, run_id="r", ts="t", source_name="x.log")
     assert p is not None
     out, inp = p.records
     # reduce_scatter, 2 ranks: 2 MiB / 100 us = 20.97 GB/s, x 1/2 = 10.49
-    assert (out.busbw_GBps, inp.busbw_GBps, out.time_s, inp.in_place) == (10.49, 5.24, pytest.approx(1e-4), True)
+    assert (out.busbw_GBps, inp.busbw_GBps, out.time_s, inp.in_place) == (
+        10.49,
+        5.24,
+        pytest.approx(1e-4),
+        True,
+    )
     assert out.nodes == 2 and out.op == "reduce_scatter"
 
 
@@ -107,38 +126,53 @@ def test_ambiguous_unnamed_table_is_noted_not_guessed() -> None:
     assert forced is not None and len(forced.records) == 12
 
 
-@pytest.mark.parametrize(("lead", "timing", "ranks", "op"), [
-    ({"redop": "sum", "root": "-1"}, {"algbw": "10", "busbw": "15"}, 4, "all_reduce"),
-    ({"redop": "sum", "root": "-1"}, {"algbw": "10", "busbw": "7.5"}, 4, "reduce_scatter"),
-    ({"redop": "none", "root": "-1"}, {"algbw": "10", "busbw": "7.5"}, 4, None),
-    ({"redop": "sum", "root": "0"}, {"algbw": "10", "busbw": "10"}, 4, "reduce"),
-    ({"redop": "none", "root": "0"}, {"algbw": "10", "busbw": "10"}, 4, "broadcast"),
-    ({"redop": "none", "root": "-1"}, {"algbw": "10", "busbw": "10"}, 4, "sendrecv"),
-    ({"redop": "sum", "root": "-1"}, {"algbw": "0.00", "busbw": "0.00"}, 4, None),
-])
+@pytest.mark.parametrize(
+    ("lead", "timing", "ranks", "op"),
+    [
+        ({"redop": "sum", "root": "-1"}, {"algbw": "10", "busbw": "15"}, 4, "all_reduce"),
+        ({"redop": "sum", "root": "-1"}, {"algbw": "10", "busbw": "7.5"}, 4, "reduce_scatter"),
+        ({"redop": "none", "root": "-1"}, {"algbw": "10", "busbw": "7.5"}, 4, None),
+        ({"redop": "sum", "root": "0"}, {"algbw": "10", "busbw": "10"}, 4, "reduce"),
+        ({"redop": "none", "root": "0"}, {"algbw": "10", "busbw": "10"}, 4, "broadcast"),
+        ({"redop": "none", "root": "-1"}, {"algbw": "10", "busbw": "10"}, 4, "sendrecv"),
+        ({"redop": "sum", "root": "-1"}, {"algbw": "0.00", "busbw": "0.00"}, 4, None),
+    ],
+)
 def test_infer_op(lead: dict[str, str], timing: dict[str, str], ranks: int, op: str | None) -> None:
     assert nccl_tests.infer_op(lead, timing, ranks) == op
 
 
 def test_ranks_from_bus_factor_when_device_lines_are_missing() -> None:
-    assert ranks_from_factor("all_reduce", 23.14, 43.39) == 16        # 2(n-1)/n = 1.875
-    assert ranks_from_factor("all_gather", 22.37, 16.78) == 4          # (n-1)/n = 0.75
-    assert ranks_from_factor("broadcast", 10.0, 10.0) == 0             # factor 1 tells nothing
+    assert ranks_from_factor("all_reduce", 23.14, 43.39) == 16  # 2(n-1)/n = 1.875
+    assert ranks_from_factor("all_gather", 22.37, 16.78) == 4  # (n-1)/n = 0.75
+    assert ranks_from_factor("broadcast", 10.0, 10.0) == 0  # factor 1 tells nothing
 
 
-@pytest.mark.parametrize(("name", "op"), [
-    ("all_reduce_perf", "all_reduce"), ("/opt/build/alltoall_perf_mpi", "alltoall"), ("AllReduce", "all_reduce"),
-    ("reduce_scatter_perf", "reduce_scatter"), ("reduce_perf", "reduce"), ("sendrecv_perf", "sendrecv"),
-    ("hypercube_perf", None),
-])
+@pytest.mark.parametrize(
+    ("name", "op"),
+    [
+        ("all_reduce_perf", "all_reduce"),
+        ("/opt/build/alltoall_perf_mpi", "alltoall"),
+        ("AllReduce", "all_reduce"),
+        ("reduce_scatter_perf", "reduce_scatter"),
+        ("reduce_perf", "reduce"),
+        ("sendrecv_perf", "sendrecv"),
+        ("hypercube_perf", None),
+    ],
+)
 def test_op_from_name(name: str, op: str | None) -> None:
     assert op_from_name(name) == op
 
 
-@pytest.mark.parametrize(("line", "out"), [
-    ("[1,0]<stdout>:#  Rank  0 Group", "#  Rank  0 Group"), ("0: # nThread 1", "# nThread 1"),
-    ("12: gpu:1:1 [0] NCCL INFO", "gpu:1:1 [0] NCCL INFO"), ("     8       2  float", "     8       2  float"),
-])
+@pytest.mark.parametrize(
+    ("line", "out"),
+    [
+        ("[1,0]<stdout>:#  Rank  0 Group", "#  Rank  0 Group"),
+        ("0: # nThread 1", "# nThread 1"),
+        ("12: gpu:1:1 [0] NCCL INFO", "gpu:1:1 [0] NCCL INFO"),
+        ("     8       2  float", "     8       2  float"),
+    ],
+)
 def test_strip_prefix(line: str, out: str) -> None:
     assert strip_prefix(line) == out
 
@@ -160,7 +194,7 @@ def test_json_op_from_experiment_name_when_args_are_missing() -> None:
     obj = json.loads((SAMPLES / "v2.17_all_reduce.json").read_text())
     obj["args"] = []
     p = nccl_tests.parse_json(obj, run_id="r", ts="t", source_name="out.json")
-    assert {r.op for r in p.records} == {"all_reduce"}   # experiment_name "AllReduce"
+    assert {r.op for r in p.records} == {"all_reduce"}  # experiment_name "AllReduce"
 
 
 def test_graph_mode_is_read_from_the_header_or_json_config() -> None:

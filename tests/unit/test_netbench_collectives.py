@@ -1,5 +1,6 @@
 """The collective table against byte counts and bus factors worked out by hand from
 nccl-tests doc/PERFORMANCE.md (busbw = algbw x factor) for n = 2, 3 and 8 ranks."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,12 +52,20 @@ def test_layout_and_size_column(op: str, n: int) -> None:
 
 
 def test_too_small_for_chunked_op_is_count_zero() -> None:
-    assert TABLE["all_gather"].layout(8, 3, 4).count == 0      # 2 elements do not split 3 ways
+    assert TABLE["all_gather"].layout(8, 3, 4).count == 0  # 2 elements do not split 3 ways
     assert TABLE["all_reduce"].layout(8, 3, 4).count == 2
 
 
 def test_all_seven_ops_and_min_ranks() -> None:
-    assert set(TABLE) == {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"}
+    assert set(TABLE) == {
+        "all_reduce",
+        "all_gather",
+        "reduce_scatter",
+        "broadcast",
+        "reduce",
+        "alltoall",
+        "sendrecv",
+    }
     assert TABLE["sendrecv"].min_ranks == 2
     assert all(c.min_ranks == 1 for name, c in TABLE.items() if name != "sendrecv")
 
@@ -80,8 +89,8 @@ def test_fills_are_small_integers_and_expected_values_by_hand() -> None:
 def test_alltoall_routes_chunks() -> None:
     n, count = 3, 6
     sends = [TABLE["alltoall"].send_values(count, n, r, 0) for r in range(n)]
-    for r in range(n):   # rank r receives chunk r of every sender, in sender order
-        want = np.concatenate([sends[j][2 * r:2 * r + 2] for j in range(n)])
+    for r in range(n):  # rank r receives chunk r of every sender, in sender order
+        want = np.concatenate([sends[j][2 * r : 2 * r + 2] for j in range(n)])
         assert list(TABLE["alltoall"].expected(count, n, r, 0)) == list(want)
 
 

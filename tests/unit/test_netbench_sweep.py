@@ -1,4 +1,5 @@
 """Size list, statistics, topology grouping, the pairs schedule and launcher detection."""
+
 from __future__ import annotations
 
 import itertools
@@ -9,7 +10,13 @@ import pytest
 from netbench.launch_env import detect, require_rendezvous
 from netbench.sweep import iter_stats, mean_across_ranks, percentile, sizes, slowest
 from netbench.topology import (
-    Topology, host_groups, host_pairs_rounds, my_host, parse_pairs, round_robin, scope_groups,
+    Topology,
+    host_groups,
+    host_pairs_rounds,
+    my_host,
+    parse_pairs,
+    round_robin,
+    scope_groups,
 )
 from reports.errors import UsageError
 
@@ -46,7 +53,7 @@ def test_topology_two_nodes_of_two() -> None:
     assert _ranks(scope_groups(t, "world")[0]) == [[(0, 1, 2, 3)]]
     intra = scope_groups(t, "intra-node")[0][0]
     assert [(g.index, g.ranks, g.hosts) for g in intra] == [(0, (0, 1), ("h0",)), (1, (2, 3), ("h1",))]
-    inter = scope_groups(t, "inter-node")[0][0]   # rails: local rank j of every node
+    inter = scope_groups(t, "inter-node")[0][0]  # rails: local rank j of every node
     assert [(g.ranks, g.hosts) for g in inter] == [((0, 2), ("h0", "h1")), ((1, 3), ("h0", "h1"))]
     assert _ranks(scope_groups(t, "pairs")[0]) == [[(0, 2)]]
 
@@ -66,10 +73,10 @@ def test_round_robin_every_pair_once(n: int) -> None:
     assert len(rounds) == (n - 1 if n % 2 == 0 else n)
     flat = [p for r in rounds for p in r]
     assert sorted(flat) == list(itertools.combinations(range(n), 2))
-    for r in rounds:   # a node is in at most one pair of a round
+    for r in rounds:  # a node is in at most one pair of a round
         members = [x for p in r for x in p]
         assert len(members) == len(set(members)) == 2 * (n // 2)
-    if n % 2:          # each node sits out exactly once
+    if n % 2:  # each node sits out exactly once
         out = [set(range(n)) - {x for p in r for x in p} for r in rounds]
         assert sorted(x for s in out for x in s) == list(range(n))
 
@@ -78,7 +85,10 @@ def test_pairs_groups_use_local_rank_zero() -> None:
     t = Topology(hosts=("a", "a", "b", "b", "c", "c", "d", "d"))
     rounds = scope_groups(t, "pairs")[0]
     assert [[(g.ranks, g.round) for g in r] for r in rounds] == [
-        [((0, 6), 0), ((2, 4), 0)], [((0, 4), 1), ((2, 6), 1)], [((0, 2), 2), ((4, 6), 2)]]
+        [((0, 6), 0), ((2, 4), 0)],
+        [((0, 4), 1), ((2, 6), 1)],
+        [((0, 2), 2), ((4, 6), 2)],
+    ]
 
 
 def test_explicit_pairs() -> None:
@@ -101,12 +111,24 @@ def test_my_host() -> None:
 
 
 def test_launch_env() -> None:
-    t = detect({"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": "n0", "MASTER_PORT": "29500"})
-    assert (t.launcher, t.rank, t.world, t.local_rank, t.master_addr, t.master_port) == ("torchrun", 1, 4, 1, "n0", 29500)
+    t = detect(
+        {"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "MASTER_ADDR": "n0", "MASTER_PORT": "29500"}
+    )
+    assert (t.launcher, t.rank, t.world, t.local_rank, t.master_addr, t.master_port) == (
+        "torchrun",
+        1,
+        4,
+        1,
+        "n0",
+        29500,
+    )
     s = detect({"SLURM_STEP_ID": "0", "SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1"})
     assert (s.launcher, s.rank, s.world, s.local_rank) == ("srun", 5, 8, 1)
-    assert detect({"SLURM_PROCID": "0", "SLURM_NTASKS": "8"}).launcher == "none"   # batch script, no step
-    assert detect({"SLURM_STEP_ID": str(0xFFFFFFFE), "SLURM_PROCID": "0", "SLURM_NTASKS": "8"}).launcher == "none"
+    assert detect({"SLURM_PROCID": "0", "SLURM_NTASKS": "8"}).launcher == "none"  # batch script, no step
+    assert (
+        detect({"SLURM_STEP_ID": str(0xFFFFFFFE), "SLURM_PROCID": "0", "SLURM_NTASKS": "8"}).launcher
+        == "none"
+    )
     o = detect({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1"})
     assert (o.launcher, o.rank, o.world, o.local_rank) == ("mpirun", 3, 4, 1)
     p = detect({"PMI_RANK": "2", "PMI_SIZE": "3"})
@@ -131,8 +153,13 @@ def test_backend_not_installed_says_what_to_install(monkeypatch: pytest.MonkeyPa
 def test_groups_scope_maps_host_groups_to_each_nodes_first_rank() -> None:
     # 4 nodes of 2 ranks, hosts interleaved: node d's first rank is 3, c's is 6
     t = Topology(hosts=("a", "b", "a", "d", "b", "e", "c", "d", "c", "e"))
-    assert scope_groups(t, "groups") == ([], "")   # rounds are chosen as the search runs
+    assert scope_groups(t, "groups") == ([], "")  # rounds are chosen as the search runs
     gs = host_groups(t, [("a", "b"), ("d", "c", "e")], rnd=3)
     assert [(g.index, g.ranks, g.hosts, g.round) for g in gs] == [
-        (0, (0, 1), ("a", "b"), 3), (1, (3, 5, 6), ("d", "e", "c"), 3)]
-    assert scope_groups(Topology(hosts=("a", "b", "c")), "groups") == ([], "3 nodes: the search needs 4, use --scopes pairs")
+        (0, (0, 1), ("a", "b"), 3),
+        (1, (3, 5, 6), ("d", "e", "c"), 3),
+    ]
+    assert scope_groups(Topology(hosts=("a", "b", "c")), "groups") == (
+        [],
+        "3 nodes: the search needs 4, use --scopes pairs",
+    )

@@ -1,5 +1,6 @@
 """A results dir is new, or stoker's own of the same run, or refused in one line; a refusal
 changes nothing in the dir."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,7 +31,7 @@ def test_empty_dir_is_claimed(tmp_path: Path) -> None:
 def test_same_run_resumes(tmp_path: Path) -> None:
     claim(tmp_path, "run-1")
     (tmp_path / "net.jsonl").write_text("{}\n")
-    claim(tmp_path, "run-1")   # the storage phase after the network phase
+    claim(tmp_path, "run-1")  # the storage phase after the network phase
     assert owner(tmp_path) == "run-1"
 
 
@@ -81,7 +82,7 @@ def test_submitted_dir_is_claimed_by_the_job(tmp_path: Path) -> None:
     claim(tmp_path, "slurm-42")
     assert owner(tmp_path) == "slurm-42"
     with pytest.raises(UsageError, match="slurm-42"):
-        mark_submitted(tmp_path)   # a second submit into a dir a job has used
+        mark_submitted(tmp_path)  # a second submit into a dir a job has used
 
 
 def test_submit_refuses_a_foreign_dir(tmp_path: Path) -> None:
@@ -96,8 +97,9 @@ def test_bad_run_id_is_refused_before_anything_is_made(tmp_path: Path) -> None:
     assert not (tmp_path / "new").exists()
 
 
-def test_stoker_run_keeps_someones_spec_and_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_stoker_run_keeps_someones_spec_and_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # the issue's case: --out into a dir holding their spec.yaml and another run's net.jsonl
     theirs = tmp_path / "theirs"
     theirs.mkdir()

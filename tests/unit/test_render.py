@@ -1,4 +1,5 @@
 """Renderers on small hand-made inputs: escaping, empty sections, embedded PNGs."""
+
 from __future__ import annotations
 
 import base64
@@ -7,26 +8,52 @@ import struct
 
 import pandas as pd
 
-from reports.render import plots
 from reports.findings import Finding
+from reports.judging.frames import net_frame, per_host, sweeps
 from reports.judging.judge import Judgement
 from reports.records import NetRecord, RecordSet, SkippedLine
+from reports.render import plots
 from reports.render.html import render as render_html
-from reports.render.markdown import ReportInput, md_table, render as render_md
-from reports.judging.frames import net_frame, per_host, sweeps
+from reports.render.markdown import ReportInput, md_table
+from reports.render.markdown import render as render_md
 
 
-def _net(host: str, size: int, busbw: float, *, scope: str = "intra-node", group: int = 0, wrong: int = 0,
-         in_place: bool = False) -> NetRecord:
+def _net(
+    host: str,
+    size: int,
+    busbw: float,
+    *,
+    scope: str = "intra-node",
+    group: int = 0,
+    wrong: int = 0,
+    in_place: bool = False,
+) -> NetRecord:
     algbw = busbw / 1.5  # all_reduce on 4 ranks: 2*3/4
-    return NetRecord(run_id="r1", ts="t", hosts=(host,), nodes=1, op="all_reduce", scope=scope, ranks=4,
-                     backend="gloo", dtype="float32", bytes=size, time_s=size / algbw / 1e9, algbw_GBps=algbw,
-                     busbw_GBps=busbw, wrong=wrong, group=group, in_place=in_place)
+    return NetRecord(
+        run_id="r1",
+        ts="t",
+        hosts=(host,),
+        nodes=1,
+        op="all_reduce",
+        scope=scope,
+        ranks=4,
+        backend="gloo",
+        dtype="float32",
+        bytes=size,
+        time_s=size / algbw / 1e9,
+        algbw_GBps=algbw,
+        busbw_GBps=busbw,
+        wrong=wrong,
+        group=group,
+        in_place=in_place,
+    )
 
 
 def _input(net: list[NetRecord], findings: list[Finding] | None = None, **kw: object) -> ReportInput:
     j = Judgement(run_id="r1", verdict="fail" if findings else "pass", findings=findings or [])
-    return ReportInput(title=str(kw.get("title", "t")), records=RecordSet(net=net, **kw.get("rs", {})), judgement=j)  # type: ignore[arg-type]
+    return ReportInput(
+        title=str(kw.get("title", "t")), records=RecordSet(net=net, **kw.get("rs", {})), judgement=j
+    )  # type: ignore[arg-type]
 
 
 def _png_size(b64: str) -> tuple[int, int]:
@@ -36,8 +63,11 @@ def _png_size(b64: str) -> tuple[int, int]:
 
 
 def test_sweep_median_over_groups_slowest_group_and_plateau() -> None:
-    net = [_net(h, s, bw * s / (s + 1024), group=g)
-           for g, (h, bw) in enumerate([("a", 30.0), ("b", 31.0), ("c", 10.0)]) for s in (1024, 1 << 20, 1 << 24)]
+    net = [
+        _net(h, s, bw * s / (s + 1024), group=g)
+        for g, (h, bw) in enumerate([("a", 30.0), ("b", 31.0), ("c", 10.0)])
+        for s in (1024, 1 << 20, 1 << 24)
+    ]
     (sw,) = sweeps(net_frame(net))
     top = sw.table.iloc[-1]
     # median of 30, 31, 10 (each x 16M/(16M+1K)) is host a's; the slowest group is c's
@@ -45,11 +75,15 @@ def test_sweep_median_over_groups_slowest_group_and_plateau() -> None:
     assert round(top["busbw_min"], 3) == round(10.0 * (1 << 24) / ((1 << 24) + 1024), 3)
     assert sw.plateau[0] == 1 << 24 and sw.groups == 3
     hosts = per_host(net_frame(net))
-    assert list(hosts["host"]) == ["c", "a", "b"]   # slowest first
+    assert list(hosts["host"]) == ["c", "a", "b"]  # slowest first
 
 
 def test_wrong_results_carry_no_bandwidth_and_in_place_duplicates_are_dropped() -> None:
-    net = [_net("a", 1 << 20, 40.0), _net("a", 1 << 20, 39.0, in_place=True), _net("a", 1 << 22, 99.0, wrong=3)]
+    net = [
+        _net("a", 1 << 20, 40.0),
+        _net("a", 1 << 20, 39.0, in_place=True),
+        _net("a", 1 << 22, 99.0, wrong=3),
+    ]
     (sw,) = sweeps(net_frame(net))
     assert list(sw.table["busbw"].fillna(-1)) == [40.0, -1]
     assert int(sw.table["wrong"].sum()) == 3
@@ -63,10 +97,22 @@ def test_md_table_escapes_pipes_and_newlines() -> None:
 
 def test_hostile_strings_are_escaped_in_html() -> None:
     evil = "<script>alert(1)</script>"
-    f = Finding(component="node", check=evil, status="below_spec", measured=1.0, expected=2.0, unit="GB/s",
-                hosts=(evil,), message=evil)
-    ri = _input([_net(evil, 1 << 20, 10.0)], [f], title=evil,
-                rs={"skipped": [SkippedLine(file="net.jsonl", line=3, reason=evil)]})
+    f = Finding(
+        component="node",
+        check=evil,
+        status="below_spec",
+        measured=1.0,
+        expected=2.0,
+        unit="GB/s",
+        hosts=(evil,),
+        message=evil,
+    )
+    ri = _input(
+        [_net(evil, 1 << 20, 10.0)],
+        [f],
+        title=evil,
+        rs={"skipped": [SkippedLine(file="net.jsonl", line=3, reason=evil)]},
+    )
     page = render_html(ri)
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "http://" not in page and "https://" not in page  # self-contained
@@ -79,7 +125,7 @@ def test_empty_sections_say_so_and_every_image_is_a_png() -> None:
     md, page = render_md(ri), render_html(ri)
     assert "No storage records." in md and "No findings" in md and "**Verdict: PASS**" in md
     imgs = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(imgs) == 2   # the intra-node sweep and the per-host grid
+    assert len(imgs) == 2  # the intra-node sweep and the per-host grid
     for b64 in imgs:
         w, h = _png_size(b64)
         assert w > 200 and h > 100
@@ -103,7 +149,10 @@ def test_localisation_shows_the_groups_search_round_by_round() -> None:
 
     c = Cluster(8, {5: 2.5}, noise=0.0)
     lines = groups_search_lines(_records(group_search(c.hosts, c.measure).history))
-    assert lines[0] == "Groups search (`--scopes groups`): 2 rounds over 8 nodes, reference 10.00 GB/s; slow: h5."
+    assert (
+        lines[0]
+        == "Groups search (`--scopes groups`): 2 rounds over 8 nodes, reference 10.00 GB/s; slow: h5."
+    )
     # round 0: h5's group of 2 is the slowest; round 1: h5 with a cleared node
     assert "| 0 | 4 | h4, h5 | 2.50 | 10.00 |" in lines[2] and "| 1 | 2 | h5, h1 | 2.50 | 10.00 |" in lines[2]
     assert groups_search_lines([]) == []

@@ -1,4 +1,5 @@
 """The rendered acceptance script, compared line by line with golden files."""
+
 from __future__ import annotations
 
 import subprocess
@@ -14,17 +15,36 @@ GOLDEN = DATA / "launchers"
 CASES = {
     # 2 CPU-only nodes, gloo, quick: what the real-Slurm test submits
     "two-node-quick-gloo": SbatchConfig(
-        nodes=2, ranks_per_node=2, gpus_per_node=0, profile=get_profile("quick"),
-        out="/shared/results", backend="gloo"),
+        nodes=2,
+        ranks_per_node=2,
+        gpus_per_node=0,
+        profile=get_profile("quick"),
+        out="/shared/results",
+        backend="gloo",
+    ),
     # 4 GPU nodes on a partition, with a spec and a workload and given storage paths
     "four-node-standard-gpu": SbatchConfig(
-        nodes=4, ranks_per_node=8, gpus_per_node=8, profile=get_profile("standard"),
-        out="/lustre/acceptance run", partition="h100", spec="/etc/stoker/spec.yaml",
-        workload="/etc/stoker/llama.yaml", local_path="/scratch", shared_path="/lustre/io"),
+        nodes=4,
+        ranks_per_node=8,
+        gpus_per_node=8,
+        profile=get_profile("standard"),
+        out="/lustre/acceptance run",
+        partition="h100",
+        spec="/etc/stoker/spec.yaml",
+        workload="/etc/stoker/llama.yaml",
+        local_path="/scratch",
+        shared_path="/lustre/io",
+    ),
     # one node: no inter-node or pair phases
     "one-node-full-mpi": SbatchConfig(
-        nodes=1, ranks_per_node=8, gpus_per_node=8, profile=get_profile("full"), out="/r", backend="mpi",
-        time="4:00:00"),
+        nodes=1,
+        ranks_per_node=8,
+        gpus_per_node=8,
+        profile=get_profile("full"),
+        out="/r",
+        backend="mpi",
+        time="4:00:00",
+    ),
 }
 
 
@@ -47,7 +67,12 @@ def test_job_time_adds_up_phase_limits() -> None:
     # + 300 margin = 1860 s
     assert job_time(CASES["two-node-quick-gloo"]) == "0:31:00"
     # full, 1 node: (120 + 120) + 1 x (1800 + 120) + (1800 + 120) + 300 + 300 = 4680 s
-    assert job_time(SbatchConfig(nodes=1, ranks_per_node=2, gpus_per_node=0, profile=get_profile("full"), out="/r")) == "1:18:00"
+    assert (
+        job_time(
+            SbatchConfig(nodes=1, ranks_per_node=2, gpus_per_node=0, profile=get_profile("full"), out="/r")
+        )
+        == "1:18:00"
+    )
 
 
 def test_given_time_and_quoted_out() -> None:
@@ -70,17 +95,17 @@ def test_rendered_script_is_valid_bash(name: str, tmp_path: Path) -> None:
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True).returncode == 0
 
 
-FAKE_SRUN = '''#!/bin/sh
+FAKE_SRUN = """#!/bin/sh
 # srun OPTIONS... PROGRAM ARGS...: runs the program once, here
 while [ $# -gt 0 ]; do case "$1" in -*) shift ;; *) break ;; esac; done
 exec "$@"
-'''
-FAKE_SCONTROL = '''#!/bin/sh
+"""
+FAKE_SCONTROL = """#!/bin/sh
 case "$*" in *hostnames*) echo n1 ;; *) echo "NodeName=n1 NodeAddr=127.0.0.1 State=IDLE" ;; esac
-'''
+"""
 # a stoker whose phases end as the test says: net/io exit with $NET_RC/$IO_RC (net prints a
 # reason first), report with $REPORT_RC after noting its arguments
-FAKE_STOKER = '''#!/bin/sh
+FAKE_STOKER = """#!/bin/sh
 case "$1" in
   net) echo "stoker: the srun step environment does not say how many ranks there are" >&2; exit "${NET_RC:-0}" ;;
   io) exit "${IO_RC:-0}" ;;
@@ -88,18 +113,21 @@ case "$1" in
   report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
 esac
 exit 99
-'''
+"""
 
 
-@pytest.mark.parametrize(("net_rc", "report_rc", "job_rc"), [
-    (0, 0, 0),      # pass (or unjudged with --allow-unjudged)
-    (0, 1, 1),      # fail, or unjudged without --allow-unjudged: the report exits 1
-    (0, 3, 3),      # the report found a phase that wrote no records
-    (2, 3, 3),      # network phases died: incomplete
-    (2, 1, 1),      # a fail outranks the abort
-    (2, 0, 3),      # a report that passes over an aborted phase still does not pass
-    (0, 70, 70),    # a report that crashed with no aborted phase fails the job
-])
+@pytest.mark.parametrize(
+    ("net_rc", "report_rc", "job_rc"),
+    [
+        (0, 0, 0),  # pass (or unjudged with --allow-unjudged)
+        (0, 1, 1),  # fail, or unjudged without --allow-unjudged: the report exits 1
+        (0, 3, 3),  # the report found a phase that wrote no records
+        (2, 3, 3),  # network phases died: incomplete
+        (2, 1, 1),  # a fail outranks the abort
+        (2, 0, 3),  # a report that passes over an aborted phase still does not pass
+        (0, 70, 70),  # a report that crashed with no aborted phase fails the job
+    ],
+)
 def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -107,12 +135,26 @@ def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int,
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     out = tmp_path / "out"
-    cfg = SbatchConfig(nodes=2, ranks_per_node=2, gpus_per_node=0, profile=get_profile("quick"), out=str(out),
-                       backend="gloo", local_path=str(tmp_path / "local"), stoker=("stoker",))
+    cfg = SbatchConfig(
+        nodes=2,
+        ranks_per_node=2,
+        gpus_per_node=0,
+        profile=get_profile("quick"),
+        out=str(out),
+        backend="gloo",
+        local_path=str(tmp_path / "local"),
+        stoker=("stoker",),
+    )
     script = tmp_path / "job.sbatch"
     script.write_text(render(cfg), encoding="utf-8")
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1",
-           "NET_RC": str(net_rc), "REPORT_RC": str(report_rc), "ARGS_FILE": str(tmp_path / "report-args")}
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "SLURM_JOB_ID": "7",
+        "SLURM_JOB_NODELIST": "n1",
+        "NET_RC": str(net_rc),
+        "REPORT_RC": str(report_rc),
+        "ARGS_FILE": str(tmp_path / "report-args"),
+    }
     p = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == job_rc, p.stdout + p.stderr
     assert (tmp_path / "report-args").read_text().split() == [str(out), "--fail-unjudged"]
@@ -120,27 +162,36 @@ def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int,
     assert len(phases) == 5 and '"phase":"inventory","rc":0,' in phases[0]
     assert f'"phase":"intra-node","rc":{net_rc},' in phases[1] and '"log":"phase-intra-node.log"' in phases[1]
     # the phase's own words are kept for the report's first line
-    assert (out / "phase-intra-node.log").read_text() == "stoker: the srun step environment does not say how many ranks there are\n"
+    assert (
+        out / "phase-intra-node.log"
+    ).read_text() == "stoker: the srun step environment does not say how many ranks there are\n"
 
 
 def test_groups_search_replaces_pairs_above_64_nodes() -> None:
     def last(nodes: int) -> tuple[str, tuple[str, ...]]:
-        return net_phases(SbatchConfig(nodes=nodes, ranks_per_node=8, gpus_per_node=8,
-                                       profile=get_profile("standard"), out="/r"))[-1]
+        return net_phases(
+            SbatchConfig(
+                nodes=nodes, ranks_per_node=8, gpus_per_node=8, profile=get_profile("standard"), out="/r"
+            )
+        )[-1]
+
     assert last(64) == ("pairs", ("pairs",))
     assert last(65) == ("groups", ("groups",))
-    assert "--scopes groups" in render(SbatchConfig(nodes=128, ranks_per_node=8, gpus_per_node=8,
-                                                    profile=get_profile("standard"), out="/r"))
+    assert "--scopes groups" in render(
+        SbatchConfig(nodes=128, ranks_per_node=8, gpus_per_node=8, profile=get_profile("standard"), out="/r")
+    )
 
 
 def test_launcher_scripts_switch_to_groups_at_the_same_node_count() -> None:
-    from launchers.profiles import GROUPS_ABOVE_NODES
-
     from launchers.argv import _parser, program
+    from launchers.profiles import GROUPS_ABOVE_NODES
 
     # the scripts take their phase list from launchers/acceptance.py (`launchers.argv phases`)
     for script in ("torchrun.sh", "mpirun.sh"):
         text = (Path(__file__).resolve().parents[2] / "launchers" / script).read_text()
         assert 'tokens PAIRS --nnodes "$NNODES" phases' in text, script
     for nodes, last in ((GROUPS_ABOVE_NODES, "pairs"), (GROUPS_ABOVE_NODES + 1, "groups")):
-        assert program(_parser().parse_args(["--nnodes", str(nodes), "phases"]), Path.cwd())[-2:] == [last, last]
+        assert program(_parser().parse_args(["--nnodes", str(nodes), "phases"]), Path.cwd())[-2:] == [
+            last,
+            last,
+        ]

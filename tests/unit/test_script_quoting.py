@@ -1,6 +1,7 @@
 """Every value that reaches the rendered acceptance script, given with shell metacharacters
 and line breaks: either refused in one line (UsageError) or, in the script, exactly one word
 that bash parses (`bash -n`) and reads back unchanged; never a line of its own."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +17,16 @@ from reports.errors import UsageError
 
 PAYLOAD = "touch /tmp/stoker-badinput-pwned"
 HOSTILE = [
-    f"gpu\n{PAYLOAD}", f"gpu\r{PAYLOAD}", f"a; {PAYLOAD}", f"$({PAYLOAD})", f"`{PAYLOAD}`",
-    "it's \"quoted\" $HOME", "a b\tc", "x && y || z > /tmp/w | v &", "-rf *", "#comment",
+    f"gpu\n{PAYLOAD}",
+    f"gpu\r{PAYLOAD}",
+    f"a; {PAYLOAD}",
+    f"$({PAYLOAD})",
+    f"`{PAYLOAD}`",
+    'it\'s "quoted" $HOME',
+    "a b\tc",
+    "x && y || z > /tmp/w | v &",
+    "-rf *",
+    "#comment",
 ]
 BASE = SbatchConfig(nodes=2, ranks_per_node=2, gpus_per_node=0, profile=get_profile("quick"), out="/shared/r")
 # fields that land in shell words (assignments or arguments) and how to find them there

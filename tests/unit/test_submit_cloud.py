@@ -1,6 +1,7 @@
 """`stoker submit --platform k8s|skypilot|dstack` at the edges: bad input is one line and
 exit 2; the platform's client gets exactly the rendered YAML (a scripted fake client on
 PATH records what it was given); the scripts' world-size checks stop before any sweep."""
+
 from __future__ import annotations
 
 import os
@@ -21,14 +22,20 @@ def stoker(*args: str, path: str | None = None, cwd: Path | None = None) -> subp
     return subprocess.run([*STOKER, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
 
 
-@pytest.mark.parametrize("args,needle", [
-    (K8S, "needs --image"),
-    ([*K8S, "--image", "x", "--job-name", "Bad_Name"], "--job-name 'Bad_Name'"),
-    ([*K8S, "--image", "x", "--kind", "mpijob"], "--kind mpijob needs --results-volume"),
-    ([*K8S, "--image", "x", "--node-selector", "novalue"], "use KEY=VALUE"),
-    ([*K8S, "--image", "x", "--fabric", "nvlink"], "invalid choice"),
-    (["submit", "--nodes", "2", "--image", "x", "--dry-run"], "--image applies to --platform k8s|skypilot|dstack"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (K8S, "needs --image"),
+        ([*K8S, "--image", "x", "--job-name", "Bad_Name"], "--job-name 'Bad_Name'"),
+        ([*K8S, "--image", "x", "--kind", "mpijob"], "--kind mpijob needs --results-volume"),
+        ([*K8S, "--image", "x", "--node-selector", "novalue"], "use KEY=VALUE"),
+        ([*K8S, "--image", "x", "--fabric", "nvlink"], "invalid choice"),
+        (
+            ["submit", "--nodes", "2", "--image", "x", "--dry-run"],
+            "--image applies to --platform k8s|skypilot|dstack",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
     p = stoker(*args, "--dry-run")
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, p.stderr
@@ -45,54 +52,93 @@ def fake_client(bin_dir: Path, name: str, log: Path) -> None:
     """A client that records its arguments and its stdin (or the file it was given)."""
     bin_dir.mkdir(exist_ok=True)
     exe = bin_dir / name
-    exe.write_text(f'#!/bin/bash\nprintf "%s\\n" "$@" > {log}.args\n'
-                   f'for a in "$@"; do [ -f "$a" ] && cp "$a" {log}.file; done\n'
-                   f'[ "$1" = apply ] && [ "$3" = - ] && cat > {log}.file\nexit 0\n')
+    exe.write_text(
+        f'#!/bin/bash\nprintf "%s\\n" "$@" > {log}.args\n'
+        f'for a in "$@"; do [ -f "$a" ] && cp "$a" {log}.file; done\n'
+        f'[ "$1" = apply ] && [ "$3" = - ] && cat > {log}.file\nexit 0\n'
+    )
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
 
 
-@pytest.mark.parametrize("platform,client,argv", [
-    ("k8s", "kubectl", ["apply", "-f", "-"]),
-    ("skypilot", "sky", ["launch", "--yes", "--cluster", "stoker-t"]),
-    ("dstack", "dstack", ["apply", "--yes", "-f"]),
-])
-def test_applies_the_rendered_yaml_with_the_client(tmp_path: Path, platform: str, client: str, argv: list[str]) -> None:
+@pytest.mark.parametrize(
+    "platform,client,argv",
+    [
+        ("k8s", "kubectl", ["apply", "-f", "-"]),
+        ("skypilot", "sky", ["launch", "--yes", "--cluster", "stoker-t"]),
+        ("dstack", "dstack", ["apply", "--yes", "-f"]),
+    ],
+)
+def test_applies_the_rendered_yaml_with_the_client(
+    tmp_path: Path, platform: str, client: str, argv: list[str]
+) -> None:
     log = tmp_path / "client"
     fake_client(tmp_path / "bin", client, log)
     common = ["submit", "--platform", platform, "--nodes", "2", "--image", "img:1", "--job-name", "stoker-t"]
     p = stoker(*common, path=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
     assert p.returncode == 0, p.stderr
-    assert "stoker-summary line" in p.stdout           # no --results-volume: the answer is in node 0's log
-    assert log.with_suffix(".args").read_text().splitlines()[:len(argv)] == argv
+    assert "stoker-summary line" in p.stdout  # no --results-volume: the answer is in node 0's log
+    assert log.with_suffix(".args").read_text().splitlines()[: len(argv)] == argv
     dry = stoker(*common, "--dry-run")
     assert log.with_suffix(".file").read_text() == dry.stdout
     assert list(yaml.safe_load_all(dry.stdout))
 
 
-@pytest.mark.parametrize("script,env,needle", [
-    ("torchrun.sh", {"NNODES": "1", "STOKER_EXPECT_NODES": "2"}, "joined a world of 1 node(s) but the job asked for 2"),
-    ("torchrun.sh", {"NNODES": "2", "NODE_RANK": "2", "STOKER_EXPECT_NODES": "2"}, "outside 0..1"),
-    ("mpirun.sh", {"NNODES": "2", "STOKER_EXPECT_NODES": "2"}, "(1 in"),
-])
-def test_scripts_refuse_a_world_of_the_wrong_size(tmp_path: Path, script: str, env: dict[str, str], needle: str) -> None:
+@pytest.mark.parametrize(
+    "script,env,needle",
+    [
+        (
+            "torchrun.sh",
+            {"NNODES": "1", "STOKER_EXPECT_NODES": "2"},
+            "joined a world of 1 node(s) but the job asked for 2",
+        ),
+        ("torchrun.sh", {"NNODES": "2", "NODE_RANK": "2", "STOKER_EXPECT_NODES": "2"}, "outside 0..1"),
+        ("mpirun.sh", {"NNODES": "2", "STOKER_EXPECT_NODES": "2"}, "(1 in"),
+    ],
+)
+def test_scripts_refuse_a_world_of_the_wrong_size(
+    tmp_path: Path, script: str, env: dict[str, str], needle: str
+) -> None:
     hosts = tmp_path / "hosts"
     hosts.write_text("# the operator's hostfile\nnode0 slots=2\n")
     full = {**os.environ, "STOKER_PY": PYTHON, "OUT": str(tmp_path / "out"), "HOSTFILE": str(hosts), **env}
-    p = subprocess.run(["bash", str(REPO / "launchers" / script), "--profile", "quick"], env=full,
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        ["bash", str(REPO / "launchers" / script), "--profile", "quick"],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, p.stderr
-    assert not (tmp_path / "out").exists()     # stopped before anything was created
+    assert not (tmp_path / "out").exists()  # stopped before anything was created
 
 
 def test_summary_line_counts_findings_and_takes_the_run_exit_code(tmp_path: Path) -> None:
     from launchers.summary import summary
-    verdict = {"verdict": "pass", "run_id": "r1", "findings": [
-        {"status": "ok", "hosts": ["b", "a"]}, {"status": "ok", "hosts": ["a"]}, {"status": "no_data", "hosts": None}]}
-    assert summary(verdict, 0, []) == {"verdict": "pass", "exit": 0, "run_id": "r1", "aborted": [],
-                                       "findings": {"no_data": 1, "ok": 2}, "hosts": ["a", "b"]}
-    assert summary(verdict, 0, ["pairs"])["exit"] == 3          # a phase aborted, the rest passed
+
+    verdict = {
+        "verdict": "pass",
+        "run_id": "r1",
+        "findings": [
+            {"status": "ok", "hosts": ["b", "a"]},
+            {"status": "ok", "hosts": ["a"]},
+            {"status": "no_data", "hosts": None},
+        ],
+    }
+    assert summary(verdict, 0, []) == {
+        "verdict": "pass",
+        "exit": 0,
+        "run_id": "r1",
+        "aborted": [],
+        "findings": {"no_data": 1, "ok": 2},
+        "hosts": ["a", "b"],
+    }
+    assert summary(verdict, 0, ["pairs"])["exit"] == 3  # a phase aborted, the rest passed
     assert summary({**verdict, "verdict": "fail"}, 1, ["pairs"])["exit"] == 1
     assert summary(None, 2, [])["verdict"] is None
-    p = subprocess.run([PYTHON, "-m", "launchers.summary", str(tmp_path), "2"], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    p = subprocess.run(
+        [PYTHON, "-m", "launchers.summary", str(tmp_path), "2"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert p.stdout.startswith('stoker-summary {"verdict": null, "exit": 2,')

@@ -6,7 +6,15 @@ from reports.units import format_size, gbps, parse_size
 
 @pytest.mark.parametrize(
     "text,expected",
-    [("8", 8), ("1K", 1024), ("32M", 33554432), ("1g", 1 << 30), ("2T", 2 << 40), ("64KiB", 65536), ("0.5K", 512)],
+    [
+        ("8", 8),
+        ("1K", 1024),
+        ("32M", 33554432),
+        ("1g", 1 << 30),
+        ("2T", 2 << 40),
+        ("64KiB", 65536),
+        ("0.5K", 512),
+    ],
 )
 def test_parse_size_powers_of_1024(text: str, expected: int) -> None:
     assert parse_size(text) == expected

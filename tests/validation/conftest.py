@@ -1,5 +1,6 @@
 """The validation tests build real beds (namespaces, loop devices): root only, and one at a
 time machine-wide is the caller's business (CI runs them in order)."""
+
 from __future__ import annotations
 
 import pytest

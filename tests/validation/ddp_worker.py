@@ -9,6 +9,7 @@ normal step (the real step time). FSDP has no communication-free step (its forwa
 the parameters), so its compute steps run a plain copy of the same MLP. Prints one JSON
 line: this rank's per-step seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,12 +58,12 @@ def main() -> None:
         net = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=a.bucket_mb)
     opt = torch.optim.SGD(net.parameters(), lr=1e-6)
     x = torch.randn(a.batch, a.width)
-    marks: dict[str, float] = {}   # set by the hook below, inside backward
+    marks: dict[str, float] = {}  # set by the hook below, inside backward
     # the first layer's weight gradient is the last one the backward pass produces
     model[0].weight.register_hook(lambda g: marks.__setitem__("last_grad", time.perf_counter()) or g)
 
     def step(sync: bool) -> float:
-        dist.barrier()   # every rank starts together: the step measures this step alone
+        dist.barrier()  # every rank starts together: the step measures this step alone
         t0 = time.perf_counter()
         marks.clear()
         if a.fsdp and not sync:
@@ -93,8 +94,21 @@ def main() -> None:
     for _ in range(a.steps):
         compute.append(step(False))
         full.append(step(True))
-    print(json.dumps({"rank": dist.get_rank(), "compute_s": compute, "step_s": full, "params": params, "phases_sync": phases[True], "phases_nosync": phases[False],
-                      "grad_bytes": params * 4, "pid": os.getpid()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "rank": dist.get_rank(),
+                "compute_s": compute,
+                "step_s": full,
+                "params": params,
+                "phases_sync": phases[True],
+                "phases_nosync": phases[False],
+                "grad_bytes": params * 4,
+                "pid": os.getpid(),
+            }
+        ),
+        flush=True,
+    )
     dist.destroy_process_group()
 
 

@@ -13,6 +13,7 @@ save's files are removed before the next.
 (made by `make_samples`) into a loop whose compute is a fixed sleep per step; the time
 spent in `next()` is the wait.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,7 @@ def checkpoint_state(width: int, depth: int) -> dict[str, Any]:
     model = nn.Sequential(*[nn.Linear(width, width) for _ in range(depth)])
     opt = torch.optim.Adam(model.parameters())
     model(torch.randn(2, width)).sum().backward()
-    opt.step()   # creates exp_avg and exp_avg_sq
+    opt.step()  # creates exp_avg and exp_avg_sq
     return {"model": model.state_dict(), "optim": opt.state_dict()}
 
 
@@ -68,7 +69,9 @@ def ckpt(a: argparse.Namespace) -> dict[str, Any]:
             else:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", UserWarning)
-                    dcp.save(state, storage_writer=dcp.FileSystemWriter(str(target), sync_files=True), no_dist=True)
+                    dcp.save(
+                        state, storage_writer=dcp.FileSystemWriter(str(target), sync_files=True), no_dist=True
+                    )
                 size = _fsync_tree(target)
             out[backend].append(time.perf_counter() - t0)
             out["bytes"][backend] = size
@@ -108,15 +111,16 @@ class Samples(torch.utils.data.Dataset):  # type: ignore[type-arg]
 
 def loader(a: argparse.Namespace) -> dict[str, Any]:
     files = sorted(Path(a.dir).glob("sample*.bin"))
-    dl = torch.utils.data.DataLoader(Samples(files), batch_size=a.batch, num_workers=a.workers,
-                                     prefetch_factor=a.prefetch, shuffle=False)
+    dl = torch.utils.data.DataLoader(
+        Samples(files), batch_size=a.batch, num_workers=a.workers, prefetch_factor=a.prefetch, shuffle=False
+    )
     it = iter(dl)
     waits, computes = [], []
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()
         next(it)
         t1 = time.perf_counter()
-        time.sleep(a.compute_s)   # the accelerator's compute: it does not use these cores
+        time.sleep(a.compute_s)  # the accelerator's compute: it does not use these cores
         t2 = time.perf_counter()
         if i >= a.warmup:
             waits.append(t1 - t0)

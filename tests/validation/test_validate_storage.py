@@ -1,11 +1,10 @@
 """A real checkpoint and a real DataLoader on a loop device throttled to 50 MiB/s, against
 stoker's prediction from its own `stoker io` records of the same device: the checkpoint
 stall within ±15%, the dataloader idle share within ±20% relative."""
+
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import needs_root, needs_tool
 from tests.harness.blockdev import throttled_disk
@@ -16,13 +15,13 @@ RATE = 50 << 20
 
 
 def test_checkpoint_stall_within_15_percent(tmp_path: Path) -> None:
-    width, depth = 1024, 4    # 4.2 M parameters x 12 B (weights + Adam) = 50 MB: ~1 s at 50 MiB/s
+    width, depth = 1024, 4  # 4.2 M parameters x 12 B (weights + Adam) = 50 MB: ~1 s at 50 MiB/s
     nbytes = int(bed.checkpoint_params(width, depth) * bed.CKPT_BYTES_PER_PARAM)
     with throttled_disk(RATE, size="512M") as disk:
         recs = bed.stoker_checkpoint(disk.mount, tmp_path / "io", disk.cgroup_procs, nbytes)
         real = bed.real_checkpoint(disk.mount, disk.cgroup_procs, width, depth)
     stall, note = bed.predict_checkpoint(recs, disk.mount, nbytes)
-    assert "torch" in note    # the real save's record, not fio's
+    assert "torch" in note  # the real save's record, not fio's
     for backend in ("torch.save", "torch.dcp"):
         err = (stall - real[backend][0]) / real[backend][0]
         print(f"{backend}: real {real[backend][0]:.3f} s, predicted {stall:.3f} s ({err:+.0%}; {note})")
