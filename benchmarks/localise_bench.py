@@ -10,7 +10,7 @@ Cases (every link shaped to 200 Mbit/s, as tests/integration/test_netns_groups.p
   link     the path between nodes 2 and 3 shaped to 1/4: one `link` finding naming both
   pairs    (not in the default list) node 5 at 1/4 found by the pair tournament instead
            (`--scopes pairs`, same sizes), for the rounds and seconds it takes
-Then the simulated search at 8..1,024 nodes (reports.judging.localise_groups.estimate, the same
+Then the simulated search at 8..1,024 nodes (reports.evidence.groups.estimate, the same
 search code with a simulated backend). Prints a table; exit 0 whatever the numbers.
 """
 
@@ -25,8 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reports.judging.localise_groups import estimate  # noqa: E402
-from reports.records import NetRecord, read_records  # noqa: E402
+from reports.evidence.groups import estimate  # noqa: E402
+from reports.records import NetRecord
+from reports.table import read_records  # noqa: E402
 from tests.harness.netns import NetnsCluster, unavailable_reason  # noqa: E402
 from tests.integration.test_netns_groups import (  # noqa: E402
     NET,
@@ -52,7 +53,7 @@ def pairs_run(c: NetnsCluster, out: Path) -> tuple[int, list[NetRecord]]:
     args = [a if a != "groups" else "pairs" for a in NET]
     for rc, so, se in c.launch(1, PORT, [*args, "--out", str(out)], timeout=400):
         assert rc == 0, f"rc {rc}\n{so[-2000:]}\n{se[-2000:]}"
-    recs = read_records(out).net
+    recs = read_records(out).net.records()
     return len({(r.extra.get("pass"), r.extra.get("round")) for r in recs}), recs
 
 

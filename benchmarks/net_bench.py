@@ -186,7 +186,7 @@ def _nccl_tests(
 
 
 def _stoker(op: str, gpus: int, graph: bool, a: argparse.Namespace, out: Path) -> dict[int, Any]:
-    from reports.records import read_records
+    from reports.table import read_records
 
     cmd = [
         sys.executable,
@@ -216,7 +216,7 @@ def _stoker(op: str, gpus: int, graph: bool, a: argparse.Namespace, out: Path) -
         str(out),
     ]
     subprocess.run(cmd, check=True, timeout=1800, stdout=subprocess.DEVNULL)
-    return {r.bytes: r for r in read_records(out).net if r.op == op}
+    return {r.bytes: r for r in read_records(out).net.records() if r.op == op}
 
 
 def _ratio(x: float, y: float) -> str:

@@ -31,7 +31,7 @@ COMMANDS: dict[str, str] = {
     "inventory": "netbench.inventory.cli",
     "report": "reports.report_cmd",
     "submit": "launchers.submit",
-    "compare": "reports.compare_cmd",
+    "compare": "reports.fleet.cmd",
     "import": "reports.import_cmd",
 }
 

@@ -284,10 +284,10 @@ def _pairs(r: _Run, topo: Topology, rounds: list[list[Group]], pass_no: int) -> 
 
 
 def _groups(r: _Run, topo: Topology) -> None:
-    """The log-round search for a slow node or link (reports.judging.localise_groups): each
+    """The log-round search for a slow node or link (reports.evidence.groups): each
     round measures the search's groups at once with real collectives; rank 0's busbw of each
     group is shared so that every rank's copy of the search takes the same next step."""
-    from reports.judging.localise_groups import group_search
+    from reports.evidence.groups import group_search
 
     done = 0
 
@@ -317,7 +317,7 @@ def _scope(r: _Run, topo: Topology, scope: str) -> None:
         _round(r, scope, rounds[0], r.s.ops, r.s.sizes, {})
         return
     first = _pairs(r, topo, rounds, 1)
-    from reports.judging.localise import confirmation_pairs
+    from reports.evidence.pairs import confirmation_pairs
 
     with _step(r.wd, "sharing the confirmation pairs"):
         again = r.b.bcast(confirmation_pairs(first) if r.writer is not None else None)

@@ -1,4 +1,9 @@
-"""Findings and the verdict (docs/contract.md `verdict.json`): pass, fail, incomplete, unjudged."""
+"""The judgement's vocabulary and its one verdict (docs/contract.md `verdict.json`).
+
+The schema of what judging produces and rendering reads: components, statuses and verdicts
+as closed `Literal` types, `Finding`, the starvation model's `ModelRow`, and `Judgement`
+(findings + the verdict, decided once by `verdict_of`). Render imports this, never judging.
+"""
 
 from __future__ import annotations
 
@@ -6,29 +11,38 @@ import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
-COMPONENTS = (
+Component = Literal[
     "intra-node network",
     "inter-node network",
     "shared storage",
     "local storage",
     "node",
     "link",
-    "host link",
+    "host link",  # the last four: node inventory (host.jsonl)
     "network port",
     "nvlink",
     "gpu",
-)  # the last four: node inventory (host.jsonl)
-STATUSES = ("ok", "below_spec", "starving", "no_reference", "suspect")
-FAILING = ("below_spec", "starving")
+]
+Status = Literal["ok", "below_spec", "starving", "no_reference", "suspect"]
+Verdict = Literal["pass", "fail", "incomplete", "unjudged"]
+# the parts of a training job the GPUs can wait for, in the order a buyer reads them
+Part = Literal["data parallel", "tensor parallel", "pipeline", "dataloader", "checkpoint"]
+COMPONENTS: tuple[Component, ...] = get_args(Component)
+STATUSES: tuple[Status, ...] = get_args(Status)
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
+PARTS: tuple[Part, ...] = get_args(Part)
+FAILING: tuple[Status, ...] = ("below_spec", "starving")
+# the share of an advertised figure that passes, unless the spec says otherwise (the one place)
+DEFAULT_THRESHOLDS: dict[str, float] = {"network": 0.80, "storage": 0.80}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Finding:
-    component: str  # one of COMPONENTS
+    component: Component
     check: str  # short name of what was compared
-    status: str  # one of STATUSES
+    status: Status
     measured: float | None
     expected: float | None
     unit: str
@@ -37,8 +51,9 @@ class Finding:
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. size used, idle share, $/day
 
     def __post_init__(self) -> None:
-        assert self.component in COMPONENTS, self.component
-        assert self.status in STATUSES, self.status
+        # the types say it; this says it at run time too, where a string came from a file
+        if self.component not in COMPONENTS or self.status not in STATUSES:
+            raise ValueError(f"not a finding: component {self.component!r}, status {self.status!r}")
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
@@ -47,13 +62,53 @@ class Finding:
         return out
 
 
-VERDICTS = ("pass", "fail", "incomplete", "unjudged")
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelRow:
+    """One line of the starvation model: what the workload needs of a component."""
+
+    part: Part  # which part of the training step waits
+    component: str  # a Component, or the storage/network component the part depends on
+    check: str  # the sentence a person reads
+    required: float | None
+    achieved: float | None
+    unit: str
+    idle_share: float  # share of step time the accelerators wait for this component
+    usd_per_day: float | None  # idle share x GPUs x price x 24
+    status: Status  # ok | starving | no_reference
+    extra: dict[str, Any] = field(default_factory=dict)  # exposed_s, base_s, message size, notes
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Judgement:
+    """Everything judging decided about one results directory; the verdict is decided here
+    once (`verdict_of` over the findings and the missing phases) and never again."""
+
+    run_id: str
+    verdict: Verdict
+    findings: list[Finding]
+    missing: list[str] = field(default_factory=list)  # phases that should have produced records
+    expected: dict[str, float] = field(default_factory=dict)  # component -> advertised GB/s used
+    thresholds: dict[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_THRESHOLDS)
+    )  # share that passes
+    model: list[ModelRow] = field(default_factory=list)
+    model_summary: dict[str, Any] = field(default_factory=dict)
+    spec_name: str | None = None
+    workload_name: str | None = None
+    notes: list[str] = field(default_factory=list)
+    hardware: dict[str, Any] = field(default_factory=dict)  # what detection found (summarised)
+
+    @property
+    def headline(self) -> str:
+        return headline(self.verdict, self.findings, self.missing)
+
+
 # the process exit for each verdict (docs/contract.md): an unjudged exploratory run is not an
 # error; the acceptance job turns it into one unless told otherwise (`--allow-unjudged`)
-EXIT_CODES = {"pass": 0, "fail": 1, "incomplete": 3, "unjudged": 0}
+EXIT_CODES: dict[Verdict, int] = {"pass": 0, "fail": 1, "incomplete": 3, "unjudged": 0}
 
 
-def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
+def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> Verdict:
     """docs/contract.md's order: `fail` when any finding is below_spec or starving; else
     `incomplete` when a phase that should have produced records did not (`missing`: one
     line per such phase); else `unjudged` when nothing was judged: no finding is `ok`, or one
@@ -68,7 +123,7 @@ def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
     return "pass"
 
 
-def headline(verdict: str, findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
+def headline(verdict: Verdict, findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
     """The verdict in words, one line; "PASS" only for `pass`."""
     if verdict == "fail":
         counts = Counter(f.status for f in findings if f.status in FAILING)
@@ -93,14 +148,12 @@ def headline(verdict: str, findings: Sequence[Finding], missing: Sequence[str] =
     return "PASS — no finding is below spec or starving."
 
 
-def verdict_json(
-    run_id: str, findings: list[Finding], missing: Sequence[str] = (), **extra: Any
-) -> dict[str, Any]:
-    verdict = verdict_of(findings, missing)
+def verdict_json(j: Judgement, **extra: Any) -> dict[str, Any]:
+    """verdict.json (docs/contract.md) of a judgement: its verdict as decided, never again."""
     return {
-        "verdict": verdict,
-        "headline": headline(verdict, findings, missing),
-        "run_id": run_id,
-        "findings": [f.to_dict() for f in findings],
+        "verdict": j.verdict,
+        "headline": j.headline,
+        "run_id": j.run_id,
+        "findings": [f.to_dict() for f in j.findings],
         **extra,
     }

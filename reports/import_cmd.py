@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from reports.errors import UsageError
-from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, OPS, RecordWriter, read_records, write_all
+from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, OPS, RecordWriter, write_all
+from reports.table import read_records
 
 HELP = "turn nccl-tests logs/JSON and fio JSON into stoker records"
 
@@ -37,7 +38,7 @@ def main(args: argparse.Namespace) -> int:
     # Read everything first: one bad file imports nothing, rather than half of the list.
     loaded = [(Path(f), import_file(f, op=args.op)) for f in args.files]
     existing = read_records(out) if out.is_dir() else None
-    known = {r.run_id for r in [*existing.net, *existing.io]} if existing else set()  # net may be a NetTable
+    known = set(existing.run_ids()) if existing else set()
     for path, got in loaded:
         for note in got.notes:
             sys.stderr.write(f"stoker import: {note}\n")

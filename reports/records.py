@@ -17,7 +17,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -165,15 +165,30 @@ def from_dict(cls: type[R], obj: Mapping[str, Any]) -> R:
         raise ValueError(str(exc)) from None
 
 
-# Figures a record's judgement rests on. A NaN compares False with everything, so one NaN
-# busbw made a starving component "ok"; a string made the judgement raise. Such a record
+# Figures a record's judgement rests on, as (name, integer): one rule table for both reading
+# paths (reports.table checks them as columns, check_figures line by line), in the order they
+# are tested so that both name the same reason. A NaN compares False with everything, so one
+# NaN busbw made a starving component "ok"; a string made the judgement raise. Such a record
 # is refused where it is read (reason naming the field), never judged.
-_NET_FLOATS = ("time_s", "algbw_GBps", "busbw_GBps")
-_NET_INTS = ("nodes", "ranks", "bytes", "wrong")
-_NET_OPTIONAL = ("time_min_s", "time_p50_s", "time_p99_s", "time_cv")
-_IO_FLOATS = ("bw_GBps", "iops", "runtime_s")
-_IO_INTS = ("nodes", "procs", "bytes")
-_IO_MAPS = ("per_host_bw_GBps", "lat_ms")
+NET_FIGURES = (
+    ("time_s", False),
+    ("algbw_GBps", False),
+    ("busbw_GBps", False),
+    ("nodes", True),
+    ("ranks", True),
+    ("bytes", True),
+    ("wrong", True),
+)
+NET_OPTIONAL = ("time_min_s", "time_p50_s", "time_p99_s", "time_cv")
+IO_FIGURES = (
+    ("bw_GBps", False),
+    ("iops", False),
+    ("runtime_s", False),
+    ("nodes", True),
+    ("procs", True),
+    ("bytes", True),
+)
+IO_MAPS = ("per_host_bw_GBps", "lat_ms")
 
 
 def _bad_number(name: str, value: Any, integer: bool = False) -> str:
@@ -196,15 +211,9 @@ def check_figures(kind: str, obj: Mapping[str, Any]) -> str:
         isinstance(obj["hosts"], list) and all(isinstance(h, str) for h in obj["hosts"])
     ):
         return "hosts is not a list of host names"
-    if kind == "net":
-        floats, ints, optional, maps = _NET_FLOATS, _NET_INTS, _NET_OPTIONAL, ()
-    else:
-        floats, ints, optional, maps = _IO_FLOATS, _IO_INTS, (), _IO_MAPS
-    for name in floats:
-        if name in obj and (why := _bad_number(name, obj[name])):
-            return why
-    for name in ints:
-        if name in obj and (why := _bad_number(name, obj[name], integer=True)):
+    figures, optional, maps = (NET_FIGURES, NET_OPTIONAL, ()) if kind == "net" else (IO_FIGURES, (), IO_MAPS)
+    for name, integer in figures:
+        if name in obj and (why := _bad_number(name, obj[name], integer)):
             return why
     for name in optional:
         if obj.get(name) is not None and (why := _bad_number(name, obj[name])):
@@ -244,97 +253,6 @@ class RecordWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SkippedLine:
-    file: str
-    line: int
-    reason: str
-
-
-@dataclass(kw_only=True, slots=True)
-class RecordSet:
-    """Everything read from a results directory, with the lines that could not be read."""
-
-    net: list[NetRecord] = field(default_factory=list)
-    io: list[IoRecord] = field(default_factory=list)
-    manifests: list[dict[str, Any]] = field(default_factory=list)
-    host: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # host.jsonl, kept as read (judging/inventory.py)
-    skipped: list[SkippedLine] = field(default_factory=list)
-
-
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-    """(line number, object or None, reason) for each non-blank line; never raises on bad data."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield n, None, f"not JSON ({exc.msg})"
-                continue
-            if not isinstance(obj, dict):
-                yield n, None, "not a JSON object"
-                continue
-            yield n, obj, ""
-
-
-def read_records(directory: str | os.PathLike[str]) -> RecordSet:
-    """Read net.jsonl, io.jsonl, host.jsonl and manifest.jsonl from `directory`. Truncated or garbled
-    lines are skipped and listed in `skipped`, never raised."""
-    from reports.columns import read_net
-
-    d = Path(directory)
-    out = RecordSet()
-    for name, cls, kind, sink in ((NET_FILE, NetRecord, "net", out.net), (IO_FILE, IoRecord, "io", out.io)):
-        p = d / name
-        if not p.exists():
-            continue
-        if (
-            kind == "net"
-            and (read := read_net(p, functools.partial(from_dict, NetRecord), SCHEMA)) is not None
-        ):
-            out.net, refused = read  # type: ignore[assignment]  # a Sequence[NetRecord] read as columns
-            out.skipped += [SkippedLine(file=name, line=n, reason=why) for n, why in refused]
-            continue
-        for n, obj, reason in iter_jsonl(p):
-            if obj is None:
-                out.skipped.append(SkippedLine(file=name, line=n, reason=reason))
-                continue
-            if obj.get("schema", SCHEMA) != SCHEMA:
-                out.skipped.append(
-                    SkippedLine(file=name, line=n, reason=f"schema {obj.get('schema')} not understood")
-                )
-                continue
-            why = check_figures(kind, obj)
-            if why:
-                out.skipped.append(SkippedLine(file=name, line=n, reason=why))
-                continue
-            try:
-                sink.append(from_dict(cls, obj))  # type: ignore[arg-type]
-            except ValueError as exc:
-                out.skipped.append(SkippedLine(file=name, line=n, reason=str(exc)))
-    h = d / HOST_FILE
-    if h.exists():
-        for n, obj, reason in iter_jsonl(h):
-            if obj is None or obj.get("kind") != "host":
-                out.skipped.append(
-                    SkippedLine(file=HOST_FILE, line=n, reason=reason or "not a kind: host record")
-                )
-            else:
-                out.host.append(obj)
-    m = d / MANIFEST_FILE
-    if m.exists():
-        for n, obj, reason in iter_jsonl(m):
-            if obj is None:
-                out.skipped.append(SkippedLine(file=MANIFEST_FILE, line=n, reason=reason))
-            else:
-                out.manifests.append(obj)
-    return out
 
 
 def write_all(path: str | os.PathLike[str], records: Iterable[Record]) -> int:

@@ -13,7 +13,6 @@ results directory carries what it should be judged against (`stoker compare` rel
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import json
 import re
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.errors import UsageError
+from reports.render.markdown import ReportInput
 
 HELP = "judge the records in DIR: report.md, report.html, verdict.json"
 SPEC_FILES = ("spec.yaml", "spec.yml")
@@ -72,7 +72,7 @@ def load_optional(kind: str, given: str | None, directory: Path) -> tuple[Any, l
 def read_phases(directory: Path) -> list[dict[str, Any]]:
     """How each phase of `stoker run` / the sbatch job ended (DIR/phases.jsonl, written by
     launchers); empty when the records came from elsewhere (stoker net/io, imports)."""
-    from reports.records import iter_jsonl
+    from reports.table import iter_jsonl
 
     path = directory / "phases.jsonl"
     if not path.is_file():
@@ -144,31 +144,30 @@ class Outcome:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Collected:
-    """One results directory read, imported and judged: what report and compare render."""
+    """One results directory read, imported, turned into evidence and judged — once — by the
+    one pipeline `stoker report` and `stoker compare` share."""
 
-    report: Any  # render_md.ReportInput
+    report: ReportInput
     spec: Any  # reports.judging.spec.Spec or None
+    workload: Any  # reports.judging.workload.Workload or None
     verdict: dict[str, Any]
 
 
 def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Collected:
-    from reports.columns import net_columns
-    from reports.findings import verdict_json, verdict_of
+    from reports import evidence
+    from reports.findings import verdict_json
     from reports.ingest.importers import import_dir
-    from reports.judging.frames import net_frame
     from reports.judging.judge import judge
-    from reports.records import read_records
-    from reports.render.markdown import ReportInput
+    from reports.table import read_records
 
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such results directory")
     rs = read_records(directory)
-    known = {str(x) for x in net_columns(rs.net)["run_id"].unique()} | {r.run_id for r in rs.io}
-    imp = import_dir(directory, known_run_ids=known)
-    rs.net += imp.net
+    imp = import_dir(directory, known_run_ids=set(rs.run_ids()))
+    rs.net.extend(imp.net)
     rs.io += imp.io
     rs.manifests += imp.manifests
-    if not rs.net and not rs.io and not rs.host:
+    if not len(rs.net) and not rs.io and not rs.host:
         first = rs.skipped[0] if rs.skipped else None
         skipped = (
             f" ({len(rs.skipped)} unreadable lines; first {first.file}:{first.line}: {first.reason})"
@@ -181,36 +180,29 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
         )
     spec, spec_notes = load_optional("spec", spec_arg, directory)
     workload, wl_notes = load_optional("workload", workload_arg, directory)
-    phases = read_phases(directory)
-    missing = missing_phases(
-        directory, phases, {str(s) for s in net_columns(rs.net)["scope"].unique()}, len(rs.io)
-    )
-    j = judge(rs, spec, workload)
-    j = dataclasses.replace(j, verdict=verdict_of(j.findings, missing))
+    ev = evidence.build(rs)
+    missing = missing_phases(directory, read_phases(directory), ev.net_scopes, len(ev.io))
+    j = judge(ev, spec, workload, missing)
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(
         title=title,
-        records=rs,
+        evidence=ev,
         judgement=j,
         imported=imp.sources,
         import_notes=imp.notes,
         notes=[*spec_notes, *wl_notes],
-        missing=missing,
-        net_df=net_frame(rs.net),
     )
     verdict = verdict_json(
-        j.run_id,
-        j.findings,
-        missing,
+        j,
         spec=j.spec_name,
         workload=j.workload_name,
-        records={"net": len(rs.net), "io": len(rs.io), **({"host": len(rs.host)} if rs.host else {})},
-        skipped_lines=len(rs.skipped),
+        records=ev.counts,
+        skipped_lines=len(ev.skipped),
         imported=sorted(imp.sources),
         aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)],
         missing_phases=missing,
     )
-    return Collected(report=ri, spec=spec, verdict=verdict)
+    return Collected(report=ri, spec=spec, workload=workload, verdict=verdict)
 
 
 def build(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Outcome:

@@ -3,8 +3,7 @@ link speed and width, where the host shows them.
 
 `detect_hardware()` never raises: a missing tool or file leaves its key out. Tools run
 as a list of arguments with a short timeout. The parsers are pure and tested on recorded
-outputs (tests/data/detect/). `summarise()` folds the per-host results of a run into one
-(the most common value, with a note when hosts disagree).
+outputs (tests/data/detect/). The per-host results of a run are folded into one by reports.evidence.hosts.
 """
 
 from __future__ import annotations
@@ -210,24 +209,3 @@ def detect_hardware(sys_root: str | Path = "/sys", run: Runner = run_tool) -> di
     except Exception as exc:  # detection must never stop a measurement
         hw["error"] = f"{type(exc).__name__}: {exc}"
     return hw
-
-
-def summarise(hardware: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One view of many hosts' detection results: the most common value of each key the
-    judgement uses, and a note for each key on which hosts disagree."""
-    if not hardware:
-        return {}
-    out: dict[str, Any] = {"hosts": len(hardware)}
-    notes = []
-    for key in ("gpu_model", "gpu_count", "nic_total_GBps", "nic_desc"):
-        counts = collections.Counter(h[key] for h in hardware if key in h and h[key] is not None)
-        if not counts:
-            continue
-        ((value, _),) = counts.most_common(1)
-        out[key] = value
-        if len(counts) > 1 and key != "nic_desc":
-            spread = ", ".join(f"{v!r} on {n} host(s)" for v, n in counts.most_common())
-            notes.append(f"detected {key} differs between hosts: {spread}")
-    if notes:
-        out["disagreements"] = notes
-    return out

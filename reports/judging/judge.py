@@ -1,43 +1,28 @@
-"""Judgement: records + spec + workload -> findings and the verdict (pure).
+"""Judgement: evidence + spec + workload (+ the phases that went missing) -> findings and
+the verdict, decided here once (pure; reads no file).
 
-judge() = the sweep plateaus against advertised figures (reports.judging.compare), the node and
-link culprits (reports.judging.localise), and the starvation model (reports.judging.model) turned into
-findings. Without a spec, what reports.judging.detect put in the manifests stands in for one;
-with neither, findings are `no_reference` (never a guessed figure).
+judge() = the sweep plateaus against advertised figures (reports.judging.advertised), the node
+and link culprits (reports.judging.localise, reports.judging.groups), the node inventory
+(reports.judging.inventory) and the starvation model (reports.judging.model) turned into
+findings. Without a spec, the hardware the hosts detected stands in for one; with neither,
+findings are `no_reference` (never a guessed figure).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from reports.columns import net_columns
-from reports.findings import Finding, verdict_of
-from reports.judging import compare, detect, model
+from reports.evidence import Evidence
+from reports.findings import DEFAULT_THRESHOLDS, Finding, Judgement, ModelRow, verdict_of
+from reports.judging import advertised, model
+from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
-from reports.judging.localise_groups import group_findings
-from reports.judging.model import ModelRow
 from reports.judging.spec import Spec, fill_from_hardware
 from reports.judging.workload import Workload
-from reports.records import IoRecord, RecordSet
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Judgement:
-    run_id: str
-    verdict: str
-    findings: list[Finding]
-    expected: dict[str, float] = field(default_factory=dict)  # component -> advertised GB/s used
-    thresholds: dict[str, float] = field(default_factory=dict)  # "network" / "storage" -> share
-    model: list[ModelRow] = field(default_factory=list)
-    model_summary: dict[str, Any] = field(default_factory=dict)
-    spec_name: str | None = None
-    workload_name: str | None = None
-    notes: list[str] = field(default_factory=list)
-    hardware: dict[str, Any] = field(default_factory=dict)  # what detection found (summarised)
-
+from reports.records import IoRecord
+from reports.table import SkippedLine
 
 _FIX = {
     "inter-node network": "fix below-spec links first, or keep more parallelism inside the node so fewer bytes cross nodes",
@@ -62,7 +47,7 @@ def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec
     else:
 
         def kind(r: IoRecord) -> str:
-            e = compare.match_storage(r.path, spec.storage) if spec else None
+            e = advertised.match_storage(r.path, spec.storage) if spec else None
             return e.kind if e else r.scope
 
         shared = [r for r in recs if kind(r) == "shared"]
@@ -75,7 +60,7 @@ def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec
 def _component(r: IoRecord | None, spec: Spec | None) -> str:
     if r is None:
         return "shared storage"
-    e = compare.match_storage(r.path, spec.storage) if spec else None
+    e = advertised.match_storage(r.path, spec.storage) if spec else None
     return "local storage" if (e.kind if e else r.scope) == "local" else "shared storage"
 
 
@@ -86,13 +71,7 @@ def _num(x: float) -> str:
 
 def _model_finding(row: ModelRow, wname: str, budget: float, price: float | None) -> Finding:
     share, unit = row.idle_share, row.unit
-    key = (
-        "dataloader"
-        if row.check.startswith("dataloader")
-        else "checkpoint"
-        if row.check.startswith("checkpoint")
-        else row.component
-    )
+    key = row.part if row.part in ("dataloader", "checkpoint") else row.component
     if row.status == "no_reference":
         msg = f"{row.check} cannot be modelled: {row.extra.get('why', 'nothing measured')}; measure it to judge the workload."
     else:
@@ -124,57 +103,54 @@ def _model_finding(row: ModelRow, wname: str, budget: float, price: float | None
     )
 
 
-def _skipped_notes(records: RecordSet) -> list[str]:
-    if not records.skipped:
+def _skipped_notes(skipped: Sequence[SkippedLine]) -> list[str]:
+    if not skipped:
         return []
-    shown = "; ".join(f"{s.file}:{s.line} {s.reason}" for s in records.skipped[:5])
-    more = f" (and {len(records.skipped) - 5} more)" if len(records.skipped) > 5 else ""
-    return [f"{len(records.skipped)} unreadable line(s) skipped: {shown}{more}"]
+    shown = "; ".join(f"{s.file}:{s.line} {s.reason}" for s in skipped[:5])
+    more = f" (and {len(skipped) - 5} more)" if len(skipped) > 5 else ""
+    return [f"{len(skipped)} unreadable line(s) skipped: {shown}{more}"]
 
 
-def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | None = None) -> Judgement:
-
-    run_ids = sorted(
-        {str(x) for x in net_columns(records.net)["run_id"].unique()} | {r.run_id for r in records.io}
-    )
-    notes = _skipped_notes(records)
-    hardware = detect.summarise(
-        [m["hardware"] for m in records.manifests if isinstance(m.get("hardware"), dict)]
-    )
+def judge(
+    ev: Evidence, spec: Spec | None = None, workload: Workload | None = None, missing: Sequence[str] = ()
+) -> Judgement:
+    """The judgement of one results directory; `missing` names the phases that should have
+    produced records and did not (reports.phases), so that the verdict is decided here once."""
+    notes = _skipped_notes(ev.skipped)
+    hardware = ev.hardware
     spec = fill_from_hardware(spec, hardware) if hardware else spec
     if spec is not None and spec.detected:
         notes.append("from hardware detection: " + ", ".join(spec.detected))
     notes.extend(hardware.get("disagreements", []))
-    curves, wrong = compare.build_curves(records.net)
-    if wrong:
+    if ev.wrong:
         notes.append(
-            f"{wrong} net record(s) failed the correctness check (#wrong > 0) and were left out of the bandwidth figures"
+            f"{ev.wrong} net record(s) failed the correctness check (#wrong > 0) and were left out of the bandwidth figures"
         )
-    findings, expected = compare.compare_network(curves, spec)
-    io_findings, io_expected = compare.compare_storage(records.io, spec)
+    findings, expected = advertised.compare_network(ev.curves, spec)
+    io_findings, io_expected = advertised.compare_storage(ev.io, spec)
     findings += io_findings
     expected.update(io_expected)
-    findings += localise(records.net, records.io, spec.inter_node_per_gpu_GBps if spec else None)
-    findings += group_findings(records.net)
-    inventory = judge_inventory(records.host, spec)
+    findings += localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
+    findings += group_findings(ev.search)
+    inventory = judge_inventory(ev.host, spec)
     findings = explain(findings, inventory) + inventory
     rows: list[ModelRow] = []
     summary: dict[str, Any] = {}
     if workload is not None:
         dl_path = workload.dataloader.path if workload.dataloader else None
         ck_path = workload.checkpoint.path if workload.checkpoint else None
-        rd = _pick_io(records.io, "dataloader_read", dl_path, spec)
-        wr = _pick_io(records.io, "checkpoint_write", ck_path, spec)
+        rd = _pick_io(ev.io, "dataloader_read", dl_path, spec)
+        wr = _pick_io(ev.io, "checkpoint_write", ck_path, spec)
         measured = model.Measured(
-            curves=curves,
+            curves=ev.curves,
             read_GBps_per_node=rd.bw_GBps / max(1, rd.nodes) if rd else None,
             read_component=_component(rd, spec),
             write_GBps=wr.bw_GBps if wr else None,
             write_component=_component(wr, spec),
             write_backend=wr.backend if wr else "fio",
             # gloo on CPU ranks shares the cores with compute; NCCL on GPUs does not
-            cpu_ranks=bool(records.net) and bool((net_columns(records.net)["device"] == "cpu").all()),
-            **host_link_figures(records.host),
+            cpu_ranks=ev.cpu_ranks,
+            **host_link_figures(ev.host),
         )
         rows, summary = model.starvation(workload, spec, measured)
         if "why" in summary:
@@ -182,11 +158,12 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
         price = spec.price_per_gpu_hour if spec else None
         findings += [_model_finding(r, workload.name, workload.idle_budget, price) for r in rows]
     return Judgement(
-        run_id=",".join(run_ids),
-        verdict=verdict_of(findings),
+        run_id=",".join(ev.run_ids),
+        verdict=verdict_of(findings, missing),
         findings=findings,
+        missing=list(missing),
         expected=expected,
-        thresholds=dict(spec.thresholds) if spec else {"network": 0.80, "storage": 0.80},
+        thresholds=dict(spec.thresholds) if spec else dict(DEFAULT_THRESHOLDS),
         model=rows,
         model_summary=summary,
         spec_name=spec.name if spec else None,

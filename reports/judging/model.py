@@ -24,8 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from reports.evidence.sweeps import Sweep
+from reports.findings import ModelRow, Part
 from reports.judging import catalog
-from reports.judging.compare import Curve
 from reports.judging.spec import Spec
 from reports.judging.workload import DDP_FIRST_BUCKET_BYTES, Workload
 
@@ -40,25 +41,10 @@ CPU_COMM_STEAL = 0.15
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class ModelRow:
-    """One line of the starvation model: what the workload needs of a component."""
-
-    component: str  # a findings.COMPONENTS name, or "checkpoint" / "dataloader" spelled via check
-    check: str
-    required: float | None
-    achieved: float | None
-    unit: str
-    idle_share: float  # share of step time the accelerators wait for this component
-    usd_per_day: float | None  # idle share x GPUs x price x 24
-    status: str  # ok | starving | no_reference
-    extra: dict[str, Any] = field(default_factory=dict)  # exposed_s, base_s, message size, notes
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
 class Measured:
     """What the records say, reduced to what the model needs."""
 
-    curves: dict[tuple[str, str], Curve] = field(default_factory=dict)
+    curves: dict[tuple[str, str], Sweep] = field(default_factory=dict)
     read_GBps_per_node: float | None = None  # dataloader reads, one node's share
     read_component: str = "shared storage"
     write_GBps: float | None = None  # checkpoint writes, all nodes together
@@ -77,7 +63,7 @@ def _factor(op: str, n: int) -> float:
     return 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
 
 
-def _curve(m: Measured, scope: str, op: str) -> tuple[Curve | None, str]:
+def _curve(m: Measured, scope: str, op: str) -> tuple[Sweep | None, str]:
     c = m.curves.get((scope, op))
     if c is not None:
         return c, ""
@@ -85,7 +71,7 @@ def _curve(m: Measured, scope: str, op: str) -> tuple[Curve | None, str]:
     return c, (f"no {scope} {op} sweep: the all_reduce busbw was used" if c else "")
 
 
-def _time(curve: Curve, op: str, n: int, size: float, count: float) -> tuple[float, float, str]:
+def _time(curve: Sweep, op: str, n: int, size: float, count: float) -> tuple[float, float, str]:
     """(bus bytes, seconds) of `count` collectives of `size` bytes among n ranks."""
     bw, note = curve.at(size)
     bus = count * size * _factor(op, n)
@@ -106,7 +92,7 @@ def ddp_buckets(total: float, cap: float, first: float = DDP_FIRST_BUCKET_BYTES)
 
 
 def _ddp_time(
-    curve: Curve, n: int, sizes: list[float], window: float, steal: float = 0.0
+    curve: Sweep, n: int, sizes: list[float], window: float, steal: float = 0.0
 ) -> tuple[float, float, float, str]:
     """(bus bytes, communication seconds, exposed seconds, note) of DDP's bucketed all-reduce.
     Gradients appear at an even rate over the backward window; a bucket is reduced once its
@@ -141,6 +127,7 @@ def _share(exposed: float, base: float) -> float:
 
 
 def _row(
+    part: Part,
     component: str,
     check: str,
     required: float | None,
@@ -155,6 +142,7 @@ def _row(
     share = _share(exposed, base)
     status = "no_reference" if achieved is None else ("starving" if share > budget else "ok")
     return ModelRow(
+        part=part,
         component=component,
         check=check,
         required=required,
@@ -167,8 +155,9 @@ def _row(
     )
 
 
-def _missing(component: str, check: str, unit: str, why: str) -> ModelRow:
+def _missing(part: Part, component: str, check: str, unit: str, why: str) -> ModelRow:
     return ModelRow(
+        part=part,
         component=component,
         check=check,
         required=None,
@@ -196,15 +185,26 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         check = f"tensor parallel all_reduce ({t} GPUs)"
         if b is None:
             rows.append(
-                _missing(f"{tp_scope} network", check, "GB/s", "tensor parallel needs global_batch_tokens")
+                _missing(
+                    "tensor parallel",
+                    f"{tp_scope} network",
+                    check,
+                    "GB/s",
+                    "tensor parallel needs global_batch_tokens",
+                )
             )
         elif curve is None:
-            rows.append(_missing(f"{tp_scope} network", check, "GB/s", f"no {tp_scope} sweep measured"))
+            rows.append(
+                _missing(
+                    "tensor parallel", f"{tp_scope} network", check, "GB/s", f"no {tp_scope} sweep measured"
+                )
+            )
         else:
             bus, secs, note = _time(curve, "all_reduce", t, msg, count)
             tp_window = w.tp_overlap * c
             rows.append(
                 _row(
+                    "tensor parallel",
                     f"{tp_scope} network",
                     check,
                     bus / (tp_window + e_max) / 1e9,
@@ -232,13 +232,14 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         window = w.overlap * (2 / 3) * c
         check = f"DDP gradient all_reduce ({d} ranks)"
         if curve is None:
-            return [*rows, _missing(component, check, "GB/s", f"no {scope} sweep measured")]
+            return [*rows, _missing("data parallel", component, check, "GB/s", f"no {scope} sweep measured")]
         buckets = ddp_buckets(total, w.bucket_bytes)
         bus, secs, exposed, note = _ddp_time(
             curve, d, buckets, window, CPU_COMM_STEAL if m.cpu_ranks else 0.0
         )
         rows.append(
             _row(
+                "data parallel",
                 component,
                 check,
                 bus / (window + e_max) / 1e9,
@@ -267,7 +268,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         ag, fb1 = _curve(m, scope, "all_gather")
         rs, fb2 = _curve(m, scope, "reduce_scatter")
         if ag is None or rs is None:
-            return [*rows, _missing(component, check, "GB/s", f"no {scope} sweep measured")]
+            return [*rows, _missing("data parallel", component, check, "GB/s", f"no {scope} sweep measured")]
         bus1, s1, n1 = _time(ag, "all_gather", d, msg, 2 * w.n_layers)
         bus2, s2, n2 = _time(rs, "reduce_scatter", d, msg_rs, w.n_layers)
         bus, secs = bus1 + bus2, s1 + s2
@@ -280,6 +281,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
     exposed = max(0.0, secs - window)
     rows.append(
         _row(
+            "data parallel",
             component,
             check,
             bus / (window + e_max) / 1e9,
@@ -311,6 +313,7 @@ def _dataloader_row(
     if dl.bytes_per_token is not None:
         if c is None or w.global_batch_tokens is None or w.gpus is None:
             return _missing(
+                "dataloader",
                 m.read_component,
                 check,
                 "GB/s",
@@ -333,7 +336,9 @@ def _dataloader_row(
         base = c if c is not None else (dl.batch / sps if dl.batch else 1.0)
     achieved = m.read_GBps_per_node
     if achieved is None:
-        return _missing(m.read_component, check, "GB/s per node", "no dataloader_read measurement")
+        return _missing(
+            "dataloader", m.read_component, check, "GB/s per node", "no dataloader_read measurement"
+        )
     if m.host_h2d_GBps and m.host_h2d_GBps * g < achieved:
         # the samples still cross each GPU's host link: the slower leg sets the pace
         achieved = m.host_h2d_GBps * g
@@ -348,6 +353,7 @@ def _dataloader_row(
     # reads are prefetched during the step: the GPUs wait only for what the storage cannot deliver in time
     exposed = max(0.0, base * (demand / achieved - 1))
     return _row(
+        "dataloader",
         m.read_component,
         check,
         demand,
@@ -371,7 +377,7 @@ def _checkpoint_row(w: Workload, spec: Spec | None, m: Measured, usd: float | No
     mode = "async" if ck.async_ else "sync"
     check = f"checkpoint write ({size / 1e9:.0f} GB every {ck.interval_minutes:g} min, {mode})"
     if m.write_GBps is None:
-        return _missing(m.write_component, check, "GB/s", "no checkpoint_write measurement")
+        return _missing("checkpoint", m.write_component, check, "GB/s", "no checkpoint_write measurement")
     write_s = size / (m.write_GBps * 1e9)
     e_max = w.idle_budget / (1 - w.idle_budget) * interval
     note = ""
@@ -392,6 +398,7 @@ def _checkpoint_row(w: Workload, spec: Spec | None, m: Measured, usd: float | No
         note = f"copy-out at {source} {copy_GBps:g} GB/s per GPU: {copy_s:.2f} s"
     note = "; ".join(x for x in (f"write bandwidth from the {m.write_backend} record", note) if x)
     return _row(
+        "checkpoint",
         m.write_component,
         check,
         required,

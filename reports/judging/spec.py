@@ -21,10 +21,9 @@ from typing import Any
 import yaml
 
 from reports.errors import UsageError
+from reports.findings import DEFAULT_THRESHOLDS
 from reports.judging import catalog
 from reports.judging.catalog import Accelerator, Link
-
-DEFAULT_THRESHOLDS = {"network": 0.80, "storage": 0.80}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

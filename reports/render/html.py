@@ -11,7 +11,7 @@ from itertools import groupby
 
 import pandas as pd
 
-from reports.judging.frames import Sweep, expected_for, io_frame, per_host, sweeps
+from reports.evidence.sweeps import Sweep, expected_for
 from reports.render import plots
 from reports.render.markdown import (
     LEGEND,
@@ -21,7 +21,6 @@ from reports.render.markdown import (
     fnum,
     manifest_summary,
     model_table,
-    pair_cells,
     plateau_line,
     storage_table,
     sweep_table,
@@ -73,29 +72,28 @@ def _net(sws: Sequence[Sweep], ri: ReportInput) -> list[str]:
     for scope, group in groupby(shown, key=lambda s: s.scope):
         items = list(group)
         adv = expected_for(scope, max(s.nodes for s in items), dict(j.expected))
-        series = [
-            plots.Series(label=s.label, sizes=list(s.table["bytes"]), values=list(s.table["busbw"]))
-            for s in items
-        ]
+        series = [plots.Series(label=s.label, sizes=list(s.sizes), values=list(s.busbw)) for s in items]
         out += [
             f"<h3>{esc(scope)}</h3>",
             img(
-                plots.sweep_plot(
-                    f"{scope}: busbw vs message size", series, adv, j.thresholds.get("network", 0.8)
-                ),
+                plots.sweep_plot(f"{scope}: busbw vs message size", series, adv, j.thresholds["network"]),
                 f"{scope} busbw vs message size",
             ),
         ]
         for s in items:
             out += [
                 f"<p>{esc(s.label)} — {esc(plateau_line(s, j.expected, j.thresholds).replace('**', ''))}</p>",
-                f"<details><summary>table ({len(s.table)} sizes)</summary>{table(sweep_table(s))}</details>",
+                f"<details><summary>table ({len(s.sizes)} sizes)</summary>{table(sweep_table(s))}</details>",
             ]
     return out
 
 
+# which model part a storage workload feeds: its demand is drawn beside the bar
+_DEMAND_PART = {"dataloader_read": "dataloader", "checkpoint_write": "checkpoint"}
+
+
 def _storage(ri: ReportInput) -> list[str]:
-    io_all = io_frame(ri.records.io)
+    io_all = ri.evidence.io_frame
     out = ["<h2>Storage</h2>"]
     if io_all.empty:
         return [*out, "<p>No storage records.</p>"]
@@ -123,7 +121,7 @@ def _storage(ri: ReportInput) -> list[str]:
                 if m.component == comp
                 and m.required
                 and m.unit.startswith("GB/s")
-                and r.workload.replace("_", " ") in m.check
+                and m.part == _DEMAND_PART.get(r.workload)
             ),
             None,
         )
@@ -148,7 +146,7 @@ def _storage(ri: ReportInput) -> list[str]:
 
 def _hosts(ri: ReportInput) -> list[str]:
     out = ["<h2>Localisation</h2>"]
-    ph = per_host(ri.frame())
+    ph = ri.evidence.per_host
     for op, part in ph.groupby("op", sort=True):
         ordered = part.sort_values("host", kind="stable")
         title = (
@@ -167,7 +165,8 @@ def _hosts(ri: ReportInput) -> list[str]:
             )
             + "</details>",
         ]
-    hs, matrix, cells = pair_cells(ri.records.net)
+    pe = ri.evidence.pairs
+    hs, matrix, cells = pe.hosts, pe.matrix, pe.cells
     if cells:
         title = f"pair busbw at the largest size ({len(cells)} pairs, {len(hs)} hosts)"
         out += [img(plots.matrix_plot(title, hs, matrix), title)]
@@ -184,12 +183,12 @@ def _hosts(ri: ReportInput) -> list[str]:
 
 
 def render(ri: ReportInput) -> str:
-    j, rs = ri.judgement, ri.records
-    verdict = verdict_line(j, ri.missing).replace("**", "")
+    j, ev = ri.judgement, ri.evidence
+    verdict = verdict_line(j).replace("**", "")
     body = [
         f"<h1>stoker report: {esc(ri.title)}</h1>",
         f'<p class="verdict {"pass" if j.verdict == "pass" else "fail"}">{esc(verdict)}</p>',
-        f'<p class="muted">Run: {esc(j.run_id or "—")} · {len(rs.net)} network and {len(rs.io)} storage records · '
+        f'<p class="muted">Run: {esc(j.run_id or "—")} · {len(ev.net)} network and {len(ev.io)} storage records · '
         f"spec: {esc(j.spec_name or 'none')} · workload: {esc(j.workload_name or 'none')}</p>",
     ]
     if ri.missing:
@@ -203,14 +202,14 @@ def render(ri: ReportInput) -> str:
             "<p>No findings: give --spec (or put spec.yaml in the results directory) so that measurements "
             "can be compared with advertised figures.</p>"
         )
-    body += _net(sweeps(ri.frame()), ri)
+    body += _net(ev.sweeps, ri)
     body += _storage(ri)
-    if rs.host:
+    if ev.host:
         from reports.render.inventory import host_link_table, port_table
 
         body += [
             "<h2>Node inventory</h2>",
-            *[table(t) for t in (host_link_table(rs.host), port_table(rs.host)) if not t.empty],
+            *[table(t) for t in (host_link_table(ev.host), port_table(ev.host)) if not t.empty],
         ]
     if j.model:
         body += [
@@ -228,13 +227,13 @@ def render(ri: ReportInput) -> str:
             "<h2>Imported results</h2>",
             bullets([*sorted(ri.imported), *[f"note: {n}" for n in ri.import_notes]]),
         ]
-    if rs.skipped:
+    if ev.skipped:
         body += [
             "<h2>Skipped lines</h2>",
-            f"<p>{len(rs.skipped)} line(s) could not be read and were left out.</p>",
+            f"<p>{len(ev.skipped)} line(s) could not be read and were left out.</p>",
             table(
                 pd.DataFrame(
-                    [{"file": s.file, "line": s.line, "reason": s.reason} for s in rs.skipped[:MAX_ROWS]]
+                    [{"file": s.file, "line": s.line, "reason": s.reason} for s in ev.skipped[:MAX_ROWS]]
                 )
             ),
         ]
@@ -245,7 +244,7 @@ def render(ri: ReportInput) -> str:
         "<h2>Units and statistics</h2>",
         bullets(LEGEND),
         "<h2>Environment</h2>",
-        bullets(manifest_summary(rs.manifests)),
+        bullets(manifest_summary(ev.manifests)),
     ]
     return _page(f"stoker report: {ri.title}", body)
 

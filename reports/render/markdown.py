@@ -10,13 +10,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from reports.findings import Finding, headline
-from reports.judging.frames import Sweep, expected_for, io_frame, net_frame, per_host, sweeps
+from reports.evidence import Evidence
+from reports.evidence.groups import SearchResult
+from reports.evidence.sweeps import Sweep, expected_for
+from reports.findings import Finding, Judgement
 from reports.manifest import allowlisted_env
-from reports.records import NetRecord, RecordSet
 from reports.units import format_size
 
 MAX_ROWS = 20  # host / pair / skipped-line tables show the worst rows, then a summary
@@ -42,19 +42,19 @@ LEGEND = (
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReportInput:
-    """Everything a report is made from; built by report_cmd, rendered by md and html."""
+    """Everything a report is made from (evidence and the judgement of it, each computed
+    once by report_cmd.collect); rendered by md and html, which judge nothing."""
 
     title: str
-    records: RecordSet
-    judgement: Any  # reports.judging.judge.Judgement
+    evidence: Evidence
+    judgement: Judgement
     imported: Sequence[str] = ()  # files imported from the results directory
     import_notes: Sequence[str] = ()
     notes: Sequence[str] = ()  # e.g. spec/workload not supported yet
-    missing: Sequence[str] = ()  # phases that aborted: what this report lacks
-    net_df: pd.DataFrame | None = None  # net_frame(records.net) when already built (large runs)
 
-    def frame(self) -> pd.DataFrame:
-        return self.net_df if self.net_df is not None else net_frame(self.records.net)
+    @property
+    def missing(self) -> list[str]:  # phases that aborted: what this report lacks
+        return self.judgement.missing
 
 
 def fnum(x: Any, digits: int = 2) -> str:
@@ -109,42 +109,41 @@ def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
     )
 
 
-def verdict_line(judgement: Any, missing: Sequence[str] = ()) -> str:
-    word, _, rest = headline(judgement.verdict, judgement.findings, missing).partition(" — ")
+def verdict_line(judgement: Judgement) -> str:
+    word, _, rest = judgement.headline.partition(" — ")
     return f"**Verdict: {word}** — {rest}"
 
 
 def sweep_table(s: Sweep) -> pd.DataFrame:
-    t = s.table
     df = pd.DataFrame(
         {
-            "size": [format_size(int(b)) for b in t["bytes"]],
-            "time (us)": [fnum(v) for v in t["time_us"]],
-            "algbw (GB/s)": [fnum(v) for v in t["algbw"]],
-            "busbw (GB/s)": [fnum(v) for v in t["busbw"]],
+            "size": [format_size(b) for b in s.sizes],
+            "time (us)": [fnum(v) for v in s.time_us],
+            "algbw (GB/s)": [fnum(v) for v in s.algbw],
+            "busbw (GB/s)": [fnum(v) for v in s.busbw],
         }
     )
     if s.groups > 1:
-        df["slowest group busbw"] = [fnum(v) for v in t["busbw_min"]]
-        df["groups"] = [str(int(v)) for v in t["groups"]]
-    if int(t["wrong"].sum()):
-        df["wrong"] = [str(int(v)) for v in t["wrong"]]
+        df["slowest group busbw"] = [fnum(v) for v in s.busbw_min]
+        df["groups"] = [str(v) for v in s.groups_per_size]
+    if sum(s.wrong):
+        df["wrong"] = [str(v) for v in s.wrong]
     return df
 
 
 def plateau_line(s: Sweep, expected: Mapping[str, float], thresholds: Mapping[str, float]) -> str:
-    size, bw = s.plateau
+    size, bw = s.plateau()
     if s.ranks < 2:  # nccl-tests on one GPU: the same; bus bandwidth needs a second rank
         return "One rank crosses no link: busbw is 0 by definition and the sweep is not judged."
     line = f"Plateau: **{fnum(bw)} GB/s** busbw at {format_size(size)}"
     adv = expected_for(s.scope, s.nodes, dict(expected))
     if adv:
-        share = thresholds.get("network", 0.8)
+        share = thresholds["network"]
         line += f" = {bw / adv:.0%} of the advertised {fnum(adv)} GB/s (threshold {share:.0%})"
     return line + "."
 
 
-def _net_section(sws: Sequence[Sweep], j: Any) -> list[str]:
+def _net_section(sws: Sequence[Sweep], j: Judgement) -> list[str]:
     out = ["## Network sweeps", ""]
     if not sws:
         return [*out, "No network records.", ""]
@@ -206,31 +205,9 @@ def _kv(d: Mapping[str, Any]) -> list[str]:
     return [f"- {k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(d.items())]
 
 
-def pair_cells(
-    net: Sequence[NetRecord],
-) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
-    """The pair matrix (reports.judging.localise) and its cells, slowest first."""
-    from reports.columns import memo
-
-    return memo(net, "pair_cells", lambda: _pair_cells(net))  # type: ignore[no-any-return]
-
-
-def _pair_cells(
-    net: Sequence[NetRecord],
-) -> tuple[list[str], list[list[float | None]], list[tuple[float, str, str]]]:
-    from reports.judging.localise import pair_matrix, pair_values
-
-    hs, matrix = pair_matrix(net)
-    f = pair_values(net).frame  # the same cells as the matrix's upper triangle, sorted as columns
-    a, b, v = f["a"].to_numpy(dtype=str), f["b"].to_numpy(dtype=str), f["v"].to_numpy(dtype=float)
-    order = np.lexsort((b, a, v))
-    cells = list(zip(v[order].tolist(), a[order].tolist(), b[order].tolist()))
-    return hs, matrix, cells
-
-
-def _localisation(df: pd.DataFrame, net: Sequence[NetRecord]) -> list[str]:
+def _localisation(ev: Evidence) -> list[str]:
     out = ["## Localisation", ""]
-    hosts = per_host(df)
+    hosts = ev.per_host
     if not hosts.empty:
         for op, part in hosts.groupby("op", sort=True):
             bw = part["busbw"]
@@ -246,9 +223,12 @@ def _localisation(df: pd.DataFrame, net: Sequence[NetRecord]) -> list[str]:
                 ),
                 "",
             ]
-    hs, _, cells = pair_cells(net)
+    cells = ev.pairs.cells
     if cells:
-        out += [f"Pair busbw (largest size): {len(cells)} pairs among {len(hs)} hosts. Slowest first:", ""]
+        out += [
+            f"Pair busbw (largest size): {len(cells)} pairs among {len(ev.pairs.hosts)} hosts. Slowest first:",
+            "",
+        ]
         out += [
             md_table(
                 pd.DataFrame(
@@ -257,17 +237,14 @@ def _localisation(df: pd.DataFrame, net: Sequence[NetRecord]) -> list[str]:
             ),
             "",
         ]
-    out += groups_search_lines(net)
+    out += groups_search_lines(ev.search)
     if len(out) == 2:
         out += ["No per-host or pair measurements.", ""]
     return out
 
 
-def groups_search_lines(net: Sequence[NetRecord]) -> list[str]:
+def groups_search_lines(res: SearchResult | None) -> list[str]:
     """The groups search replayed on its records: what each round measured and what it named."""
-    from reports.judging.localise_groups import replay
-
-    res = replay(net)
     if res is None:
         return []
     named = [*res.culprits, *(f"{a}–{b} (link)" for a, b in res.links)]
@@ -323,14 +300,12 @@ def manifest_summary(manifests: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def render(ri: ReportInput) -> str:
-    j, rs = ri.judgement, ri.records
-    df = ri.frame()
-    sws = sweeps(df)
+    j, ev = ri.judgement, ri.evidence
     # an incomplete report says on its first line which phase is missing and why
     first = f" — INCOMPLETE: {ri.missing[0]}" if j.verdict == "incomplete" and ri.missing else ""
-    lines = [f"# stoker report: {ri.title}{first}", "", verdict_line(j, ri.missing), ""]
+    lines = [f"# stoker report: {ri.title}{first}", "", verdict_line(j), ""]
     lines += [
-        f"Run: {j.run_id or '—'} · {len(rs.net)} network and {len(rs.io)} storage records"
+        f"Run: {j.run_id or '—'} · {len(ev.net)} network and {len(ev.io)} storage records"
         f" · spec: {j.spec_name or 'none'} · workload: {j.workload_name or 'none'}",
         "",
     ]
@@ -344,14 +319,14 @@ def render(ri: ReportInput) -> str:
         "be compared with advertised figures.",
         "",
     ]
-    lines += _net_section(sws, j)
-    io = io_frame(rs.io)
+    lines += _net_section(ev.sweeps, j)
+    io = ev.io_frame
     lines += ["## Storage", "", md_table(storage_table(io)) if not io.empty else "No storage records.", ""]
-    if rs.host:
+    if ev.host:
         from reports.render.inventory import host_link_table, port_table
 
         lines += ["## Node inventory", ""]
-        lines += [md_table(t) + "\n" for t in (host_link_table(rs.host), port_table(rs.host)) if not t.empty]
+        lines += [md_table(t) + "\n" for t in (host_link_table(ev.host), port_table(ev.host)) if not t.empty]
     if j.model:
         lines += [
             f"## Starvation model: {j.workload_name or 'workload'}",
@@ -360,7 +335,7 @@ def render(ri: ReportInput) -> str:
             "",
         ]
         lines += [*_kv(j.model_summary), ""] if j.model_summary else []
-    lines += _localisation(df, rs.net)
+    lines += _localisation(ev)
     if ri.imported or ri.import_notes:
         lines += [
             "## Imported results",
@@ -369,25 +344,25 @@ def render(ri: ReportInput) -> str:
             *[f"- note: {n}" for n in ri.import_notes],
             "",
         ]
-    if rs.skipped:
+    if ev.skipped:
         lines += [
             "## Skipped lines",
             "",
-            f"{len(rs.skipped)} line(s) could not be read and were left out:",
+            f"{len(ev.skipped)} line(s) could not be read and were left out:",
             "",
         ]
         lines += [
             md_table(
                 pd.DataFrame(
-                    [{"file": s.file, "line": str(s.line), "reason": s.reason} for s in rs.skipped[:MAX_ROWS]]
+                    [{"file": s.file, "line": str(s.line), "reason": s.reason} for s in ev.skipped[:MAX_ROWS]]
                 )
             )
         ]
-        lines += ["", f"(+{len(rs.skipped) - MAX_ROWS} more)"] if len(rs.skipped) > MAX_ROWS else []
+        lines += ["", f"(+{len(ev.skipped) - MAX_ROWS} more)"] if len(ev.skipped) > MAX_ROWS else []
         lines += [""]
     notes = [*ri.notes, *j.notes]
     if notes:
         lines += ["## Notes", "", *[f"- {n}" for n in notes], ""]
     lines += ["## Units and statistics", "", *LEGEND, ""]
-    lines += ["## Environment", "", *manifest_summary(rs.manifests), ""]
+    lines += ["## Environment", "", *manifest_summary(ev.manifests), ""]
     return "\n".join(lines)

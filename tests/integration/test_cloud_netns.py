@@ -28,7 +28,7 @@ import yaml
 from launchers.cloudjob import CloudJob
 from launchers.profiles import get_profile, with_overrides
 from launchers.submit_cloud import render
-from reports.records import read_records
+from reports.table import read_records
 from tests.conftest import REPO, STOKER, needs_root
 from tests.harness import netns
 
@@ -195,12 +195,12 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
     assert res[0][0] == (0 if verdict["verdict"] == "pass" else 1) and res[1][0] == 0, logs
     recs = read_records(out)
     hosts = set(cluster.hosts)
-    assert {h for r in recs.net for h in r.hosts} == hosts, logs
-    assert {r.scope for r in recs.net} >= {"intra-node", "inter-node", "pair"}, logs
+    assert {h for r in recs.net.records() for h in r.hosts} == hosts, logs
+    assert {r.scope for r in recs.net.records()} >= {"intra-node", "inter-node", "pair"}, logs
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == hosts, logs
-    assert {r.run_id for r in [*recs.net, *recs.io]} == {j.name}
-    inter = [r.busbw_GBps for r in recs.net if r.scope == "inter-node"]
-    pair = [r.busbw_GBps for r in recs.net if r.scope == "pair"]
+    assert {r.run_id for r in [*recs.net.records(), *recs.io]} == {j.name}
+    inter = [r.busbw_GBps for r in recs.net.records() if r.scope == "inter-node"]
+    pair = [r.busbw_GBps for r in recs.net.records() if r.scope == "pair"]
     # one rail per local rank shares the node's shaped link: none beats the whole link
     print(
         f"\n{platform}: verdict {verdict['verdict']}, node 0 exit {res[0][0]}, inter-node busbw "
@@ -208,7 +208,7 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
     )
     assert inter and max(inter) <= NODE_GBPS * 1.10, inter
     rails: dict[tuple[int, bool], list[float]] = {}
-    for r in recs.net:
+    for r in recs.net.records():
         if r.scope == "inter-node":
             rails.setdefault((r.bytes, r.in_place), []).append(r.busbw_GBps)
     # per size, the rails at the slowest one's pace (the judge's node aggregate) fit in the link too

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.records import read_records
+from reports.table import read_records
 from tests.conftest import REPO, STOKER, needs_tool
 
 pytestmark = needs_tool("fio")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.records import read_records
+from reports.table import read_records
 from tests.conftest import REPO, STOKER, needs_root
 from tests.harness import netns
 
@@ -123,17 +123,17 @@ def inter(verdict: dict) -> list[dict]:
 
 def test_every_phase_ran_on_all_three_nodes(results: Path) -> None:
     recs = read_records(results)
-    assert {h for r in recs.net for h in r.hosts} == {"la3n0", "la3n1", "la3n2"}
-    assert {r.scope for r in recs.net} >= {"intra-node", "inter-node", "pair"}
+    assert {h for r in recs.net.records() for h in r.hosts} == {"la3n0", "la3n1", "la3n2"}
+    assert {r.scope for r in recs.net.records()} >= {"intra-node", "inter-node", "pair"}
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == {"la3n0", "la3n1", "la3n2"}
-    assert len({r.run_id for r in [*recs.net, *recs.io]}) == 1
+    assert len({r.run_id for r in [*recs.net.records(), *recs.io]}) == 1
     for name in ("report.md", "report.html", "verdict.json"):
         assert (results / name).is_file()
 
 
 def test_measured_rail_is_under_the_shaped_rate(results: Path) -> None:
     by_size: dict[tuple[int, bool], list[float]] = {}
-    for r in read_records(results).net:
+    for r in read_records(results).net.records():
         if r.scope == "inter-node" and r.op == "all_reduce":
             by_size.setdefault((r.bytes, r.in_place), []).append(r.busbw_GBps)
     assert by_size

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from reports.evidence.groups import replay
 from reports.findings import Finding
-from reports.judging.judge import judge
-from reports.judging.localise_groups import replay
-from reports.records import NetRecord, RecordSet, read_records
+from reports.records import NetRecord
+from reports.table import RecordSet, read_records
 from tests.conftest import needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
+from tests.unit.recordgen import judge_records
 
 pytestmark = needs_root
 
@@ -65,7 +66,7 @@ def groups_run(c: NetnsCluster, out: Path) -> list[NetRecord]:
     environment, without its agents: half the processes on 2 cores)."""
     for rc, so, se in c.launch(1, PORT, [*NET, "--out", str(out)], timeout=240):
         assert rc == 0, f"rc {rc}\n{so[-3000:]}\n{se[-3000:]}"
-    recs = read_records(out).net
+    recs = read_records(out).net.records()
     assert recs and all(
         r.scope == "groups" and r.wrong == 0 and isinstance(r.extra.get("round"), int) for r in recs
     )
@@ -73,7 +74,7 @@ def groups_run(c: NetnsCluster, out: Path) -> list[NetRecord]:
 
 
 def localisation(recs: list[NetRecord]) -> list[Finding]:
-    return [f for f in judge(RecordSet(net=recs)).findings if f.component in ("node", "link")]
+    return [f for f in judge_records(RecordSet(net=recs)).findings if f.component in ("node", "link")]
 
 
 def named(findings: list[Finding]) -> list[tuple[str, tuple[str, ...]]]:

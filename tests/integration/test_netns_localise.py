@@ -10,7 +10,8 @@ import pytest
 
 from reports.findings import Finding
 from reports.judging.localise import localise
-from reports.records import NetRecord, read_records
+from reports.records import NetRecord
+from reports.table import read_records
 from tests.conftest import needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
 
@@ -56,7 +57,7 @@ def pairs_run(c: NetnsCluster, out: Path, torchrun: bool = True) -> list[NetReco
     results = c.torchrun(1, 29450, args, timeout=180) if torchrun else c.launch(1, 29450, args, timeout=180)
     for rc, so, se in results:
         assert rc == 0, f"rc {rc}\n{so[-3000:]}\n{se[-3000:]}"
-    recs = read_records(out).net
+    recs = read_records(out).net.records()
     first = [r for r in recs if r.scope == "pair" and r.extra.get("pass") == 1]
     assert len(first) == 6 and all(r.wrong == 0 for r in recs)  # 3 rounds × 2 pairs
     return recs

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.records import NetRecord, read_records
+from reports.records import NetRecord
+from reports.table import read_records
 from tests.conftest import needs_root, needs_tool
 from tests.harness.netns import NetnsCluster, unavailable_reason
 
@@ -66,7 +67,7 @@ def run_net(c: NetnsCluster, nproc: int, out: Path, port: int) -> list[NetRecord
     ]
     for rc, so, se in c.torchrun(nproc=nproc, port=port, module_args=args, timeout=240):
         assert rc == 0, f"rc {rc}\n{so[-3000:]}\n{se[-3000:]}"
-    recs = read_records(out).net
+    recs = read_records(out).net.records()
     assert recs and all(r.wrong == 0 and r.bytes == SIZE for r in recs)
     return recs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.records import read_records
+from reports.table import read_records
 from tests.conftest import REPO, STOKER, needs_tool
 
 NET = [
@@ -87,7 +87,7 @@ def test_net_refuses_a_foreign_dir_and_another_run(tmp_path: Path) -> None:
     _refused(_stoker([*NET, "--out", str(mine)], "od-net-2"), "holds the results of run od-net-1")
     again = _stoker([*NET, "--out", str(mine)], "od-net-1")  # the same run, resumed
     assert again.returncode == 0, again.stderr[-2000:]
-    assert {r.run_id for r in read_records(mine).net} == {"od-net-1"} and len(read_records(mine).net) == 2 * n
+    assert read_records(mine).net.run_ids() == {"od-net-1"} and len(read_records(mine).net) == 2 * n
 
 
 @needs_tool("fio")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.records import read_records
+from reports.table import read_records
 from tests.conftest import STOKER, needs_tool
 
 pytestmark = [needs_tool("fio"), pytest.mark.slow]
@@ -65,9 +65,9 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
     }, p.stdout[-3000:]
 
     recs = read_records(out)
-    assert recs.net and recs.io
+    assert len(recs.net) and recs.io
     assert (
-        len({r.run_id for r in [*recs.net, *recs.io]} | {r["run_id"] for r in recs.host}) == 1
+        len({r.run_id for r in [*recs.net.records(), *recs.io]} | {r["run_id"] for r in recs.host}) == 1
     )  # one STOKER_RUN_ID for every phase
     # the inventory read this machine's network interfaces and said in one line what it skipped
     assert recs.host and {r["component"] for r in recs.host} == {"network port"}
@@ -76,7 +76,7 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
         and "skipped: " in p.stdout
         and "GPUs: nvidia-smi absent" in p.stdout
     )
-    assert {r.ranks for r in recs.net} == {2}  # 2 gloo ranks without GPUs
+    assert {r.ranks for r in recs.net.records()} == {2}  # 2 gloo ranks without GPUs
     assert not list(out.glob(".io-scratch-*"))  # the storage scratch dir is gone
 
     verdict = json.loads((out / "verdict.json").read_text())

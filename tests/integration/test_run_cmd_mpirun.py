@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from netbench.spawn import free_port
-from reports.records import read_records
+from reports.table import read_records
 from tests.conftest import PYTHON, REPO, needs_tool
 
 SCRIPTS = REPO / "launchers"
@@ -65,9 +65,9 @@ def test_mpirun_script_runs_every_phase_and_exits_with_the_verdict(tmp_path: Pat
     phases = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]
     assert [(x["phase"], x["rc"]) for x in phases] == [("intra-node", 0), ("storage", 0)], p.stdout[-3000:]
     recs = read_records(out)
-    assert {r.ranks for r in recs.net} == {2} and recs.io
-    assert len({r.run_id for r in [*recs.net, *recs.io]}) == 1
-    assert all(r.run_id.startswith("mpirun-") for r in recs.net)
+    assert {r.ranks for r in recs.net.records()} == {2} and recs.io
+    assert len({r.run_id for r in [*recs.net.records(), *recs.io]}) == 1
+    assert all(r.run_id.startswith("mpirun-") for r in recs.net.records())
     verdict = json.loads((out / "verdict.json").read_text())
     # no spec and no GPU to detect: nothing had a reference, and mpirun.sh's exit says unjudged (0)
     assert verdict["verdict"] == "unjudged" and p.returncode == 0, (verdict["findings"], p.stdout[-2000:])

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from launchers.sbatch import PHASE_GRACE_S
-from reports.records import read_records
+from reports.table import read_records
 from tests.conftest import STOKER, needs_root, needs_tool
 from tests.harness.slurm import SlurmCluster, free_ports
 
@@ -141,10 +141,10 @@ def test_two_node_acceptance_job(slurm: SlurmCluster, tmp_path: Path) -> None:
 
     # records from both nodes, all under the job's run id
     recs = read_records(out)
-    assert {r.run_id for r in [*recs.net, *recs.io]} == {f"slurm-{job}"}
-    assert {h for r in recs.net for h in r.hosts} == {"n1", "n2"}
-    assert {r.scope for r in recs.net} >= {"intra-node", "inter-node", "pair"}
-    assert max(r.nodes for r in recs.net) == 2
+    assert {r.run_id for r in [*recs.net.records(), *recs.io]} == {f"slurm-{job}"}
+    assert {h for r in recs.net.records() for h in r.hosts} == {"n1", "n2"}
+    assert {r.scope for r in recs.net.records()} >= {"intra-node", "inter-node", "pair"}
+    assert max(r.nodes for r in recs.net.records()) == 2
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == {"n1", "n2"}
     assert {r["host"] for r in recs.host} == {"n1", "n2"}  # one inventory task per node
 
@@ -153,7 +153,7 @@ def test_two_node_acceptance_job(slurm: SlurmCluster, tmp_path: Path) -> None:
     for name in ("report.md", "report.html"):
         assert (out / name).is_file(), name
     per_node = {
-        n: (sum(n in r.hosts for r in recs.net), sum(n in r.per_host_bw_GBps for r in recs.io))
+        n: (sum(n in r.hosts for r in recs.net.records()), sum(n in r.per_host_bw_GBps for r in recs.io))
         for n in ("n1", "n2")
     }
     print(

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
+from reports.evidence import Evidence, build
+from reports.evidence.sweeps import Sweep, judged
+from reports.findings import Judgement
 from reports.records import IoRecord, NetRecord
+from reports.table import NetTable, RecordSet
 
 
 def net(
@@ -81,3 +88,25 @@ def io(
         runtime_s=runtime_s,
         backend=backend,
     )
+
+
+def table(recs: Iterable[NetRecord]) -> NetTable:
+    """The table the one reader would give for these records."""
+    return NetTable.of(recs)
+
+
+def curves(recs: Iterable[NetRecord]) -> tuple[dict[tuple[str, str], Sweep], int]:
+    """The judged curves of these records (reports.evidence.sweeps.judged) and the #wrong count."""
+    return judged(NetTable.of(recs).frame)
+
+
+def evidence(net: Iterable[NetRecord] = (), io: Iterable[IoRecord] = (), **more: Any) -> Evidence:
+    """Evidence built from records, as `stoker report` builds it from a directory."""
+    return build(RecordSet(net=NetTable.of(net), io=list(io), **more))
+
+
+def judge_records(rs: RecordSet, spec: Any = None, workload: Any = None) -> Judgement:
+    """The judgement of a RecordSet, through its evidence, as `stoker report` makes it."""
+    from reports.judging.judge import judge
+
+    return judge(build(rs), spec, workload)

@@ -66,7 +66,7 @@ def test_secret_looking_names_are_redacted() -> None:
 def test_unexpected_exception_exits_70_with_one_line_and_a_traceback_file(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    import reports.compare_cmd as compare
+    import reports.fleet.cmd as compare
 
     def boom(args: object) -> int:
         raise ZeroDivisionError("float division by zero")

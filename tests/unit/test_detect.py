@@ -153,9 +153,11 @@ def test_absent_tool_gives_none() -> None:
 
 
 def test_summarise_takes_the_most_common_and_notes_disagreement() -> None:
+    from reports.evidence.hosts import summarise
+
     good = {"gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 8, "nic_total_GBps": 400.0}
     bad = {**good, "gpu_count": 7}
-    s = detect.summarise([good, good, bad])
+    s = summarise([good, good, bad])
     assert s["gpu_count"] == 8 and s["hosts"] == 3
     assert s["disagreements"] == ["detected gpu_count differs between hosts: 8 on 2 host(s), 7 on 1 host(s)"]
-    assert detect.summarise([]) == {}
+    assert summarise([]) == {}

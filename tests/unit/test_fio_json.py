@@ -103,7 +103,7 @@ def test_percentile_from_bins() -> None:
 def test_a_job_error_marks_the_record_failed_and_it_is_not_judged() -> None:
     import json
 
-    from reports.judging.compare import compare_storage
+    from reports.judging.advertised import compare_storage
     from reports.judging.spec import Spec, StorageSpec
 
     doc = json.loads((FIO / "fio-3.33_ckpt_group.json").read_text())

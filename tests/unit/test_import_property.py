@@ -19,7 +19,8 @@ from reports.ingest import nccl_rows as nr
 from reports.ingest import nccl_tests as nt
 from reports.ingest.fio_json import _documents, parse_document, rate
 from reports.ingest.importers import import_text
-from reports.records import IoRecord, NetRecord, read_records
+from reports.records import IoRecord, NetRecord
+from reports.table import read_records
 from tests.conftest import DATA
 
 FIXTURES = sorted(
@@ -154,7 +155,7 @@ def test_damaged_imports_never_crash_nor_lie(case: tuple[Path, bytes, int | None
             return
         recs = read_records(out)
         assert not recs.skipped
-        for r in recs.net:
+        for r in recs.net.records():
             assert _net_key(r) in truth_net, (r, stderr)
         for r in recs.io:
             assert r.failed or _io_key(r) in truth_io, (r, stderr)

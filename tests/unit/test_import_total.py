@@ -12,7 +12,7 @@ from launchers import cli
 from reports.errors import UsageError
 from reports.ingest.importers import import_file
 from reports.ingest.nccl_tests import ranks_from_factor
-from reports.records import read_records
+from reports.table import read_records
 from tests.conftest import DATA
 
 CASES = DATA / "import_cases"

@@ -220,10 +220,9 @@ def test_cpu_only_node_records_its_ports_and_says_what_it_skipped(tmp_path: Path
 
 
 def test_spec_port_count_and_a_network_finding_pointing_at_the_port(tmp_path: Path) -> None:
-    from reports.judging.judge import judge
     from reports.judging.spec import parse_spec
-    from reports.records import RecordSet
-    from tests.unit.recordgen import flat
+    from reports.table import RecordSet
+    from tests.unit.recordgen import flat, judge_records
 
     spec = parse_spec(
         {
@@ -241,7 +240,7 @@ def test_spec_port_count_and_a_network_finding_pointing_at_the_port(tmp_path: Pa
         by_check["ports vs advertised fabric"].expected,
     ) == (7.0, 8.0)
     rs = RecordSet(net=flat("inter-node", "all_reduce", 24.0, ("node7", "node8")), host=host)
-    inter = next(f for f in judge(rs, spec).findings if f.component == "inter-node network")
+    inter = next(f for f in judge_records(rs, spec).findings if f.component == "inter-node network")
     assert inter.status == "below_spec"
     assert "inventory: node7 mlx5_5 port 1 at 200 Gb/s" in inter.message and inter.message.count(". ") == 0
     assert inter.extra["explained_by"] == [
@@ -292,7 +291,7 @@ def test_stoker_inventory_then_report_on_a_fixture_tree(
     import json
 
     from launchers.cli import main
-    from reports.records import read_records
+    from reports.table import read_records
 
     root, _ = materialise(tmp_path, DEGRADED["ib-port-down"])
     monkeypatch.setenv("STOKER_RUN_ID", "inv-1")

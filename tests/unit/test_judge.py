@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from reports.judging.judge import judge
 from reports.judging.spec import parse_spec
 from reports.judging.workload import load_workload
-from reports.records import RecordSet, RecordWriter, read_records
-from tests.unit.recordgen import flat, io, net
+from reports.records import RecordWriter
+from reports.table import RecordSet, read_records
+from tests.unit.recordgen import flat, io, judge_records, net
 
 SPEC = parse_spec(
     {
@@ -29,7 +29,7 @@ B = ("n1", "n2")
 def records() -> RecordSet:
     rs = RecordSet()
     for op in ("all_reduce", "all_gather", "reduce_scatter"):
-        rs.net += flat("intra-node", op, 380.0) + flat("inter-node", op, 34.0, B)
+        rs.net.extend(flat("intra-node", op, 380.0) + flat("inter-node", op, 34.0, B))
     rs.io += [
         io("checkpoint_write", "write", "/data/ckpt", 18.0),
         io("dataloader_read", "read", "/data/ds", 38.0),
@@ -38,7 +38,7 @@ def records() -> RecordSet:
 
 
 def test_spec_and_workload() -> None:
-    j = judge(records(), SPEC, load_workload("llama-70b"))
+    j = judge_records(records(), SPEC, load_workload("llama-70b"))
     by = {(f.component, f.check): f for f in j.findings}
     assert by[("intra-node network", "all_reduce busbw plateau")].status == "ok"  # 380 / 450 = 84%
     inter = by[("inter-node network", "all_reduce busbw plateau")]
@@ -61,7 +61,7 @@ def test_model_finding_says_what_to_do_and_what_it_costs() -> None:
     rs.io = [
         io("checkpoint_write", "write", "/data/ckpt", 0.2)
     ]  # 988 GB at 0.2 GB/s = 82 min per hourly checkpoint
-    j = judge(rs, SPEC, load_workload("llama-70b"))
+    j = judge_records(rs, SPEC, load_workload("llama-70b"))
     (ck,) = [f for f in j.findings if "checkpoint write" in f.check]
     assert ck.status == "starving" and ck.component == "shared storage"
     assert "a day at $2.49/GPU-hour" in ck.message and "checkpoint asynchronously" in ck.message
@@ -77,7 +77,7 @@ def test_detection_from_manifests_stands_in_for_a_spec() -> None:
         "nic_desc": "8 x 400 Gb/s RDMA ports (detected)",
     }
     rs.manifests = [{"kind": "manifest", "host": h, "hardware": hw} for h in B]
-    j = judge(rs, None, None)
+    j = judge_records(rs, None, None)
     assert j.expected["intra-node network"] == 450.0  # H100 -> NVLink4
     assert j.expected["inter-node network"] == 50.0  # 400 GB/s over 8 GPUs
     assert any("from hardware detection: accelerator=h100-sxm" in n for n in j.notes)
@@ -85,14 +85,14 @@ def test_detection_from_manifests_stands_in_for_a_spec() -> None:
 
 
 def test_nothing_to_compare_with_is_no_reference_and_unjudged() -> None:
-    j = judge(records(), None, None)
+    j = judge_records(records(), None, None)
     net_findings = [f for f in j.findings if f.component.endswith("network")]
     assert [f.status for f in net_findings] == ["no_reference", "no_reference"]
     assert j.verdict == "unjudged" and j.expected == {}
 
 
 def test_workload_without_accelerator_is_noted() -> None:
-    j = judge(records(), None, load_workload("llama-8b"))
+    j = judge_records(records(), None, load_workload("llama-8b"))
     assert any("give accelerator in --spec" in n for n in j.notes)
 
 
@@ -101,7 +101,7 @@ def test_foreign_records_are_judged_the_same() -> None:
         net=[net("inter-node", "all_reduce", 1 << 30, 34.0, B, backend="nccl-tests")],
         io=[io("seqwrite", "write", "/data/x", 10.0)],
     )
-    j = judge(rs, SPEC, None)
+    j = judge_records(rs, SPEC, None)
     statuses = {(f.component, f.status) for f in j.findings}
     assert ("inter-node network", "below_spec") in statuses
     assert ("shared storage", "below_spec") in statuses  # imported fio job keeps its name; 10 / 20 = 50%
@@ -115,7 +115,7 @@ def test_skipped_lines_and_wrong_results_are_noted(tmp_path: Path) -> None:
             w.write(r)
     with open(tmp_path / "net.jsonl", "a") as fh:
         fh.write('{"schema": 1, "kind": "net", "op": "all_red\n')
-    j = judge(read_records(tmp_path), SPEC, None)
+    j = judge_records(read_records(tmp_path), SPEC, None)
     assert any(n.startswith("1 unreadable line(s) skipped: net.jsonl:13 not JSON") for n in j.notes)
     assert any("1 net record(s) failed the correctness check" in n for n in j.notes)
     (intra,) = [f for f in j.findings if f.component == "intra-node network"]
@@ -126,9 +126,9 @@ def test_a_thousand_nodes() -> None:
     hosts = tuple(f"node{i:04d}" for i in range(1000))
     rs = RecordSet()
     for g, h in enumerate(hosts):
-        rs.net += [net("intra-node", "all_reduce", 2**k, 360.0 + (g % 7), (h,)) for k in range(26, 31)]
-    rs.net += [net("inter-node", "all_reduce", 2**k, 45.0, hosts, ranks=8000) for k in range(26, 31)]
-    j = judge(rs, SPEC, load_workload("llama-405b"))
+        rs.net.extend([net("intra-node", "all_reduce", 2**k, 360.0 + (g % 7), (h,)) for k in range(26, 31)])
+    rs.net.extend([net("inter-node", "all_reduce", 2**k, 45.0, hosts, ranks=8000) for k in range(26, 31)])
+    j = judge_records(rs, SPEC, load_workload("llama-405b"))
     intra = next(f for f in j.findings if f.component == "intra-node network")
     assert intra.measured == 363.0  # the median of 360..366 over the groups
     assert json.dumps([f.to_dict() for f in j.findings])  # serialisable for verdict.json
@@ -142,11 +142,15 @@ def test_checkpoint_stall_trusts_the_real_save_over_fio() -> None:
     save = dataclasses.replace(io("checkpoint_write", "write", "/data/ckpt", 0.89), backend="torch.save")
     dcp = dataclasses.replace(io("checkpoint_write", "write", "/data/ckpt", 0.83), backend="torch.dcp")
     rs.io = [fio, save, dcp]
-    j = judge(rs, SPEC, load_workload("llama-70b"))
+    j = judge_records(rs, SPEC, load_workload("llama-70b"))
     (ck,) = [r for r in j.model if r.check.startswith("checkpoint")]
     # the best real save (torch.save 0.89 GB/s), not fio's 1.73: the preset's 70.6e9 x 14 B / 0.89e9 = 1110.56 s
     assert ck.achieved == 0.89 and ck.extra["write_s"] == pytest.approx(1110.56, rel=1e-4)
     assert "from the torch.save record" in ck.extra["note"]
     rs.io = [fio]
-    (ck,) = [r for r in judge(rs, SPEC, load_workload("llama-70b")).model if r.check.startswith("checkpoint")]
+    (ck,) = [
+        r
+        for r in judge_records(rs, SPEC, load_workload("llama-70b")).model
+        if r.check.startswith("checkpoint")
+    ]
     assert ck.achieved == 1.73 and "from the fio record" in ck.extra["note"]

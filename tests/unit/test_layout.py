@@ -1,6 +1,8 @@
-"""The package layout keeps one direction: reports' rooms depend ingest -> judging -> render,
-never back, and no module of reports imports itself in a circle (read from the source with
-ast, so a lazy import inside a function counts too)."""
+"""The package layout keeps one direction (docs/architecture.md): inside reports, the schema
+-> table -> evidence -> judging -> render, with the cross-cluster comparison (fleet) a sibling
+that may use them all; never back (render never imports judging), and no module of reports
+imports itself in a circle (read from the source with ast, so a lazy import inside a function
+counts too)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ROOMS = ("ingest", "judging", "render")
+# the rooms of reports in their order: a module may import its own room and earlier ones.
+# ingest (imports of other tools' output) sits beside the table: both turn files into records.
+ROOMS = ("table", "ingest", "evidence", "judging", "render", "fleet")
 # the shared schema every room (and netbench/iobench) may use
 SHARED = {
     "reports",
@@ -44,7 +48,7 @@ def _graph(pkg: str) -> dict[str, set[str]]:
 
 def _room(mod: str) -> str | None:
     parts = mod.split(".")
-    return parts[1] if len(parts) > 2 and parts[1] in ROOMS else None
+    return parts[1] if len(parts) >= 2 and parts[1] in ROOMS else None
 
 
 def test_reports_has_no_import_cycle() -> None:
@@ -79,16 +83,43 @@ def test_rooms_depend_one_way() -> None:
 def test_measurement_imports_only_the_schema_from_reports() -> None:
     # netbench/iobench may use the record schema, plus four documented extras: hardware
     # detection (it fills the manifest), the fio parser (shared with `stoker import`), the
-    # localiser's choice of pairs to measure again (the pairs scope's confirmation pass) and
-    # the groups search (the groups scope runs the search that the report replays).
+    # pair statistics that choose the pairs to measure again (the pairs scope's confirmation
+    # pass) and the groups search (the groups scope runs the search that the report replays).
     allowed = SHARED | {
         "reports.judging.detect",
         "reports.ingest.fio_json",
-        "reports.judging.localise",
-        "reports.judging.localise_groups",
+        "reports.evidence.pairs",
+        "reports.evidence.groups",
     }
     for pkg in ("netbench", "iobench"):
         for p in (ROOT / pkg).rglob("*.py"):
             used = {i for i in _imports(p) if i.startswith("reports")}
             extra = {i for i in used if i not in allowed and i.rsplit(".", 1)[0] not in allowed}
             assert not extra, f"{p.relative_to(ROOT)} imports {sorted(extra)}"
+
+
+def test_render_reads_evidence_and_judgement_never_judging() -> None:
+    graph = _graph("reports")
+    bad = sorted(
+        (m, n) for m, deps in graph.items() if _room(m) == "render" for n in deps if _room(n) == "judging"
+    )
+    assert not bad, f"render imports judging: {bad}"
+
+
+def test_the_verdict_is_decided_in_one_place() -> None:
+    # verdict_of is called by the judgement and nowhere else in reports (findings defines it)
+    callers = sorted(
+        _module(p)
+        for p in (ROOT / "reports").rglob("*.py")
+        if any(
+            isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", "")) == "verdict_of"
+            for n in ast.walk(ast.parse(p.read_text()))
+        )
+    )
+    assert callers == ["reports.judging.judge"], callers
+
+
+def test_the_schema_imports_no_room() -> None:
+    graph = _graph("reports")
+    bad = sorted((m, n) for m in SHARED if m in graph for n in graph[m] if _room(n))
+    assert not bad, f"the schema imports a room: {bad}"

@@ -7,18 +7,34 @@ from collections.abc import Mapping
 
 import pytest
 
-from reports.judging.localise import (
+from reports.evidence import pairs as ev_pairs
+from reports.evidence.pairs import (
+    PairValues,
     confirmation_pairs,
-    localise,
     low_threshold,
     node_scores,
-    pair_matrix,
-    pair_values,
     rounds,
     slow_links,
     slow_nodes,
 )
+from reports.judging import localise as judging
 from reports.records import IoRecord, NetRecord
+from reports.table import NetTable
+
+
+def pair_values(recs: list[NetRecord]) -> PairValues:
+    return ev_pairs.pair_values(NetTable.of(recs).frame)
+
+
+def pair_matrix(recs: list[NetRecord]) -> tuple[list[str], list[list[float | None]]]:
+    return ev_pairs.pair_matrix(pair_values(recs))
+
+
+def localise(recs: list[NetRecord], io: list[IoRecord], expected_pair_GBps: float | None = None) -> list:
+    """The judgement's localisation of these records, through their evidence as the report builds it."""
+    frame = NetTable.of(recs).frame
+    return judging.localise(ev_pairs.pair_evidence(frame), frame, io, expected_pair_GBps)
+
 
 F = 10.0  # a healthy pair's busbw, GB/s
 

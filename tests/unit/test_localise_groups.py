@@ -11,17 +11,28 @@ from collections.abc import Mapping
 import pytest
 
 from netbench.topology import round_robin
-from reports.judging.localise_groups import (
+from reports.evidence import groups as ev_groups
+from reports.evidence.groups import (
     Group,
     Sizes,
     estimate,
-    group_findings,
     group_search,
-    replay,
     round_robin_rounds,
     round_seconds,
 )
+from reports.judging import groups as judging
 from reports.records import NetRecord
+from reports.table import NetTable
+
+
+def replay(recs: list[NetRecord]) -> ev_groups.SearchResult | None:
+    return ev_groups.replay(NetTable.of(recs))
+
+
+def group_findings(recs: list[NetRecord]) -> list:
+    """The judgement's findings of the search replayed on these records, as the report gets them."""
+    return judging.group_findings(replay(recs))
+
 
 F = 10.0
 

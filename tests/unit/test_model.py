@@ -12,10 +12,10 @@ import dataclasses
 import pytest
 
 from reports.judging.catalog import Accelerator
-from reports.judging.compare import build_curves
 from reports.judging.model import Measured, starvation
 from reports.judging.spec import Spec
 from reports.judging.workload import Checkpoint, Dataloader, Workload, load_workload
+from tests.unit.recordgen import curves as build_curves
 from tests.unit.recordgen import flat
 
 ACC = Accelerator(

@@ -2,7 +2,8 @@ import json
 from pathlib import Path
 
 from reports.manifest import allowlisted_env
-from reports.records import IoRecord, NetRecord, RecordWriter, read_records, to_dict
+from reports.records import IoRecord, NetRecord, RecordWriter, to_dict
+from reports.table import read_records
 
 
 def _net(**kw: object) -> NetRecord:
@@ -35,11 +36,11 @@ def test_roundtrip_and_garbage_is_skipped(tmp_path: Path) -> None:
         fh.write("[1, 2]\n")
         fh.write(json.dumps({"schema": 1, "kind": "net"}) + "\n")  # missing fields
     rs = read_records(tmp_path)
-    assert [r.bytes for r in rs.net] == [1024, 2048]
-    assert rs.net[1].extra == {"future_field": 7}
-    assert rs.net[0].hosts == ("a", "b")
+    assert [r.bytes for r in rs.net.records()] == [1024, 2048]
+    assert rs.net.records()[1].extra == {"future_field": 7}
+    assert rs.net.records()[0].hosts == ("a", "b")
     assert len(rs.skipped) == 3
-    assert to_dict(rs.net[1])["future_field"] == 7
+    assert to_dict(rs.net.records()[1])["future_field"] == 7
 
 
 def test_io_record_roundtrip(tmp_path: Path) -> None:

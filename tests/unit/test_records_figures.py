@@ -10,10 +10,10 @@ import pytest
 
 from reports import report_cmd
 from reports.errors import UsageError
-from reports.judging.judge import judge
 from reports.judging.spec import parse_spec
-from reports.records import RecordWriter, read_records, to_dict
-from tests.unit.recordgen import io, net
+from reports.records import RecordWriter, to_dict
+from reports.table import read_records
+from tests.unit.recordgen import io, judge_records, net
 
 SPEC = parse_spec({"name": "h100", "accelerator": "h100-sxm"}, "spec.yaml")  # intra-node: NVLink4, 450 GB/s
 
@@ -37,10 +37,10 @@ def test_nan_busbw_never_turns_a_slow_component_ok(tmp_path: Path) -> None:
     ]
     _write(tmp_path / "net.jsonl", _slow_sweep() + nans)
     rs = read_records(tmp_path)
-    assert len(rs.net) == 11
+    assert len(rs.net.records()) == 11
     assert [(s.file, s.line) for s in rs.skipped] == [("net.jsonl", 12), ("net.jsonl", 13), ("net.jsonl", 14)]
     assert rs.skipped[0].reason == "busbw_GBps is nan: expected a finite number >= 0"
-    j = judge(rs, SPEC, None)
+    j = judge_records(rs, SPEC, None)
     (intra,) = [f for f in j.findings if f.component == "intra-node network"]
     assert (intra.status, intra.measured, intra.expected) == ("below_spec", 200.0, 450.0)
     assert j.verdict == "fail"
@@ -72,8 +72,8 @@ def test_each_bad_net_figure_is_named_with_file_and_line(
     _write(tmp_path / "net.jsonl", [*good, bad])
     rs = read_records(tmp_path)
     assert [(s.file, s.line, s.reason) for s in rs.skipped] == [("net.jsonl", 12, reason)]
-    assert [r.bytes for r in rs.net] == [2**k for k in range(20, 31)]
-    (intra,) = [f for f in judge(rs, SPEC, None).findings if f.component == "intra-node network"]
+    assert [r.bytes for r in rs.net.records()] == [2**k for k in range(20, 31)]
+    (intra,) = [f for f in judge_records(rs, SPEC, None).findings if f.component == "intra-node network"]
     assert (intra.status, intra.measured) == ("below_spec", 200.0)  # as if the line were not there
 
 

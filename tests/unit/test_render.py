@@ -8,14 +8,15 @@ import struct
 
 import pandas as pd
 
-from reports.findings import Finding
-from reports.judging.frames import net_frame, per_host, sweeps
-from reports.judging.judge import Judgement
-from reports.records import NetRecord, RecordSet, SkippedLine
+from reports.evidence.sweeps import per_host, recorded, shown
+from reports.findings import Finding, Judgement
+from reports.records import NetRecord
 from reports.render import plots
 from reports.render.html import render as render_html
 from reports.render.markdown import ReportInput, md_table
 from reports.render.markdown import render as render_md
+from reports.table import NetTable, SkippedLine
+from tests.unit.recordgen import evidence
 
 
 def _net(
@@ -52,8 +53,12 @@ def _net(
 def _input(net: list[NetRecord], findings: list[Finding] | None = None, **kw: object) -> ReportInput:
     j = Judgement(run_id="r1", verdict="fail" if findings else "pass", findings=findings or [])
     return ReportInput(
-        title=str(kw.get("title", "t")), records=RecordSet(net=net, **kw.get("rs", {})), judgement=j
+        title=str(kw.get("title", "t")), evidence=evidence(net, **kw.get("rs", {})), judgement=j
     )  # type: ignore[arg-type]
+
+
+def sweeps(net: list[NetRecord]) -> list:
+    return recorded(shown(NetTable.of(net).frame))
 
 
 def _png_size(b64: str) -> tuple[int, int]:
@@ -68,13 +73,12 @@ def test_sweep_median_over_groups_slowest_group_and_plateau() -> None:
         for g, (h, bw) in enumerate([("a", 30.0), ("b", 31.0), ("c", 10.0)])
         for s in (1024, 1 << 20, 1 << 24)
     ]
-    (sw,) = sweeps(net_frame(net))
-    top = sw.table.iloc[-1]
+    (sw,) = sweeps(net)
     # median of 30, 31, 10 (each x 16M/(16M+1K)) is host a's; the slowest group is c's
-    assert round(top["busbw"], 3) == round(30.0 * (1 << 24) / ((1 << 24) + 1024), 3)
-    assert round(top["busbw_min"], 3) == round(10.0 * (1 << 24) / ((1 << 24) + 1024), 3)
-    assert sw.plateau[0] == 1 << 24 and sw.groups == 3
-    hosts = per_host(net_frame(net))
+    assert round(sw.busbw[-1], 3) == round(30.0 * (1 << 24) / ((1 << 24) + 1024), 3)
+    assert round(sw.busbw_min[-1], 3) == round(10.0 * (1 << 24) / ((1 << 24) + 1024), 3)
+    assert sw.plateau()[0] == 1 << 24 and sw.groups == 3
+    hosts = per_host(shown(NetTable.of(net).frame))
     assert list(hosts["host"]) == ["c", "a", "b"]  # slowest first
 
 
@@ -84,10 +88,10 @@ def test_wrong_results_carry_no_bandwidth_and_in_place_duplicates_are_dropped() 
         _net("a", 1 << 20, 39.0, in_place=True),
         _net("a", 1 << 22, 99.0, wrong=3),
     ]
-    (sw,) = sweeps(net_frame(net))
-    assert list(sw.table["busbw"].fillna(-1)) == [40.0, -1]
-    assert int(sw.table["wrong"].sum()) == 3
-    assert sw.plateau == (1 << 20, 40.0)
+    (sw,) = sweeps(net)
+    assert [-1 if b != b else b for b in sw.busbw] == [40.0, -1]  # NaN != NaN: no bandwidth
+    assert sum(sw.wrong) == 3
+    assert sw.plateau() == (1 << 20, 40.0)
 
 
 def test_md_table_escapes_pipes_and_newlines() -> None:
@@ -143,16 +147,16 @@ def test_plots_are_deterministic_and_scale_to_a_thousand_hosts() -> None:
 
 
 def test_localisation_shows_the_groups_search_round_by_round() -> None:
-    from reports.judging.localise_groups import group_search
+    from reports.evidence.groups import group_search, replay
     from reports.render.markdown import groups_search_lines
     from tests.unit.test_localise_groups import Cluster, _records
 
     c = Cluster(8, {5: 2.5}, noise=0.0)
-    lines = groups_search_lines(_records(group_search(c.hosts, c.measure).history))
+    lines = groups_search_lines(replay(NetTable.of(_records(group_search(c.hosts, c.measure).history))))
     assert (
         lines[0]
         == "Groups search (`--scopes groups`): 2 rounds over 8 nodes, reference 10.00 GB/s; slow: h5."
     )
     # round 0: h5's group of 2 is the slowest; round 1: h5 with a cleared node
     assert "| 0 | 4 | h4, h5 | 2.50 | 10.00 |" in lines[2] and "| 1 | 2 | h5, h1 | 2.50 | 10.00 |" in lines[2]
-    assert groups_search_lines([]) == []
+    assert groups_search_lines(None) == []

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reports.judging.judge import judge
 from reports.judging.model import ModelRow
 from reports.judging.workload import Checkpoint, Dataloader, Workload
-from reports.records import RecordSet, read_records
+from reports.table import RecordSet, read_records
 from tests.harness.blockdev import start_in_cgroup
 from tests.harness.netns import NetnsCluster
+from tests.unit.recordgen import judge_records
 from tests.validation.io_worker import make_samples
 
 __all__ = ["make_samples"]  # the sample files of the real dataloader, made by the harness
@@ -164,7 +164,7 @@ def train(
 
 
 def _model_rows(records: RecordSet, w: Workload) -> list[ModelRow]:
-    return judge(records, None, w).model
+    return judge_records(records, None, w).model
 
 
 def predict_training(

@@ -1,13 +1,14 @@
-"""net.jsonl read as columns (reports.columns) gives the records the line reader gives."""
+"""The one reader (reports.table): net.jsonl read as columns or line by line gives one type,
+NetTable, with the same frame and the same records."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from reports.columns import NetTable, net_columns, scope_records
-from reports.judging.localise import pair_values
-from reports.records import RecordWriter, iter_jsonl, read_records, to_dict
+from reports.evidence.pairs import pair_values
+from reports.records import RecordWriter, to_dict
+from reports.table import NetTable, iter_jsonl, read_records
 from tests.unit.recordgen import net
 
 
@@ -31,24 +32,32 @@ def test_columns_and_lines_give_the_same_records(tmp_path: Path) -> None:
         for r in _records():
             w.write({**to_dict(r), "pass": 1} if r.scope == "pair" else r)
     rs = read_records(tmp_path)
-    assert isinstance(rs.net, NetTable) and not rs.skipped
+    assert isinstance(rs.net, NetTable) and rs.net._table is not None and not rs.skipped  # the column path
     by_line = [obj for _, obj, _ in iter_jsonl(tmp_path / "net.jsonl")]
-    assert [to_dict(r) for r in rs.net] == by_line
-    f = net_columns(rs.net)
+    assert [to_dict(r) for r in rs.net.records()] == by_line
+    f = rs.net.frame
     assert list(f["host"]) == ["n1", "n1", "n2", "n2", "n3", "n3", "n1", "n3", "n2", "n1"]
     assert [(a, b) for a, b in zip(f["pair_a"], f["pair_b"]) if isinstance(a, str)] == [
         ("n1", "n2"),
         ("n1", "n3"),
         ("n2", "n3"),
     ]
-    assert dict(pair_values(rs.net)) == {("n1", "n2"): 40.0, ("n1", "n3"): 12.0, ("n2", "n3"): 11.0}
+    assert dict(pair_values(rs.net.frame)) == {("n1", "n2"): 40.0, ("n1", "n3"): 12.0, ("n2", "n3"): 11.0}
     fresh = read_records(tmp_path).net
-    assert scope_records(fresh, "groups") == [] and fresh._records is None  # nothing built for nothing
-    assert [r.hosts for r in scope_records(fresh, "pair")] == [("n1", "n2"), ("n3", "n1"), ("n2", "n3")]
+    assert fresh.scope("groups") == [] and fresh._records is None  # nothing built for nothing
+    assert [r.hosts for r in fresh.scope("pair")] == [("n1", "n2"), ("n3", "n1"), ("n2", "n3")]
     assert fresh._records is None  # only the pairs were built
-    rs.net += [net("groups", "all_reduce", 2**30, 5.0, ("n1", "n2"), ranks=2)]
-    assert len(rs.net + []) == 11 and len([] + rs.net) == 11
-    assert len(rs.net) == 11 and [r.busbw_GBps for r in scope_records(rs.net, "groups")] == [5.0]
+    rs.net.extend([net("groups", "all_reduce", 2**30, 5.0, ("n1", "n2"), ranks=2)])
+    assert len(rs.net) == 11 and [r.busbw_GBps for r in rs.net.scope("groups")] == [5.0]
+    # a blank line sends the file down the line path: the same type, frame and records
+    (tmp_path / "net.jsonl").write_text((tmp_path / "net.jsonl").read_text() + "\n")
+    lines = read_records(tmp_path).net
+    assert isinstance(lines, NetTable) and lines._table is None
+    assert [to_dict(r) for r in lines.records()] == by_line
+    cols = ["run_id", "op", "scope", "bytes", "busbw_GBps", "host", "pair_a", "pair_b", "n_hosts", "pass"]
+    want = read_records(tmp_path).net.frame[cols].astype(object).where(lambda d: d.notna(), None)
+    fresh_frame = fresh.frame[cols].astype(object).where(lambda d: d.notna(), None)
+    assert want.values.tolist() == fresh_frame.values.tolist()
 
 
 def test_a_negative_figure_is_named_on_the_column_path(tmp_path: Path) -> None:

@@ -11,19 +11,17 @@ from typing import Any
 
 import pytest
 
-from reports.judging.clusters import (
+from reports.evidence.sweeps import Sweep
+from reports.findings import ModelRow
+from reports.fleet.clusters import (
     ClusterSummary,
     IoFigure,
-    NetCurve,
     cost_per_useful,
     idle_parts,
-    net_curves,
     summarise,
 )
-from reports.judging.model import ModelRow
-from reports.judging.ranking import Cell, combine, compare, tie, to_json
-from reports.records import RecordSet
-from tests.unit.recordgen import net
+from reports.fleet.ranking import Cell, combine, compare, tie, to_json
+from tests.unit.recordgen import curves, evidence, net
 
 M = 1 << 20
 
@@ -75,8 +73,20 @@ def test_cost_of_work_by_hand() -> None:
     assert s.usd_per_day == pytest.approx(24576.0)  # 2 x 512 x 24
 
 
+# the model part each check sentence of these tests belongs to (the model sets it directly)
+_PARTS = {
+    "tensor": "tensor parallel",
+    "FSDP": "data parallel",
+    "DDP": "data parallel",
+    "dataloader": "dataloader",
+    "checkpoint": "checkpoint",
+}
+
+
 def _row(check: str, exposed: float, base: float, share: float, status: str = "ok") -> ModelRow:
+    part = next(p for k, p in _PARTS.items() if check.startswith(k))
     return ModelRow(
+        part=part,  # type: ignore[arg-type]
         component="intra-node network",
         check=check,
         required=1.0,
@@ -146,7 +156,7 @@ def test_bad_prices_are_not_ranked_and_say_why(price: float | None, why: str) ->
     s = summarise(
         "x",
         "d",
-        RecordSet(),
+        evidence(),
         _judgement([_row("tensor parallel all_reduce (8 GPUs)", 0.0, 8.0, 0.0)], 0.99),
         spec,
         wl,
@@ -158,7 +168,7 @@ def test_bad_prices_are_not_ranked_and_say_why(price: float | None, why: str) ->
 
 
 def test_no_spec_is_not_ranked() -> None:
-    s = summarise("x", "d", RecordSet(), _judgement([], 0.0), None, SimpleNamespace(global_batch_tokens=4e6))
+    s = summarise("x", "d", evidence(), _judgement([], 0.0), None, SimpleNamespace(global_batch_tokens=4e6))
     assert s.problems[0].startswith("no spec.yaml in its directory")
 
 
@@ -206,12 +216,14 @@ def test_two_runs_of_one_cluster_make_a_tie() -> None:
     assert cmp.ranking[0].tied_with == ("steady",) and cmp.headline[0].startswith("Tie for the cheapest")
 
 
-def _curve(sizes: list[int], bw: list[float], ranks: int = 8, nodes: int = 1) -> NetCurve:
-    return NetCurve(
+def _curve(sizes: list[int], bw: list[float], ranks: int = 8, nodes: int = 1) -> Sweep:
+    return Sweep(
         scope="intra-node",
         op="all_reduce",
+        backend="nccl",
         ranks=ranks,
         nodes=nodes,
+        groups=1,
         sizes=tuple(sizes),
         busbw=tuple(bw),
         cv=tuple(None for _ in sizes),
@@ -282,8 +294,8 @@ def test_nan_busbw_never_becomes_a_figure() -> None:
         net("intra-node", "all_reduce", 2 * M, 6.0),
         replace(net("intra-node", "all_reduce", 4 * M, 1.0), busbw_GBps=math.nan),
     ]
-    c = net_curves(recs, {"intra-node network": 450.0})[("intra-node", "all_reduce")]
-    assert c.sizes == (M, 2 * M) and c.busbw == (5.0, 6.0) and c.advertised == 450.0 and c.ranks_per_node == 8
+    c = curves(recs)[0][("intra-node", "all_reduce")]
+    assert c.sizes == (M, 2 * M) and c.busbw == (5.0, 6.0) and c.ranks_per_node == 8
 
 
 def test_without_a_workload_nothing_is_ranked_on_cost() -> None:

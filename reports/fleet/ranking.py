@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.judging.clusters import COMPONENTS, ClusterSummary, finite
+from reports.fleet.clusters import COMPONENTS, ClusterSummary, finite
 from reports.units import format_size
 
 
@@ -168,7 +168,7 @@ def _net_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
                     f"{n} swept to {format_size(top)} ({bw:.2f} GB/s there), not used: "
                     f"compared at {format_size(at)}, the largest size all measured"
                 )
-        cells = {n: combine([c.at(at) for c in cs]) for n, cs in members.items()}
+        cells = {n: combine([c.point(at) for c in cs]) for n, cs in members.items()}
         cells = {
             n: Cell(
                 value=c.value, noise=c.noise, note=f"at {format_size(at)}" + (f", {c.note}" if c.note else "")

@@ -1,16 +1,7 @@
 """Measured vs advertised (pure): each component against its catalog or spec figure.
 
-Network: the sweep's plateau. For each (scope, op) the busbw at each size is the median
-over every record of that size (all groups, both in-place and out-of-place); the plateau
-is the best of those medians among the three largest sizes measured, and the finding
-names that size. Large messages are where busbw saturates; taking the best of the top
-three tolerates one noisy point without rewarding a single outlier group.
-
-Inter-node rails are the exception: the rails of one run (one group per local rank) run at
-the same moment and may share the node's NICs, so one rail can finish early and leave the
-link to the others. What a job spanning every GPU gets per GPU is the node's aggregate —
-all rails' bytes over the slowest rail's time — which, rails moving equal bytes, is the
-slowest rail's busbw. So per run the minimum over rails is taken, then the median over runs.
+Network: the plateau of the judged curve (reports.evidence.sweeps: medians per size, the
+slowest rail per run, explicit scopes over world), and the finding names its size.
 
 Status: ok / below_spec (plateau < threshold x advertised) / no_reference (no figure given
 or detected: never a guess) / suspect (above what the hardware can carry: > 1.05 x
@@ -20,142 +11,27 @@ advertised, or > 2.1 x for all_reduce / reduce_scatter on links with in-network 
 
 from __future__ import annotations
 
-import bisect
-import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-import numpy as np
-
-from reports.columns import hosts_in, net_columns
-from reports.findings import Finding
+from reports.evidence.storage import why_not_compared
+from reports.evidence.sweeps import Sweep, main_op
+from reports.findings import DEFAULT_THRESHOLDS, Finding, Status
 from reports.judging.spec import Spec, StorageSpec
-from reports.records import OPS, IoRecord, NetRecord
+from reports.records import IoRecord
 from reports.units import format_size
 
 SUSPECT_FACTOR = 1.05
 IN_NETWORK_FACTOR = 2.1
 REDUCING_OPS = ("all_reduce", "reduce_scatter")
 PLATEAU_SIZES = 3
-# a storage record shorter than this is not a steady bandwidth (stoker's fio jobs run at
-# least 2 s after their ramp; fio may report a hair under): shown, never judged
-MIN_STEADY_S = 1.5
 MAX_HOSTS_NAMED = (
     8  # a scope-wide finding over more hosts names none: reports.judging.localise names culprits
 )
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Curve:
-    """busbw (GB/s) against message size (bytes) for one scope and op, sizes ascending."""
-
-    scope: str
-    op: str
-    sizes: tuple[int, ...]
-    busbw: tuple[float, ...]
-    hosts: tuple[str, ...]
-    backend: str
-
-    def plateau(self) -> tuple[int, float]:
-        """(size, busbw): the best per-size median among the largest sizes."""
-        top = range(len(self.sizes) - 1, max(-1, len(self.sizes) - 1 - PLATEAU_SIZES), -1)
-        best = max(top, key=lambda i: self.busbw[i])  # ties: the largest size
-        return self.sizes[best], self.busbw[best]
-
-    def at(self, size: float) -> tuple[float, str]:
-        """busbw interpolated at `size` (linear in log size); outside the sweep the nearest
-        end is used, and the note says so."""
-        if size <= self.sizes[0]:
-            note = (
-                ""
-                if size == self.sizes[0]
-                else f"below the smallest size measured ({format_size(self.sizes[0])}): its busbw used"
-            )
-            return self.busbw[0], note
-        if size >= self.sizes[-1]:
-            note = (
-                ""
-                if size == self.sizes[-1]
-                else f"above the largest size measured ({format_size(self.sizes[-1])}): its busbw used"
-            )
-            return self.busbw[-1], note
-        i = bisect.bisect_left(self.sizes, size)
-        if self.sizes[i] == size:
-            return self.busbw[i], ""
-        x0, x1 = math.log(self.sizes[i - 1]), math.log(self.sizes[i])
-        w = (math.log(size) - x0) / (x1 - x0)
-        return self.busbw[i - 1] + w * (self.busbw[i] - self.busbw[i - 1]), ""
-
-
-def effective_scope(rec: NetRecord) -> str:
-    """A `world` sweep is intra-node on one node and crosses nodes otherwise."""
-    if rec.scope == "world":
-        return "intra-node" if rec.nodes <= 1 else "inter-node"
-    return rec.scope
-
-
-def build_curves(net: Sequence[NetRecord]) -> tuple[dict[tuple[str, str], Curve], int]:
-    """Curves per (scope, op), and how many records were left out because their
-    correctness check failed (their bandwidth means nothing). Explicit intra-node /
-    inter-node sweeps win over `world` sweeps of the same op. Grouped as columns
-    (reports.columns): 10^5 records and more."""
-    df = net_columns(net)
-    if df.empty:
-        return {}, 0
-    wrong = int((df["wrong"] != 0).sum())
-    # a lone rank crosses no link: its "bandwidth" is a local copy
-    use = df[
-        (df["wrong"] == 0) & (df["time_s"] > 0) & ~df["scope"].isin(("pair", "groups")) & (df["ranks"] >= 2)
-    ]
-    # object (Python str) columns: pandas' arrow-backed strings are slow to build row by row
-    scope = use["scope"].astype(object).to_numpy()
-    from_world = scope == "world"
-    eff = np.where(from_world, np.where(use["nodes"].to_numpy() <= 1, "intra-node", "inter-node"), scope)
-    use = use.assign(
-        eff=eff.astype(object),
-        from_world=from_world,
-        op=use["op"].astype(object),
-        backend=use["backend"].astype(object),
-    )
-    values: dict[tuple[str, str, bool], dict[int, list[float]]] = {}
-    hosts: dict[tuple[str, str, bool], set[str]] = {}
-    backends: dict[tuple[str, str, bool], str] = {}
-    rails = use["eff"].eq("inter-node") & ~use["from_world"]
-    # keys in the order the records first show them (the findings' order), rails after
-    for (sc, op, w), part in use[~rails].groupby(["eff", "op", "from_world"], sort=False):
-        key = (str(sc), str(op), bool(w))
-        values[key] = {int(b): list(v) for b, v in part.groupby("bytes", sort=False)["busbw_GBps"]}
-        hosts[key], backends[key] = hosts_in(part), str(part["backend"].iloc[-1])
-    # explicit inter-node rails: per size, the slowest of the concurrent rails of each run
-    for op, part in use[rails].groupby("op", sort=False):
-        key = ("inter-node", str(op), False)
-        per_run = part.groupby(["bytes", "run_id", "in_place"], sort=False, observed=True)["busbw_GBps"].min()
-        values[key] = {int(b): list(v) for b, v in per_run.groupby(level="bytes", sort=False)}
-        hosts[key], backends[key] = hosts_in(part), str(part["backend"].iloc[-1])
-    curves: dict[tuple[str, str], Curve] = {}
-    for (scope_, op, from_world_), by_size in sorted(values.items(), key=lambda kv: kv[0][2], reverse=True):
-        # world-derived first, so an explicit sweep of the same (scope, op) replaces it
-        sizes = sorted(by_size)
-        curves[(scope_, op)] = Curve(
-            scope=scope_,
-            op=op,
-            sizes=tuple(sizes),
-            busbw=tuple(statistics.median(by_size[s]) for s in sizes),
-            hosts=tuple(sorted(hosts[(scope_, op, from_world_)])),
-            backend=backends[(scope_, op, from_world_)],
-        )
-    return curves, wrong
-
-
-def main_op(curves: dict[tuple[str, str], Curve], scope: str, prefer: str = "all_reduce") -> Curve | None:
-    if (scope, prefer) in curves:
-        return curves[(scope, prefer)]
-    return next((curves[(scope, op)] for op in OPS if (scope, op) in curves), None)
-
-
-def status_of(measured: float, expected: float | None, threshold: float, limit: float) -> str:
+def status_of(measured: float, expected: float | None, threshold: float, limit: float) -> Status:
     if expected is None:
         return "no_reference"
     if measured > limit * expected:
@@ -165,7 +41,7 @@ def status_of(measured: float, expected: float | None, threshold: float, limit: 
 
 def _net_message(
     scope: str,
-    c: Curve,
+    c: Sweep,
     size: int,
     bw: float,
     expected: float | None,
@@ -195,12 +71,12 @@ def _net_message(
 
 
 def compare_network(
-    curves: dict[tuple[str, str], Curve], spec: Spec | None
+    curves: dict[tuple[str, str], Sweep], spec: Spec | None
 ) -> tuple[list[Finding], dict[str, float]]:
     """One finding per measured scope (intra-node, inter-node), all_reduce by default."""
     findings: list[Finding] = []
     expected_used: dict[str, float] = {}
-    threshold = (spec.thresholds if spec else {}).get("network", 0.80)
+    threshold = (spec.thresholds if spec else DEFAULT_THRESHOLDS)["network"]
     for scope, component in (("intra-node", "intra-node network"), ("inter-node", "inter-node network")):
         c = main_op(curves, scope)
         if c is None:
@@ -261,23 +137,6 @@ def _advertised(entry: StorageSpec | None, direction: str) -> float | None:
     return entry.write_GBps if direction == "write" else entry.read_GBps
 
 
-def why_not_compared(r: IoRecord) -> str:
-    """Why a storage record may not stand for the disk against its advertised figure ("" when
-    it may): only IO that bypassed the page cache (O_DIRECT, or buffered over a data set
-    larger than the host's memory) and ran long enough to be steady."""
-    if r.backend.startswith("torch"):
-        return "the framework's save path, through the page cache"
-    if r.direct is not True:
-        data, ram = r.extra.get("data_bytes") or 0, r.extra.get("ram_bytes") or 0
-        if not (r.direct is False and data > ram > 0):
-            return (
-                "buffered IO that the page cache can hold" if r.direct is False else "direct IO not recorded"
-            )
-    if 0 < r.runtime_s < MIN_STEADY_S:
-        return f"ran {r.runtime_s:.2g} s, too short to be a steady bandwidth (at least {MIN_STEADY_S:g} s)"
-    return ""
-
-
 def _beside(recs: Sequence[IoRecord]) -> str:
     return "; ".join(
         f"{r.backend}{' buffered' if r.direct is False and not r.backend.startswith('torch') else ''} "
@@ -299,7 +158,7 @@ def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Fin
             groups[(r.path, r.workload, r.direction)].append(r)
     findings: list[Finding] = []
     expected_used: dict[str, float] = {}
-    threshold = (spec.thresholds if spec else {}).get("storage", 0.80)
+    threshold = (spec.thresholds if spec else DEFAULT_THRESHOLDS)["storage"]
     for (path, workload, direction), all_recs in sorted(groups.items()):
         entry = match_storage(path, spec.storage) if spec else None
         kind = entry.kind if entry else all_recs[0].scope

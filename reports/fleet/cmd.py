@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def record_schemas(directory: Path) -> set[object]:
     """Schema versions of the records kept in DIR (a line without one is schema 1)."""
-    from reports.records import IO_FILE, NET_FILE, SCHEMA, iter_jsonl
+    from reports.records import IO_FILE, NET_FILE, SCHEMA
+    from reports.table import iter_jsonl
 
     out: set[object] = set()
     for name in (NET_FILE, IO_FILE):
@@ -77,10 +78,10 @@ def check_inputs(dirs: list[str], workload_arg: str | None) -> list[Path]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from reports.judging.clusters import summarise
-    from reports.judging.ranking import compare, to_json
-    from reports.render.comparison import render_html, render_md
-    from reports.report_cmd import collect, load_optional
+    from reports.fleet.clusters import summarise
+    from reports.fleet.ranking import compare, to_json
+    from reports.fleet.render import render_html, render_md
+    from reports.report_cmd import collect
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -89,9 +90,9 @@ def main(args: argparse.Namespace) -> int:
     summaries = []
     for d, p in zip(args.dirs, paths):
         c = collect(p, None, args.workload)
-        workload = load_optional("workload", args.workload, p)[0]
-        j = c.report.judgement
-        summaries.append(summarise(c.report.title, d, c.report.records, j, c.spec, workload))
+        summaries.append(
+            summarise(c.report.title, d, c.report.evidence, c.report.judgement, c.spec, c.workload)
+        )
     wname = summaries[0].workload
     cmp = compare(summaries, wname)
     out.mkdir(parents=True, exist_ok=True)

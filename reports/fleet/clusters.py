@@ -12,50 +12,28 @@ component) and what the work costs:
 
 A component the workload needs but that was not measured is *unmeasured*, never 0% idle:
 the cluster gets no cost and says which measurement would give it one
-(reports.judging.ranking leaves it out of the ranking).
+(reports.fleet.ranking leaves it out of the ranking).
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.findings import FAILING
-from reports.judging.compare import build_curves, effective_scope
-from reports.records import IoRecord, NetRecord, RecordSet
+from reports.evidence import Evidence
+from reports.evidence.sweeps import Sweep
+from reports.findings import FAILING, PARTS, Judgement
+from reports.records import IoRecord
 
 # the parts of a training job the GPUs can wait for, in the order a buyer reads them
-COMPONENTS = ("data parallel", "tensor parallel", "pipeline", "dataloader", "checkpoint")
+COMPONENTS = PARTS
 DECIDING = 3  # failing findings named per cluster
 
 
 def finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NetCurve:
-    """busbw by size for one effective scope and op; cv = mean iteration CV per size (None: not recorded)."""
-
-    scope: str
-    op: str
-    ranks: int
-    nodes: int
-    sizes: tuple[int, ...]
-    busbw: tuple[float, ...]
-    cv: tuple[float | None, ...]
-    advertised: float | None = None
-
-    @property
-    def ranks_per_node(self) -> int:
-        return max(1, round(self.ranks / max(1, self.nodes)))
-
-    def at(self, size: int) -> tuple[float, float | None]:
-        i = self.sizes.index(size)
-        return self.busbw[i], self.cv[i]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -80,7 +58,8 @@ class ClusterSummary:
     findings: int
     deciding: tuple[str, ...] = ()  # messages of the findings that decide a fail
     accelerator: str | None = None
-    curves: dict[tuple[str, str], NetCurve] = field(default_factory=dict)
+    curves: dict[tuple[str, str], Sweep] = field(default_factory=dict)  # as judged
+    advertised: dict[str, float] = field(default_factory=dict)  # component -> GB/s the judgement used
     storage: tuple[IoFigure, ...] = ()
     price_per_gpu_hour: float | None = None
     workload: str | None = None
@@ -145,48 +124,6 @@ def cost_per_useful(price: float | None, idle_share: float | None) -> float | No
     return _finite_or_none(price / (1.0 - idle_share))
 
 
-def _good_net(net: Iterable[NetRecord]) -> list[NetRecord]:
-    # a NaN or negative figure must never become a bandwidth (records are also checked where read)
-    return [
-        r for r in net if finite(r.busbw_GBps) and r.busbw_GBps >= 0 and finite(r.time_s) and r.time_s > 0
-    ]
-
-
-def net_curves(net: Sequence[NetRecord], expected: Mapping[str, float]) -> dict[tuple[str, str], NetCurve]:
-    """The judgement's curves (reports.judging.compare: medians, rails, explicit scopes over
-    world), with the group shape and iteration spread of the records behind each."""
-    good = _good_net(net)
-    curves, _ = build_curves(good)
-    out: dict[tuple[str, str], NetCurve] = {}
-    for (scope, op), c in sorted(curves.items()):
-        recs = [
-            r
-            for r in good
-            if effective_scope(r) == scope
-            and r.op == op
-            and r.scope != "pair"
-            and r.ranks >= 2
-            and not r.wrong
-        ]
-        recs = [r for r in recs if r.scope != "world"] or recs  # as build_curves: explicit sweeps win
-        widest = max(recs, key=lambda r: (r.ranks, r.nodes))
-        cvs: dict[int, list[float]] = defaultdict(list)
-        for r in recs:
-            if finite(r.time_cv) and r.time_cv >= 0:  # type: ignore[arg-type]
-                cvs[r.bytes].append(float(r.time_cv))  # type: ignore[arg-type]
-        out[(scope, op)] = NetCurve(
-            scope=scope,
-            op=op,
-            ranks=widest.ranks,
-            nodes=widest.nodes,
-            sizes=c.sizes,
-            busbw=c.busbw,
-            cv=tuple(sum(cvs[s]) / len(cvs[s]) if cvs.get(s) else None for s in c.sizes),
-            advertised=expected.get(f"{scope} network"),
-        )
-    return out
-
-
 def io_figures(io: Sequence[IoRecord]) -> tuple[IoFigure, ...]:
     """Best bandwidth per (scope, workload, direction, block, procs); failed, page-cache and
     non-finite results are left out (they say nothing about the storage)."""
@@ -208,16 +145,6 @@ def io_figures(io: Sequence[IoRecord]) -> tuple[IoFigure, ...]:
         IoFigure(scope=k[0], workload=k[1], direction=k[2], block=k[3], procs=k[4], bw=r.bw_GBps, path=r.path)
         for k, r in sorted(best.items())
     )
-
-
-def component_of(check: str) -> str:
-    if check.startswith("tensor parallel"):
-        return "tensor parallel"
-    if check.startswith(("DDP", "FSDP")):
-        return "data parallel"
-    if check.startswith("pipeline"):
-        return "pipeline"
-    return "dataloader" if check.startswith("dataloader") else "checkpoint"
 
 
 def lack_line(component: str, row: Any) -> str:
@@ -242,13 +169,13 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
     checkpoint's is ck x (1 - busy). A row the records could not feed is None (unmeasured)."""
     parts: dict[str, float | None] = {}
     lacks: list[str] = []
-    step_rows = [r for r in rows if component_of(r.check) != "checkpoint"]
+    step_rows = [r for r in rows if r.part != "checkpoint"]
     measured = [
         r
         for r in step_rows
         if r.status != "no_reference" and finite(r.idle_share) and finite(r.extra.get("exposed_s", 0.0))
     ]
-    dl = next((r for r in step_rows if component_of(r.check) == "dataloader"), None)
+    dl = next((r for r in step_rows if r.part == "dataloader"), None)
     base = (
         summary.get("compute_s")
         if finite(summary.get("compute_s"))
@@ -257,7 +184,7 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
     total_e = sum(float(r.extra.get("exposed_s", 0.0)) for r in measured)
     busy = total_e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0  # type: ignore[operator]
     for r in rows:
-        comp = component_of(r.check)
+        comp = r.part
         ok = (
             r.status != "no_reference" and finite(r.idle_share) and (r.achieved is None or finite(r.achieved))
         )
@@ -273,7 +200,7 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
 
 
 def summarise(
-    name: str, run: str, records: RecordSet, judgement: Any, spec: Any = None, workload: Any = None
+    name: str, run: str, ev: Evidence, judgement: Judgement, spec: Any = None, workload: Any = None
 ) -> ClusterSummary:
     """One directory's summary; `problems` says why it cannot be ranked."""
     problems: list[str] = []
@@ -315,8 +242,9 @@ def summarise(
             if f.status in FAILING
         )[:DECIDING],
         accelerator=acc,
-        curves=net_curves(records.net, judgement.expected),
-        storage=io_figures(records.io),
+        curves=dict(sorted(ev.curves.items())),
+        advertised=dict(judgement.expected),
+        storage=io_figures(ev.io),
         price_per_gpu_hour=float(price) if price is not None else None,
         workload=judgement.workload_name,
         gpus=summary.get("gpus") if workload is not None else None,

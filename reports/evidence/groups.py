@@ -1,4 +1,4 @@
-"""Schedules for finding a slow node at scale (pure): the round-robin pair tournament,
+"""The groups search (evidence, pure): schedules for finding a slow node at scale: the round-robin pair tournament,
 and a grouping search that finds one bad node in about log2(n) rounds instead of n − 1.
 
 Round-robin (the `pairs` scope): n − 1 rounds of n/2 concurrent pairs (circle method; with an
@@ -27,10 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from reports.columns import scope_records
-from reports.findings import Finding
-from reports.judging.localise import DEFAULT_MIN_GAP, rounds
+from reports.evidence.pairs import DEFAULT_MIN_GAP, rounds
 from reports.records import NetRecord
+from reports.table import NetTable
 
 FIRST_GROUPS = 4
 Group = tuple[str, ...]
@@ -140,7 +139,7 @@ def _links(
 def recorded_rounds(net: Sequence[NetRecord]) -> list[dict[frozenset[str], float]]:
     """busbw per group (by its hosts) of each round of `scope: "groups"` records, for the op
     and size the search used (all_reduce preferred, the largest size)."""
-    recs = [r for r in scope_records(net, "groups") if r.wrong == 0 and isinstance(r.extra.get("round"), int)]
+    recs = [r for r in net if r.scope == "groups" and r.wrong == 0 and isinstance(r.extra.get("round"), int)]
     if not recs:
         return []
     ops = {r.op for r in recs}
@@ -154,11 +153,11 @@ def recorded_rounds(net: Sequence[NetRecord]) -> list[dict[frozenset[str], float
     return out
 
 
-def replay(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_GAP) -> SearchResult | None:
+def replay(table: NetTable, min_gap: float = DEFAULT_MIN_GAP) -> SearchResult | None:
     """The search the run took, decided again from its records (None: no groups records,
     or they do not hold a round the search asks for, e.g. the run was cut short). With several
     runs in one directory, the last run's search."""
-    net = scope_records(net, "groups")  # built only for these records when read as columns
+    net = table.scope("groups")  # built only for these records when read as columns
     runs = list(dict.fromkeys(r.run_id for r in net if r.scope == "groups"))
     net = [r for r in net if r.scope == "groups" and r.run_id == runs[-1]] if runs else []
     recorded = recorded_rounds(net)
@@ -186,52 +185,6 @@ def replay(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_GAP) -> Search
         return group_search(hosts, measure, min_gap=min_gap)
     except LookupError:
         return None
-
-
-def group_findings(net: Sequence[NetRecord], min_gap: float = DEFAULT_MIN_GAP) -> list[Finding]:
-    """`node` findings for the search's culprits and `link` findings for its slow paths."""
-    res = replay(net, min_gap)
-    if res is None:
-        return []
-    ref = res.reference
-    rounds_used = res.rounds
-    out: list[Finding] = []
-    for h in res.culprits:
-        partner = next(g for rnd in reversed(res.history) for g, _ in rnd if h in g and len(g) == 2)
-        v = res.value(partner)
-        other = next(x for x in partner if x != h)
-        out.append(
-            Finding(
-                component="node",
-                check="groups busbw",
-                status="below_spec",
-                measured=v,
-                expected=ref,
-                unit="GB/s",
-                hosts=(h,),
-                extra={"basis": "fleet", "rounds": rounds_used, "confirmed_with": [other]},
-                message=f"{h} is slow: its group and its pair with the cleared node {other} reach {v:.3g} GB/s "
-                f"against {ref:.3g} GB/s for healthy groups (found in {rounds_used} rounds): "
-                "check its NIC, cable and switch port, or drain it.",
-            )
-        )
-    for a, b in res.links:
-        v = res.value((a, b))
-        out.append(
-            Finding(
-                component="link",
-                check="groups busbw",
-                status="below_spec",
-                measured=v,
-                expected=ref,
-                unit="GB/s",
-                hosts=(a, b),
-                extra={"basis": "fleet", "rounds": rounds_used},
-                message=f"The path between {a} and {b} is slow ({v:.3g} GB/s) while both reach full speed with "
-                "other nodes: check the cables, switch ports and routes between them.",
-            )
-        )
-    return out
 
 
 # -- the scale estimate -------------------------------------------------------------

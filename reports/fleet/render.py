@@ -1,6 +1,6 @@
 """compare.md and compare.html (pure): the ranking and why, then the figures side by side.
 
-Both are made from one reports.judging.ranking.Comparison, through the same tables, so
+Both are made from one reports.fleet.ranking.Comparison, through the same tables, so
 the page and the markdown never disagree. No inf or nan is ever printed: a figure that is
 missing or not finite reads "—" or "unmeasured".
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.judging.clusters import COMPONENTS, finite
-from reports.judging.ranking import Cell, Comparison
+from reports.fleet.clusters import COMPONENTS, finite
+from reports.fleet.ranking import Cell, Comparison
 from reports.render import plots
 from reports.render.html import _page, bullets, esc, img, table
 from reports.render.markdown import LEGEND, md_table
@@ -178,7 +178,7 @@ def _net_charts(cmp: Comparison) -> list[str]:
                 if c is not None:
                     label = f"{n}{'' if len(runs) == 1 else ' ' + s.run} ({c.ranks} ranks on {c.nodes} nodes)"
                     series.append(plots.Series(label=label, sizes=list(c.sizes), values=list(c.busbw)))
-                    adv.append(c.advertised)
+                    adv.append(s.advertised.get(f"{scope} network"))
         title = f"{scope} {op}: busbw vs message size, advertised dashed"
         out += [f"<h3>{esc(scope)} {esc(op)}</h3>", img(plots.sweeps_with_lines(title, series, adv), title)]
     return ["<h2>Network: busbw by size, each cluster against its advertised line</h2>", *out] if out else []

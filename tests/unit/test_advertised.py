@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from reports.judging import compare
+from reports.evidence.sweeps import Sweep
+from reports.judging import advertised as compare
 from reports.judging.spec import Spec, StorageSpec, parse_spec
+from tests.unit.recordgen import curves as build_curves
 from tests.unit.recordgen import flat, io, net
 
 SPEC = parse_spec(
@@ -32,7 +34,7 @@ def test_plateau_is_the_best_median_among_the_three_largest_sizes() -> None:
         (16 << 20, (345, 500, 100)),
     ]:
         recs += [net("intra-node", "all_reduce", size, v, group=g) for g, v in enumerate(values)]
-    curves, wrong = compare.build_curves(recs)
+    curves, wrong = build_curves(recs)
     c = curves[("intra-node", "all_reduce")]
     assert c.sizes == (1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20)
     assert c.busbw == (100, 300, 350, 340, 345)
@@ -41,13 +43,15 @@ def test_plateau_is_the_best_median_among_the_three_largest_sizes() -> None:
 
 
 def test_interpolation_is_linear_in_log_size() -> None:
-    c = compare.Curve(
+    c = Sweep(
         scope="intra-node",
         op="all_reduce",
+        backend="nccl",
+        ranks=8,
+        nodes=1,
+        groups=1,
         sizes=(1 << 20, 4 << 20),
         busbw=(10.0, 30.0),
-        hosts=(),
-        backend="nccl",
     )
     assert c.at(2 << 20) == (20.0, "")  # log2: halfway between 1M and 4M -> halfway between 10 and 30
     assert c.at(1 << 20) == (10.0, "")
@@ -64,7 +68,7 @@ def test_wrong_results_are_left_out_and_world_maps_to_a_scope() -> None:
         net("inter-node", "all_reduce", 1 << 20, 9.0, ("a", "b")),
         net("inter-node", "all_reduce", 2 << 20, 99.0, ("a", "b"), wrong=3),
     ]
-    curves, wrong = compare.build_curves(recs)
+    curves, wrong = build_curves(recs)
     assert wrong == 1
     assert curves[("inter-node", "all_reduce")].busbw == (9.0,)  # the explicit sweep wins over the world one
     assert curves[("intra-node", "all_gather")].busbw == (7.0,)  # a one-node world sweep is intra-node
@@ -72,7 +76,7 @@ def test_wrong_results_are_left_out_and_world_maps_to_a_scope() -> None:
 
 def test_a_one_rank_sweep_crosses_no_link_and_is_left_out() -> None:
     # nccl-tests on one GPU: all_reduce busbw = algbw x 2(n-1)/n = 0, a local copy, not a link
-    curves, wrong = compare.build_curves(
+    curves, wrong = build_curves(
         [net("world", "all_reduce", 1 << 20, 0.0, ranks=1), net("world", "all_gather", 1 << 20, 0.0, ranks=1)]
     )
     assert curves == {} and wrong == 0
@@ -89,7 +93,7 @@ def test_a_one_rank_sweep_crosses_no_link_and_is_left_out() -> None:
     ],
 )
 def test_intra_node_status(busbw: float, status: str) -> None:
-    curves, _ = compare.build_curves(flat("intra-node", "all_reduce", busbw))
+    curves, _ = build_curves(flat("intra-node", "all_reduce", busbw))
     (f,), expected = compare.compare_network(curves, SPEC)
     assert (f.component, f.status, f.expected, f.measured) == ("intra-node network", status, 450.0, busbw)
     assert expected == {"intra-node network": 450.0}
@@ -98,13 +102,13 @@ def test_intra_node_status(busbw: float, status: str) -> None:
 
 def test_all_gather_above_the_link_is_suspect() -> None:
     # no in-network reduction for all_gather: the limit is 1.05 x 450 = 472.5
-    curves, _ = compare.build_curves(flat("intra-node", "all_gather", 480.0))
+    curves, _ = build_curves(flat("intra-node", "all_gather", 480.0))
     (f,), _ = compare.compare_network(curves, SPEC)
     assert f.status == "suspect" and f.check == "all_gather busbw plateau"
 
 
 def test_inter_node_compares_with_the_nic_share_per_gpu() -> None:
-    curves, _ = compare.build_curves(flat("inter-node", "all_reduce", 34.0, ("n1", "n2")))
+    curves, _ = build_curves(flat("inter-node", "all_reduce", 34.0, ("n1", "n2")))
     (f,), _ = compare.compare_network(curves, SPEC)
     # 8 x ib-ndr (50 GB/s) over 8 GPUs = 50 GB/s per GPU; 34 / 50 = 68% < 80%
     assert (f.status, f.expected, f.hosts) == ("below_spec", 50.0, ("n1", "n2"))
@@ -113,7 +117,7 @@ def test_inter_node_compares_with_the_nic_share_per_gpu() -> None:
 
 
 def test_no_spec_is_no_reference() -> None:
-    curves, _ = compare.build_curves(
+    curves, _ = build_curves(
         flat("intra-node", "all_reduce", 3.0) + flat("inter-node", "all_reduce", 1.0, ("a", "b"))
     )
     findings, expected = compare.compare_network(curves, None)
@@ -184,7 +188,6 @@ def test_concurrent_rails_count_at_the_slowest_rail() -> None:
     """Two rails sharing a link: 0.027 and 0.024 GB/s in one run. The node moves both rails'
     bytes in the slower rail's time, so per GPU it delivers 0.024, not the median 0.0255.
     A second run (0.030, 0.026) gives 0.026; the curve takes the median over runs: 0.025."""
-    from reports.judging.compare import build_curves
     from reports.records import NetRecord
 
     def rail(run: str, group: int, bw: float) -> NetRecord:

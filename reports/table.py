@@ -1,0 +1,423 @@
+"""The one reader: a results directory's records as a typed table (docs/architecture.md:
+records -> table -> evidence -> judgement -> render).
+
+`net.jsonl` is read as columns (pyarrow) when it is clean JSON of the contract's types: a
+1,000-node acceptance run writes ~680k net records (~300 MB), and one Python object per
+record costs ~20 µs to parse and build. Anything else (NaN, a string where a figure belongs,
+a truncated line, a blank line) is read line by line, each bad line named — and gives the
+same type: `NetTable`, whose `frame` (pandas, one row per record) is what evidence is
+computed from, and whose `records()` are the NetRecord objects, built on first use and only
+for the rows asked for (`where`). The figures are checked by one rule table
+(reports.records.FIGURE_RULES), vectorised here and per line there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from reports.records import (
+    HOST_FILE,
+    IO_FILE,
+    MANIFEST_FILE,
+    NET_FIGURES,
+    NET_FILE,
+    NET_OPTIONAL,
+    SCHEMA,
+    IoRecord,
+    NetRecord,
+    check_figures,
+    from_dict,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# Columns every row must have (the contract's minimum), by arrow type family.
+_STRINGS = ("run_id", "ts", "op", "scope", "backend", "dtype")
+# Columns evidence reads from the frame (hosts are reduced to `host`, `pair_a`, `pair_b`).
+FRAME_COLUMNS = (
+    "run_id",
+    "op",
+    "scope",
+    "backend",
+    "ranks",
+    "nodes",
+    "bytes",
+    "time_s",
+    "algbw_GBps",
+    "busbw_GBps",
+    "wrong",
+    "group",
+    "in_place",
+    "pass",
+    "device",
+    "time_cv",
+    "round",
+)
+# host: the first; host2: the second of a two-host record; hosts: the tuple of a record of
+# more (few: world and inter-node sweeps); pair_a < pair_b: a record's two distinct hosts.
+_ALL_COLUMNS = (*FRAME_COLUMNS, "host", "host2", "hosts", "pair_a", "pair_b", "n_hosts")
+
+
+class NetTable:
+    """The net records of a results directory as columns. Not a list: code that needs
+    NetRecord objects asks for them (`records()`, `where(mask)`), so a 1,000-node run builds
+    only the few it looks at."""
+
+    def __init__(
+        self, frame: pd.DataFrame, table: Any = None, records: list[NetRecord] | None = None
+    ) -> None:
+        self.frame = frame  # FRAME_COLUMNS + host, host2, hosts, pair_a, pair_b, n_hosts
+        self._table = table  # pyarrow.Table of the rows read as columns (None: built from records)
+        self._records = records  # the NetRecords of the rows, once built
+        self._tail: list[NetRecord] = []  # records appended after the read (imports)
+
+    @classmethod
+    def of(cls, records: Iterable[NetRecord]) -> NetTable:
+        """The table of records already built (the line reader, imports, tests)."""
+        recs = list(records)
+        return cls(records_frame(recs), None, recs)
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def _head(self) -> list[NetRecord]:
+        if self._records is None:
+            names = self._table.column_names
+            cols = [self._table.column(n).to_pylist() for n in names]
+            # arrow fills a key a line lacks with null: leave it out, as the line did
+            self._records = [
+                from_dict(NetRecord, {k: v for k, v in zip(names, row) if v is not None})
+                for row in zip(*cols)
+            ]
+        return self._records
+
+    def records(self) -> list[NetRecord]:
+        """Every record, in file order (imports last)."""
+        return self._head() + self._tail
+
+    def where(self, mask: Any) -> list[NetRecord]:
+        """The records of the rows where `mask` (a boolean array over `frame`) is true, built
+        for those rows only."""
+        import numpy as np
+        import pyarrow as pa
+
+        rows = np.flatnonzero(np.asarray(mask, dtype=bool))
+        if not len(rows):
+            return []
+        if self._records is not None or self._table is None:
+            every = self.records()
+            return [every[i] for i in rows]
+        n = self._table.num_rows
+        head = rows[rows < n]
+        part = NetTable(self.frame.iloc[:0], self._table.take(pa.array(head, pa.int64())))
+        return [*part._head(), *(self._tail[i - n] for i in rows[rows >= n])]
+
+    def scope(self, *scopes: str) -> list[NetRecord]:
+        """The records of these scopes (the groups search has tens of records among 10^5)."""
+        return self.where(self.frame["scope"].isin(scopes).to_numpy())
+
+    def extend(self, more: Iterable[NetRecord]) -> None:
+        """Append records (imports) after those read."""
+        import pandas as pd
+
+        more = list(more)
+        if more:
+            self._tail += more
+            self.frame = pd.concat([self.frame, records_frame(more)], ignore_index=True)
+
+    def run_ids(self) -> set[str]:
+        return {str(x) for x in self.frame["run_id"].unique()}
+
+
+def records_frame(net: Iterable[NetRecord]) -> pd.DataFrame:
+    """The frame of records already built (small inputs: the line reader, tests, imports)."""
+    import pandas as pd
+
+    rows = []
+    for r in net:
+        distinct = sorted(set(r.hosts))
+        a, b = (distinct[0], distinct[1]) if len(distinct) == 2 else (None, None)
+        rows.append(
+            (
+                r.run_id,
+                r.op,
+                r.scope,
+                r.backend,
+                r.ranks,
+                r.nodes,
+                r.bytes,
+                r.time_s,
+                r.algbw_GBps,
+                r.busbw_GBps,
+                r.wrong,
+                r.group,
+                r.in_place,
+                r.extra.get("pass"),
+                r.device,
+                r.time_cv,
+                r.extra.get("round"),
+                r.hosts[0] if r.hosts else "",
+                r.hosts[1] if len(r.hosts) == 2 else None,
+                tuple(r.hosts) if len(r.hosts) > 2 else None,
+                a,
+                b,
+                len(r.hosts),
+            )
+        )
+    return pd.DataFrame(rows, columns=_ALL_COLUMNS)
+
+
+def hosts_in(frame: pd.DataFrame) -> set[str]:
+    """Every host named by the rows of `frame`."""
+    out = {str(h) for h in frame.loc[frame["n_hosts"] > 0, "host"].unique()}
+    out |= {str(h) for h in frame["host2"].dropna().unique()}
+    for many in frame["hosts"].dropna():
+        out.update(many)
+    return out
+
+
+def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
+    """The records of a clean net.jsonl as a NetTable, with the (line, reason) of lines
+    refused for a negative figure or a foreign schema; None when the file needs the
+    line-by-line reader (or pyarrow is not installed)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.json as pj
+    except ImportError:
+        return None
+    data = path.read_bytes()
+    # Line numbers are row numbers + 1 only without blank lines; a missing final newline is
+    # a line cut short by a crash (the line reader says so).
+    if not data or b"\n\n" in data or b"\r" in data or data.startswith(b"\n") or not data.endswith(b"\n"):
+        return None
+    try:
+        table = pj.read_json(
+            pa.BufferReader(data),
+            read_options=pj.ReadOptions(block_size=16 << 20),
+            parse_options=pj.ParseOptions(explicit_schema=pa.schema([("ts", pa.string())])),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    lines = data.count(b"\n")
+    del data  # 270 MB of text no longer needed: peak memory is the goal's other half
+    if table.num_rows != lines or not _typed(table):
+        return None
+    bad: dict[int, str] = {}
+    schema = table.column("schema") if "schema" in table.column_names else None
+    if schema is not None:
+        for i in pc.indices_nonzero(pc.fill_null(pc.not_equal(schema, SCHEMA), False)).to_pylist():
+            bad[i] = f"schema {schema[i].as_py()} not understood"
+    # the rules and order of reports.records.check_figures, so both paths give one reason
+    for name_, integer in (*NET_FIGURES, *((c, False) for c in NET_OPTIONAL if c in table.column_names)):
+        col = table.column(name_)
+        if pa.types.is_null(col.type):
+            continue
+        want = "an integer >= 0" if integer else "a finite number >= 0"
+        wrong = pc.less(col, 0)
+        if pa.types.is_floating(col.type):  # pyarrow reads NaN and Infinity as numbers
+            wrong = pc.or_(wrong, pc.invert(pc.is_finite(col)))
+        for i in pc.indices_nonzero(pc.fill_null(wrong, False)).to_pylist():
+            bad.setdefault(i, f"{name_} is {col[i].as_py()!r}: expected {want}")
+    skipped = [(i + 1, bad[i]) for i in sorted(bad)]
+    if bad:
+        keep = pa.array([i not in bad for i in range(table.num_rows)])
+        table = table.filter(keep)
+    return NetTable(_frame(table), table), skipped
+
+
+def _typed(table: Any) -> bool:
+    """Every required column present, without nulls, of the type the contract says; else
+    the line reader gives each bad line its own reason."""
+    import pyarrow as pa
+
+    t = table.schema
+    for name in (*_STRINGS, *(n for n, _ in NET_FIGURES), "hosts"):
+        if name not in t.names or table.column(name).null_count:
+            return False
+    if not all(pa.types.is_string(t.field(n).type) for n in _STRINGS):
+        return False
+    for name, integer in NET_FIGURES:
+        kind = t.field(name).type
+        if not (pa.types.is_int64(kind) or (not integer and pa.types.is_floating(kind))):
+            return False
+    # optional statistics may be null on every line (imported results carry none)
+    optional = [t.field(n).type for n in NET_OPTIONAL if n in t.names]
+    if not all(pa.types.is_floating(x) or pa.types.is_int64(x) or pa.types.is_null(x) for x in optional):
+        return False
+    hosts = t.field("hosts").type
+    return pa.types.is_list(hosts) and pa.types.is_string(hosts.value_type)
+
+
+def _frame(table: Any) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    if n == 0:
+        return records_frame([])
+    hosts = table.column("hosts")
+    n_hosts = pc.list_value_length(hosts)
+    cols: dict[str, Any] = {}
+    for name in FRAME_COLUMNS:
+        if name in table.column_names:
+            col = table.column(name)
+            cols[name] = col.dictionary_encode() if pa.types.is_string(col.type) else col
+    for name, value in (("group", 0), ("in_place", False), ("device", "cpu")):
+        if name not in cols:
+            cols[name] = pa.array([value] * n)
+        elif name == "device":  # fill before encoding: a dictionary column takes no plain fill
+            cols[name] = pc.fill_null(table.column(name), value).dictionary_encode()
+        else:
+            cols[name] = pc.fill_null(cols[name], value)
+    for name, kind in (("pass", pa.int64()), ("round", pa.int64()), ("time_cv", pa.float64())):
+        if name not in cols:
+            cols[name] = pa.nulls(n, kind)
+    # The first host (per-node scopes) and, for two-host records, the pair in name order.
+    # An empty list has no element 0: pad it with "" first.
+    padded = pc.if_else(pc.greater(n_hosts, 0), hosts, pa.scalar([""], hosts.type))
+    cols["host"] = pc.list_element(padded, 0).dictionary_encode()
+    two = pc.equal(n_hosts, 2)
+    padded2 = pc.if_else(two, hosts, pa.scalar(["", ""], hosts.type))
+    h0, h1 = pc.list_element(padded2, 0), pc.list_element(padded2, 1)
+    cols["host2"] = pc.if_else(two, h1, None).dictionary_encode()
+    cols["hosts"] = pa.nulls(n)
+    distinct = pc.and_(two, pc.not_equal(h0, h1))
+    cols["pair_a"] = pc.if_else(distinct, pc.min_element_wise(h0, h1), None).dictionary_encode()
+    cols["pair_b"] = pc.if_else(distinct, pc.max_element_wise(h0, h1), None).dictionary_encode()
+    cols["n_hosts"] = n_hosts
+    frame = pa.table({c: cols[c] for c in _ALL_COLUMNS}).to_pandas()
+    many = frame.index[frame["n_hosts"] > 2]
+    if len(many):
+        _pairs_among_many(frame, many, hosts)
+    return frame
+
+
+def _pairs_among_many(frame: pd.DataFrame, rows: Any, hosts: Any) -> None:
+    """The `hosts` tuple of records naming more than two hosts, and pair_a / pair_b of a
+    pair record among them with only two distinct names (the record path counts it)."""
+    import pyarrow as pa
+
+    names = [tuple(h) for h in hosts.take(pa.array(rows, pa.int64())).to_pylist()]
+    frame["hosts"] = frame["hosts"].astype(object)
+    frame.loc[rows, "hosts"] = pd_series(names, rows)
+    scope = frame["scope"]
+    for i, many in zip(rows, names):
+        distinct = sorted(set(many))
+        if scope.iat[i] == "pair" and len(distinct) == 2:
+            for c, v in zip(("pair_a", "pair_b"), distinct):
+                frame[c] = frame[c].astype(object)
+                frame.at[i, c] = v
+
+
+def pd_series(values: list[Any], index: Any) -> Any:
+    import pandas as pd
+
+    return pd.Series(values, index=index, dtype=object)
+
+
+# -- the directory -------------------------------------------------------------------------
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SkippedLine:
+    file: str
+    line: int
+    reason: str
+
+
+def _no_net() -> NetTable:
+    return NetTable.of([])
+
+
+@dataclass(kw_only=True, slots=True)
+class RecordSet:
+    """Everything read from a results directory, with the lines that could not be read."""
+
+    net: NetTable = field(default_factory=_no_net)
+    io: list[IoRecord] = field(default_factory=list)
+    manifests: list[dict[str, Any]] = field(default_factory=list)
+    host: list[dict[str, Any]] = field(default_factory=list)  # host.jsonl, kept as read
+    skipped: list[SkippedLine] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.net, NetTable):  # records built elsewhere (imports, tests): the same type
+            self.net = NetTable.of(self.net)
+
+    def run_ids(self) -> list[str]:
+        return sorted(self.net.run_ids() | {r.run_id for r in self.io})
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    """(line number, object or None, reason) for each non-blank line; never raises on bad data."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield n, None, f"not JSON ({exc.msg})"
+                continue
+            if not isinstance(obj, dict):
+                yield n, None, "not a JSON object"
+                continue
+            yield n, obj, ""
+
+
+def _read_lines(path: Path, kind: str, skipped: list[SkippedLine]) -> list[Any]:
+    """The records of a file read line by line, each bad line named in `skipped`."""
+    cls = NetRecord if kind == "net" else IoRecord
+    out: list[Any] = []
+    for n, obj, reason in iter_jsonl(path):
+        if obj is None:
+            why = reason
+        elif obj.get("schema", SCHEMA) != SCHEMA:
+            why = f"schema {obj.get('schema')} not understood"
+        else:
+            why = check_figures(kind, obj)
+            if not why:
+                try:
+                    out.append(from_dict(cls, obj))  # type: ignore[type-var]
+                except ValueError as exc:
+                    why = str(exc)
+        if why:
+            skipped.append(SkippedLine(file=path.name, line=n, reason=why))
+    return out
+
+
+def _read_objects(path: Path, kind: str, skipped: list[SkippedLine]) -> list[dict[str, Any]]:
+    """host.jsonl / manifest.jsonl: objects kept as read (host records must say `kind: host`)."""
+    out = []
+    for n, obj, reason in iter_jsonl(path):
+        if obj is None or (kind == "host" and obj.get("kind") != "host"):
+            skipped.append(SkippedLine(file=path.name, line=n, reason=reason or "not a kind: host record"))
+        else:
+            out.append(obj)
+    return out
+
+
+def read_records(directory: str | os.PathLike[str]) -> RecordSet:
+    """Read net.jsonl, io.jsonl, host.jsonl and manifest.jsonl from `directory`. Truncated or
+    garbled lines are skipped and listed in `skipped`, never raised."""
+    d = Path(directory)
+    out = RecordSet()
+    p = d / NET_FILE
+    if p.exists():
+        read = _read_columns(p)
+        if read is not None:
+            out.net = read[0]
+            out.skipped += [SkippedLine(file=NET_FILE, line=n, reason=why) for n, why in read[1]]
+        else:
+            out.net = NetTable.of(_read_lines(p, "net", out.skipped))
+    if (d / IO_FILE).exists():
+        out.io = _read_lines(d / IO_FILE, "io", out.skipped)
+    if (d / HOST_FILE).exists():
+        out.host = _read_objects(d / HOST_FILE, "host", out.skipped)
+    if (d / MANIFEST_FILE).exists():
+        out.manifests = _read_objects(d / MANIFEST_FILE, "manifest", out.skipped)
+    return out
