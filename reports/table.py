@@ -192,21 +192,17 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
         import pyarrow.json as pj
     except ImportError:
         return None
-    data = path.read_bytes()
-    # Line numbers are row numbers + 1 only without blank lines; a missing final newline is
-    # a line cut short by a crash (the line reader says so).
-    if not data or b"\n\n" in data or b"\r" in data or data.startswith(b"\n") or not data.endswith(b"\n"):
+    lines = _clean_lines(path)
+    if lines is None:
         return None
-    try:
+    try:  # from the file, in blocks: the text is never held whole (peak memory is half the goal)
         table = pj.read_json(
-            pa.BufferReader(data),
+            path,
             read_options=pj.ReadOptions(block_size=16 << 20),
             parse_options=pj.ParseOptions(explicit_schema=pa.schema([("ts", pa.string())])),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    lines = data.count(b"\n")
-    del data  # 270 MB of text no longer needed: peak memory is the goal's other half
     if table.num_rows != lines or not _typed(table):
         return None
     bad: dict[int, str] = {}
@@ -230,6 +226,20 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
         keep = pa.array([i not in bad for i in range(table.num_rows)])
         table = table.filter(keep)
     return NetTable(_frame(table), table), skipped
+
+
+def _clean_lines(path: Path, chunk: int = 16 << 20) -> int | None:
+    """The number of lines of a file the column reader may take, else None. Line numbers are
+    row numbers + 1 only without blank lines or carriage returns; a missing final newline is a
+    line cut short by a crash (the line reader says so). Read in chunks, never whole."""
+    lines, prev = 0, b"\n"  # as if a line ended before the file: a leading newline is a blank line
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            if b"\r" in block or b"\n\n" in block or (prev == b"\n" and block[:1] == b"\n"):
+                return None
+            lines += block.count(b"\n")
+            prev = block[-1:]
+    return lines if lines and prev == b"\n" else None
 
 
 def _typed(table: Any) -> bool:
@@ -256,6 +266,7 @@ def _typed(table: Any) -> bool:
 
 
 def _frame(table: Any) -> pd.DataFrame:
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -293,6 +304,9 @@ def _frame(table: Any) -> pd.DataFrame:
     cols["pair_b"] = pc.if_else(distinct, pc.max_element_wise(h0, h1), None).dictionary_encode()
     cols["n_hosts"] = n_hosts
     frame = pa.table({c: cols[c] for c in _ALL_COLUMNS}).to_pandas()
+    for c in frame.columns:  # categories in name order: grouping by a name orders by it
+        if isinstance(frame[c].dtype, pd.CategoricalDtype):
+            frame[c] = frame[c].cat.reorder_categories(sorted(frame[c].cat.categories))
     many = frame.index[frame["n_hosts"] > 2]
     if len(many):
         _pairs_among_many(frame, many, hosts)
@@ -301,17 +315,28 @@ def _frame(table: Any) -> pd.DataFrame:
 
 def _pairs_among_many(frame: pd.DataFrame, rows: Any, hosts: Any) -> None:
     """The `hosts` tuple of records naming more than two hosts, and pair_a / pair_b of a
-    pair record among them with only two distinct names (the record path counts it)."""
+    pair record among them with only two distinct names (the record path counts it).
+    A world or inter-node record names every host of the run (1,000 of them), and the
+    records of one sweep name the same list: each distinct list becomes one tuple, shared."""
+    import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    names = [tuple(h) for h in hosts.take(pa.array(rows, pa.int64())).to_pylist()]
+    lists = hosts.take(pa.array(rows, pa.int64()))
+    joined = pc.binary_join(lists, "\x00").dictionary_encode().combine_chunks()
+    distinct = [tuple(j.split("\x00")) for j in joined.dictionary.to_pylist()]
+    codes = joined.indices.to_numpy(zero_copy_only=False)
+    names = np.empty(len(distinct), dtype=object)
+    names[:] = distinct
     frame["hosts"] = frame["hosts"].astype(object)
-    frame.loc[rows, "hosts"] = pd_series(names, rows)
+    frame.loc[rows, "hosts"] = pd_series(list(names[codes]), rows)
     scope = frame["scope"]
-    for i, many in zip(rows, names):
-        distinct = sorted(set(many))
-        if scope.iat[i] == "pair" and len(distinct) == 2:
-            for c, v in zip(("pair_a", "pair_b"), distinct):
+    for i, code in zip(rows, codes):
+        if scope.iat[i] != "pair":
+            continue
+        two = sorted(set(distinct[code]))
+        if len(two) == 2:
+            for c, v in zip(("pair_a", "pair_b"), two):
                 frame[c] = frame[c].astype(object)
                 frame.at[i, c] = v
 

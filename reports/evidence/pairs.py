@@ -60,16 +60,30 @@ def low_outliers(values: Mapping[str, float], min_gap: float = DEFAULT_MIN_GAP) 
 
 # -- the pair matrix ----------------------------------------------------------------
 class PairValues(Mapping[Pair, float]):
-    """{(a, b): busbw} with a < b, held as columns `a`, `b`, `v`: a 1,000-node round-robin
-    has ~500k pairs, judged here without a Python object per pair."""
+    """{(a, b): busbw} with a < b, held as arrays: `names` (the hosts, sorted) and per pair
+    the codes `ia` < `ib` into it and the value `v`. A 1,000-node round-robin has ~500k pairs,
+    judged here without a Python object per pair."""
 
-    def __init__(self, frame: pd.DataFrame) -> None:
-        self.frame = frame.reset_index(drop=True)[["a", "b", "v"]]
+    def __init__(self, names: Sequence[str], ia: np.ndarray, ib: np.ndarray, v: np.ndarray) -> None:
+        self.names = np.asarray(names, dtype=object)
+        self.ia, self.ib, self.v = ia.astype(np.int64), ib.astype(np.int64), v.astype(float)
         self._dict: dict[Pair, float] | None = None
+
+    @classmethod
+    def of(cls, pairs: Mapping[Pair, float]) -> PairValues:
+        if isinstance(pairs, PairValues):
+            return pairs
+        d = {_key(*k): v for k, v in pairs.items()}
+        names = sorted({h for k in d for h in k})
+        code = {h: i for i, h in enumerate(names)}
+        ia = np.array([code[a] for a, _ in d], dtype=np.int64)
+        ib = np.array([code[b] for _, b in d], dtype=np.int64)
+        return cls(names, ia, ib, np.array(list(d.values()), dtype=float))
 
     def _d(self) -> dict[Pair, float]:
         if self._dict is None:
-            self._dict = dict(zip(zip(self.frame["a"], self.frame["b"]), self.frame["v"].astype(float)))
+            a, b = self.names[self.ia], self.names[self.ib]
+            self._dict = dict(zip(zip(a.tolist(), b.tolist()), self.v.tolist()))
         return self._dict
 
     def __getitem__(self, k: Pair) -> float:
@@ -79,20 +93,20 @@ class PairValues(Mapping[Pair, float]):
         return iter(self._d())
 
     def __len__(self) -> int:
-        return len(self.frame)
+        return len(self.v)
 
+    def scores(self) -> np.ndarray:
+        """Each host's best pair (-inf where it has none), by code."""
+        best = np.full(len(self.names), -np.inf)
+        np.maximum.at(best, self.ia, self.v)
+        np.maximum.at(best, self.ib, self.v)
+        return best
 
-def _pairs_frame(pairs: Mapping[Pair, float]) -> pd.DataFrame:
-    if isinstance(pairs, PairValues):
-        return pairs.frame
-    keys = list(pairs)
-    return pd.DataFrame(
-        {
-            "a": [k[0] for k in keys],
-            "b": [k[1] for k in keys],
-            "v": np.asarray([pairs[k] for k in keys], dtype=float),
-        }
-    )
+    def without(self, hosts: set[str]) -> PairValues:
+        """The pairs that touch none of `hosts`."""
+        drop = np.isin(self.names, sorted(hosts))
+        keep = ~(drop[self.ia] | drop[self.ib])
+        return PairValues(self.names, self.ia[keep], self.ib[keep], self.v[keep])
 
 
 def _pair_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -108,33 +122,23 @@ def _pair_op(rows: pd.DataFrame) -> str | None:
     return min(ops) if ops else None
 
 
-def _best(rows: pd.DataFrame) -> pd.DataFrame:
+def _codes(col: pd.Series, names: np.ndarray) -> np.ndarray:
+    """Codes into `names` (sorted) of a host-name column (categorical from the table)."""
+    cat = pd.Categorical(col)
+    return np.searchsorted(names, np.asarray(cat.categories.astype(str), dtype=object))[cat.codes]
+
+
+def _best(names: np.ndarray, ia: np.ndarray, ib: np.ndarray, v: np.ndarray) -> PairValues:
     """Best busbw per pair (never below 0)."""
-    if rows.empty:
-        return pd.DataFrame(
-            {"a": np.array([], dtype=object), "b": np.array([], dtype=object), "v": np.array([])}
-        )
-    best = rows.groupby(["pair_a", "pair_b"], sort=False, observed=True)["busbw_GBps"].max()
-    return _abv(best.clip(lower=0.0))
-
-
-def _abv(best: pd.Series) -> pd.DataFrame:
-    """A (a, b)-indexed series as columns; names as plain Python strings (object arrays:
-    dict lookups and sets on them are fast, unlike arrow-backed strings)."""
-    return pd.DataFrame(
-        {
-            "a": _names(best.index.get_level_values(0)),
-            "b": _names(best.index.get_level_values(1)),
-            "v": best.to_numpy(dtype=float),
-        }
-    )
-
-
-def _names(values: pd.Index) -> np.ndarray:
-    if isinstance(values.dtype, pd.CategoricalDtype):  # decode the ~1,000 names once, not per row
-        cat = pd.Categorical(values)
-        return np.asarray(cat.categories.astype(str), dtype=object)[cat.codes]
-    return np.asarray(values.astype(str), dtype=object)
+    if not len(v):
+        return PairValues(names, ia, ib, v)
+    key = ia * len(names) + ib
+    order = np.lexsort((-v, key))  # per key, the largest value first
+    key, v = key[order], v[order]
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    k = key[first]
+    return PairValues(names, k // len(names), k % len(names), np.clip(v[first], 0.0, None))
 
 
 def pair_values(frame: pd.DataFrame) -> PairValues:
@@ -147,45 +151,43 @@ def pair_values(frame: pd.DataFrame) -> PairValues:
     op = _pair_op(rows)
     recs = rows[(rows["op"] == op) & (rows["wrong"] == 0)]
     if recs.empty:
-        return PairValues(_best(recs))
+        return PairValues([], np.array([], np.int64), np.array([], np.int64), np.array([]))
     top = recs[recs["bytes"] == recs["bytes"].max()]
-    confirming = top["pass"] == 2
-    first, second = _best(top[~confirming]), _best(top[confirming])
-    if not second.empty:
-        bad_nodes, bad_links = suspects(PairValues(first))
-        retested = (set(bad_nodes) | {h for k in bad_links for h in k}) & (
-            set(second["a"]) | set(second["b"])
-        )
-        first = first[~(first["a"].isin(retested) | first["b"].isin(retested))]
-    both = pd.concat([first, second], ignore_index=True)
-    return PairValues(_abv(both.groupby(["a", "b"], sort=False)["v"].max()))
+    a, b = top["pair_a"], top["pair_b"]
+    # every name either column may hold (its categories): codes by name order, so a < b holds
+    cats = (pd.Categorical(a).categories, pd.Categorical(b).categories)
+    names = np.asarray(sorted({str(h) for c in cats for h in c}), dtype=object)
+    ia, ib, v = _codes(a, names), _codes(b, names), top["busbw_GBps"].to_numpy(dtype=float)
+    second = top["pass"].to_numpy() == 2
+    first = _best(names, ia[~second], ib[~second], v[~second])
+    if second.any():
+        again = _best(names, ia[second], ib[second], v[second])
+        bad_nodes, bad_links = suspects(first)
+        met = set(again.names[again.ia]) | set(again.names[again.ib])
+        first = first.without((set(bad_nodes) | {h for k in bad_links for h in k}) & met)
+        both = (np.concatenate([first.ia, again.ia]), np.concatenate([first.ib, again.ib]))
+        return _best(names, *both, np.concatenate([first.v, again.v]))
+    return first
 
 
-def pair_matrix(values: PairValues) -> tuple[list[str], list[list[float | None]]]:
-    """Hosts (sorted) and the symmetric matrix of pair busbw (GB/s) at the largest size."""
-    f = values.frame
-    hosts = sorted(set(f["a"].to_numpy(dtype=object)) | set(f["b"].to_numpy(dtype=object)))
-    index = {h: i for i, h in enumerate(hosts)}
-    m = np.full((len(hosts), len(hosts)), np.nan)
-    ia, ib = f["a"].map(index).to_numpy(dtype=int), f["b"].map(index).to_numpy(dtype=int)
-    m[ia, ib] = m[ib, ia] = f["v"].to_numpy(dtype=float)
-    return hosts, [[None if x != x else x for x in row] for row in m.tolist()]  # NaN != NaN: unmeasured
+def pair_matrix(values: PairValues) -> tuple[list[str], np.ndarray]:
+    """Hosts (sorted) and the symmetric matrix of pair busbw (GB/s) at the largest size;
+    NaN where a pair was not measured."""
+    used = np.unique(np.concatenate([values.ia, values.ib]))
+    index = np.full(len(values.names), -1)
+    index[used] = np.arange(len(used))
+    m = np.full((len(used), len(used)), np.nan)
+    ia, ib = index[values.ia], index[values.ib]
+    m[ia, ib] = m[ib, ia] = values.v
+    return [str(h) for h in values.names[used]], m
 
 
 def node_scores(pairs: Mapping[Pair, float]) -> dict[str, float]:
     """Each host's best pair: what its own link can do when its partner is not the limit."""
-    f = _pairs_frame(pairs)
-    if f.empty:
-        return {}
-    v = f["v"].to_numpy(dtype=float)
-    ends = pd.DataFrame(
-        {
-            "h": np.concatenate([f["a"].to_numpy(dtype=object), f["b"].to_numpy(dtype=object)]),
-            "v": np.concatenate([v, v]),
-        }
-    )
-    best = ends.groupby("h", sort=False)["v"].max().clip(lower=0.0)
-    return {str(h): float(x) for h, x in best.items()}
+    pv = PairValues.of(pairs)
+    best = pv.scores()
+    has = np.isfinite(best)
+    return dict(zip(pv.names[has].tolist(), np.clip(best[has], 0.0, None).tolist()))
 
 
 # -- slow nodes and links -------------------------------------------------------------
@@ -218,20 +220,21 @@ def slow_links(pairs: Mapping[Pair, float], min_gap: float = DEFAULT_MIN_GAP) ->
 def slow_link_values(
     pairs: Mapping[Pair, float], min_gap: float = DEFAULT_MIN_GAP
 ) -> dict[Pair, tuple[float, float]]:
-    """{pair: (its busbw, what both ends reach elsewhere)}."""
-    scores = node_scores(pairs)
-    f = _pairs_frame(pairs)
-    f = f[f["v"] > 0]
-    if len(scores) < MIN_FLEET or f.empty:
+    """{pair: (its busbw, what both ends reach elsewhere)} for pairs far below the slower
+    end's score. A pair capped by a slow node sits at that node's score and is not a link."""
+    pv = PairValues.of(pairs)
+    best = np.clip(pv.scores(), 0.0, None)
+    pos = pv.v > 0
+    if np.isfinite(pv.scores()).sum() < MIN_FLEET or not pos.any():
         return {}
-    ref = np.minimum(f["a"].map(scores).to_numpy(dtype=float), f["b"].map(scores).to_numpy(dtype=float))
-    ratios = f["v"].to_numpy(dtype=float) / ref
+    ia, ib, v = pv.ia[pos], pv.ib[pos], pv.v[pos]
+    ref = np.minimum(best[ia], best[ib])
+    ratios = v / ref
     _, thr = low_threshold(ratios, min_gap)
     # The ratio's reference is 1 (a pair at its slower end's speed), not the fleet median.
     thr = min(thr, 1 - min_gap)
     low = np.flatnonzero(ratios < thr)
-    a, b, v = f["a"].to_numpy(dtype=object), f["b"].to_numpy(dtype=object), f["v"].to_numpy(dtype=float)
-    return {(str(a[i]), str(b[i])): (float(v[i]), float(ref[i])) for i in low}
+    return {(str(pv.names[ia[i]]), str(pv.names[ib[i]])): (float(v[i]), float(ref[i])) for i in low}
 
 
 def confirmed_with(frame: pd.DataFrame) -> dict[str, list[str]]:
@@ -254,7 +257,7 @@ class PairEvidence:
     scores: dict[str, float]
     size: int  # the largest pair size (bytes); 0 without pair records
     hosts: list[str] = field(default_factory=list)  # the matrix's hosts, sorted
-    matrix: list[list[float | None]] = field(default_factory=list)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # NaN: not measured
     cells: list[tuple[float, str, str]] = field(default_factory=list)  # (busbw, a, b), slowest first
     confirmed: dict[str, list[str]] = field(default_factory=dict)
 
@@ -262,9 +265,9 @@ class PairEvidence:
 def pair_evidence(frame: pd.DataFrame) -> PairEvidence:
     values = pair_values(frame)
     hosts, matrix = pair_matrix(values)
-    f = values.frame  # the same cells as the matrix's upper triangle
-    a, b, v = f["a"].to_numpy(dtype=str), f["b"].to_numpy(dtype=str), f["v"].to_numpy(dtype=float)
-    order = np.lexsort((b, a, v))
+    # the same cells as the matrix's upper triangle, slowest first (names break ties)
+    a, b, v = values.names[values.ia], values.names[values.ib], values.v
+    order = np.lexsort((b.astype(str), a.astype(str), v))
     pair_rows = frame[frame["scope"] == "pair"]
     return PairEvidence(
         values=values,
@@ -283,7 +286,7 @@ def suspects(
 ) -> tuple[list[str], list[Pair]]:
     """Nodes and links worth a second look: the same tests at half the gap, so that a
     borderline first pass is measured again rather than judged on one sample."""
-    pairs = pair_GBps if isinstance(pair_GBps, PairValues) else {_key(*k): v for k, v in pair_GBps.items()}
+    pairs = PairValues.of(pair_GBps)
     return sorted(slow_nodes(pairs, None, min_gap)), sorted(slow_links(pairs, min_gap))
 
 

@@ -111,10 +111,13 @@ def _strings(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
 
 def shown(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows the report shows: out-of-place only where a size also has in-place results
-    (nccl-tests prints both; they measure the same path); names as plain strings."""
+    (nccl-tests prints both; they measure the same path). Names stay categorical (the table
+    sorts their categories, so grouping orders them by name)."""
     if frame.empty:
         return frame
-    df = _strings(frame, "scope", "op", "backend", "host")
+    df = frame
+    if not df["in_place"].any():  # nothing printed twice (stoker's own sweeps)
+        return df
     keys = ["scope", "op", "backend", "ranks", "bytes"]
     has_oop = ~df.groupby(keys, observed=True)["in_place"].transform("min").astype(bool)
     return df[~(df["in_place"].astype(bool) & has_oop)]
@@ -238,12 +241,13 @@ def per_host(df: pd.DataFrame, scope: str = "intra-node") -> pd.DataFrame:
     part = df[df["scope"] == scope] if not df.empty else df
     if part.empty:
         return pd.DataFrame(columns=["op", "host", "bytes", "busbw"])
-    top = part[part["bytes"] == part.groupby("op")["bytes"].transform("max")]
+    top = part[part["bytes"] == part.groupby("op", observed=True)["bytes"].transform("max")]
     out = (
-        top.groupby(["op", "host"], sort=True)
+        top.groupby(["op", "host"], sort=True, observed=True)
         .agg(bytes=("bytes", "max"), busbw=("busbw_GBps", "mean"))
         .reset_index()
     )
+    out = out.assign(op=out["op"].astype(str).astype(object), host=out["host"].astype(str).astype(object))
     return out.sort_values(["op", "busbw", "host"], kind="stable").reset_index(drop=True)
 
 

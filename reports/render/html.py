@@ -147,14 +147,18 @@ def _storage(ri: ReportInput) -> list[str]:
 def _hosts(ri: ReportInput) -> list[str]:
     out = ["<h2>Localisation</h2>"]
     ph = ri.evidence.per_host
+    if not ph.empty:
+        grids = [
+            (str(op), list(o["host"]), list(o["busbw"]))
+            for op, part in ph.groupby("op", sort=True)
+            for o in [part.sort_values("host", kind="stable")]
+        ]
+        size = format_size(int(ph["bytes"].max()))
+        title = f"intra-node busbw per host at each op's largest size (up to {size})"
+        out.append(img(plots.host_grids(title, grids), title))
     for op, part in ph.groupby("op", sort=True):
-        ordered = part.sort_values("host", kind="stable")
-        title = (
-            f"intra-node {op} busbw per host at {format_size(int(part['bytes'].max()))} ({len(part)} hosts)"
-        )
         out += [
-            img(plots.host_grid(title, list(ordered["host"]), list(ordered["busbw"])), title),
-            f"<details><summary>slowest {min(MAX_ROWS, len(part))} hosts</summary>"
+            f"<details><summary>{esc(op)}: slowest {min(MAX_ROWS, len(part))} of {len(part)} hosts</summary>"
             + table(
                 pd.DataFrame(
                     {

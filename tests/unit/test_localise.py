@@ -27,7 +27,8 @@ def pair_values(recs: list[NetRecord]) -> PairValues:
 
 
 def pair_matrix(recs: list[NetRecord]) -> tuple[list[str], list[list[float | None]]]:
-    return ev_pairs.pair_matrix(pair_values(recs))
+    hosts, m = ev_pairs.pair_matrix(pair_values(recs))
+    return hosts, [[None if x != x else x for x in row] for row in m.tolist()]  # NaN != NaN: unmeasured
 
 
 def localise(recs: list[NetRecord], io: list[IoRecord], expected_pair_GBps: float | None = None) -> list:
