@@ -198,32 +198,25 @@ def write_results(d: Path, nodes: int) -> int:
 
 
 def _groups(fh: Any, hosts: list[str], slow: str, slow_link: set[str]) -> int:
-    """The groups search's rounds as `stoker net --scopes groups` records them: halving from 4
-    groups, all groups of a round at once; a group holding the slow node (or both ends of the
-    slow link) runs at the slow figure. Each round is one record per group, its `round`."""
-    n, rnd, todo = 0, 0, [hosts[i::4] for i in range(4)]
-    while todo:
-        nxt: list[list[str]] = []
-        for g, members in enumerate(todo):
-            bad = slow in members or slow_link <= set(members)
-            fh.write(
-                _rec(
-                    "all_reduce",
-                    "groups",
-                    members,
-                    len(members),
-                    g,
-                    SIZES[-1],
-                    20.0 if bad else 45.0,
-                    round=rnd,
-                )
-                + "\n"
-            )
+    """The groups search's rounds as `stoker net --scopes groups` records them: the search's
+    own schedule (reports.evidence.groups.group_search, which the run drives with real
+    collectives), each round one record per group with its `round`; a group holding the slow
+    node (or both ends of the slow link) runs at the slow figure."""
+    sys.path.insert(0, str(REPO))
+    from reports.evidence.groups import group_search
+
+    n, rnd = 0, 0
+
+    def measure(groups: list[tuple[str, ...]]) -> list[float]:
+        nonlocal n, rnd
+        values = [20.0 if slow in g or slow_link <= set(g) else 45.0 for g in groups]
+        for i, (g, v) in enumerate(zip(groups, values)):
+            fh.write(_rec("all_reduce", "groups", list(g), len(g), i, SIZES[-1], v, round=rnd) + "\n")
             n += 1
-            if bad and len(members) > 3:
-                half = len(members) // 2
-                nxt += [members[:half], members[half:]]
-        todo, rnd = nxt, rnd + 1
+        rnd += 1
+        return [v * SIZES[-1] / (SIZES[-1] + (8 << 20)) for v in values]  # the busbw _rec writes
+
+    group_search(hosts, measure)
     return n
 
 
