@@ -67,7 +67,7 @@ class ModelRow:
     """One line of the starvation model: what the workload needs of a component."""
 
     part: Part  # which part of the training step waits
-    component: str  # a Component, or the storage/network component the part depends on
+    component: Component  # the network or storage component the part depends on
     check: str  # the sentence a person reads
     required: float | None
     achieved: float | None

@@ -10,7 +10,6 @@ and written back out unchanged.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import os
@@ -146,10 +145,14 @@ def to_dict(rec: Record) -> dict[str, Any]:
     return out
 
 
-@functools.cache
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
 def _field_names(cls: type) -> frozenset[str]:
     # dataclasses.fields() is slow enough to matter when reading 10^5 records.
-    return frozenset(f.name for f in dataclasses.fields(cls)) - {"extra"}
+    if cls not in _FIELD_NAMES:
+        _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls)) - {"extra"}
+    return _FIELD_NAMES[cls]
 
 
 def from_dict(cls: type[R], obj: Mapping[str, Any]) -> R:

@@ -64,7 +64,9 @@ class PairValues(Mapping[Pair, float]):
     the codes `ia` < `ib` into it and the value `v`. A 1,000-node round-robin has ~500k pairs,
     judged here without a Python object per pair."""
 
-    def __init__(self, names: Sequence[str], ia: np.ndarray, ib: np.ndarray, v: np.ndarray) -> None:
+    def __init__(
+        self, names: Sequence[str] | np.ndarray, ia: np.ndarray, ib: np.ndarray, v: np.ndarray
+    ) -> None:
         self.names = np.asarray(names, dtype=object)
         self.ia, self.ib, self.v = ia.astype(np.int64), ib.astype(np.int64), v.astype(float)
         self._dict: dict[Pair, float] | None = None

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from reports.evidence.storage import why_not_compared
 from reports.evidence.sweeps import Sweep, main_op
-from reports.findings import DEFAULT_THRESHOLDS, Finding, Status
+from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Status
 from reports.judging.spec import Spec, StorageSpec
 from reports.records import IoRecord
 from reports.units import format_size
@@ -77,7 +77,11 @@ def compare_network(
     findings: list[Finding] = []
     expected_used: dict[str, float] = {}
     threshold = (spec.thresholds if spec else DEFAULT_THRESHOLDS)["network"]
-    for scope, component in (("intra-node", "intra-node network"), ("inter-node", "inter-node network")):
+    scopes: tuple[tuple[str, Component], ...] = (
+        ("intra-node", "intra-node network"),
+        ("inter-node", "inter-node network"),
+    )
+    for scope, component in scopes:
         c = main_op(curves, scope)
         if c is None:
             continue
@@ -162,7 +166,7 @@ def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Fin
     for (path, workload, direction), all_recs in sorted(groups.items()):
         entry = match_storage(path, spec.storage) if spec else None
         kind = entry.kind if entry else all_recs[0].scope
-        component = "local storage" if kind == "local" else "shared storage"
+        component: Component = "local storage" if kind == "local" else "shared storage"
         recs = [r for r in all_recs if not why_not_compared(r)]
         aside = [r for r in all_recs if why_not_compared(r)]
         beside = f" Beside it, not compared: {_beside(aside)}." if aside else ""

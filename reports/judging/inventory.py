@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reports.errors import UsageError
-from reports.findings import Finding
+from reports.findings import Component, Finding
 from reports.judging import catalog
 from reports.judging.spec import Spec
 
@@ -29,7 +29,7 @@ NETWORK_CAUSES = ("network port",)
 
 
 def _bad(
-    component: str,
+    component: Component,
     check: str,
     host: str,
     message: str,
@@ -57,7 +57,7 @@ def _where(r: dict[str, Any]) -> str:
     return f"{r['device']}{port}" + (f" ({bus})" if bus and r["component"] != "network port" else "")
 
 
-def pcie_finding(host: str, r: dict[str, Any], link: dict[str, Any], component: str) -> Finding | None:
+def pcie_finding(host: str, r: dict[str, Any], link: dict[str, Any], component: Component) -> Finding | None:
     """A link trained below its own maximum. An idle GPU may lower its generation to save
     power, so a GPU's generation counts only when read under load; width always counts."""
     gen, mgen, width, mwidth = (link.get(k) for k in ("gen", "max_gen", "width", "max_width"))

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reports.evidence import Evidence
-from reports.findings import DEFAULT_THRESHOLDS, Finding, Judgement, ModelRow, verdict_of
+from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
 from reports.judging import advertised, model
 from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
@@ -57,7 +57,7 @@ def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec
     return max(recs, key=lambda r: r.bw_GBps, default=None)
 
 
-def _component(r: IoRecord | None, spec: Spec | None) -> str:
+def _component(r: IoRecord | None, spec: Spec | None) -> Component:
     if r is None:
         return "shared storage"
     e = advertised.match_storage(r.path, spec.storage) if spec else None

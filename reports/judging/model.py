@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports.evidence.sweeps import Sweep
-from reports.findings import ModelRow, Part
+from reports.findings import Component, ModelRow, Part, Status
 from reports.judging import catalog
 from reports.judging.spec import Spec
 from reports.judging.workload import DDP_FIRST_BUCKET_BYTES, Workload
@@ -46,9 +46,9 @@ class Measured:
 
     curves: dict[tuple[str, str], Sweep] = field(default_factory=dict)
     read_GBps_per_node: float | None = None  # dataloader reads, one node's share
-    read_component: str = "shared storage"
+    read_component: Component = "shared storage"
     write_GBps: float | None = None  # checkpoint writes, all nodes together
-    write_component: str = "shared storage"
+    write_component: Component = "shared storage"
     write_backend: str = "fio"  # the record it came from: torch.save / torch.dcp win (judge._pick_io)
     cpu_ranks: bool = False  # the collectives ran on CPU ranks (gloo): the CPU-only terms apply
     host_h2d_GBps: float | None = None  # measured host link per GPU (host.jsonl), slowest GPU
@@ -128,7 +128,7 @@ def _share(exposed: float, base: float) -> float:
 
 def _row(
     part: Part,
-    component: str,
+    component: Component,
     check: str,
     required: float | None,
     achieved: float | None,
@@ -140,7 +140,7 @@ def _row(
     **extra: Any,
 ) -> ModelRow:
     share = _share(exposed, base)
-    status = "no_reference" if achieved is None else ("starving" if share > budget else "ok")
+    status: Status = "no_reference" if achieved is None else ("starving" if share > budget else "ok")
     return ModelRow(
         part=part,
         component=component,
@@ -155,7 +155,11 @@ def _row(
     )
 
 
-def _missing(part: Part, component: str, check: str, unit: str, why: str) -> ModelRow:
+def _net(scope: str) -> Component:
+    return "inter-node network" if scope == "inter-node" else "intra-node network"
+
+
+def _missing(part: Part, component: Component, check: str, unit: str, why: str) -> ModelRow:
     return ModelRow(
         part=part,
         component=component,
@@ -187,7 +191,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
             rows.append(
                 _missing(
                     "tensor parallel",
-                    f"{tp_scope} network",
+                    _net(tp_scope),
                     check,
                     "GB/s",
                     "tensor parallel needs global_batch_tokens",
@@ -195,9 +199,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
             )
         elif curve is None:
             rows.append(
-                _missing(
-                    "tensor parallel", f"{tp_scope} network", check, "GB/s", f"no {tp_scope} sweep measured"
-                )
+                _missing("tensor parallel", _net(tp_scope), check, "GB/s", f"no {tp_scope} sweep measured")
             )
         else:
             bus, secs, note = _time(curve, "all_reduce", t, msg, count)
@@ -205,7 +207,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
             rows.append(
                 _row(
                     "tensor parallel",
-                    f"{tp_scope} network",
+                    _net(tp_scope),
                     check,
                     bus / (tp_window + e_max) / 1e9,
                     bus / secs / 1e9,
@@ -224,7 +226,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
     if d <= 1:
         return rows
     scope = "inter-node" if d > g // t else "intra-node"
-    component = f"{scope} network"
+    component = _net(scope)
     if w.data == "ddp":
         curve, fb = _curve(m, scope, "all_reduce")
         total = w.params / t * w.grad_bytes
