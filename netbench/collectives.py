@@ -4,13 +4,11 @@ An entry says how many bytes the "size" column counts, the bus factor, the small
 group it runs on, which backend method runs it, and how to fill and check its buffers.
 Adding an op adds an entry here, never a loop elsewhere.
 
-Sizes and factors follow nccl-tests doc/PERFORMANCE.md ("Bus bandwidth") and the
-`*GetBw`/`*GetCollByteCount` functions of src/<op>.cu:
+Sizes follow the `*GetCollByteCount` functions of nccl-tests src/<op>.cu:
   S (size column, bytes)      all_reduce, broadcast, reduce, sendrecv: count x type size
                               all_gather: the whole output; reduce_scatter: the whole input;
                               alltoall: the whole buffer of one rank (n chunks)
-  busbw = algbw x factor      all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n;
-                              broadcast, reduce, sendrecv 1
+Op names and bus factors (busbw = algbw x factor) are defined once, in reports/ops.py.
 
 Fills are small integers (1..7) so that float sums are exact and a correct result
 compares equal element by element; `wrong` counts the elements that differ.
@@ -22,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from reports.ops import OPS, Op, bus_factor
 
 # A fill value of rank r at element i: 1..7, so a sum over n ranks stays below 8n and is
 # exact in float32 for any realistic n (and in bfloat16/float16 up to ~32 ranks).
@@ -52,8 +52,7 @@ class Layout:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Collective:
-    name: str
-    bus_factor: Callable[[int], float]  # n ranks -> busbw / algbw
+    name: Op
     per_rank_chunks: bool  # count must divide into n equal chunks
     send_chunks: Callable[[int], int]  # n -> send buffer length in chunks of count/n
     recv_chunks: Callable[[int], int]  # n -> recv buffer length in chunks of count/n
@@ -63,6 +62,10 @@ class Collective:
     in_place_ok: bool = True  # nccl-tests runs it in place too
     send_values: Callable[[int, int, int, int], np.ndarray]  # (count, n, rank, root) -> send buffer
     expected: Callable[[int, int, int, int], np.ndarray | None]  # -> recv buffer; None: not checked
+
+    def bus_factor(self, n: int) -> float:
+        """busbw / algbw among n ranks (reports/ops.py)."""
+        return bus_factor(self.name, n)
 
     def layout(self, size_bytes: int, n: int, itemsize: int) -> Layout:
         """Element counts for a requested size, rounded down like nccl-tests so that
@@ -76,10 +79,6 @@ class Collective:
     def size_bytes(self, layout: Layout, itemsize: int) -> int:
         """The nccl-tests size column: always count x type size with count defined per op."""
         return layout.count * itemsize
-
-
-def _ring(n: int) -> float:
-    return (n - 1) / n if n > 0 else 0.0
 
 
 def _own(count: int, n: int, rank: int, root: int) -> np.ndarray:
@@ -123,7 +122,6 @@ TABLE: dict[str, Collective] = {
     for c in (
         Collective(
             name="all_reduce",
-            bus_factor=lambda n: 2 * _ring(n),
             redop="sum",
             per_rank_chunks=False,
             send_chunks=_ONE,
@@ -133,7 +131,6 @@ TABLE: dict[str, Collective] = {
         ),
         Collective(
             name="all_gather",
-            bus_factor=_ring,
             per_rank_chunks=True,
             send_chunks=_ONE,
             recv_chunks=_N,
@@ -142,7 +139,6 @@ TABLE: dict[str, Collective] = {
         ),
         Collective(
             name="reduce_scatter",
-            bus_factor=_ring,
             redop="sum",
             per_rank_chunks=True,
             send_chunks=_N,
@@ -152,7 +148,6 @@ TABLE: dict[str, Collective] = {
         ),
         Collective(
             name="broadcast",
-            bus_factor=lambda n: 1.0,
             rooted=True,
             per_rank_chunks=False,
             send_chunks=_ONE,
@@ -162,7 +157,6 @@ TABLE: dict[str, Collective] = {
         ),
         Collective(
             name="reduce",
-            bus_factor=lambda n: 1.0,
             redop="sum",
             rooted=True,
             per_rank_chunks=False,
@@ -173,7 +167,6 @@ TABLE: dict[str, Collective] = {
         ),
         Collective(
             name="alltoall",
-            bus_factor=_ring,
             per_rank_chunks=True,
             in_place_ok=False,
             send_chunks=_N,
@@ -184,7 +177,6 @@ TABLE: dict[str, Collective] = {
         Collective(
             # send to rank r+1, receive from rank r-1 (nccl-tests sendrecv.cu)
             name="sendrecv",
-            bus_factor=lambda n: 1.0,
             min_ranks=2,
             in_place_ok=False,
             per_rank_chunks=False,
@@ -196,6 +188,7 @@ TABLE: dict[str, Collective] = {
     )
 }
 OP_NAMES: tuple[str, ...] = tuple(TABLE)
+assert set(OP_NAMES) == set(OPS), "the table runs every op reports/ops.py names"
 
 
 def count_wrong(got: np.ndarray, expected: np.ndarray | None) -> int:

@@ -30,7 +30,8 @@ from reports.ingest.nccl_rows import (
     row_fields,
     skipped_note,
 )
-from reports.records import OPS, NetRecord
+from reports.ops import OPS, bus_factor, ranks_from_factor
+from reports.records import NetRecord
 
 BACKEND = "nccl-tests"
 # nccl-tests type names -> the dtype names stoker records use.
@@ -84,18 +85,6 @@ def op_from_name(name: str) -> str | None:
     return None
 
 
-def ranks_from_factor(op: str, algbw: float, busbw: float) -> int:
-    """Invert the bus factor when the log lost its device lines (0 when it cannot be told)."""
-    if algbw <= 0 or busbw <= 0 or op in ("broadcast", "reduce", "sendrecv"):
-        return 0
-    f = busbw / algbw
-    if op == "all_reduce":
-        n = 2 / (2 - f) if f < 2 else 0.0  # rows printed as 0.01/0.02 give f = 2 exactly
-    else:
-        n = 1 / (1 - f) if f < 1 else 0.0
-    return max(0, round(n)) if 0 < n < 1e6 else 0
-
-
 def nccl_version(code: Any) -> str:
     """NCCL_VERSION_CODE -> '2.27.3' (major*10000 + minor*100 + patch since 2.9; 1000/100 before)."""
     try:
@@ -121,11 +110,11 @@ def infer_op(lead: Mapping[str, Any], timing: Mapping[str, Any], ranks: int) -> 
         return None  # tiny sizes print 0.00: no factor to read
     f = busbw / algbw
     near = lambda x: abs(f - x) <= 0.03 * x  # noqa: E731 - printed values carry 2 decimals
-    if near(2 * (ranks - 1) / ranks) and ranks > 2:
+    if near(bus_factor("all_reduce", ranks)) and ranks > 2:
         return "all_reduce"
-    if near((ranks - 1) / ranks) and ranks > 2:
+    if near(bus_factor("reduce_scatter", ranks)) and ranks > 2:
         return "reduce_scatter" if reduces else None
-    if near(1.0) and not reduces and ranks != 2:
+    if near(bus_factor("sendrecv", ranks)) and not reduces and ranks != 2:
         return "sendrecv"
     return None
 
