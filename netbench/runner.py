@@ -104,11 +104,9 @@ def _manifest(
     m["devices"] = [b.device]
     m["settings"] = {**asdict(s), "backend": b.name, "world": b.world}
     try:
-        from reports.judging.detect import detect_hardware  # type: ignore[import-not-found]
+        from netbench.inventory.hardware import detect_hardware
 
         m["hardware"] = detect_hardware()
-    except ImportError:
-        pass
     except Exception as exc:  # hardware detection must never cost the measurement
         m["hardware_error"] = f"{type(exc).__name__}: {exc}"
     return m

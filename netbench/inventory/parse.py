@@ -1,13 +1,13 @@
 """Pure parsers of what the inventory reads: nvidia-smi query CSV, `nvidia-smi topo -m`,
 `nvidia-smi nvlink -s`, Xid lines of the kernel log. Tested on recorded outputs
-(tests/data/inventory/). sysfs scalars reuse reports.judging.detect's parsers."""
+(tests/data/inventory/). sysfs scalars reuse hardware_parse's parsers."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from reports.judging.detect import pci_address
+from netbench.inventory.hardware_parse import pci_address
 
 # PCIe generation by transfer rate per lane (PCI-SIG): what `current_link_speed` says.
 GEN_BY_GTPS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}

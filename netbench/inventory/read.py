@@ -15,15 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from netbench.inventory import parse as p
-from reports.judging.detect import (
-    Runner,
-    _read,
-    parse_ib_rate,
-    parse_ib_state,
-    parse_net_speed,
-    parse_pcie_speed,
-    run_tool,
-)
+from netbench.inventory.hardware import Runner, run_tool
+from netbench.inventory.hardware import read_text as _read
+from netbench.inventory.hardware_parse import parse_ib_rate, parse_ib_state, parse_net_speed, parse_pcie_speed
 
 # copier(gpu index, bytes, during) -> {h2d_pinned_GBps, d2h_pinned_GBps, h2d_pageable_GBps};
 # `during` is called while copies are in flight, to read the link state under load.

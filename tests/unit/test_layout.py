@@ -14,6 +14,7 @@ SHARED = {
     "reports",
     "reports.errors",
     "reports.records",
+    "reports.ops",
     "reports.findings",
     "reports.units",
     "reports.manifest",
@@ -77,12 +78,10 @@ def test_rooms_depend_one_way() -> None:
 
 
 def test_measurement_imports_only_the_schema_from_reports() -> None:
-    # netbench/iobench may use the record schema, plus four documented extras: hardware
-    # detection (it fills the manifest), the fio parser (shared with `stoker import`), the
+    # netbench/iobench may use the record schema, plus three documented extras: the fio parser (shared with `stoker import`), the
     # localiser's choice of pairs to measure again (the pairs scope's confirmation pass) and
     # the groups search (the groups scope runs the search that the report replays).
     allowed = SHARED | {
-        "reports.judging.detect",
         "reports.ingest.fio_json",
         "reports.judging.localise",
         "reports.judging.localise_groups",
@@ -92,3 +91,10 @@ def test_measurement_imports_only_the_schema_from_reports() -> None:
             used = {i for i in _imports(p) if i.startswith("reports")}
             extra = {i for i in used if i not in allowed and i.rsplit(".", 1)[0] not in allowed}
             assert not extra, f"{p.relative_to(ROOT)} imports {sorted(extra)}"
+
+
+def test_judging_runs_no_tool() -> None:
+    # judging is pure: hardware detection (nvidia-smi, sysfs) is IO on the measuring side
+    # (netbench/inventory/hardware.py) and reaches the report only through the records
+    for p in (ROOT / "reports" / "judging").rglob("*.py"):
+        assert not {"subprocess", "shutil"} & _imports(p), f"{p.relative_to(ROOT)} runs tools"
