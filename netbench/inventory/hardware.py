@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,29 @@ def run_tool(args: Sequence[str]) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout if out.returncode == 0 else None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolOutput:
+    """What a tool printed and how it exited: nvidia-smi exits non-zero when one GPU is lost
+    but still prints every other GPU, so the inventory keeps the output of a failed run."""
+
+    stdout: str
+    stderr: str
+    returncode: int
+
+    def text(self) -> str:
+        """stdout, and stderr after it when the run failed (its error lines name lost GPUs)."""
+        return self.stdout if self.returncode == 0 else "\n".join(t for t in (self.stdout, self.stderr) if t)
+
+
+def run_keep(args: Sequence[str]) -> ToolOutput | None:
+    """A tool's output whatever its exit status; None when it is absent or hangs."""
+    try:
+        out = subprocess.run(list(args), capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return ToolOutput(stdout=out.stdout or "", stderr=out.stderr or "", returncode=out.returncode)
 
 
 def read_text(path: Path) -> str | None:
