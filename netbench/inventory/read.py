@@ -28,10 +28,20 @@ Copier = Callable[[int, int, Callable[[], None]], dict[str, float]]
 Runner = Callable[[Sequence[str]], "ToolOutput | str | None"]
 
 
-def _text(out: ToolOutput | str | None) -> str | None:
+def _raw(out: ToolOutput | str | None) -> str | None:
     if out is None or isinstance(out, str):
         return out
     return out.text() if (out.stdout or out.stderr) else None
+
+
+def _text(out: ToolOutput | str | None) -> str | None:
+    """What a run printed, when it can be read as the tool's answer: a successful run, or a
+    failed nvidia-smi run that names a GPU it could not open (the other GPUs' lines are still
+    right). Any other failure (dmesg not permitted, a query the driver refuses) is unreadable."""
+    if isinstance(out, ToolOutput) and out.returncode != 0:
+        text = _raw(out)
+        return text if text is not None and p.parse_lost_gpus(text) else None
+    return _raw(out)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -144,12 +154,12 @@ def _query(
 ) -> tuple[str | None, tuple[str, ...]]:
     """A --query-gpu run, again with the older field names when the driver refuses a field
     it does not know (it then prints only 'Field "..." is not a valid field to query.')."""
-    text = _text(run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]))
-    if text is not None and "is not a valid field" in text and legacy != fields:
-        return _text(
-            run(["nvidia-smi", f"--query-gpu={','.join(legacy)}", "--format=csv,noheader,nounits"])
-        ), legacy
-    return text, fields
+    args = ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
+    out = run(args)
+    if "is not a valid field" in (_raw(out) or "") and legacy != fields:
+        args = ["nvidia-smi", f"--query-gpu={','.join(legacy)}", "--format=csv,noheader,nounits"]
+        return _text(run(args)), legacy
+    return _text(out), fields
 
 
 def _gpu_records(

@@ -273,3 +273,19 @@ def test_stoker_inventory_names_nics_dead_links_and_the_lost_gpu(tmp_path: Path)
     findings = {(f.check, f.extra["device"]): f for f in judge_inventory(recs)}
     assert set(findings) == {("nvlink active", "GPU2"), ("gpu errors", "GPU 0000:9a:00.0")}
     assert "hardware Xid 79" in findings[("gpu errors", "GPU 0000:9a:00.0")].message
+
+
+def test_a_failed_dmesg_is_unreadable_not_a_log(tmp_path: Path) -> None:
+    # dmesg under kernel.dmesg_restrict=1 exits 1 with its complaint on stderr: not a kernel log
+    root, outputs = materialise(tmp_path, {})
+
+    def run(args: Sequence[str]) -> ToolOutput | str | None:
+        if args[0] == "dmesg":
+            return ToolOutput(
+                stdout="", stderr="dmesg: read kernel buffer failed: Operation not permitted\n", returncode=1
+            )
+        return runner(outputs)(args)
+
+    inv = read_inventory(sys_root=root, run=run)
+    assert any(s.startswith("kernel log (Xid events): not readable") for s in inv.skipped)
+    assert {r["kernel_log_readable"] for r in inv.records if r["component"] == "gpu"} == {False}
