@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from netbench.inventory import parse as p
+from netbench.inventory.copy import Copier
 from netbench.inventory.hardware import ToolOutput, run_keep
 from netbench.inventory.hardware import read_text as _read
 from netbench.inventory.hardware_parse import parse_ib_rate, parse_ib_state, parse_net_speed, parse_pcie_speed
 
-# copier(gpu index, bytes, during) -> {h2d_pinned_GBps, d2h_pinned_GBps, h2d_pageable_GBps};
-# `during` is called while copies are in flight, to read the link state under load.
+# copier({gpu, uuid, numa_node}, bytes, during) -> {h2d_pinned_GBps, d2h_pinned_GBps,
+# h2d_pageable_GBps, ...} (netbench/inventory/copy.py); `during` is called while copies are in
+# flight, to read the link state under load.
 _PCI = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-Copier = Callable[[int, int, Callable[[], None]], dict[str, float]]
 # run(args) -> output: a ToolOutput (real runs: kept even when the tool exits non-zero), plain
 # text (tests: a recorded output of a successful run) or None (absent, not allowed, hung)
 Runner = Callable[[Sequence[str]], "ToolOutput | str | None"]
@@ -168,7 +169,7 @@ def _gpu_records(
     run: Runner,
     kernel_log: str | None,
     under_load: dict[int, dict[str, Any]],
-    copies: dict[int, dict[str, float]],
+    copies: dict[int, dict[str, Any]],
     skipped: list[str],
 ) -> list[dict[str, Any]]:
     topo_text = _text(run(["nvidia-smi", "topo", "-m"]))
@@ -308,7 +309,7 @@ def read_inventory(
             f"GPU {lg['bus_id']}: nvidia-smi cannot open it ({lg['reason']}); read from the kernel log only"
         )
     under_load: dict[int, dict[str, Any]] = {}
-    copies: dict[int, dict[str, float]] = {}
+    copies: dict[int, dict[str, Any]] = {}
     if copier is None:
         inv.skipped.append(
             "host-link copy test: not run (no CUDA torch); GPU link state read at idle, "
@@ -323,7 +324,16 @@ def read_inventory(
                 if i in now:
                     under_load[i] = {k: now[i][k] for k in ("gen", "width")}
 
-            copies[g["gpu"]] = {**copier(g["gpu"], copy_bytes, during), "copy_bytes": copy_bytes}
+            which = {
+                "gpu": g["gpu"],
+                "uuid": g.get("uuid"),
+                "numa_node": _num(root / "bus" / "pci" / "devices" / g["bus_id"] / "numa_node"),
+            }
+            try:
+                copies[g["gpu"]] = {**copier(which, copy_bytes, during), "copy_bytes": copy_bytes}
+            except Exception as exc:  # one GPU's CUDA error (OOM, exclusive mode) costs its copy only
+                first = (str(exc).strip().splitlines() or [""])[0][:160]
+                inv.skipped.append(f"host-link copy test of GPU{g['gpu']}: {type(exc).__name__}: {first}")
     log = kernel_log() if kernel_log else _text(run(["dmesg"]))
     inv.records += _gpu_records(rows, lost, run, log, under_load, copies, inv.skipped)
     return inv

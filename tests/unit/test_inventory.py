@@ -193,9 +193,12 @@ class ScriptedCopier:
 
     def __init__(self, figures: dict[int, tuple[float, float, float]]) -> None:
         self.figures, self.calls = figures, []
+        self.which: list[dict[str, Any]] = []
 
-    def __call__(self, gpu: int, nbytes: int, during: Any) -> dict[str, float]:
+    def __call__(self, which: dict[str, Any], nbytes: int, during: Any) -> dict[str, float]:
+        gpu = which["gpu"]
         self.calls.append((gpu, nbytes))
+        self.which.append(which)
         during()
         h2d, d2h, pageable = self.figures[gpu]
         return {"h2d_pinned_GBps": h2d, "d2h_pinned_GBps": d2h, "h2d_pageable_GBps": pageable}
