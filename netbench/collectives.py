@@ -7,7 +7,10 @@ Adding an op adds an entry here, never a loop elsewhere.
 Sizes follow the `*GetCollByteCount` functions of nccl-tests src/<op>.cu:
   S (size column, bytes)      all_reduce, broadcast, reduce, sendrecv: count x type size
                               all_gather: the whole output; reduce_scatter: the whole input;
-                              alltoall: the whole buffer of one rank (n chunks)
+                              alltoall: the whole buffer of one rank (n chunks);
+                              gather: the root's whole output; scatter: the root's whole input;
+                              alltoallv: one rank's whole send (= receive) buffer, per-peer
+                              counts from nccl-tests' generated pattern (netbench/alltoallv.py)
 Op names and bus factors (busbw = algbw x factor) are defined once, in reports/ops.py.
 
 Fills are small integers (1..7) so that float sums are exact and a correct result
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from netbench import alltoallv
 from reports.ops import OPS, Op, bus_factor
 
 # A fill value of rank r at element i: 1..7, so a sum over n ranks stays below 8n and is
@@ -48,6 +52,8 @@ class Layout:
     count: int  # elements of the size column
     send: int  # elements in this rank's send buffer
     recv: int  # elements in this rank's receive buffer
+    # alltoallv: elements rank i sends rank j, [i][j]; None for every other op
+    splits: tuple[tuple[int, ...], ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -62,6 +68,7 @@ class Collective:
     in_place_ok: bool = True  # nccl-tests runs it in place too
     send_values: Callable[[int, int, int, int], np.ndarray]  # (count, n, rank, root) -> send buffer
     expected: Callable[[int, int, int, int], np.ndarray | None]  # -> recv buffer; None: not checked
+    varying: bool = False  # per-peer counts from nccl-tests' alltoallv pattern (Layout.splits)
 
     def bus_factor(self, n: int) -> float:
         """busbw / algbw among n ranks (reports/ops.py)."""
@@ -71,10 +78,26 @@ class Collective:
         """Element counts for a requested size, rounded down like nccl-tests so that
         chunked ops split evenly; count 0 means the size is too small for this op."""
         count = size_bytes // itemsize
+        if self.varying:
+            m = alltoallv.matrix(count, n, itemsize)
+            total = sum(m[0])  # the pattern is balanced: every rank sends and receives this many
+            return Layout(count=total, send=total, recv=total, splits=m)
         if self.per_rank_chunks:
             count -= count % n
         chunk = count // n if self.per_rank_chunks else count
         return Layout(count=count, send=chunk * self.send_chunks(n), recv=chunk * self.recv_chunks(n))
+
+    def values(self, lay: Layout, n: int, rank: int, root: int) -> np.ndarray:
+        """This rank's send buffer."""
+        if lay.splits is not None:
+            return fill(rank, 0, sum(lay.splits[rank]))
+        return self.send_values(lay.count, n, rank, root)
+
+    def want(self, lay: Layout, n: int, rank: int, root: int) -> np.ndarray | None:
+        """This rank's receive buffer after the op; None where it is not defined."""
+        if lay.splits is not None:
+            return _varying_expected(lay.splits, rank)
+        return self.expected(lay.count, n, rank, root)
 
     def size_bytes(self, layout: Layout, itemsize: int) -> int:
         """The nccl-tests size column: always count x type size with count defined per op."""
@@ -112,6 +135,26 @@ def _reduce_scatter_expected(count: int, n: int, rank: int, root: int) -> np.nda
 
 def _reduce_expected(count: int, n: int, rank: int, root: int) -> np.ndarray | None:
     return _sum_over(n, 0, count) if rank == root else None  # other ranks' buffers are undefined
+
+
+def _gather_expected(count: int, n: int, rank: int, root: int) -> np.ndarray | None:
+    return _all_gather_expected(count, n, rank, root) if rank == root else None  # others: no output
+
+
+def _scatter_send(count: int, n: int, rank: int, root: int) -> np.ndarray:
+    return fill(rank, 0, count)  # the root's n chunks; chunk j goes to rank j (others: unused)
+
+
+def _scatter_expected(count: int, n: int, rank: int, root: int) -> np.ndarray:
+    c = count // n
+    return fill(root, rank * c, c)
+
+
+def _varying_expected(m: tuple[tuple[int, ...], ...], rank: int) -> np.ndarray:
+    """alltoallv: from each source in rank order, its segment for me, which starts in its
+    send stream after what it sends the ranks before me (nccl-tests AlltoAllvInitData)."""
+    parts = [fill(src, sum(m[src][:rank]), m[src][rank]) for src in range(len(m))]
+    return np.concatenate(parts) if parts else np.zeros(0)
 
 
 _ONE = lambda n: 1  # noqa: E731 - one chunk
@@ -184,6 +227,39 @@ TABLE: dict[str, Collective] = {
             recv_chunks=_ONE,
             send_values=_own,
             expected=lambda c, n, r, root: fill((r - 1) % n, 0, c),
+        ),
+        Collective(
+            # the root receives every rank's chunk in rank order (nccl-tests gather.cu)
+            name="gather",
+            rooted=True,
+            per_rank_chunks=True,
+            in_place_ok=False,
+            send_chunks=_ONE,
+            recv_chunks=_N,
+            send_values=_own_chunk,
+            expected=_gather_expected,
+        ),
+        Collective(
+            # the root sends chunk j of its buffer to rank j (nccl-tests scatter.cu)
+            name="scatter",
+            rooted=True,
+            per_rank_chunks=True,
+            in_place_ok=False,
+            send_chunks=_N,
+            recv_chunks=_ONE,
+            send_values=_scatter_send,
+            expected=_scatter_expected,
+        ),
+        Collective(
+            # every rank sends each peer a different amount (nccl-tests alltoallv.cu)
+            name="alltoallv",
+            varying=True,
+            per_rank_chunks=False,
+            in_place_ok=False,
+            send_chunks=_ONE,
+            recv_chunks=_ONE,
+            send_values=_own,
+            expected=lambda c, n, r, root: None,  # from the layout's splits: Collective.want
         ),
     )
 }

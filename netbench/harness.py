@@ -78,7 +78,7 @@ def slots_for(lay: Layout, itemsize: int, pool_bytes: int, iters: int) -> int:
 
 
 def _buffers(b: Backend, coll: Collective, lay: Layout, n: int, me: int, in_place: bool) -> _Slot:
-    values = coll.send_values(lay.count, n, me, ROOT)
+    values = coll.values(lay, n, me, ROOT)
     if not in_place:
         zeros = np.zeros(lay.recv)
         send, recv = b.alloc(values), b.alloc(zeros)
@@ -120,7 +120,8 @@ def measure(
     """Check, warm up and time one op at one size on this rank's group."""
     n, me = b.group_size(comm), b.group_rank(comm)
     sets = [_buffers(b, coll, lay, n, me, in_place) for _ in range(max(1, slots))]
-    ops = [b.bind(coll.name, x.send, x.recv, comm, ROOT, in_place) for x in sets]
+    more = {"splits": lay.splits} if lay.splits is not None else {}  # alltoallv's per-peer counts
+    ops = [b.bind(coll.name, x.send, x.recv, comm, ROOT, in_place, **more) for x in sets]
     op = _rotating(ops)
     use_graph = graph and getattr(b, "graphs", False)
 
@@ -128,7 +129,7 @@ def measure(
         sets[0].reset(b)
         run()
         b.sync()
-        return count_wrong(b.to_numpy(sets[0].recv), coll.expected(lay.count, n, me, ROOT))
+        return count_wrong(b.to_numpy(sets[0].recv), coll.want(lay, n, me, ROOT))
 
     wrong = checked(ops[0]) if check and not use_graph else 0
     for _ in range(warmup):

@@ -6,15 +6,29 @@ factors. Factors follow nccl-tests doc/PERFORMANCE.md ("Bus bandwidth") and the 
 functions of its src/<op>.cu (read in nccl-tests 2.19.6):
 
   all_reduce                                       busbw = algbw x 2(n-1)/n
-  all_gather, reduce_scatter, alltoall             busbw = algbw x (n-1)/n
+  all_gather, reduce_scatter, alltoall,            busbw = algbw x (n-1)/n
+  gather, scatter, alltoallv
   broadcast, reduce, sendrecv                      busbw = algbw x 1
+gather, scatter and alltoallv are the three ops nccl-tests builds beside the seven it always had
+(src/gather.cu, scatter.cu, alltoallv.cu: GatherGetBw, ScatterGetBw, AlltoAllvGetBw).
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-Op = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"]
+Op = Literal[
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "broadcast",
+    "reduce",
+    "alltoall",
+    "sendrecv",
+    "gather",
+    "scatter",
+    "alltoallv",
+]
 OPS: tuple[Op, ...] = get_args(Op)
 
 # factor kind per op: "twice-ring" 2(n-1)/n, "ring" (n-1)/n, "one" 1
@@ -26,6 +40,9 @@ _KIND: dict[str, Literal["twice-ring", "ring", "one"]] = {
     "broadcast": "one",
     "reduce": "one",
     "sendrecv": "one",
+    "gather": "ring",
+    "scatter": "ring",
+    "alltoallv": "ring",
 }
 assert set(_KIND) == set(OPS), "every op has a bus factor"
 

@@ -104,9 +104,17 @@ class Backend(ABC):
 
     @abstractmethod
     def bind(
-        self, op: str, send: Any, recv: Any, comm: Any, root: int, in_place: bool
+        self,
+        op: str,
+        send: Any,
+        recv: Any,
+        comm: Any,
+        root: int,
+        in_place: bool,
+        splits: tuple[tuple[int, ...], ...] | None = None,
     ) -> Callable[[], object]:
-        """The op as a call with everything bound, so the timed loop does no dispatch."""
+        """The op as a call with everything bound, so the timed loop does no dispatch;
+        `splits` (alltoallv only): elements rank i sends rank j, [i][j]."""
 
     @abstractmethod
     def barrier(self, comm: Any) -> None: ...

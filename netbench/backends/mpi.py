@@ -79,9 +79,27 @@ class MpiBackend(Backend):
         return buf.astype(np.float64)
 
     def bind(
-        self, op: str, send: np.ndarray, recv: np.ndarray, comm: Any, root: int, in_place: bool
+        self,
+        op: str,
+        send: np.ndarray,
+        recv: np.ndarray,
+        comm: Any,
+        root: int,
+        in_place: bool,
+        splits: tuple[tuple[int, ...], ...] | None = None,
     ) -> Callable[[], object]:
         src = MPI.IN_PLACE if in_place else send
+        if op == "gather":
+            return partial(comm.Gather, send, recv, root=root)
+        if op == "scatter":
+            return partial(comm.Scatter, send, recv, root=root)
+        if op == "alltoallv" and splits is not None:
+            me = comm.Get_rank()
+            out = [row[me] for row in splits]
+            sc, rc = list(splits[me]), out
+            sd = [sum(sc[:j]) for j in range(len(sc))]
+            rd = [sum(rc[:j]) for j in range(len(rc))]
+            return partial(comm.Alltoallv, [send, (sc, sd)], [recv, (rc, rd)])
         if op == "all_reduce":
             return partial(comm.Allreduce, src, recv, op=MPI.SUM)
         if op == "all_gather":

@@ -183,9 +183,32 @@ class TorchBackend(Backend):
         return buf.detach().to(device="cpu", dtype=torch.float64).numpy()
 
     def bind(
-        self, op: str, send: torch.Tensor, recv: torch.Tensor, comm: _Comm, root: int, in_place: bool
+        self,
+        op: str,
+        send: torch.Tensor,
+        recv: torch.Tensor,
+        comm: _Comm,
+        root: int,
+        in_place: bool,
+        splits: tuple[tuple[int, ...], ...] | None = None,
     ) -> Callable[[], object]:
         pg = comm.pg
+        n, me = len(comm.ranks), self.group_rank(comm)
+        if op == "gather":  # the root's receive buffer as n chunk views, in rank order
+            parts = list(recv.chunk(n)) if me == root else None
+            return partial(dist.gather, send, parts, group=pg, group_dst=root)
+        if op == "scatter":
+            parts = list(send.chunk(n)) if me == root else None
+            return partial(dist.scatter, recv, parts, group=pg, group_src=root)
+        if op == "alltoallv" and splits is not None:
+            return partial(
+                dist.all_to_all_single,
+                recv,
+                send,
+                output_split_sizes=[row[me] for row in splits],
+                input_split_sizes=list(splits[me]),
+                group=pg,
+            )
         if op == "all_reduce":
             return partial(dist.all_reduce, recv, group=pg)
         if op == "all_gather":
@@ -199,7 +222,6 @@ class TorchBackend(Backend):
         if op == "alltoall":
             return partial(dist.all_to_all_single, recv, send, group=pg)
         if op == "sendrecv":
-            n, me = len(comm.ranks), self.group_rank(comm)
             ops = [
                 dist.P2POp(dist.isend, send, group=pg, group_peer=(me + 1) % n),
                 dist.P2POp(dist.irecv, recv, group=pg, group_peer=(me - 1) % n),

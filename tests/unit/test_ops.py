@@ -19,6 +19,9 @@ HAND = {
     "broadcast": {1: 1.0, 2: 1.0, 4: 1.0, 8: 1.0, 16: 1.0},
     "reduce": {1: 1.0, 2: 1.0, 4: 1.0, 8: 1.0, 16: 1.0},
     "sendrecv": {1: 1.0, 2: 1.0, 4: 1.0, 8: 1.0, 16: 1.0},
+    "gather": {1: 0.0, 2: 0.5, 4: 0.75, 8: 0.875, 16: 0.9375},  # GatherGetBw: (n-1)/n
+    "scatter": {1: 0.0, 2: 0.5, 4: 0.75, 8: 0.875, 16: 0.9375},  # ScatterGetBw
+    "alltoallv": {1: 0.0, 2: 0.5, 4: 0.75, 8: 0.875, 16: 0.9375},  # AlltoAllvGetBw
 }
 
 
@@ -33,7 +36,9 @@ def test_bus_factor_by_hand(op: str) -> None:
         assert TABLE[op].bus_factor(n) == pytest.approx(f)  # netbench reads the same module
 
 
-@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "alltoall"])
+@pytest.mark.parametrize(
+    "op", ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "gather", "scatter", "alltoallv"]
+)
 @pytest.mark.parametrize("n", [2, 3, 4, 8, 16, 64, 1024])
 def test_inverse_recovers_the_rank_count(op: str, n: int) -> None:
     algbw = 100.0
