@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reports.ingest import nccl_per_iter
 from reports.ingest.nccl_rows import (
     aligned,
     figures,
@@ -196,6 +197,7 @@ class _Context:
     iters: int
     source: str
     graph: bool | None = None  # None: the log does not say
+    process_hosts: tuple[str, ...] = ()  # -J: the host of each process (per-iteration straggler view)
 
 
 def _record(
@@ -217,6 +219,13 @@ def _record(
     elif "wrong" not in f:
         extra["check"] = "off"
     ranks = ctx.ranks or ranks_from_factor(ctx.op, f["algbw"], f["busbw"])  # -J files name their devices
+    per_iter = timing.get("per_iter")  # hook: issue 23, nccl-tests -I (reports/ingest/nccl_per_iter.py)
+    if isinstance(per_iter, Mapping):
+        if isinstance(per_iter.get("times_us"), list):
+            extra["iter_times_us"] = per_iter["times_us"]
+        slow = nccl_per_iter.stragglers(per_iter.get("per_process_max_times_us"), ctx.process_hosts)
+        if slow is not None:
+            extra["stragglers"] = slow
     redop = str(lead.get("redop") or "none")
     return NetRecord(
         run_id=ctx.run_id,
@@ -241,6 +250,7 @@ def _record(
         warmup=ctx.warmup,
         device=ctx.device,
         extra=extra,
+        **nccl_per_iter.stats(timing),
     )
 
 
@@ -405,6 +415,7 @@ def parse_json(
         iters=_int(config.get("iterations")),
         source=source_name,
         graph=bool(config["graph"]) if "graph" in config else None,
+        process_hosts=tuple(nccl_per_iter.process_hosts([d for d in devices if isinstance(d, Mapping)])),
     )
     records: list[NetRecord] = []
     skipped: list[tuple[str, str]] = []
@@ -423,6 +434,7 @@ def parse_json(
                 "algbw": t.get("alg_bw"),
                 "busbw": t.get("bus_bw"),
                 "wrong": t.get("nwrong"),
+                "per_iter": res.get(f"{key}_per_iter"),
             }
             missing = [
                 f
