@@ -17,6 +17,7 @@ from reports.findings import Finding, headline
 from reports.judging.frames import Sweep, expected_for, io_frame, net_frame, per_host, sweeps
 from reports.manifest import allowlisted_env
 from reports.records import NetRecord, RecordSet
+from reports.render.stragglers import straggler_lines
 from reports.units import format_size
 
 MAX_ROWS = 20  # host / pair / skipped-line tables show the worst rows, then a summary
@@ -361,6 +362,7 @@ def render(ri: ReportInput) -> str:
         ]
         lines += [*_kv(j.model_summary), ""] if j.model_summary else []
     lines += _localisation(df, rs.net)
+    lines += straggler_lines(rs.net)  # hook: issue 23 (reports/render/stragglers.py)
     if ri.imported or ri.import_notes:
         lines += [
             "## Imported results",

@@ -61,3 +61,15 @@ def test_processes_follow_hostname_and_pid_in_rank_order() -> None:
         {"rank": 3, "hostname": "b", "pid": 9},
     ]
     assert nccl_per_iter.process_hosts(devs) == ["a", "b"]
+
+
+def test_report_shows_the_straggler_view(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from launchers import cli
+
+    out = tmp_path / "res"
+    assert cli.main(["import", str(D / "v2.19_per_iter_all_reduce.json"), "--out", str(out)]) == 0
+    cli.main(["report", str(out)])  # the verdict (no spec: unjudged) is not what this test is about
+    md = (out / "report.md").read_text()
+    assert "## Stragglers (per-iteration times per process)" in md
+    assert "Slowest process most often on gpu-b07 (6 of 6 results)" in md
+    assert "| all_reduce | 268435456 | out-of-place | 3 | gpu-b07 | 1.3 |" in md
