@@ -130,8 +130,10 @@ class TorchBackend(Backend):
             dist.rendezvous(f"tcp://{addr}:{port}", rank=le.rank, world_size=le.world, timeout=timeout)
         )
         store.set_timeout(timeout)
-        store.set(f"stoker/choice/{le.rank}", f"{name}\t{gpu_id}")
-        choices = [store.get(f"stoker/choice/{r}").decode().split("\t", 1) for r in range(le.world)]
+        # torchrun's agent store outlives an elastic restart: keys per restart, never stale ones
+        key = f"stoker/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/choice"
+        store.set(f"{key}/{le.rank}", f"{name}\t{gpu_id}")
+        choices = [store.get(f"{key}/{r}").decode().split("\t", 1) for r in range(le.world)]
         problem = agreement_problem([(b, g) for b, g in choices])
         if problem:
             raise UsageError(problem)
