@@ -71,7 +71,10 @@ _OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
         ("--warmup", "-w"),
         "warmup",
         dict(
-            default=1, metavar="N", type=int, help="untimed iterations first [-w] (default 1, as nccl-tests)"
+            default=1,
+            metavar="N",
+            type=int,
+            help="untimed iterations first [-w] (default 1, as nccl-tests 2.19.6)",
         ),
     ),
     (

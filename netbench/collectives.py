@@ -4,13 +4,14 @@ An entry says how many bytes the "size" column counts, the bus factor, the small
 group it runs on, which backend method runs it, and how to fill and check its buffers.
 Adding an op adds an entry here, never a loop elsewhere.
 
-Sizes and factors follow nccl-tests doc/PERFORMANCE.md ("Bus bandwidth") and the
-`*GetBw`/`*GetCollByteCount` functions of src/<op>.cu:
+Sizes follow the `*GetCollByteCount` functions of nccl-tests src/<op>.cu:
   S (size column, bytes)      all_reduce, broadcast, reduce, sendrecv: count x type size
                               all_gather: the whole output; reduce_scatter: the whole input;
-                              alltoall: the whole buffer of one rank (n chunks)
-  busbw = algbw x factor      all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n;
-                              broadcast, reduce, sendrecv 1
+                              alltoall: the whole buffer of one rank (n chunks);
+                              gather: the root's whole output; scatter: the root's whole input;
+                              alltoallv: one rank's whole send (= receive) buffer, per-peer
+                              counts from nccl-tests' generated pattern (netbench/alltoallv.py)
+Op names and bus factors (busbw = algbw x factor) are defined once, in reports/ops.py.
 
 Fills are small integers (1..7) so that float sums are exact and a correct result
 compares equal element by element; `wrong` counts the elements that differ.
@@ -22,6 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from netbench import alltoallv
+from reports.ops import OPS, Op, bus_factor
 
 # A fill value of rank r at element i: 1..7, so a sum over n ranks stays below 8n and is
 # exact in float32 for any realistic n (and in bfloat16/float16 up to ~32 ranks).
@@ -48,12 +52,13 @@ class Layout:
     count: int  # elements of the size column
     send: int  # elements in this rank's send buffer
     recv: int  # elements in this rank's receive buffer
+    # alltoallv: elements rank i sends rank j, [i][j]; None for every other op
+    splits: tuple[tuple[int, ...], ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Collective:
-    name: str
-    bus_factor: Callable[[int], float]  # n ranks -> busbw / algbw
+    name: Op
     per_rank_chunks: bool  # count must divide into n equal chunks
     send_chunks: Callable[[int], int]  # n -> send buffer length in chunks of count/n
     recv_chunks: Callable[[int], int]  # n -> recv buffer length in chunks of count/n
@@ -63,23 +68,40 @@ class Collective:
     in_place_ok: bool = True  # nccl-tests runs it in place too
     send_values: Callable[[int, int, int, int], np.ndarray]  # (count, n, rank, root) -> send buffer
     expected: Callable[[int, int, int, int], np.ndarray | None]  # -> recv buffer; None: not checked
+    varying: bool = False  # per-peer counts from nccl-tests' alltoallv pattern (Layout.splits)
+
+    def bus_factor(self, n: int) -> float:
+        """busbw / algbw among n ranks (reports/ops.py)."""
+        return bus_factor(self.name, n)
 
     def layout(self, size_bytes: int, n: int, itemsize: int) -> Layout:
         """Element counts for a requested size, rounded down like nccl-tests so that
         chunked ops split evenly; count 0 means the size is too small for this op."""
         count = size_bytes // itemsize
+        if self.varying:
+            m = alltoallv.matrix(count, n, itemsize)
+            total = sum(m[0])  # the pattern is balanced: every rank sends and receives this many
+            return Layout(count=total, send=total, recv=total, splits=m)
         if self.per_rank_chunks:
             count -= count % n
         chunk = count // n if self.per_rank_chunks else count
         return Layout(count=count, send=chunk * self.send_chunks(n), recv=chunk * self.recv_chunks(n))
 
+    def values(self, lay: Layout, n: int, rank: int, root: int) -> np.ndarray:
+        """This rank's send buffer."""
+        if lay.splits is not None:
+            return fill(rank, 0, sum(lay.splits[rank]))
+        return self.send_values(lay.count, n, rank, root)
+
+    def want(self, lay: Layout, n: int, rank: int, root: int) -> np.ndarray | None:
+        """This rank's receive buffer after the op; None where it is not defined."""
+        if lay.splits is not None:
+            return _varying_expected(lay.splits, rank)
+        return self.expected(lay.count, n, rank, root)
+
     def size_bytes(self, layout: Layout, itemsize: int) -> int:
         """The nccl-tests size column: always count x type size with count defined per op."""
         return layout.count * itemsize
-
-
-def _ring(n: int) -> float:
-    return (n - 1) / n if n > 0 else 0.0
 
 
 def _own(count: int, n: int, rank: int, root: int) -> np.ndarray:
@@ -115,6 +137,26 @@ def _reduce_expected(count: int, n: int, rank: int, root: int) -> np.ndarray | N
     return _sum_over(n, 0, count) if rank == root else None  # other ranks' buffers are undefined
 
 
+def _gather_expected(count: int, n: int, rank: int, root: int) -> np.ndarray | None:
+    return _all_gather_expected(count, n, rank, root) if rank == root else None  # others: no output
+
+
+def _scatter_send(count: int, n: int, rank: int, root: int) -> np.ndarray:
+    return fill(rank, 0, count)  # the root's n chunks; chunk j goes to rank j (others: unused)
+
+
+def _scatter_expected(count: int, n: int, rank: int, root: int) -> np.ndarray:
+    c = count // n
+    return fill(root, rank * c, c)
+
+
+def _varying_expected(m: tuple[tuple[int, ...], ...], rank: int) -> np.ndarray:
+    """alltoallv: from each source in rank order, its segment for me, which starts in its
+    send stream after what it sends the ranks before me (nccl-tests AlltoAllvInitData)."""
+    parts = [fill(src, sum(m[src][:rank]), m[src][rank]) for src in range(len(m))]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
 _ONE = lambda n: 1  # noqa: E731 - one chunk
 _N = lambda n: n  # noqa: E731 - n chunks
 
@@ -123,7 +165,6 @@ TABLE: dict[str, Collective] = {
     for c in (
         Collective(
             name="all_reduce",
-            bus_factor=lambda n: 2 * _ring(n),
             redop="sum",
             per_rank_chunks=False,
             send_chunks=_ONE,
@@ -133,7 +174,6 @@ TABLE: dict[str, Collective] = {
         ),
         Collective(
             name="all_gather",
-            bus_factor=_ring,
             per_rank_chunks=True,
             send_chunks=_ONE,
             recv_chunks=_N,
@@ -142,7 +182,6 @@ TABLE: dict[str, Collective] = {
         ),
         Collective(
             name="reduce_scatter",
-            bus_factor=_ring,
             redop="sum",
             per_rank_chunks=True,
             send_chunks=_N,
@@ -152,7 +191,6 @@ TABLE: dict[str, Collective] = {
         ),
         Collective(
             name="broadcast",
-            bus_factor=lambda n: 1.0,
             rooted=True,
             per_rank_chunks=False,
             send_chunks=_ONE,
@@ -162,7 +200,6 @@ TABLE: dict[str, Collective] = {
         ),
         Collective(
             name="reduce",
-            bus_factor=lambda n: 1.0,
             redop="sum",
             rooted=True,
             per_rank_chunks=False,
@@ -173,7 +210,6 @@ TABLE: dict[str, Collective] = {
         ),
         Collective(
             name="alltoall",
-            bus_factor=_ring,
             per_rank_chunks=True,
             in_place_ok=False,
             send_chunks=_N,
@@ -184,7 +220,6 @@ TABLE: dict[str, Collective] = {
         Collective(
             # send to rank r+1, receive from rank r-1 (nccl-tests sendrecv.cu)
             name="sendrecv",
-            bus_factor=lambda n: 1.0,
             min_ranks=2,
             in_place_ok=False,
             per_rank_chunks=False,
@@ -193,9 +228,43 @@ TABLE: dict[str, Collective] = {
             send_values=_own,
             expected=lambda c, n, r, root: fill((r - 1) % n, 0, c),
         ),
+        Collective(
+            # the root receives every rank's chunk in rank order (nccl-tests gather.cu)
+            name="gather",
+            rooted=True,
+            per_rank_chunks=True,
+            in_place_ok=False,
+            send_chunks=_ONE,
+            recv_chunks=_N,
+            send_values=_own_chunk,
+            expected=_gather_expected,
+        ),
+        Collective(
+            # the root sends chunk j of its buffer to rank j (nccl-tests scatter.cu)
+            name="scatter",
+            rooted=True,
+            per_rank_chunks=True,
+            in_place_ok=False,
+            send_chunks=_N,
+            recv_chunks=_ONE,
+            send_values=_scatter_send,
+            expected=_scatter_expected,
+        ),
+        Collective(
+            # every rank sends each peer a different amount (nccl-tests alltoallv.cu)
+            name="alltoallv",
+            varying=True,
+            per_rank_chunks=False,
+            in_place_ok=False,
+            send_chunks=_ONE,
+            recv_chunks=_ONE,
+            send_values=_own,
+            expected=lambda c, n, r, root: None,  # from the layout's splits: Collective.want
+        ),
     )
 }
 OP_NAMES: tuple[str, ...] = tuple(TABLE)
+assert set(OP_NAMES) == set(OPS), "the table runs every op reports/ops.py names"
 
 
 def count_wrong(got: np.ndarray, expected: np.ndarray | None) -> int:

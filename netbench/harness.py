@@ -15,11 +15,22 @@ GRAPH_REPLAYS times between marks: t = mean replay time / iters, and the statist
 the replays' per-op means (single ops inside a graph cannot be timed). The host's per-call
 cost (~25-30 us in torch) leaves the timed loop, which is what nccl-tests -G measures. A
 backend without graphs (gloo, MPI) times eagerly; a capture that fails does too, and the
-result says why (`graph_error`).
+result says why (`graph_error`). Graph or eager is agreed by every rank of the group before
+timing (an all-reduce of "captured here"): a capture that fails on one rank only would otherwise
+have graph ranks run iters x launches collectives while eager ranks run another count, and the
+job hang. In graph mode the check runs after timing, as nccl-tests does it: buffers refilled,
+one op captured and launched as a graph, the result compared, so the replayed path is checked.
+
+As nccl-tests' startColl shifts the buffer offset every iteration (so that a mid-size message
+does not sit in cache from the iteration before), consecutive iterations use different buffer
+sets: `slots` of them, min(iters, pool / buffer size) with the sweep's largest size as the pool
+(nccl-tests: maxbytes).
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,20 +56,51 @@ class RankResult:
     graph_error: str = ""  # why capture failed (timed eagerly instead); "" when it did not
 
 
-def _buffers(b: Backend, coll: Collective, lay: Layout, n: int, me: int, in_place: bool) -> tuple[Any, Any]:
-    values = coll.send_values(lay.count, n, me, ROOT)
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One buffer set: the op's send and receive views, and what to write back into the
+    underlying allocations to start again from fresh values (the check after a graph)."""
+
+    send: Any
+    recv: Any
+    initial: tuple[tuple[Any, np.ndarray], ...]
+
+    def reset(self, b: Backend) -> None:
+        for buf, values in self.initial:
+            b.fill(buf, values)
+
+
+def slots_for(lay: Layout, itemsize: int, pool_bytes: int, iters: int) -> int:
+    """How many buffer sets to rotate through (nccl-tests startColl: steps = maxbytes / the
+    larger of the send and receive bytes, offset = iter % steps); at least 1, at most iters."""
+    per = max(lay.send, lay.recv) * itemsize
+    return max(1, min(iters, pool_bytes // per if per else 1))
+
+
+def _buffers(b: Backend, coll: Collective, lay: Layout, n: int, me: int, in_place: bool) -> _Slot:
+    values = coll.values(lay, n, me, ROOT)
     if not in_place:
-        return b.alloc(values), b.alloc(np.zeros(lay.recv))
+        zeros = np.zeros(lay.recv)
+        send, recv = b.alloc(values), b.alloc(zeros)
+        return _Slot(send, recv, ((send, values), (recv, zeros)))
     chunk = lay.count // n if coll.per_rank_chunks else lay.count
     if lay.recv > lay.send:  # all_gather: my input is my chunk of the output
         full = np.zeros(lay.recv)
         full[me * chunk : (me + 1) * chunk] = values
         buf = b.alloc(full)
-        return b.view(buf, me * chunk, chunk), buf
+        return _Slot(b.view(buf, me * chunk, chunk), buf, ((buf, full),))
     buf = b.alloc(values)
     if lay.send > lay.recv:  # reduce_scatter: my output is my chunk of the input
-        return buf, b.view(buf, me * chunk, chunk)
-    return buf, buf
+        return _Slot(buf, b.view(buf, me * chunk, chunk), ((buf, values),))
+    return _Slot(buf, buf, ((buf, values),))
+
+
+def _rotating(ops: list[Callable[[], object]]) -> Callable[[], object]:
+    """One call that runs the next buffer set's op each time (the first call: set 0)."""
+    if len(ops) == 1:
+        return ops[0]
+    nxt = itertools.cycle(ops).__next__
+    return lambda: nxt()()
 
 
 def measure(
@@ -73,28 +115,41 @@ def measure(
     in_place: bool,
     check: bool,
     graph: bool = False,
+    slots: int = 1,
 ) -> RankResult:
     """Check, warm up and time one op at one size on this rank's group."""
     n, me = b.group_size(comm), b.group_rank(comm)
-    send, recv = _buffers(b, coll, lay, n, me, in_place)
-    op = b.bind(coll.name, send, recv, comm, ROOT, in_place)
+    sets = [_buffers(b, coll, lay, n, me, in_place) for _ in range(max(1, slots))]
+    more = {"splits": lay.splits} if lay.splits is not None else {}  # alltoallv's per-peer counts
+    ops = [b.bind(coll.name, x.send, x.recv, comm, ROOT, in_place, **more) for x in sets]
+    op = _rotating(ops)
+    use_graph = graph and getattr(b, "graphs", False)
 
-    wrong = 0
-    if check:
-        op()
+    def checked(run: Callable[[], object]) -> int:
+        sets[0].reset(b)
+        run()
         b.sync()
-        wrong = count_wrong(b.to_numpy(recv), coll.expected(lay.count, n, me, ROOT))
+        return count_wrong(b.to_numpy(sets[0].recv), coll.want(lay, n, me, ROOT))
+
+    wrong = checked(ops[0]) if check and not use_graph else 0
     for _ in range(warmup):
         op()
-    if graph and not check and warmup == 0:
-        op()  # NCCL sets up its communicator at the first call, which must not be in a capture
-    replay, graph_error = _capture(b, op, iters) if graph else (None, "")
+    if use_graph and warmup == 0:
+        ops[0]()  # NCCL sets up its communicator at the first call, which must not be in a capture
+    replay, graph_error = _capture(b, op, iters) if use_graph else (None, "")
+    if use_graph and not b.agree(comm, replay is not None):  # every rank of the group takes one path
+        replay, graph_error = None, graph_error or "capture failed on another rank of the group"
     if replay is not None:
         replay()  # the first launch uploads the graph: untimed
         per_op = [t / iters for t in _timed_loop(b, comm, replay, GRAPH_REPLAYS, every_op=True).intervals()]
+        if check:  # the replayed path, checked: one op launched from its own graph (nccl-tests)
+            one, _ = _capture(b, ops[0], 1)
+            wrong = checked(one or ops[0])  # a count of 1 either way: eager peers still match
         return RankResult(
             group=group, time_s=sum(per_op) / len(per_op), stats=iter_stats(per_op), wrong=wrong, graph=True
         )
+    if check and use_graph:
+        wrong = checked(ops[0])
     timer = _timed_loop(b, comm, op, iters, every_op=True)
     times = timer.intervals()
     headline = sum(times) / iters

@@ -15,7 +15,7 @@ from typing import Any
 from netbench import output
 from netbench.backends import ITEMSIZE, Backend
 from netbench.collectives import TABLE, Collective
-from netbench.harness import ROOT, RankResult, measure
+from netbench.harness import ROOT, RankResult, measure, slots_for
 from netbench.sweep import mean_across_ranks, slowest
 from netbench.topology import (
     Group,
@@ -104,11 +104,9 @@ def _manifest(
     m["devices"] = [b.device]
     m["settings"] = {**asdict(s), "backend": b.name, "world": b.world}
     try:
-        from reports.judging.detect import detect_hardware  # type: ignore[import-not-found]
+        from netbench.inventory.hardware import detect_hardware
 
         m["hardware"] = detect_hardware()
-    except ImportError:
-        pass
     except Exception as exc:  # hardware detection must never cost the measurement
         m["hardware_error"] = f"{type(exc).__name__}: {exc}"
     return m
@@ -173,7 +171,14 @@ def _modes(r: _Run, coll: Collective) -> list[bool]:
 
 
 def _gather_one(
-    r: _Run, scope: str, comm: Any, mine: Group | None, coll: Collective, size: int, in_place: bool
+    r: _Run,
+    scope: str,
+    comm: Any,
+    mine: Group | None,
+    coll: Collective,
+    size: int,
+    in_place: bool,
+    pool: int,
 ) -> list[RankResult | None] | None:
     """Measure on this rank's group (if it has one that can run the op) and gather every
     rank's result at global rank 0. Ranks outside any group still join the gather, which
@@ -194,6 +199,7 @@ def _gather_one(
                     in_place=in_place,
                     check=r.s.check,
                     graph=r.s.graph,
+                    slots=slots_for(lay, ITEMSIZE[r.s.dtype], pool, r.s.iters),
                 )
     with _step(r.wd, f"collecting results of {coll.name} at {size} B in scope {scope}"):
         return r.b.gather(res)
@@ -238,7 +244,7 @@ def _round(
         for size in sizes:
             rows: dict[int, list[NetRecord]] = {}
             for in_place in modes:
-                everything = _gather_one(r, scope, comm, mine, coll, size, in_place)
+                everything = _gather_one(r, scope, comm, mine, coll, size, in_place, max(sizes))
                 if everything is None or r.writer is None:
                     continue
                 _graph_fallback(r, everything)
@@ -255,6 +261,8 @@ def _round(
             for index, recs in rows.items():
                 last[index] = recs[0].busbw_GBps
                 r.say(output.row(recs, index if many else None))
+    with _step(r.wd, f"releasing the {scope} groups"):
+        b.release()  # a pairs scope makes N - 1 rounds of groups: none outlives its round
     return last
 
 

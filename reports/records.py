@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from reports import ops
 from reports.errors import UsageError
 
 SCHEMA = 1
@@ -29,7 +30,7 @@ IO_FILE = "io.jsonl"
 MANIFEST_FILE = "manifest.jsonl"
 HOST_FILE = "host.jsonl"  # node inventory, `kind: "host"` (netbench/inventory)
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
+OPS = ops.OPS  # the op names, defined once in reports/ops.py
 NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
 IO_SCOPES = ("local", "shared")
 

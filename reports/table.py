@@ -58,6 +58,7 @@ FRAME_COLUMNS = (
     "device",
     "time_cv",
     "round",
+    "per_iter",  # the record carries nccl-tests' per-iteration, per-process times (-I)
 )
 # host: the first; host2: the second of a two-host record; hosts: the tuple of a record of
 # more (few: world and inter-node sweeps); pair_a < pair_b: a record's two distinct hosts.
@@ -162,6 +163,7 @@ def records_frame(net: Iterable[NetRecord]) -> pd.DataFrame:
                 r.device,
                 r.time_cv,
                 r.extra.get("round"),
+                "stragglers" in r.extra,
                 r.hosts[0] if r.hosts else "",
                 r.hosts[1] if len(r.hosts) == 2 else None,
                 tuple(r.hosts) if len(r.hosts) > 2 else None,
@@ -266,6 +268,7 @@ def _typed(table: Any) -> bool:
 
 
 def _frame(table: Any) -> pd.DataFrame:
+    import numpy as np
     import pandas as pd
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -290,6 +293,8 @@ def _frame(table: Any) -> pd.DataFrame:
     for name, kind in (("pass", pa.int64()), ("round", pa.int64()), ("time_cv", pa.float64())):
         if name not in cols:
             cols[name] = pa.nulls(n, kind)
+    has = table.column("stragglers") if "stragglers" in table.column_names else None
+    cols["per_iter"] = pc.is_valid(has) if has is not None else pa.array(np.zeros(n, dtype=bool))
     # The first host (per-node scopes) and, for two-host records, the pair in name order.
     # An empty list has no element 0: pad it with "" first.
     padded = pc.if_else(pc.greater(n_hosts, 0), hosts, pa.scalar([""], hosts.type))

@@ -73,6 +73,9 @@ class Backend(ABC):
     device: str  # record field: "cpu" or the GPU's name
     only_in_place: frozenset[str]  # ops whose API has no out-of-place form
     in_place_ops: frozenset[str]  # ops that can also run in place
+    # capture() can make CUDA graphs here (NCCL on a GPU): the same on every rank of a job,
+    # since every rank runs the backend the job agreed on
+    graphs: bool = False
 
     @abstractmethod
     def split(self, groups: Sequence[Sequence[int]]) -> Any | None:
@@ -90,6 +93,10 @@ class Backend(ABC):
         """A buffer of the run's dtype holding `values`."""
 
     @abstractmethod
+    def fill(self, buf: Any, values: np.ndarray) -> None:
+        """Write `values` into an existing buffer, in place (a captured graph holds its address)."""
+
+    @abstractmethod
     def view(self, buf: Any, start: int, n: int) -> Any: ...
 
     @abstractmethod
@@ -97,12 +104,30 @@ class Backend(ABC):
 
     @abstractmethod
     def bind(
-        self, op: str, send: Any, recv: Any, comm: Any, root: int, in_place: bool
+        self,
+        op: str,
+        send: Any,
+        recv: Any,
+        comm: Any,
+        root: int,
+        in_place: bool,
+        splits: tuple[tuple[int, ...], ...] | None = None,
     ) -> Callable[[], object]:
-        """The op as a call with everything bound, so the timed loop does no dispatch."""
+        """The op as a call with everything bound, so the timed loop does no dispatch;
+        `splits` (alltoallv only): elements rank i sends rank j, [i][j]."""
 
     @abstractmethod
     def barrier(self, comm: Any) -> None: ...
+
+    @abstractmethod
+    def agree(self, comm: Any, ok: bool) -> bool:
+        """True on every rank of the group when `ok` is true on all of them (an all-reduce of
+        the flag): a choice that would otherwise differ between ranks is made once."""
+
+    def release(self) -> None:
+        """Free the groups the last split() made (NCCL communicators hold GPU memory and proxy
+        threads: N - 1 pair rounds must not keep N - 1 of them); a no-op by default."""
+        return None
 
     @abstractmethod
     def sync(self) -> None:
@@ -157,9 +182,30 @@ def check_installed(name: str) -> None:
         )
 
 
-def resolve(name: str) -> str:
+def driver_gpus(root: str = "/proc/driver/nvidia/gpus") -> int:
+    """GPUs the NVIDIA kernel driver has bound (one directory each, by PCI address), whatever
+    torch can do with them; 0 without the driver. Read from procfs: no tool to run."""
+    import os
+
+    try:
+        return len(os.listdir(root))
+    except OSError:
+        return 0
+
+
+def _hidden_on_purpose(env: dict[str, str]) -> bool:
+    """CUDA_VISIBLE_DEVICES set to nothing (or -1): the user hid the GPUs from CUDA."""
+    v = env.get("CUDA_VISIBLE_DEVICES")
+    return v is not None and v.strip() in ("", "-1", "none", "NoDevFiles")
+
+
+def resolve(name: str, gpus_on_node: Callable[[], int] = driver_gpus) -> str:
     """auto -> nccl with CUDA GPUs, else gloo; mpi when only mpi4py is installed.
-    nccl without a visible GPU is a UsageError (use gloo)."""
+    nccl without a visible GPU is a UsageError (use gloo). So is auto on a node whose driver
+    has GPUs that torch cannot use (a CPU-only torch, a CUDA/driver mismatch): picking gloo
+    there while the other nodes pick NCCL would split the job; one line says what to do."""
+    import os
+
     check_installed(name)
     if name == "mpi" or (name == "auto" and not _installed("torch")):
         return "mpi"
@@ -170,7 +216,53 @@ def resolve(name: str) -> str:
     has_gpu = torch.cuda.is_available() and torch.cuda.device_count() > 0
     if name == "nccl" and not has_gpu:
         raise UsageError("backend nccl needs CUDA GPUs and none is visible here: use --backend gloo on CPUs")
+    if not has_gpu and not _hidden_on_purpose(dict(os.environ)) and (n := gpus_on_node()) > 0:
+        raise UsageError(
+            f"the NVIDIA driver shows {n} GPU(s) on this node but torch cannot use CUDA "
+            f"(torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'}): install a CUDA build of "
+            "torch that matches the driver, or pass --backend gloo to measure on CPUs on purpose"
+        )
     return "nccl" if has_gpu else "gloo"
+
+
+def pick_device(local_rank: int, visible: int) -> int:
+    """The CUDA device a rank uses: its local rank when the node's GPUs are all visible to every
+    rank (torchrun, mpirun), device local_rank mod visible when each task sees only its own
+    (srun --gpus-per-task, --gpu-bind=single:1): 0 with one GPU per task. Ranks that end up on
+    one physical GPU are caught by agreement_problem, with the GPU named."""
+    if visible < 1:
+        raise UsageError("backend nccl needs a CUDA GPU and this rank sees none: use --backend gloo on CPUs")
+    return local_rank % visible
+
+
+def _spans(ranks: Sequence[int]) -> str:
+    return ", ".join(str(r) for r in ranks[:8]) + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
+
+
+def agreement_problem(choices: Sequence[tuple[str, str]]) -> str | None:
+    """What is wrong with the ranks' (backend, physical GPU) choices, in one line; None when
+    they agree: one backend for all, and no GPU taken by two ranks (NCCL: 'Duplicate GPU')."""
+    by_backend: dict[str, list[int]] = {}
+    for rank, (backend, _) in enumerate(choices):
+        by_backend.setdefault(backend, []).append(rank)
+    if len(by_backend) > 1:
+        said = "; ".join(f"{b} on rank(s) {_spans(r)}" for b, r in sorted(by_backend.items()))
+        return (
+            f"the ranks resolved different backends ({said}): every node must see its GPUs through torch, "
+            "or pass the same --backend everywhere"
+        )
+    by_gpu: dict[str, list[int]] = {}
+    for rank, (_, gpu) in enumerate(choices):
+        if gpu:
+            by_gpu.setdefault(gpu, []).append(rank)
+    shared = {g: r for g, r in by_gpu.items() if len(r) > 1}
+    if shared:
+        g, r = sorted(shared.items())[0]
+        return (
+            f"ranks {_spans(r)} would share GPU {g}: NCCL needs one GPU per rank; start as many ranks per node "
+            "as it has GPUs, or give each task its own (srun --gpus-per-task=1)"
+        )
+    return None
 
 
 def open_backend(name: str, le: LaunchEnv, dtype: str, timeout_s: float) -> Backend:

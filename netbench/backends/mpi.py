@@ -39,6 +39,7 @@ class MpiBackend(Backend):
         self._dtype = _DTYPES[dtype]
         self._w = MPI.COMM_WORLD
         self.rank, self.world = self._w.Get_rank(), self._w.Get_size()
+        self._made: list[Any] = []  # communicators of the last split(), freed by release()
 
     def split(self, groups: Sequence[Sequence[int]]) -> Any | None:
         color, key = MPI.UNDEFINED, 0
@@ -46,7 +47,10 @@ class MpiBackend(Backend):
             if self.rank in ranks:
                 color, key = i, list(ranks).index(self.rank)
         comm = self._w.Split(color, key)
-        return None if comm == MPI.COMM_NULL else comm
+        if comm == MPI.COMM_NULL:
+            return None
+        self._made.append(comm)
+        return comm
 
     def group_rank(self, comm: Any) -> int:
         return int(comm.Get_rank())
@@ -57,6 +61,17 @@ class MpiBackend(Backend):
     def alloc(self, values: np.ndarray) -> np.ndarray:
         return values.astype(self._dtype)
 
+    def fill(self, buf: np.ndarray, values: np.ndarray) -> None:
+        np.copyto(buf, values.astype(buf.dtype))
+
+    def agree(self, comm: Any, ok: bool) -> bool:
+        return bool(comm.allreduce(bool(ok), op=MPI.LAND))
+
+    def release(self) -> None:
+        for comm in self._made:
+            comm.Free()
+        self._made = []
+
     def view(self, buf: np.ndarray, start: int, n: int) -> np.ndarray:
         return buf[start : start + n]
 
@@ -64,9 +79,27 @@ class MpiBackend(Backend):
         return buf.astype(np.float64)
 
     def bind(
-        self, op: str, send: np.ndarray, recv: np.ndarray, comm: Any, root: int, in_place: bool
+        self,
+        op: str,
+        send: np.ndarray,
+        recv: np.ndarray,
+        comm: Any,
+        root: int,
+        in_place: bool,
+        splits: tuple[tuple[int, ...], ...] | None = None,
     ) -> Callable[[], object]:
         src = MPI.IN_PLACE if in_place else send
+        if op == "gather":
+            return partial(comm.Gather, send, recv, root=root)
+        if op == "scatter":
+            return partial(comm.Scatter, send, recv, root=root)
+        if op == "alltoallv" and splits is not None:
+            me = comm.Get_rank()
+            out = [row[me] for row in splits]
+            sc, rc = list(splits[me]), out
+            sd = [sum(sc[:j]) for j in range(len(sc))]
+            rd = [sum(rc[:j]) for j in range(len(rc))]
+            return partial(comm.Alltoallv, [send, (sc, sd)], [recv, (rc, rd)])
         if op == "all_reduce":
             return partial(comm.Allreduce, src, recv, op=MPI.SUM)
         if op == "all_gather":

@@ -3,11 +3,17 @@
 torch has no out-of-place all_reduce, broadcast or reduce: those always run in place
 (records say in_place=true). The NCCL path is thin and has not been run in this
 project's CI (no GPU there); its CUDA-graph capture (`capture`, nccl-tests -G) has not
-been run on a GPU at all yet (tests/unit/test_harness.py drives the harness's side of it)."""
+been run on a GPU at all yet (tests/unit/test_harness.py drives the harness's side of it;
+benchmarks/gpu_check.py runs it on a GPU machine).
+
+Before the process group exists, every rank writes to the rendezvous store which backend it
+resolved and which physical GPU it took, and reads everyone else's: a job whose ranks chose
+different backends, or two ranks on one GPU, stops there with one line on every rank."""
 
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -16,7 +22,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from netbench.backends import Backend, PerfCounterTimer, Timer
+from netbench.backends import Backend, PerfCounterTimer, Timer, agreement_problem, pick_device
 from netbench.launch_env import LaunchEnv, require_rendezvous
 from netbench.spawn import free_port
 from reports.errors import UsageError
@@ -66,6 +72,16 @@ class CudaEventTimer(Timer):
         return [a.elapsed_time(b) / 1e3 for a, b in zip(e, e[1:])]
 
 
+def _gpu_identity(index: int) -> str:
+    """The physical GPU behind a CUDA device index: its UUID (the same whatever
+    CUDA_VISIBLE_DEVICES renumbered), else its PCI address."""
+    props = torch.cuda.get_device_properties(index)
+    uuid = getattr(props, "uuid", None)
+    if uuid:
+        return f"GPU-{uuid}"
+    return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}"
+
+
 class _Comm:
     __slots__ = ("pg", "ranks")
 
@@ -92,28 +108,44 @@ class TorchBackend(Backend):
         self.name = name
         self.rank, self.world = le.rank, le.world
         self._dtype = _DTYPES[dtype]
+        gpu_id = ""
         if name == "nccl":
             gpus = torch.cuda.device_count()
-            if le.local_rank >= gpus:  # NCCL refuses two ranks on one GPU ("Duplicate GPU detected")
-                raise UsageError(
-                    f"local rank {le.local_rank} has no GPU of its own ({gpus} visible): NCCL needs one GPU "
-                    f"per rank; start at most {gpus} ranks per node (--nproc {gpus}) or use --backend gloo"
-                )
-            torch.cuda.set_device(le.local_rank)
+            # one GPU per task (srun --gpus-per-task=1, --gpu-bind=single:1, CUDA_VISIBLE_DEVICES
+            # with one device) shows each rank only its own GPU: device 0 whatever its local rank
+            index = pick_device(le.local_rank, gpus)
+            torch.cuda.set_device(index)
             self._dev = torch.device("cuda", torch.cuda.current_device())
             self.device = torch.cuda.get_device_name(self._dev)
+            gpu_id = _gpu_identity(index)
         else:
             self._dev = torch.device("cpu")
             self.device = "cpu"
+        self.graphs = self._dev.type == "cuda"
+        # our own watchdog aborts first; this only bounds a hang it cannot see
+        timeout = datetime.timedelta(seconds=max(60.0, 2 * timeout_s))
+        # the rendezvous init_process_group would make, made first so that every rank can see
+        # which backend and which GPU each other rank took before any of them commits to one
+        store, _, _ = next(
+            dist.rendezvous(f"tcp://{addr}:{port}", rank=le.rank, world_size=le.world, timeout=timeout)
+        )
+        store.set_timeout(timeout)
+        # torchrun's agent store outlives an elastic restart: keys per restart, never stale ones
+        key = f"stoker/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/choice"
+        store.set(f"{key}/{le.rank}", f"{name}\t{gpu_id}")
+        choices = [store.get(f"{key}/{r}").decode().split("\t", 1) for r in range(le.world)]
+        problem = agreement_problem([(b, g) for b, g in choices])
+        if problem:
+            raise UsageError(problem)
         dist.init_process_group(
             name,
-            init_method=f"tcp://{addr}:{port}",
+            store=dist.PrefixStore("default_pg", store),
             rank=le.rank,
             world_size=le.world,
-            # our own watchdog aborts first; this only bounds a hang it cannot see
-            timeout=datetime.timedelta(seconds=max(60.0, 2 * timeout_s)),
+            timeout=timeout,
         )
         self._world = _Comm(dist.group.WORLD, range(le.world))
+        self._made: list[Any] = []  # process groups of the last split(), destroyed by release()
 
     def split(self, groups: Sequence[Sequence[int]]) -> _Comm | None:
         mine = None
@@ -122,9 +154,17 @@ class TorchBackend(Backend):
                 comm = self._world
             else:
                 comm = _Comm(dist.new_group(list(ranks)), ranks)
+                if self.rank in ranks:
+                    self._made.append(comm.pg)
             if self.rank in ranks:
                 mine = comm
         return mine
+
+    def release(self) -> None:
+        """Destroy this rank's groups of the last split (its NCCL communicators)."""
+        for pg in self._made:
+            dist.destroy_process_group(pg)
+        self._made = []
 
     def group_rank(self, comm: _Comm) -> int:
         return comm.ranks.index(self.rank)
@@ -135,6 +175,9 @@ class TorchBackend(Backend):
     def alloc(self, values: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(values).to(device=self._dev, dtype=self._dtype)
 
+    def fill(self, buf: torch.Tensor, values: np.ndarray) -> None:
+        buf.copy_(torch.from_numpy(values).to(dtype=self._dtype))
+
     def view(self, buf: torch.Tensor, start: int, n: int) -> torch.Tensor:
         return buf.narrow(0, start, n)
 
@@ -142,9 +185,32 @@ class TorchBackend(Backend):
         return buf.detach().to(device="cpu", dtype=torch.float64).numpy()
 
     def bind(
-        self, op: str, send: torch.Tensor, recv: torch.Tensor, comm: _Comm, root: int, in_place: bool
+        self,
+        op: str,
+        send: torch.Tensor,
+        recv: torch.Tensor,
+        comm: _Comm,
+        root: int,
+        in_place: bool,
+        splits: tuple[tuple[int, ...], ...] | None = None,
     ) -> Callable[[], object]:
         pg = comm.pg
+        n, me = len(comm.ranks), self.group_rank(comm)
+        if op == "gather":  # the root's receive buffer as n chunk views, in rank order
+            parts = list(recv.chunk(n)) if me == root else None
+            return partial(dist.gather, send, parts, group=pg, group_dst=root)
+        if op == "scatter":
+            parts = list(send.chunk(n)) if me == root else None
+            return partial(dist.scatter, recv, parts, group=pg, group_src=root)
+        if op == "alltoallv" and splits is not None:
+            return partial(
+                dist.all_to_all_single,
+                recv,
+                send,
+                output_split_sizes=[row[me] for row in splits],
+                input_split_sizes=list(splits[me]),
+                group=pg,
+            )
         if op == "all_reduce":
             return partial(dist.all_reduce, recv, group=pg)
         if op == "all_gather":
@@ -158,7 +224,6 @@ class TorchBackend(Backend):
         if op == "alltoall":
             return partial(dist.all_to_all_single, recv, send, group=pg)
         if op == "sendrecv":
-            n, me = len(comm.ranks), self.group_rank(comm)
             ops = [
                 dist.P2POp(dist.isend, send, group=pg, group_peer=(me + 1) % n),
                 dist.P2POp(dist.irecv, recv, group=pg, group_peer=(me - 1) % n),
@@ -176,6 +241,11 @@ class TorchBackend(Backend):
         dist.barrier(group=comm.pg, device_ids=[self._dev.index] if self._dev.type == "cuda" else None)
         self.sync()
 
+    def agree(self, comm: _Comm, ok: bool) -> bool:
+        flag = torch.tensor([1 if ok else 0], dtype=torch.int32, device=self._dev)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=comm.pg)
+        return bool(flag.item())
+
     def sync(self) -> None:
         if self._dev.type == "cuda":
             torch.cuda.synchronize(self._dev)
@@ -190,6 +260,11 @@ class TorchBackend(Backend):
         NCCL needs before capture to set up its communicator."""
         if self._dev.type != "cuda":
             return None
+        if os.environ.get("TORCH_NCCL_BLOCKING_WAIT", "0") not in ("", "0"):
+            # blocking wait synchronises the host on every NCCL call, which a capture forbids
+            raise RuntimeError(
+                "TORCH_NCCL_BLOCKING_WAIT is set: NCCL calls block, which a CUDA graph capture forbids"
+            )
         if torch.cuda.nccl.version() < NCCL_GRAPHS:
             have = ".".join(map(str, torch.cuda.nccl.version()))
             raise RuntimeError(f"NCCL {have} cannot be captured in a CUDA graph (needs 2.9.6 or later)")

@@ -9,26 +9,40 @@ never as a healthy zero. Tests pass a fixture tree and recorded outputs.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from netbench.inventory import parse as p
-from reports.judging.detect import (
-    Runner,
-    _read,
-    parse_ib_rate,
-    parse_ib_state,
-    parse_net_speed,
-    parse_pcie_speed,
-    run_tool,
-)
+from netbench.inventory.copy import Copier
+from netbench.inventory.hardware import ToolOutput, run_keep
+from netbench.inventory.hardware import read_text as _read
+from netbench.inventory.hardware_parse import parse_ib_rate, parse_ib_state, parse_net_speed, parse_pcie_speed
 
-# copier(gpu index, bytes, during) -> {h2d_pinned_GBps, d2h_pinned_GBps, h2d_pageable_GBps};
-# `during` is called while copies are in flight, to read the link state under load.
+# copier({gpu, uuid, numa_node}, bytes, during) -> {h2d_pinned_GBps, d2h_pinned_GBps,
+# h2d_pageable_GBps, ...} (netbench/inventory/copy.py); `during` is called while copies are in
+# flight, to read the link state under load.
 _PCI = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-Copier = Callable[[int, int, Callable[[], None]], dict[str, float]]
+# run(args) -> output: a ToolOutput (real runs: kept even when the tool exits non-zero), plain
+# text (tests: a recorded output of a successful run) or None (absent, not allowed, hung)
+Runner = Callable[[Sequence[str]], "ToolOutput | str | None"]
+
+
+def _raw(out: ToolOutput | str | None) -> str | None:
+    if out is None or isinstance(out, str):
+        return out
+    return out.text() if (out.stdout or out.stderr) else None
+
+
+def _text(out: ToolOutput | str | None) -> str | None:
+    """What a run printed, when it can be read as the tool's answer: a successful run, or a
+    failed nvidia-smi run that names a GPU it could not open (the other GPUs' lines are still
+    right). Any other failure (dmesg not permitted, a query the driver refuses) is unreadable."""
+    if isinstance(out, ToolOutput) and out.returncode != 0:
+        text = _raw(out)
+        return text if text is not None and p.parse_lost_gpus(text) else None
+    return _raw(out)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -37,29 +51,49 @@ class Inventory:
     skipped: list[str] = field(default_factory=list)
 
 
+def _num(path: Path) -> int | None:
+    t = (_read(path) or "").strip()
+    return int(t) if t.lstrip("-").isdigit() and int(t) >= 0 else None
+
+
+def _lower(a: int | None, b: int | None) -> int | None:
+    return min(a, b) if a is not None and b is not None else a
+
+
 def pcie_state(sys_root: Path, address: str | None) -> dict[str, Any]:
     """Current and maximum generation and width of a PCI device, its NUMA node and the bridge
-    it sits behind (devices sharing one sit on the same PCIe switch)."""
+    it sits behind (devices sharing one sit on the same PCIe switch).
+
+    A device's sysfs `max_link_speed`/`max_link_width` is the card's own capability: a Gen5
+    NIC in a Gen4 slot says 32 GT/s and trains at 16, which is all that slot can do. So the
+    maximum is the lower of the card's and the bridge port's above it (the slot), reached
+    through the /sys/bus/pci/devices link into /sys/devices; both are kept."""
     if not address:
         return {}
     dev = sys_root / "bus" / "pci" / "devices" / address
-
-    def num(name: str) -> int | None:
-        t = (_read(dev / name) or "").strip()
-        return int(t) if t.lstrip("-").isdigit() and int(t) >= 0 else None
-
     try:  # the bridge above it: a PCIe switch port, or the CPU's root port
-        up = dev.resolve(strict=True).parent.name
+        real = dev.resolve(strict=True)
+        up = real.parent.name
     except OSError:
-        up = ""
+        real, up = dev, ""
+    card_gen = p.gen_of(parse_pcie_speed(_read(dev / "max_link_speed") or ""))
+    card_width = _num(dev / "max_link_width")
+    slot_gen = slot_width = None
+    if _PCI.match(up):
+        slot_gen = p.gen_of(parse_pcie_speed(_read(real.parent / "max_link_speed") or ""))
+        slot_width = _num(real.parent / "max_link_width")
     return {
         "bus_id": address,
         "upstream": up if _PCI.match(up) else None,
         "gen": p.gen_of(parse_pcie_speed(_read(dev / "current_link_speed") or "")),
-        "max_gen": p.gen_of(parse_pcie_speed(_read(dev / "max_link_speed") or "")),
-        "width": num("current_link_width"),
-        "max_width": num("max_link_width"),
-        "numa_node": num("numa_node"),
+        "max_gen": _lower(card_gen, slot_gen),
+        "width": _num(dev / "current_link_width"),
+        "max_width": _lower(card_width, slot_width),
+        "card_max_gen": card_gen,
+        "card_max_width": card_width,
+        "slot_max_gen": slot_gen,
+        "slot_max_width": slot_width,
+        "numa_node": _num(dev / "numa_node"),
     }
 
 
@@ -116,24 +150,44 @@ def network_ports(sys_root: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _query(
+    run: Runner, fields: tuple[str, ...], legacy: tuple[str, ...]
+) -> tuple[str | None, tuple[str, ...]]:
+    """A --query-gpu run, again with the older field names when the driver refuses a field
+    it does not know (it then prints only 'Field "..." is not a valid field to query.')."""
+    args = ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
+    out = run(args)
+    if "is not a valid field" in (_raw(out) or "") and legacy != fields:
+        args = ["nvidia-smi", f"--query-gpu={','.join(legacy)}", "--format=csv,noheader,nounits"]
+        return _text(run(args)), legacy
+    return _text(out), fields
+
+
 def _gpu_records(
     rows: list[dict[str, Any]],
+    lost: list[dict[str, str]],
     run: Runner,
     kernel_log: str | None,
     under_load: dict[int, dict[str, Any]],
-    copies: dict[int, dict[str, float]],
+    copies: dict[int, dict[str, Any]],
     skipped: list[str],
 ) -> list[dict[str, Any]]:
-    topo_text = run(["nvidia-smi", "topo", "-m"])
+    topo_text = _text(run(["nvidia-smi", "topo", "-m"]))
     topo = p.parse_topo(topo_text) if topo_text else {}
-    nvl_text = run(["nvidia-smi", "nvlink", "-s"])
+    nvl_text = _text(run(["nvidia-smi", "nvlink", "-s"]))
     nvlink = p.parse_nvlink_status(nvl_text) if nvl_text else {}
-    remap_text = run(
-        ["nvidia-smi", f"--query-remapped-rows={','.join(p.REMAP_QUERY)}", "--format=csv,noheader,nounits"]
+    remap_text = _text(
+        run(
+            [
+                "nvidia-smi",
+                f"--query-remapped-rows={','.join(p.REMAP_QUERY)}",
+                "--format=csv,noheader,nounits",
+            ]
+        )
     )
     remaps = p.parse_remapped_rows(remap_text) if remap_text else {}
-    fab_text = run(["nvidia-smi", f"--query-gpu={','.join(p.FABRIC_QUERY)}", "--format=csv,noheader,nounits"])
-    fabric = p.parse_fabric(fab_text) if fab_text else {}
+    fab_text, fab_fields = _query(run, p.FABRIC_QUERY, p.LEGACY_FABRIC_QUERY)
+    fabric = p.parse_fabric(fab_text, fab_fields) if fab_text else {}
     xids = p.parse_xids(kernel_log) if kernel_log is not None else None
     for what, got in (
         ("nvidia-smi topo -m (GPU-NIC affinity)", topo_text),
@@ -142,8 +196,22 @@ def _gpu_records(
     ):
         if got is None:
             skipped.append(f"{what}: not readable, not judged")
+    if topo_text and rows and not topo:
+        skipped.append("nvidia-smi topo -m: no GPU header line found, GPU-NIC affinity not judged")
+    mig = sorted(i for i, n in nvlink.items() if n.get("state") == "mig")
+    if mig:
+        skipped.append(f"NVLink of GPU {', '.join(map(str, mig))}: not queried in MIG mode, not judged")
     if kernel_log is None:
         skipped.append("kernel log (Xid events): not readable by this user, not judged")
+
+    def hw_xids(bus_id: str) -> list[int] | None:
+        short = bus_id.rsplit(".", 1)[0]
+        return (
+            None
+            if xids is None
+            else sorted({x["xid"] for x in xids if x["hardware"] and short.endswith(x["bus_id"])})
+        )
+
     out = []
     for g in rows:
         name = f"GPU{g['gpu']}"
@@ -154,6 +222,7 @@ def _gpu_records(
                 "component": "host link",
                 "device": name,
                 "gpu": g["gpu"],
+                "uuid": g.get("uuid"),
                 "bus_id": g["bus_id"],
                 "gen": link["gen"],
                 "max_gen": link["max_gen"],
@@ -167,24 +236,24 @@ def _gpu_records(
             }
         )
         rm = remaps.get(g["bus_id"], {})
-        short = g["bus_id"].rsplit(".", 1)[0]
+        fab = fabric.get(g["gpu"], {})
         out.append(
             {
                 "component": "gpu",
                 "device": name,
                 "gpu": g["gpu"],
+                "uuid": g.get("uuid"),
                 "bus_id": g["bus_id"],
                 "ecc_uncorrected": g["ecc_uncorrected"],
                 "remap_pending": rm.get("pending"),
                 "remap_failure": rm.get("failure"),
                 "kernel_log_readable": kernel_log is not None,
-                "xids": None
-                if xids is None
-                else sorted({x["xid"] for x in xids if x["hardware"] and short.endswith(x["bus_id"])}),
-                "fabric_state": fabric.get(g["gpu"]),
+                "xids": hw_xids(g["bus_id"]),
+                "fabric_state": fab.get("state"),
+                "fabric_status": fab.get("status"),
             }
         )
-        if g["gpu"] in nvlink:
+        if g["gpu"] in nvlink and nvlink[g["gpu"]]["state"] in ("listed", "all inactive"):
             out.append(
                 {
                     "component": "nvlink",
@@ -194,6 +263,20 @@ def _gpu_records(
                     **nvlink[g["gpu"]],
                 }
             )
+    for lg in lost:  # nvidia-smi cannot open it: no index, only its bus id and the driver's reason
+        out.append(
+            {
+                "component": "gpu",
+                "device": f"GPU {lg['bus_id']}",
+                "gpu": None,
+                "bus_id": lg["bus_id"],
+                "lost": lg["reason"],
+                "kernel_log_readable": kernel_log is not None,
+                "xids": hw_xids(lg["bus_id"]),
+            }
+        )
+    for sx in p.parse_sxids(kernel_log or ""):
+        out.append({"component": "nvswitch", "device": sx["switch"], **sx})
     return out
 
 
@@ -206,23 +289,27 @@ def read_inventory(
     copy_bytes: int = 1 << 30,
 ) -> Inventory:
     root = Path(sys_root)
-    run = run or run_tool
+    run = run or run_keep
     inv = Inventory()
     ports = network_ports(root)
     inv.records += ports
     if not (root / "class" / "infiniband").is_dir():
         inv.skipped.append("InfiniBand/RoCE: no /sys/class/infiniband, no RDMA ports on this node")
-    query = ["nvidia-smi", f"--query-gpu={','.join(p.GPU_QUERY)}", "--format=csv,noheader,nounits"]
-    text = run(query)
-    rows = p.parse_gpu_query(text) if text else []
-    if not rows:
+    text, fields = _query(run, p.GPU_QUERY, p.LEGACY_GPU_QUERY)
+    rows = p.parse_gpu_query(text, fields) if text else []
+    lost = p.parse_lost_gpus(text or "")
+    if not rows and not lost:
         inv.skipped.append(
             "GPUs: nvidia-smi absent or shows no GPU: no GPU link state, NVLink, GPU errors "
             "or host-link copy test"
         )
         return inv
+    for lg in lost:
+        inv.skipped.append(
+            f"GPU {lg['bus_id']}: nvidia-smi cannot open it ({lg['reason']}); read from the kernel log only"
+        )
     under_load: dict[int, dict[str, Any]] = {}
-    copies: dict[int, dict[str, float]] = {}
+    copies: dict[int, dict[str, Any]] = {}
     if copier is None:
         inv.skipped.append(
             "host-link copy test: not run (no CUDA torch); GPU link state read at idle, "
@@ -232,12 +319,21 @@ def read_inventory(
         for g in rows:
 
             def during(i: int = g["gpu"]) -> None:
-                again = run(query)
-                now = {r["gpu"]: r for r in p.parse_gpu_query(again or "")}
+                again, _ = _query(run, fields, fields)
+                now = {r["gpu"]: r for r in p.parse_gpu_query(again or "", fields)}
                 if i in now:
                     under_load[i] = {k: now[i][k] for k in ("gen", "width")}
 
-            copies[g["gpu"]] = {**copier(g["gpu"], copy_bytes, during), "copy_bytes": copy_bytes}
-    log = kernel_log() if kernel_log else run(["dmesg"])
-    inv.records += _gpu_records(rows, run, log, under_load, copies, inv.skipped)
+            which = {
+                "gpu": g["gpu"],
+                "uuid": g.get("uuid"),
+                "numa_node": _num(root / "bus" / "pci" / "devices" / g["bus_id"] / "numa_node"),
+            }
+            try:
+                copies[g["gpu"]] = {**copier(which, copy_bytes, during), "copy_bytes": copy_bytes}
+            except Exception as exc:  # one GPU's CUDA error (OOM, exclusive mode) costs its copy only
+                first = (str(exc).strip().splitlines() or [""])[0][:160]
+                inv.skipped.append(f"host-link copy test of GPU{g['gpu']}: {type(exc).__name__}: {first}")
+    log = kernel_log() if kernel_log else _text(run(["dmesg"]))
+    inv.records += _gpu_records(rows, lost, run, log, under_load, copies, inv.skipped)
     return inv

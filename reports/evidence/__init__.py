@@ -18,6 +18,7 @@ import pandas as pd
 from reports.evidence import groups, hosts, pairs, storage, sweeps
 from reports.evidence.groups import SearchResult
 from reports.evidence.pairs import PairEvidence
+from reports.evidence.stragglers import Stragglers, stragglers
 from reports.evidence.sweeps import Sweep
 from reports.records import IoRecord
 from reports.table import NetTable, RecordSet, SkippedLine
@@ -41,6 +42,7 @@ class Evidence:
     io_frame: pd.DataFrame
     hardware: dict[str, Any] = field(default_factory=dict)  # the hosts' detected hardware, folded
     cpu_ranks: bool = False  # every net record ran on CPU ranks (gloo shares cores with compute)
+    stragglers: Stragglers | None = None  # per-process times of imported nccl-tests -I results
 
     @property
     def counts(self) -> dict[str, int]:
@@ -74,4 +76,5 @@ def build(rs: RecordSet) -> Evidence:
             [m["hardware"] for m in rs.manifests if isinstance(m.get("hardware"), dict)]
         ),
         cpu_ranks=len(frame) > 0 and bool((frame["device"] == "cpu").all()),
+        stragglers=stragglers(rs.net.where(frame["per_iter"].to_numpy(dtype=bool))),
     )

@@ -118,6 +118,11 @@ def figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[st
                     f"{'#wrong' if key == 'wrong' else 'error'} {str(timing.get(key))[:20]!r} is not a count",
                 )
             got[key] = v
+    for key in ("i_min", "i_max", "i_p99", "i_cv%"):  # nccl-tests -I columns: when printed, figures
+        if not is_na(timing.get(key)):
+            v = number(str(timing.get(key)))
+            if v is None or v < 0:
+                return got, f"{key} {str(timing.get(key))[:20]!r} is not a number >= 0"
     for key in ("count", "root"):  # optional columns: when printed, a whole number
         if not is_na(lead.get(key)):
             v = number(str(lead.get(key)))

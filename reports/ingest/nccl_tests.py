@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reports.ingest import nccl_per_iter
 from reports.ingest.nccl_rows import (
     aligned,
     figures,
@@ -30,7 +31,8 @@ from reports.ingest.nccl_rows import (
     row_fields,
     skipped_note,
 )
-from reports.records import OPS, NetRecord
+from reports.ops import OPS, bus_factor, ranks_from_factor
+from reports.records import NetRecord
 
 BACKEND = "nccl-tests"
 # nccl-tests type names -> the dtype names stoker records use.
@@ -84,18 +86,6 @@ def op_from_name(name: str) -> str | None:
     return None
 
 
-def ranks_from_factor(op: str, algbw: float, busbw: float) -> int:
-    """Invert the bus factor when the log lost its device lines (0 when it cannot be told)."""
-    if algbw <= 0 or busbw <= 0 or op in ("broadcast", "reduce", "sendrecv"):
-        return 0
-    f = busbw / algbw
-    if op == "all_reduce":
-        n = 2 / (2 - f) if f < 2 else 0.0  # rows printed as 0.01/0.02 give f = 2 exactly
-    else:
-        n = 1 / (1 - f) if f < 1 else 0.0
-    return max(0, round(n)) if 0 < n < 1e6 else 0
-
-
 def nccl_version(code: Any) -> str:
     """NCCL_VERSION_CODE -> '2.27.3' (major*10000 + minor*100 + patch since 2.9; 1000/100 before)."""
     try:
@@ -121,11 +111,11 @@ def infer_op(lead: Mapping[str, Any], timing: Mapping[str, Any], ranks: int) -> 
         return None  # tiny sizes print 0.00: no factor to read
     f = busbw / algbw
     near = lambda x: abs(f - x) <= 0.03 * x  # noqa: E731 - printed values carry 2 decimals
-    if near(2 * (ranks - 1) / ranks) and ranks > 2:
+    if near(bus_factor("all_reduce", ranks)) and ranks > 2:
         return "all_reduce"
-    if near((ranks - 1) / ranks) and ranks > 2:
+    if near(bus_factor("reduce_scatter", ranks)) and ranks > 2:
         return "reduce_scatter" if reduces else None
-    if near(1.0) and not reduces and ranks != 2:
+    if near(bus_factor("sendrecv", ranks)) and not reduces and ranks != 2:
         return "sendrecv"
     return None
 
@@ -207,6 +197,7 @@ class _Context:
     iters: int
     source: str
     graph: bool | None = None  # None: the log does not say
+    process_hosts: tuple[str, ...] = ()  # -J: the host of each process (per-iteration straggler view)
 
 
 def _record(
@@ -228,6 +219,13 @@ def _record(
     elif "wrong" not in f:
         extra["check"] = "off"
     ranks = ctx.ranks or ranks_from_factor(ctx.op, f["algbw"], f["busbw"])  # -J files name their devices
+    per_iter = timing.get("per_iter")  # hook: issue 23, nccl-tests -I (reports/ingest/nccl_per_iter.py)
+    if isinstance(per_iter, Mapping):
+        if isinstance(per_iter.get("times_us"), list):
+            extra["iter_times_us"] = per_iter["times_us"]
+        slow = nccl_per_iter.stragglers(per_iter.get("per_process_max_times_us"), ctx.process_hosts)
+        if slow is not None:
+            extra["stragglers"] = slow
     redop = str(lead.get("redop") or "none")
     return NetRecord(
         run_id=ctx.run_id,
@@ -252,6 +250,7 @@ def _record(
         warmup=ctx.warmup,
         device=ctx.device,
         extra=extra,
+        **nccl_per_iter.stats(timing),
     )
 
 
@@ -416,6 +415,7 @@ def parse_json(
         iters=_int(config.get("iterations")),
         source=source_name,
         graph=bool(config["graph"]) if "graph" in config else None,
+        process_hosts=tuple(nccl_per_iter.process_hosts([d for d in devices if isinstance(d, Mapping)])),
     )
     records: list[NetRecord] = []
     skipped: list[tuple[str, str]] = []
@@ -434,6 +434,7 @@ def parse_json(
                 "algbw": t.get("alg_bw"),
                 "busbw": t.get("bus_bw"),
                 "wrong": t.get("nwrong"),
+                "per_iter": res.get(f"{key}_per_iter"),
             }
             missing = [
                 f

@@ -18,6 +18,7 @@ from typing import Any
 from reports.errors import UsageError
 from reports.findings import Component, Finding
 from reports.judging import catalog
+from reports.judging.inventory_faults import all_links_down, gpu_faults, nvswitch_findings
 from reports.judging.spec import Spec
 
 # A pinned copy moves payload in PCIe TLPs: headers, flow control and completions cost
@@ -217,7 +218,10 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
     # a PCIe card without bridges lists its links as inactive: a fault only where NVLink is in use
     in_use = any(r.get("links", 0) > len(r.get("inactive") or []) for r in nvl)
     for r in nvl:
-        if in_use and r.get("inactive"):
+        down = all_links_down(host, r) if in_use else None  # hook: issue 23
+        if down is not None:
+            out.append(down)
+        elif in_use and r.get("inactive"):
             out.append(
                 _bad(
                     "nvlink",
@@ -246,6 +250,7 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
             bad.append(
                 f"fabric manager state {r['fabric_state']} (should be Completed; start nvidia-fabricmanager)"
             )
+        bad += gpu_faults(r)  # hook: issue 23 (lost GPU, fabric.status)
         if bad:
             out.append(
                 _bad("gpu", "gpu errors", host, f"{host} {_where(r)}: " + "; ".join(bad), device=r["device"])
@@ -282,6 +287,7 @@ def judge_inventory(records: Sequence[dict[str, Any]], spec: Spec | None = None)
         recs = by_host[host]
         out += _ports(host, [r for r in recs if r["component"] == "network port"], spec)
         out += _gpus(host, recs)
+        out += nvswitch_findings(host, recs)  # hook: issue 23
     return out
 
 

@@ -29,6 +29,7 @@ from reports.findings import Component, ModelRow, Part, Status
 from reports.judging import catalog
 from reports.judging.spec import Spec
 from reports.judging.workload import DDP_FIRST_BUCKET_BYTES, Workload
+from reports.ops import bus_factor
 
 DEFAULT_GPUS_PER_NODE = 8
 # CPU ranks only (Measured.cpu_ranks): the share of communication time hidden behind compute that the compute
@@ -56,13 +57,6 @@ class Measured:
     host_link_desc: str = ""
 
 
-def _factor(op: str, n: int) -> float:
-    """nccl-tests bus factors (doc/PERFORMANCE.md)."""
-    if n <= 1:
-        return 0.0
-    return 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
-
-
 def _curve(m: Measured, scope: str, op: str) -> tuple[Sweep | None, str]:
     c = m.curves.get((scope, op))
     if c is not None:
@@ -74,7 +68,7 @@ def _curve(m: Measured, scope: str, op: str) -> tuple[Sweep | None, str]:
 def _time(curve: Sweep, op: str, n: int, size: float, count: float) -> tuple[float, float, str]:
     """(bus bytes, seconds) of `count` collectives of `size` bytes among n ranks."""
     bw, note = curve.at(size)
-    bus = count * size * _factor(op, n)
+    bus = count * size * bus_factor(op, n)
     return bus, bus / (bw * 1e9), note
 
 

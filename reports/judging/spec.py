@@ -5,7 +5,7 @@
 UsageError naming the file, the field and what was expected, e.g.
 `spec.yaml: network.inter_node.count: expected a positive integer, got 'eight'`.
 `fill_from_hardware(spec, hardware)` completes a spec (or builds one) from what
-reports.judging.detect found on the hosts; what the spec says always wins.
+the hosts detected (reports.evidence.hosts); what the spec says always wins.
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ def load_spec(path: str | Path) -> Spec:
 
 
 def fill_from_hardware(spec: Spec | None, hardware: Mapping[str, Any]) -> Spec | None:
-    """Complete `spec` (or make one) from a reports.judging.detect result; the spec wins where it
+    """Complete `spec` (or make one) from the detected hardware (reports.evidence.hosts); the spec wins where it
     says something. Returns None when neither says anything usable."""
     base = spec or Spec(name="detected")
     changes: dict[str, Any] = {}

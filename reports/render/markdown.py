@@ -17,6 +17,7 @@ from reports.evidence.groups import SearchResult
 from reports.evidence.sweeps import Sweep, expected_for
 from reports.findings import Finding, Judgement
 from reports.manifest import allowlisted_env
+from reports.render.stragglers import straggler_lines
 from reports.units import format_size
 
 MAX_ROWS = 20  # host / pair / skipped-line tables show the worst rows, then a summary
@@ -336,6 +337,7 @@ def render(ri: ReportInput) -> str:
         ]
         lines += [*_kv(j.model_summary), ""] if j.model_summary else []
     lines += _localisation(ev)
+    lines += straggler_lines(ev.stragglers)
     if ri.imported or ri.import_notes:
         lines += [
             "## Imported results",

@@ -16,7 +16,18 @@ from tests.conftest import PYTHON, STOKER
 
 pytest.importorskip("torch")
 
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
+OPS = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "broadcast",
+    "reduce",
+    "alltoall",
+    "sendrecv",
+    "gather",  # the three nccl-tests builds beside the seven (src/gather.cu, scatter.cu, alltoallv.cu)
+    "scatter",
+    "alltoallv",
+)
 # busbw / algbw by hand (nccl-tests doc/PERFORMANCE.md) for 2, 3 and 4 ranks
 HAND_FACTOR = {
     2: {
@@ -27,6 +38,9 @@ HAND_FACTOR = {
         "broadcast": 1.0,
         "reduce": 1.0,
         "sendrecv": 1.0,
+        "gather": 0.5,
+        "scatter": 0.5,
+        "alltoallv": 0.5,
     },
     3: {
         "all_reduce": 4 / 3,
@@ -36,6 +50,9 @@ HAND_FACTOR = {
         "broadcast": 1.0,
         "reduce": 1.0,
         "sendrecv": 1.0,
+        "gather": 2 / 3,
+        "scatter": 2 / 3,
+        "alltoallv": 2 / 3,
     },
     4: {
         "all_reduce": 1.5,
@@ -45,6 +62,9 @@ HAND_FACTOR = {
         "broadcast": 1.0,
         "reduce": 1.0,
         "sendrecv": 1.0,
+        "gather": 0.75,
+        "scatter": 0.75,
+        "alltoallv": 0.75,
     },
 }
 SWEEP = ["-b", "8", "-e", "128K", "-f", "16", "-n", "5"]  # 8, 128, 2K, 32K bytes
@@ -128,6 +148,14 @@ def test_torchrun_every_op(tmp_path: Path, nproc: int) -> None:
     # 128 B = 32 floats -> 30 elements = 120 B
     ag = sorted(r["bytes"] for r in recs if r["op"] == "all_gather" and not r["in_place"])
     assert ag == ([8, 128, 2048, 32768] if nproc == 2 else [120, 2040, 32760])
+    gathered = sorted(r["bytes"] for r in recs if r["op"] == "gather")
+    assert gathered == ag  # the root's whole output, as all_gather's
+    # alltoallv by hand (nccl-tests alltoallv.cu, spread 1.0): at 3 ranks and 128 B, 32 floats
+    # -> paramcount (32 / 3) & ~3 = 8 -> 96 B in all; rank 0 sends rank 1 1 x 96 / 3 = 32 B and
+    # rank 2 64 B: the size column is 96 B; 2 KiB -> 168 per peer -> 2016 B; 32 KiB -> 32736 B.
+    # 8 B: paramcount 0, no record. At 2 ranks rank 0 sends all of it to rank 1.
+    a2av = sorted(r["bytes"] for r in recs if r["op"] == "alltoallv")
+    assert a2av == ([128, 2048, 32768] if nproc == 2 else [96, 2016, 32736])
     assert any(r["in_place"] for r in recs if r["op"] == "all_gather")
     assert len({r["run_id"] for r in recs}) == 1
     assert "# op all_reduce" in proc.stdout and "busbw" in proc.stdout

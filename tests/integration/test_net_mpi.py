@@ -21,6 +21,9 @@ FACTOR_2 = {
     "broadcast": 1.0,
     "reduce": 1.0,
     "sendrecv": 1.0,
+    "gather": 0.5,  # (n-1)/n as nccl-tests' GatherGetBw, ScatterGetBw, AlltoAllvGetBw
+    "scatter": 0.5,
+    "alltoallv": 0.5,
 }
 MPI_ENV = {
     "OMPI_ALLOW_RUN_AS_ROOT": "1",

@@ -1,4 +1,5 @@
-"""Hardware detection parsers on recorded outputs (tests/data/detect/)."""
+"""Hardware detection (netbench/inventory/hardware*.py) on recorded outputs (tests/data/detect/),
+and the report's summary of it (reports/evidence/hosts.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reports.judging import detect
+from netbench.inventory import hardware
+from netbench.inventory import hardware_parse as hp
+from reports.evidence.hosts import summarise
 from reports.judging.catalog import match_gpu_name
 from tests.conftest import DATA
 
@@ -37,7 +40,7 @@ def sys_tree(tmp_path: Path, name: str) -> Path:
 
 
 def test_nvidia_smi_dgx_h100() -> None:
-    gpus = detect.parse_nvidia_smi((D / "nvidia-smi-dgx-h100.csv").read_text())
+    gpus = hp.parse_nvidia_smi((D / "nvidia-smi-dgx-h100.csv").read_text())
     assert len(gpus) == 8
     assert gpus[0] == {"name": "NVIDIA H100 80GB HBM3", "memory_MiB": 81559, "bus_id": "0000:18:00.0"}
     assert gpus[1]["bus_id"] == "0000:2a:00.0"  # nvidia-smi's upper case and 8-digit domain -> sysfs form
@@ -46,7 +49,7 @@ def test_nvidia_smi_dgx_h100() -> None:
 
 def test_nvidia_smi_recorded_on_a_real_h100() -> None:
     # recorded on this project's lent GPU machine (one H100 in a VM, driver 580.159.04)
-    gpus = detect.parse_nvidia_smi((D / "nvidia-smi-h100-vm-recorded.csv").read_text())
+    gpus = hp.parse_nvidia_smi((D / "nvidia-smi-h100-vm-recorded.csv").read_text())
     assert gpus == [{"name": "NVIDIA H100 80GB HBM3", "memory_MiB": 81559, "bus_id": "0000:00:06.0"}]
     assert accelerator_of(gpus[0]["name"]) == "h100-sxm"
 
@@ -59,7 +62,7 @@ def test_nvidia_smi_recorded_on_a_real_h100() -> None:
     ],
 )
 def test_nvidia_smi_other_models(file: str, count: int, accelerator: str) -> None:
-    gpus = detect.parse_nvidia_smi((D / file).read_text())
+    gpus = hp.parse_nvidia_smi((D / file).read_text())
     assert len(gpus) == count
     assert accelerator_of(gpus[0]["name"]) == accelerator
 
@@ -77,25 +80,25 @@ def test_nvidia_smi_other_models(file: str, count: int, accelerator: str) -> Non
     ],
 )
 def test_rocm_smi(file: str, count: int, accelerator: str, bus: str) -> None:
-    gpus = detect.parse_rocm_smi((D / file).read_text())
+    gpus = hp.parse_rocm_smi((D / file).read_text())
     assert len(gpus) == count
     assert gpus[0]["bus_id"] == bus
     assert accelerator_of(gpus[0]["name"]) == accelerator
 
 
 def test_parsers_on_odd_values() -> None:
-    assert detect.parse_ib_rate("400 Gb/sec (4X NDR)\n") == 400.0
-    assert detect.parse_ib_rate("56 Gb/sec (4X FDR)") == 56.0
-    assert detect.parse_ib_rate("garbage") is None
-    assert detect.parse_ib_state("4: ACTIVE\n") == "ACTIVE"
-    assert detect.parse_net_speed("-1\n") is None
-    assert detect.parse_net_speed("") is None
-    assert detect.parse_net_speed("25000\n") == 25000
-    assert detect.parse_pcie_speed("16.0 GT/s PCIe\n") == 16.0
-    assert detect.parse_pcie_speed("8 GT/s") == 8.0
-    assert detect.parse_pcie_speed("Unknown") is None
-    assert detect.parse_rocm_smi("not json") == []
-    assert detect.parse_nvidia_smi("No devices were found\n") == []
+    assert hp.parse_ib_rate("400 Gb/sec (4X NDR)\n") == 400.0
+    assert hp.parse_ib_rate("56 Gb/sec (4X FDR)") == 56.0
+    assert hp.parse_ib_rate("garbage") is None
+    assert hp.parse_ib_state("4: ACTIVE\n") == "ACTIVE"
+    assert hp.parse_net_speed("-1\n") is None
+    assert hp.parse_net_speed("") is None
+    assert hp.parse_net_speed("25000\n") == 25000
+    assert hp.parse_pcie_speed("16.0 GT/s PCIe\n") == 16.0
+    assert hp.parse_pcie_speed("8 GT/s") == 8.0
+    assert hp.parse_pcie_speed("Unknown") is None
+    assert hp.parse_rocm_smi("not json") == []
+    assert hp.parse_nvidia_smi("No devices were found\n") == []
 
 
 def fake_runner(outputs: dict[str, str]):
@@ -107,7 +110,7 @@ def fake_runner(outputs: dict[str, str]):
 
 def test_detect_dgx_h100(tmp_path: Path) -> None:
     root = sys_tree(tmp_path, "sys-dgx-h100.yaml")
-    hw = detect.detect_hardware(
+    hw = hardware.detect_hardware(
         root, fake_runner({"nvidia-smi": (D / "nvidia-smi-dgx-h100.csv").read_text()})
     )
     assert hw["gpu_model"] == "NVIDIA H100 80GB HBM3"
@@ -126,7 +129,7 @@ def test_detect_dgx_h100(tmp_path: Path) -> None:
 
 def test_detect_ethernet_only(tmp_path: Path) -> None:
     root = sys_tree(tmp_path, "sys-roce-eth.yaml")
-    hw = detect.detect_hardware(root, fake_runner({}))
+    hw = hardware.detect_hardware(root, fake_runner({}))
     assert "gpu_model" not in hw and "ib_ports" not in hw
     assert {n["iface"] for n in hw["net"]} == {"ens41np0", "ens42np0", "eno1"}  # veth has no device: left out
     # 2 x 400 GbE = 800 Gb/s = 100 GB/s; the 1 GbE management port is not fabric
@@ -137,23 +140,22 @@ def test_detect_ethernet_only(tmp_path: Path) -> None:
 
 
 def test_detect_rocm_fallback(tmp_path: Path) -> None:
-    hw = detect.detect_hardware(
+    hw = hardware.detect_hardware(
         tmp_path / "nothing", fake_runner({"rocm-smi": (D / "rocm-smi-mi300x.json").read_text()})
     )
     assert hw["gpu_count"] == 2 and "MI300X" in hw["gpu_model"]
 
 
 def test_detect_on_this_host_never_raises() -> None:
-    hw = detect.detect_hardware()
+    hw = hardware.detect_hardware()
     assert isinstance(hw, dict) and "error" not in hw
 
 
 def test_absent_tool_gives_none() -> None:
-    assert detect.run_tool(["stoker-no-such-tool-h4"]) is None
+    assert hardware.run_tool(["stoker-no-such-tool-h4"]) is None
 
 
 def test_summarise_takes_the_most_common_and_notes_disagreement() -> None:
-    from reports.evidence.hosts import summarise
 
     good = {"gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 8, "nic_total_GBps": 400.0}
     bad = {**good, "gpu_count": 7}

@@ -27,9 +27,10 @@ class GraphBackend(ScriptedBackend):
     """capture() records how it was called and returns a replay that advances the clock by
     `iters` graph ops; `fail` makes capture raise instead, as an old NCCL would."""
 
-    def __init__(self, fail: str = "", can: bool = True) -> None:
+    def __init__(self, fail: str = "", can: bool = True, peers_ok: bool = True) -> None:
         super().__init__(intrusive=True)
-        self.fail, self.can = fail, can
+        self.fail, self.can, self.peers_ok = fail, can, peers_ok
+        self.graphs = can
         self.captured: list[int] = []
         self.replays = 0
         self.eager_calls = 0
@@ -40,6 +41,10 @@ class GraphBackend(ScriptedBackend):
             self.clock[0] += EAGER_OP_S
 
         return run
+
+    def agree(self, comm: Any, ok: bool) -> bool:
+        self.agreed = getattr(self, "agreed", 0) + 1
+        return ok and self.peers_ok  # the other ranks' verdict, scripted
 
     def capture(self, op: Callable[[], object], iters: int) -> Callable[[], object] | None:
         if not self.can:
@@ -55,8 +60,18 @@ class GraphBackend(ScriptedBackend):
         return replay
 
 
-def _measure(b: GraphBackend, graph: bool = True, iters: int = 10) -> Any:
-    coll = TABLE["all_gather"]
+def _measure(
+    b: Any,
+    graph: bool = True,
+    iters: int = 10,
+    *,
+    op: str = "all_gather",
+    warmup: int = 2,
+    in_place: bool = False,
+    check: bool = False,
+    slots: int = 1,
+) -> Any:
+    coll = TABLE[op]
     return measure(
         b,
         None,
@@ -64,10 +79,11 @@ def _measure(b: GraphBackend, graph: bool = True, iters: int = 10) -> Any:
         coll.layout(1024, 2, 4),
         group=0,
         iters=iters,
-        warmup=2,  # type: ignore[arg-type]
-        in_place=False,
-        check=False,
+        warmup=warmup,
+        in_place=in_place,
+        check=check,
         graph=graph,
+        slots=slots,
     )
 
 
@@ -145,6 +161,9 @@ class OneRank(GraphBackend):
 
     def versions(self) -> dict[str, str]:
         return {"backend": "nccl", "nccl": "scripted"}
+
+    def release(self) -> None:
+        self.released = getattr(self, "released", 0) + 1
 
     def close(self) -> None:
         pass

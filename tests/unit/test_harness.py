@@ -43,6 +43,13 @@ class ScriptedBackend:
     def alloc(self, values: np.ndarray) -> np.ndarray:
         return np.array(values, dtype=np.float32)
 
+    def fill(self, buf: np.ndarray, values: np.ndarray) -> None:
+        buf[:] = values
+
+    def agree(self, comm: Any, ok: bool) -> bool:
+        self.agreed = getattr(self, "agreed", 0) + 1
+        return ok
+
     def bind(self, op: str, send: Any, recv: Any, comm: Any, root: int, in_place: bool) -> Any:
         def run() -> None:  # one op takes 10 us
             self.clock[0] += 10e-6

@@ -1,5 +1,6 @@
-"""Node inventory: the parsers on recorded outputs, the reader on a fixture /sys, and the
-judgement on a healthy 8-GPU / 8-NIC node and on one fault at a time (tests/data/inventory)."""
+"""Node inventory: the parsers on outputs in the real formats, the reader on a fixture /sys, and
+the judgement on a healthy 8-GPU / 8-NIC node and on one fault at a time (tests/data/inventory;
+each file's '# ' header says where its format comes from and is stripped before use)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from netbench.inventory import parse
+from netbench.inventory.hardware import ToolOutput
 from netbench.inventory.read import read_inventory
 from reports.judging.inventory import judge_inventory
 
@@ -27,7 +29,15 @@ OUTPUTS = {  # the command each recorded output answers (first distinguishing ar
 }
 
 
-def materialise(tmp_path: Path, case: dict[str, Any]) -> tuple[Path, dict[str, str | None]]:
+def recorded(name: str) -> str:
+    """A fixture output without its '# ' header lines (no nvidia-smi output line starts so)."""
+    lines = (D / name).read_text().split("\n")
+    while lines and lines[0].startswith("# "):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def materialise(tmp_path: Path, case: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
     """The healthy node's /sys under tmp_path and its recorded outputs, with one case's fault."""
     tree = yaml.safe_load((D / "healthy-sys.yaml").read_text())
     files = {**tree["files"], **case.get("sys", {})}
@@ -38,14 +48,20 @@ def materialise(tmp_path: Path, case: dict[str, Any]) -> tuple[Path, dict[str, s
     for rel, target in tree["links"].items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         os.symlink(root / target, root / rel)
-    outputs: dict[str, str | None] = {}
+    outputs: dict[str, Any] = {}
     for name in OUTPUTS.values():
-        lines = (D / name).read_text().splitlines()
+        lines = recorded(name).splitlines()
         for old, new in case.get("replace", {}).get(name, {}).items():
             lines[lines.index(old)] = new
         for n, new in case.get("lines", {}).get(name, {}).items():
             lines[n - 1] = new
-        outputs[name] = None if name in case.get("unreadable", []) else "\n".join(lines) + "\n"
+        for n, (drop, new) in case.get("splice", {}).get(name, {}).items():
+            lines[n - 1 : n - 1 + drop] = new
+        lines += case.get("append", {}).get(name, [])
+        text = "\n".join(lines) + "\n"
+        if name in case.get("exit", {}):  # the tool failed but printed: what a real run keeps
+            text = ToolOutput(stdout=text, stderr="", returncode=case["exit"][name])
+        outputs[name] = None if name in case.get("unreadable", []) else text
     return root, outputs
 
 
@@ -66,17 +82,20 @@ def inventory_of(tmp_path: Path, case: dict[str, Any], copier: Any = None) -> li
 
 
 def test_parse_topo_nearest_nic_and_numa() -> None:
-    topo = parse.parse_topo((D / "healthy-topo-m.txt").read_text())
+    text = recorded("healthy-topo-m.txt")
+    assert text.startswith("\t\x1b[4mGPU0\tGPU1")  # the real header bytes: ANSI underline
+    topo = parse.parse_topo(text)
     assert len(topo) == 8
     assert topo["GPU0"] == {"nearest_nic": "mlx5_0", "nic_path": "PXB", "numa_node": 0}
     assert topo["GPU6"] == {"nearest_nic": "mlx5_6", "nic_path": "PXB", "numa_node": 1}
 
 
 def test_parse_gpu_query_and_odd_values() -> None:
-    rows = parse.parse_gpu_query((D / "healthy-query-gpu.csv").read_text())
+    rows = parse.parse_gpu_query(recorded("healthy-query-gpu.csv"))
     assert [r["bus_id"] for r in rows][:2] == ["0000:18:00.0", "0000:2a:00.0"]
     assert rows[3] == {
         "gpu": 3,
+        "uuid": "GPU-7c1f0e2a-55d1-4b3e-9a0c-000000000003",
         "bus_id": "0000:5d:00.0",
         "gen": 5,
         "max_gen": 5,
@@ -84,10 +103,11 @@ def test_parse_gpu_query_and_odd_values() -> None:
         "max_width": 16,
         "ecc_uncorrected": 0,
     }
-    odd = parse.parse_gpu_query("0, 00000000:01:00.0, 4, 5, 16, 16, [N/A]\nNo devices were found\n")
+    odd = parse.parse_gpu_query("0, GPU-1, 00000000:01:00.0, 4, 5, 16, 16, [N/A]\nNo devices were found\n")
     assert odd == [
         {
             "gpu": 0,
+            "uuid": "GPU-1",
             "bus_id": "0000:01:00.0",
             "gen": 4,
             "max_gen": 5,
@@ -102,7 +122,7 @@ def test_parse_nvlink_remaps_xids() -> None:
     nv = parse.parse_nvlink_status(
         "GPU 0: NVIDIA H100 (UUID: x)\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n"
     )
-    assert nv == {0: {"links": 2, "inactive": [1]}}
+    assert nv == {0: {"links": 2, "inactive": [1], "state": "listed"}}
     assert parse.parse_remapped_rows("00000000:5D:00.0, Yes, No\n") == {
         "0000:5d:00.0": {"pending": True, "failure": False}
     }
@@ -125,15 +145,23 @@ def test_healthy_node_reads_everything_and_yields_no_finding(tmp_path: Path) -> 
     port0 = next(r for r in recs if r["device"] == "mlx5_0")
     assert port0["rate_Gbps"] == 400.0 and port0["pcie"] == {
         "bus_id": "0000:19:00.0",
-        "upstream": None,
+        "upstream": None,  # this fixture's device directories are not linked into /sys/devices
         "gen": 5,
         "max_gen": 5,
         "width": 16,
         "max_width": 16,
+        "card_max_gen": 5,
+        "card_max_width": 16,
+        "slot_max_gen": None,
+        "slot_max_width": None,
         "numa_node": 0,
     }
     gpu3 = next(r for r in recs if r["component"] == "gpu" and r["gpu"] == 3)
     assert gpu3["xids"] == [] and gpu3["kernel_log_readable"] is True  # Xid 31 is an application fault
+    assert (gpu3["remap_pending"], gpu3["remap_failure"]) == (False, False)  # the driver's "No, No"
+    assert (gpu3["fabric_state"], gpu3["fabric_status"]) == ("Completed", "Success")
+    link0 = next(r for r in recs if r["component"] == "host link" and r["gpu"] == 0)
+    assert (link0["nearest_nic"], link0["nic_path"], link0["numa_node"]) == ("mlx5_0", "PXB", 0)
     assert judge_inventory(recs) == []
 
 
@@ -165,9 +193,12 @@ class ScriptedCopier:
 
     def __init__(self, figures: dict[int, tuple[float, float, float]]) -> None:
         self.figures, self.calls = figures, []
+        self.which: list[dict[str, Any]] = []
 
-    def __call__(self, gpu: int, nbytes: int, during: Any) -> dict[str, float]:
+    def __call__(self, which: dict[str, Any], nbytes: int, during: Any) -> dict[str, float]:
+        gpu = which["gpu"]
         self.calls.append((gpu, nbytes))
+        self.which.append(which)
         during()
         h2d, d2h, pageable = self.figures[gpu]
         return {"h2d_pinned_GBps": h2d, "d2h_pinned_GBps": d2h, "h2d_pageable_GBps": pageable}
@@ -198,7 +229,9 @@ def test_an_idle_gpu_at_a_lower_generation_is_not_a_fault_but_under_load_it_is(t
     idle = {
         "replace": {
             "healthy-query-gpu.csv": {
-                "4, 00000000:9A:00.0, 5, 5, 16, 16, 0": "4, 00000000:9A:00.0, 1, 5, 16, 16, 0"
+                "4, GPU-7c1f0e2a-55d1-4b3e-9a0c-000000000004, 00000000:9A:00.0, 5, 5, 16, 16, 0": (
+                    "4, GPU-7c1f0e2a-55d1-4b3e-9a0c-000000000004, 00000000:9A:00.0, 1, 5, 16, 16, 0"
+                )
             }
         }
     }
@@ -295,7 +328,7 @@ def test_stoker_inventory_then_report_on_a_fixture_tree(
 
     root, _ = materialise(tmp_path, DEGRADED["ib-port-down"])
     monkeypatch.setenv("STOKER_RUN_ID", "inv-1")
-    monkeypatch.setattr("netbench.inventory.read.run_tool", lambda args: None)  # no nvidia-smi, as on CI
+    monkeypatch.setattr("netbench.inventory.read.run_keep", lambda args: None)  # no nvidia-smi, as on CI
     out = tmp_path / "res"
     assert main(["inventory", "--out", str(out), "--no-copy", "--sys-root", str(root)]) == 0
     said = capsys.readouterr().out.splitlines()
@@ -333,9 +366,13 @@ def test_pcie_state_names_the_bridge_above(tmp_path: Path) -> None:
         "bus_id": "0000:18:00.0",
         "upstream": "0000:00:01.0",
         "gen": 4,
-        "max_gen": 5,
+        "max_gen": 5,  # the bridge directory says nothing of its own maximum: the card's stands
         "width": 16,
         "max_width": 16,
+        "card_max_gen": 5,
+        "card_max_width": 16,
+        "slot_max_gen": None,
+        "slot_max_width": None,
         "numa_node": None,
     }
 

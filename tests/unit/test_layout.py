@@ -18,6 +18,7 @@ SHARED = {
     "reports",
     "reports.errors",
     "reports.records",
+    "reports.ops",
     "reports.findings",
     "reports.units",
     "reports.manifest",
@@ -81,12 +82,11 @@ def test_rooms_depend_one_way() -> None:
 
 
 def test_measurement_imports_only_the_schema_from_reports() -> None:
-    # netbench/iobench may use the record schema, plus four documented extras: hardware
-    # detection (it fills the manifest), the fio parser (shared with `stoker import`), the
-    # pair statistics that choose the pairs to measure again (the pairs scope's confirmation
-    # pass) and the groups search (the groups scope runs the search that the report replays).
+    # netbench/iobench may use the record schema, plus three documented extras: the fio
+    # parser (shared with `stoker import`), the pair statistics that choose the pairs to
+    # measure again (the pairs scope's confirmation pass) and the groups search (the groups
+    # scope runs the search that the report replays).
     allowed = SHARED | {
-        "reports.judging.detect",
         "reports.ingest.fio_json",
         "reports.evidence.pairs",
         "reports.evidence.groups",
@@ -123,3 +123,10 @@ def test_the_schema_imports_no_room() -> None:
     graph = _graph("reports")
     bad = sorted((m, n) for m in SHARED if m in graph for n in graph[m] if _room(n))
     assert not bad, f"the schema imports a room: {bad}"
+
+
+def test_judging_runs_no_tool() -> None:
+    # judging is pure: hardware detection (nvidia-smi, sysfs) is IO on the measuring side
+    # (netbench/inventory/hardware.py) and reaches the report only through the records
+    for p in (ROOT / "reports" / "judging").rglob("*.py"):
+        assert not {"subprocess", "shutil"} & _imports(p), f"{p.relative_to(ROOT)} runs tools"

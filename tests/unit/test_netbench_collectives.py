@@ -56,7 +56,7 @@ def test_too_small_for_chunked_op_is_count_zero() -> None:
     assert TABLE["all_reduce"].layout(8, 3, 4).count == 2
 
 
-def test_all_seven_ops_and_min_ranks() -> None:
+def test_all_ten_ops_and_min_ranks() -> None:
     assert set(TABLE) == {
         "all_reduce",
         "all_gather",
@@ -65,6 +65,9 @@ def test_all_seven_ops_and_min_ranks() -> None:
         "reduce",
         "alltoall",
         "sendrecv",
+        "gather",
+        "scatter",
+        "alltoallv",
     }
     assert TABLE["sendrecv"].min_ranks == 2
     assert all(c.min_ranks == 1 for name, c in TABLE.items() if name != "sendrecv")
