@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reports.records import read_records
-from tests.conftest import REPO, STOKER, needs_root
+from tests.conftest import REPO, STOKER, bed_missing, needs_root
 from tests.harness import netns
 
 pytestmark = [needs_root, pytest.mark.slow]
@@ -68,7 +68,7 @@ WORKLOAD = (
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     reason = netns.unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)
     out = tmp_path_factory.mktemp("la3") / "results"
     with netns.NetnsCluster(prefix="la3", nodes=NODES, rate_mbit=RATE_MBIT) as c:
         procs = []

@@ -15,7 +15,7 @@ from reports.findings import Finding
 from reports.judging.judge import judge
 from reports.judging.localise_groups import replay
 from reports.records import NetRecord, RecordSet, read_records
-from tests.conftest import needs_root
+from tests.conftest import bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
 
 pytestmark = needs_root
@@ -55,7 +55,7 @@ NET = [
 def cluster() -> Iterator[NetnsCluster]:
     reason = unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)
     with NetnsCluster(prefix="nsg", nodes=NODES, rate_mbit=RATE_MBIT) as c:
         yield c
 
