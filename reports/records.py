@@ -154,7 +154,7 @@ def _field_names(cls: type) -> frozenset[str]:
 
 def from_dict(cls: type[R], obj: Mapping[str, Any]) -> R:
     """Build a record from a JSON object; raises ValueError naming a missing field."""
-    names = _field_names(cls)
+    names = _field_names(cls)  # type: ignore[arg-type]  # mypy: a dataclass type is not Hashable (it is)
     known = {k: v for k, v in obj.items() if k in names}
     extra = {k: v for k, v in obj.items() if k not in names}
     if "hosts" in known:
@@ -196,6 +196,10 @@ def check_figures(kind: str, obj: Mapping[str, Any]) -> str:
         isinstance(obj["hosts"], list) and all(isinstance(h, str) for h in obj["hosts"])
     ):
         return "hosts is not a list of host names"
+    floats: tuple[str, ...]
+    ints: tuple[str, ...]
+    optional: tuple[str, ...]
+    maps: tuple[str, ...]
     if kind == "net":
         floats, ints, optional, maps = _NET_FLOATS, _NET_INTS, _NET_OPTIONAL, ()
     else:
@@ -315,7 +319,8 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
                 out.skipped.append(SkippedLine(file=name, line=n, reason=why))
                 continue
             try:
-                sink.append(from_dict(cls, obj))  # type: ignore[arg-type]
+                # cls and sink pair up in each row of the loop; mypy joins the rows to `object`
+                sink.append(from_dict(cls, obj))  # type: ignore[type-var, arg-type]
             except ValueError as exc:
                 out.skipped.append(SkippedLine(file=name, line=n, reason=str(exc)))
     h = d / HOST_FILE
