@@ -1,11 +1,13 @@
-"""The acceptance job's phases, in order, as data: ONE source for every launcher that runs
-the whole job (the sbatch job, launchers/torchrun.sh and with it the Kubernetes, SkyPilot
-and dstack jobs). Pure."""
+"""The acceptance job's phases, in order, for every launcher that runs the whole job (the
+sbatch job, launchers/torchrun.sh and with it the Kubernetes, SkyPilot and dstack jobs,
+launchers/mpirun.sh): reports/phases.py's list at this stoker's GROUPS_ABOVE_NODES, and the
+job's time limit. Pure."""
 
 from __future__ import annotations
 
 from launchers.builders import INVENTORY_LIMIT_S
 from launchers.profiles import GROUPS_ABOVE_NODES, Profile
+from reports import phases
 
 # What a rendered job may hold beyond the profile's own limits: each phase's outer limit
 # sits PHASE_GRACE_S past stoker's own --timeout, the whole job JOB_MARGIN_S past them all.
@@ -15,13 +17,9 @@ JOB_MARGIN_S = 300
 
 def net_phases(nodes: int) -> list[tuple[str, tuple[str, ...]]]:
     """(phase name, scopes) in the contract's order; one node has no inter-node phases, and
-    above GROUPS_ABOVE_NODES nodes the groups search replaces the pair tournament. After
-    them come `storage` and, on the first node, the report."""
-    phases = [("intra-node", ("intra-node",))]
-    if nodes > 1:
-        localise = "groups" if nodes > GROUPS_ABOVE_NODES else "pairs"
-        phases += [("inter-node", ("world", "inter-node")), (localise, (localise,))]
-    return phases
+    above GROUPS_ABOVE_NODES nodes the groups search replaces the pair tournament. Before
+    them comes the node inventory; after them `storage` and, on the first node, the report."""
+    return [(k.name, k.scopes) for k in phases.net_phases(nodes, GROUPS_ABOVE_NODES)]
 
 
 def job_limit_s(profile: Profile, nodes: int) -> int:

@@ -34,6 +34,9 @@ COMMANDS: dict[str, str] = {
     "compare": "reports.fleet.cmd",
     "import": "reports.import_cmd",
 }
+# the launchers' own plumbing, left out of `stoker --help`: the sbatch job records each
+# phase with it (docs/launchers.md)
+INTERNAL: dict[str, str] = {"phase-record": "reports.phases"}
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -45,7 +48,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _module(name: str) -> ModuleType:
-    return importlib.import_module(COMMANDS[name])
+    return importlib.import_module(COMMANDS.get(name) or INTERNAL[name])
 
 
 def build_parser() -> OneLineParser:
@@ -59,6 +62,10 @@ def build_parser() -> OneLineParser:
     for name in COMMANDS:
         mod = _module(name)
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+    for name in INTERNAL:  # no help=: argparse lists only subcommands given one
+        mod = _module(name)
+        p = sub.add_parser(name, description=mod.HELP)
         mod.add_arguments(p)
     return parser
 

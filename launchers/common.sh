@@ -39,17 +39,26 @@ PHASES=0
 DONE=0
 ABORTED=()
 # phase NAME LIMIT_S CMD...: run one phase under a hard time limit; a phase that fails or
-# hangs is noted and the run goes on, so the report says what is missing.
+# hangs is noted and the run goes on, so the report says what is missing. Where this node
+# writes DIR/phases.jsonl (WRITE_PHASES=1), its output also goes to OUT/phase-NAME.log,
+# where the report reads the phase's last error line, and its line is written by
+# reports/phases.py, as for every launcher.
 phase() {
-  local name=$1 limit=$2 start=$SECONDS rc
+  local name=$1 limit=$2 start=$SECONDS rc elapsed
   shift 2
   DONE=$((DONE + 1))
   echo "stoker: [$DONE/$PHASES] $name started $(date -u +%FT%TZ)"
-  timeout --kill-after=30 "$limit" "$@"
-  rc=$?
-  echo "stoker: [$DONE/$PHASES] $name ended rc=$rc after $((SECONDS - start)) s"
   if [ "${WRITE_PHASES:-1}" = 1 ]; then
-    printf '{"phase":"%s","rc":%d,"elapsed_s":%d}\n' "$name" "$rc" "$((SECONDS - start))" >> "$OUT/phases.jsonl"
+    timeout --kill-after=30 "$limit" "$@" 2>&1 | tee "$OUT/phase-$name.log"
+    rc=${PIPESTATUS[0]}
+  else
+    timeout --kill-after=30 "$limit" "$@"
+    rc=$?
+  fi
+  elapsed=$((SECONDS - start))
+  echo "stoker: [$DONE/$PHASES] $name ended rc=$rc after $elapsed s"
+  if [ "${WRITE_PHASES:-1}" = 1 ]; then
+    "$STOKER_PY" -m reports.phases "$OUT" "$name" "$rc" "$elapsed" --log "phase-$name.log"
   fi
   [ "$rc" -eq 0 ] || ABORTED+=("$name")
 }

@@ -61,7 +61,10 @@ GRACE=120
 tokens PAIRS --nnodes "$NNODES" phases
 NAMES=() SCOPES=()
 for ((k = 0; k < ${#PAIRS[@]}; k += 2)); do NAMES+=("${PAIRS[$k]}") SCOPES+=("${PAIRS[$((k + 1))]}"); done
-PHASES=$(( ${#SCOPES[@]} + 2 ))
+PHASES=$(( 1 + ${#SCOPES[@]} + 2 ))
+# the node inventory first: one per node, each reads itself, as the sbatch job's
+tokens CMD "${L[@]}" --nproc-per-node 1 inventory --out "$OUT"
+phase inventory $((LIMITS[3] + GRACE)) "${CMD[@]}"
 for i in "${!SCOPES[@]}"; do
   tokens CMD "${L[@]}" --nproc-per-node "$NPROC_PER_NODE" net --scopes "${SCOPES[$i]}" --backend "$BACKEND" --out "$OUT" "$@"
   phase "${NAMES[$i]}" $((LIMITS[0] + GRACE)) "${CMD[@]}"

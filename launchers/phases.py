@@ -1,5 +1,6 @@
 """Run a sequence of phases as child processes, with progress, time limits and a record
-of how each ended (`DIR/phases.jsonl`, the same lines the sbatch job writes).
+of how each ended (`DIR/phases.jsonl`, whose lines reports/phases.py writes for every
+launcher).
 
 The only IO of `stoker run`: each phase is an argument list from the builders, started in
 its own session so that a phase past its limit is ended with all its ranks.
@@ -7,7 +8,6 @@ its own session so that a phase past its limit is ended with all its ranks.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -19,20 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-PHASES_FILE = "phases.jsonl"
+from reports import phases as phase_lines
+from reports.phases import PhaseName
+
 KILL_AFTER_S = 15  # TERM at the limit, KILL this much later, as `timeout --kill-after`
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Phase:
-    name: str
+    name: PhaseName
     argv: tuple[str, ...]
     limit_s: int
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PhaseResult:
-    name: str
+    name: PhaseName
     rc: int  # the child's exit code; 124 when it ran past its limit (as timeout(1))
     elapsed_s: float
     last_line: str = ""  # its last line of output: the report names it when the phase failed
@@ -107,11 +109,8 @@ def run_phase(
 
 
 def record_phase(out: Path, result: PhaseResult) -> None:
-    with open(out / PHASES_FILE, "a", encoding="utf-8") as fh:
-        line = {"phase": result.name, "rc": result.rc, "elapsed_s": round(result.elapsed_s, 1)}
-        if result.rc != 0 and result.last_line:
-            line["error"] = result.last_line
-        fh.write(json.dumps(line) + "\n")
+    error = result.last_line if result.rc != 0 else None
+    phase_lines.append(out, phase_lines.line(result.name, result.rc, round(result.elapsed_s, 1), error=error))
 
 
 def exit_code(report_rc: int, verdict_written: bool, aborted: bool) -> int:

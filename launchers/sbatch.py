@@ -182,6 +182,7 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
         "phase_count": str(sum(line.startswith("phase ") for line in phases) + 1),
         "phases": "\n".join(phases),
         "report": b.shell_line(["timeout", "--kill-after=30", str(p.report_timeout_s), *report]),
+        "record_phase": b.shell_line([*cfg.stoker, "phase-record"]),
     }
 
     def fill(m: re.Match[str]) -> str:

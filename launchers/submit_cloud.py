@@ -1,5 +1,5 @@
 """`stoker submit --platform k8s|skypilot|dstack`: render the acceptance job for that
-platform (launchers/k8s.py, launchers/tasks.py) and apply it with the platform's own client
+platform (launchers/k8s.py, launchers/skypilot_dstack.py) and apply it with the platform's own client
 (`kubectl apply -f -`, `sky launch`, `dstack apply`); `--dry-run` prints the YAML."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from launchers.cloudjob import K8S_KINDS, PLATFORMS, CloudJob, dump_yaml
 from launchers.fabrics import FABRICS
 from launchers.k8s import documents
 from launchers.options import checked_file, checked_workload, profile_from_args
-from launchers.tasks import dstack, skypilot
+from launchers.skypilot_dstack import dstack, skypilot
 from reports.errors import UsageError
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,48}[a-z0-9])?$")

@@ -76,7 +76,10 @@ GRACE=120
 tokens PAIRS --nnodes "$NNODES" phases
 NAMES=() SCOPES=()
 for ((k = 0; k < ${#PAIRS[@]}; k += 2)); do NAMES+=("${PAIRS[$k]}") SCOPES+=("${PAIRS[$((k + 1))]}"); done
-PHASES=$(( ${#SCOPES[@]} + 1 + (NODE_RANK == 0) ))
+PHASES=$(( 1 + ${#SCOPES[@]} + 1 + (NODE_RANK == 0) ))
+# the node inventory first: every node reads itself, as the sbatch job's
+tokens CMD inventory --out "$OUT"
+phase inventory $((LIMITS[3] + GRACE)) "${CMD[@]}"
 i=0
 for scopes in "${SCOPES[@]}"; do
   # a port per phase: a node that starts phase i+1 early must not reach phase i's store

@@ -16,7 +16,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -257,6 +257,23 @@ class RecordWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+    """(line number, object or None, reason) for each non-blank line; never raises on bad data."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield n, None, f"not JSON ({exc.msg})"
+                continue
+            if not isinstance(obj, dict):
+                yield n, None, "not a JSON object"
+                continue
+            yield n, obj, ""
 
 
 def write_all(path: str | os.PathLike[str], records: Iterable[Record]) -> int:

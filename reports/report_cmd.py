@@ -70,14 +70,11 @@ def load_optional(kind: str, given: str | None, directory: Path) -> tuple[Any, l
 
 
 def read_phases(directory: Path) -> list[dict[str, Any]]:
-    """How each phase of `stoker run` / the sbatch job ended (DIR/phases.jsonl, written by
-    launchers); empty when the records came from elsewhere (stoker net/io, imports)."""
-    from reports.table import iter_jsonl
+    """How each phase of `stoker run` / the acceptance job ended (DIR/phases.jsonl, written by
+    launchers; reports/phases.py)."""
+    from reports.phases import read
 
-    path = directory / "phases.jsonl"
-    if not path.is_file():
-        return []
-    return [obj for _, obj, _ in iter_jsonl(path) if isinstance(obj, dict)]
+    return read(directory)
 
 
 def aborted_phases(directory: Path) -> list[dict[str, Any]]:
@@ -85,13 +82,6 @@ def aborted_phases(directory: Path) -> list[dict[str, Any]]:
     return [p for p in read_phases(directory) if p.get("rc", 0) != 0 and p.get("phase") != "report"]
 
 
-# which records each phase writes: a network phase its scopes, storage any io record
-PHASE_SCOPES = {
-    "network": ("world",),
-    "intra-node": ("intra-node",),
-    "inter-node": ("world", "inter-node"),
-    "pairs": ("pair",),
-}
 # launcher chatter after a rank's own error: not the reason. slurmstepd names its node when
 # a host runs several slurmd ("slurmstepd-n1: error: *** STEP 2.2 ON n1 CANCELLED ... ***")
 _CHATTER = re.compile(r"(srun|slurmstepd(-\S+)?|timeout): ")
@@ -118,6 +108,8 @@ def missing_phases(
 ) -> list[str]:
     """One line per phase that should have produced records and did not: it aborted, or it
     ended cleanly with none of its records (pure but for reading a phase's log)."""
+    from reports.phases import missing_records
+
     out = []
     for p in phases:
         name = str(p.get("phase", "?"))
@@ -128,10 +120,8 @@ def missing_phases(
             why = "ran past its time limit" if rc == 124 else f"ended with exit code {rc}"
             err = last_error_line(directory, p)
             out.append(f"phase {name} {why} after {p.get('elapsed_s', '?')} s" + (f": {err}" if err else ""))
-        elif name == "storage" and io_count == 0:
-            out.append(f"phase {name} ended cleanly but wrote no storage records")
-        elif name in PHASE_SCOPES and not net_scopes & set(PHASE_SCOPES[name]):
-            out.append(f"phase {name} ended cleanly but wrote no network records")
+        elif why := missing_records(name, net_scopes, io_count):  # reports/phases.py says what each yields
+            out.append(f"phase {name} ended cleanly but {why}")
     return out
 
 

@@ -13,9 +13,8 @@ for the rows asked for (`where`). The figures are checked by one rule table
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from reports.records import (
     NetRecord,
     check_figures,
     from_dict,
+    iter_jsonl,
 )
 
 if TYPE_CHECKING:
@@ -380,23 +380,6 @@ class RecordSet:
 
     def run_ids(self) -> list[str]:
         return sorted(self.net.run_ids() | {r.run_id for r in self.io})
-
-
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
-    """(line number, object or None, reason) for each non-blank line; never raises on bad data."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield n, None, f"not JSON ({exc.msg})"
-                continue
-            if not isinstance(obj, dict):
-                yield n, None, "not a JSON object"
-                continue
-            yield n, obj, ""
 
 
 def _read_lines(path: Path, kind: str, skipped: list[SkippedLine]) -> list[Any]:

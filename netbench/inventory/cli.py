@@ -11,6 +11,7 @@ import os
 import socket
 from pathlib import Path
 
+from reports.outdir import claim
 from reports.records import HOST_FILE, SCHEMA, RecordWriter, new_run_id, utc_now
 from reports.units import parse_size
 
@@ -36,6 +37,9 @@ def main(args: argparse.Namespace) -> int:
     run_id = new_run_id()
     out = Path(args.out or f"stoker-results/{run_id}")
     copy_bytes = parse_size(args.copy_bytes)
+    # as net and io: a new dir, or this run's own (the first phase of torchrun.sh/mpirun.sh
+    # is this one), never someone else's; every node of one run may claim it at once
+    claim(out, run_id)
     # as the net and io phases name their host, so findings on one node line up
     host = os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname()
     inv = read_inventory(

@@ -148,14 +148,14 @@ def recorded(df: pd.DataFrame) -> list[Sweep]:
     )
     out: list[Sweep] = []
     for key, part in g.groupby(keys[:4], sort=True, observed=True):
-        scope, op, backend, ranks = key  # type: ignore[misc]
-        nodes, groups = whole.loc[key]  # type: ignore[index]  # a group key of the same keys
+        scope, op, backend, ranks = key
+        nodes, groups = whole.loc[key]  # a group key of the same keys
         out.append(
             Sweep(
                 scope=str(scope),
                 op=str(op),
                 backend=str(backend),
-                ranks=int(ranks),  # type: ignore[call-overload]
+                ranks=int(ranks),
                 nodes=int(nodes),
                 groups=int(groups),
                 sizes=tuple(int(b) for b in part["bytes"]),

@@ -31,8 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def record_schemas(directory: Path) -> set[object]:
     """Schema versions of the records kept in DIR (a line without one is schema 1)."""
-    from reports.records import IO_FILE, NET_FILE, SCHEMA
-    from reports.table import iter_jsonl
+    from reports.records import IO_FILE, NET_FILE, SCHEMA, iter_jsonl
 
     out: set[object] = set()
     for name in (NET_FILE, IO_FILE):

@@ -29,7 +29,7 @@ from launchers.cloudjob import CloudJob
 from launchers.profiles import get_profile, with_overrides
 from launchers.submit_cloud import render
 from reports.table import read_records
-from tests.conftest import REPO, STOKER, needs_root
+from tests.conftest import REPO, STOKER, bed_missing, needs_root
 from tests.harness import netns
 
 pytestmark = [needs_root, pytest.mark.slow]
@@ -140,7 +140,7 @@ PLATFORMS = {"k8s": _k8s, "skypilot": _sky, "dstack": _dstack}
 def cluster() -> Any:
     reason = netns.unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)
     with netns.NetnsCluster(prefix=PREFIX, nodes=2, rate_mbit=RATE_MBIT) as c:
         yield c
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PYTHON
+from tests.conftest import PYTHON, bed_missing
 
 FACTOR_2 = {
     "all_reduce": 1.0,
@@ -44,7 +44,7 @@ def _env() -> dict[str, str]:
 def mpirun() -> str:
     exe = shutil.which("mpirun")
     if exe is None:
-        pytest.skip("mpirun not installed (./install.sh installs Open MPI)")
+        bed_missing("mpirun not installed (./install.sh installs Open MPI)")
     installed = subprocess.run(
         [PYTHON, "-c", "import importlib.util as u; print(u.find_spec('mpi4py') is not None)"],
         capture_output=True,
@@ -53,7 +53,7 @@ def mpirun() -> str:
         env=_env(),
     )
     if installed.stdout.strip() != "True":
-        pytest.skip("mpi4py not installed (pip install mpi4py)")
+        bed_missing("mpi4py not installed (pip install mpi4py)")
     # both are here (as in CI): an mpi4py that will not load with this MPI is a failure, not a skip
     probe = subprocess.run(
         [PYTHON, "-c", "from mpi4py import MPI; print(MPI.Get_library_version())"],

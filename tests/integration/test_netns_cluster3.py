@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reports.table import read_records
-from tests.conftest import REPO, STOKER, needs_root
+from tests.conftest import REPO, STOKER, bed_missing, needs_root
 from tests.harness import netns
 
 pytestmark = [needs_root, pytest.mark.slow]
@@ -68,7 +68,7 @@ WORKLOAD = (
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     reason = netns.unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)
     out = tmp_path_factory.mktemp("la3") / "results"
     with netns.NetnsCluster(prefix="la3", nodes=NODES, rate_mbit=RATE_MBIT) as c:
         procs = []
@@ -126,7 +126,12 @@ def test_every_phase_ran_on_all_three_nodes(results: Path) -> None:
     assert {h for r in recs.net.records() for h in r.hosts} == {"la3n0", "la3n1", "la3n2"}
     assert {r.scope for r in recs.net.records()} >= {"intra-node", "inter-node", "pair"}
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == {"la3n0", "la3n1", "la3n2"}
-    assert len({r.run_id for r in [*recs.net.records(), *recs.io]}) == 1
+    assert len({r.run_id for r in [*recs.net.records(), *recs.io, *recs.host]}) == 1
+    # node 0 wrote the phase list (reports/phases.py) and kept each phase's output beside it;
+    # the inventory runs first (on these veth-only nodes it reads nothing, and says so)
+    ran = [json.loads(x) for x in (results / "phases.jsonl").read_text().splitlines()]
+    assert [p["phase"] for p in ran] == ["inventory", "intra-node", "inter-node", "pairs", "storage"], ran
+    assert all(p["rc"] == 0 and (results / p["log"]).is_file() for p in ran), ran
     for name in ("report.md", "report.html", "verdict.json"):
         assert (results / name).is_file()
 

@@ -15,7 +15,7 @@ from reports.evidence.groups import replay
 from reports.findings import Finding
 from reports.records import NetRecord
 from reports.table import RecordSet, read_records
-from tests.conftest import needs_root
+from tests.conftest import bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
 from tests.unit.recordgen import judge_records
 
@@ -56,7 +56,7 @@ NET = [
 def cluster() -> Iterator[NetnsCluster]:
     reason = unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)
     with NetnsCluster(prefix="nsg", nodes=NODES, rate_mbit=RATE_MBIT) as c:
         yield c
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import needs_root, needs_tool
+from tests.conftest import bed_missing, needs_root, needs_tool
 from tests.harness.netns import NETNS_ETC, NetnsCluster, unavailable_reason
 
 pytestmark = [needs_root, needs_tool("iperf3")]
@@ -31,7 +31,7 @@ dist.destroy_process_group()
 def _available() -> None:
     reason = unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from reports.findings import Finding
 from reports.judging.localise import localise
 from reports.records import NetRecord
 from reports.table import read_records
-from tests.conftest import needs_root
+from tests.conftest import bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
 
 pytestmark = needs_root
@@ -47,7 +47,7 @@ NET = [
 def cluster() -> Iterator[NetnsCluster]:
     reason = unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)
     with NetnsCluster(prefix="nxl", nodes=4, rate_mbit=RATE_MBIT) as c:
         yield c
 

@@ -12,7 +12,7 @@ import pytest
 
 from reports.records import NetRecord
 from reports.table import read_records
-from tests.conftest import needs_root, needs_tool
+from tests.conftest import bed_missing, needs_root, needs_tool
 from tests.harness.netns import NetnsCluster, unavailable_reason
 
 pytestmark = [needs_root, needs_tool("iperf3")]
@@ -25,7 +25,7 @@ SIZE = 64 << 20
 def cluster() -> Iterator[NetnsCluster]:
     reason = unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)
     # gloo on 2 cores is CPU-bound at this rate: flush dirty pages (a fresh venv's GBs on a
     # clean clone) first, so kernel writeback does not compete with the ranks
     os.sync()

@@ -63,7 +63,12 @@ def test_mpirun_script_runs_every_phase_and_exits_with_the_verdict(tmp_path: Pat
     }
     p = script("mpirun.sh", env, *SMALL, cwd=tmp_path)
     phases = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]
-    assert [(x["phase"], x["rc"]) for x in phases] == [("intra-node", 0), ("storage", 0)], p.stdout[-3000:]
+    assert [(x["phase"], x["rc"]) for x in phases] == [("inventory", 0), ("intra-node", 0), ("storage", 0)], (
+        p.stdout[-3000:]
+    )
+    # each phase's output is kept for the report, as the sbatch job keeps it
+    assert all(x["log"] == f"phase-{x['phase']}.log" and (out / x["log"]).is_file() for x in phases)
+    assert (out / "host.jsonl").is_file()  # the inventory ran on the node
     recs = read_records(out)
     assert {r.ranks for r in recs.net.records()} == {2} and recs.io
     assert len({r.run_id for r in [*recs.net.records(), *recs.io]}) == 1

@@ -54,8 +54,10 @@ SMALL = [
     "2",
 ]
 # the srun MPI plugins real clusters set as MpiDefault; Debian's slurm carries all three
-# (pmix through libpmix-dev). Each sets its own PMI/PMIx variables in every rank.
+# (pmix through libpmix-dev). Each sets its own PMI/PMIx variables in every rank: a variable
+# each one sets and the others do not, seen in the ranks of a real step.
 MPI_DEFAULTS = ("none", "pmi2", "pmix")
+PLUGIN_MARKS = {"none": set(), "pmi2": {"PMI_FD"}, "pmix": {"PMIX_RANK"}}
 NET_TIMEOUT_S = 15
 
 
@@ -64,17 +66,26 @@ def job_env() -> dict[str, str]:
     return {"MASTER_PORT": str(free_port()), "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
 
 
-@pytest.fixture(scope="module", params=MPI_DEFAULTS)
-def slurm(request: pytest.FixtureRequest) -> Iterator[SlurmCluster]:
-    with SlurmCluster(prefix="la", nodes=2, mpi_default=request.param) as cluster:
-        yield cluster
-
-
 @pytest.fixture(scope="module")
-def pmix_slurm() -> Iterator[SlurmCluster]:
-    """The setting most GPU clusters ship, for the tests of what the job does with a verdict."""
+def slurm() -> Iterator[SlurmCluster]:
+    """ONE cluster for the whole module: MpiDefault=pmix, the setting most GPU clusters ship.
+    The MPI plugin cases pick theirs per job instead of restarting the cluster: a job
+    submitted with SLURM_MPI_TYPE=X in its environment (sbatch passes it on) runs every srun
+    step with plugin X, exactly as MpiDefault=X would (srun reads the variable as --mpi)."""
     with SlurmCluster(prefix="la", nodes=2, mpi_default="pmix") as cluster:
         yield cluster
+
+
+def plugin_marks(cluster: SlurmCluster, env: dict[str, str], tmp_path: Path) -> set[str]:
+    """The plugin variables the ranks of a batch job's srun step see, submitted with `env`:
+    proof that the job's steps run under the plugin the test names."""
+    log = tmp_path / "probe.out"
+    job = cluster.sbatch(
+        ["--nodes=2", "--ntasks-per-node=1", f"--output={log}", "--wrap", "srun env"], env=env
+    )
+    assert cluster.wait(job, timeout_s=120) == "COMPLETED", log.read_text(errors="replace")
+    names = {line.split("=", 1)[0] for line in log.read_text(errors="replace").splitlines()}
+    return names & set().union(*PLUGIN_MARKS.values())
 
 
 def spec(tmp_path: Path, advertised: float, threshold: float | None = None) -> Path:
@@ -94,7 +105,9 @@ def spec(tmp_path: Path, advertised: float, threshold: float | None = None) -> P
     return path
 
 
-def submit(cluster: SlurmCluster, out: Path, cwd: Path, *extra: str) -> str:
+def submit(
+    cluster: SlurmCluster, out: Path, cwd: Path, *extra: str, env: dict[str, str] | None = None
+) -> str:
     p = subprocess.run(
         [
             *STOKER,
@@ -110,7 +123,7 @@ def submit(cluster: SlurmCluster, out: Path, cwd: Path, *extra: str) -> str:
             str(cwd / "shared"),
             *extra,
         ],
-        env={**cluster.env, **job_env()},
+        env={**cluster.env, **job_env(), **(env or {})},
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -127,9 +140,13 @@ def finish(cluster: SlurmCluster, job: str, cwd: Path, timeout_s: float = 480) -
     return state, cluster.exit_code(job), (cwd / f"stoker-acceptance-{job}.out").read_text(errors="replace")
 
 
-def test_two_node_acceptance_job(slurm: SlurmCluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mpi", MPI_DEFAULTS)
+def test_two_node_acceptance_job(mpi: str, slurm: SlurmCluster, tmp_path: Path) -> None:
+    # the cluster's own MpiDefault (pmix) for pmix; the job's environment for the others
+    plugin = {} if mpi == slurm.mpi_default else {"SLURM_MPI_TYPE": mpi}
+    assert plugin_marks(slurm, plugin, tmp_path) == PLUGIN_MARKS[mpi]
     out = tmp_path / "results"
-    job = submit(slurm, out, tmp_path, "--spec", str(spec(tmp_path, 100.0, threshold=0.0001)))
+    job = submit(slurm, out, tmp_path, "--spec", str(spec(tmp_path, 100.0, threshold=0.0001)), env=plugin)
     state, rc, log = finish(slurm, job, tmp_path)
 
     # every phase ran, in the contract's order, and none aborted
@@ -157,7 +174,7 @@ def test_two_node_acceptance_job(slurm: SlurmCluster, tmp_path: Path) -> None:
         for n in ("n1", "n2")
     }
     print(
-        f"MpiDefault={slurm.mpi_default}: job {job} {state} exit {rc}, verdict {verdict['verdict']}, "
+        f"MPI plugin {mpi}: job {job} {state} exit {rc}, verdict {verdict['verdict']}, "
         f"(net, io) records per node {per_node}"
     )
     assert verdict["verdict"] == "pass", verdict["findings"]
@@ -165,10 +182,10 @@ def test_two_node_acceptance_job(slurm: SlurmCluster, tmp_path: Path) -> None:
     assert verdict["run_id"] == f"slurm-{job}"
 
 
-def test_an_unreachable_spec_fails_the_job_with_exit_1(pmix_slurm: SlurmCluster, tmp_path: Path) -> None:
+def test_an_unreachable_spec_fails_the_job_with_exit_1(slurm: SlurmCluster, tmp_path: Path) -> None:
     out = tmp_path / "results"
-    job = submit(pmix_slurm, out, tmp_path, "--spec", str(spec(tmp_path, 10000.0)))
-    state, rc, log = finish(pmix_slurm, job, tmp_path)
+    job = submit(slurm, out, tmp_path, "--spec", str(spec(tmp_path, 10000.0)))
+    state, rc, log = finish(slurm, job, tmp_path)
     verdict = json.loads((out / "verdict.json").read_text())
     print(f"unreachable spec: job {job} {state} exit {rc}, verdict {verdict['verdict']}")
     assert all(p["rc"] == 0 for p in map(json.loads, (out / "phases.jsonl").read_text().splitlines())), log[
@@ -190,11 +207,11 @@ def test_an_unreachable_spec_fails_the_job_with_exit_1(pmix_slurm: SlurmCluster,
     assert (state, rc) == ("FAILED", 1), log[-3000:]
 
 
-def test_a_dead_network_is_incomplete_exit_3(pmix_slurm: SlurmCluster, tmp_path: Path) -> None:
+def test_a_dead_network_is_incomplete_exit_3(slurm: SlurmCluster, tmp_path: Path) -> None:
     out = tmp_path / "results"
     # nccl on nodes without GPUs: every network phase dies; storage still runs
-    job = submit(pmix_slurm, out, tmp_path, "--backend", "nccl", "--allow-unjudged")
-    state, rc, log = finish(pmix_slurm, job, tmp_path)
+    job = submit(slurm, out, tmp_path, "--backend", "nccl", "--allow-unjudged")
+    state, rc, log = finish(slurm, job, tmp_path)
     verdict = json.loads((out / "verdict.json").read_text())
     first = (out / "report.md").read_text().splitlines()[0]
     print(
@@ -214,10 +231,10 @@ def test_a_dead_network_is_incomplete_exit_3(pmix_slurm: SlurmCluster, tmp_path:
     ), first
 
 
-def test_no_spec_is_not_an_acceptance(pmix_slurm: SlurmCluster, tmp_path: Path) -> None:
+def test_no_spec_is_not_an_acceptance(slurm: SlurmCluster, tmp_path: Path) -> None:
     out = tmp_path / "results"
-    job = submit(pmix_slurm, out, tmp_path)
-    state, rc, log = finish(pmix_slurm, job, tmp_path)
+    job = submit(slurm, out, tmp_path)
+    state, rc, log = finish(slurm, job, tmp_path)
     verdict = json.loads((out / "verdict.json").read_text())
     print(f"no spec: job {job} {state} exit {rc}, verdict {verdict['verdict']}")
     assert verdict["verdict"] == "unjudged" and "PASS" not in (out / "report.md").read_text()
@@ -225,10 +242,7 @@ def test_no_spec_is_not_an_acceptance(pmix_slurm: SlurmCluster, tmp_path: Path) 
     assert "acceptance needs a reference" in log
 
 
-def test_results_dir_not_shared_is_refused_before_the_sweeps(
-    pmix_slurm: SlurmCluster, tmp_path: Path
-) -> None:
-    slurm = pmix_slurm
+def test_results_dir_not_shared_is_refused_before_the_sweeps(slurm: SlurmCluster, tmp_path: Path) -> None:
     out = slurm.private / "results"  # each node has its own empty tmpfs here
     job = submit(slurm, out, tmp_path)
     slurm.wait(job, timeout_s=120)
@@ -264,9 +278,8 @@ def _ranks_on(node: str, job: str, scopes: bytes) -> list[int]:
 
 
 def test_a_hung_node_ends_the_phase_and_the_report_is_still_written(
-    pmix_slurm: SlurmCluster, tmp_path: Path
+    slurm: SlurmCluster, tmp_path: Path
 ) -> None:
-    slurm = pmix_slurm
     out = tmp_path / "results"
     # larger sizes stretch the inter-node sweep, so it can be caught mid-way
     job = submit(

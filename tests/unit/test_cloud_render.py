@@ -1,4 +1,4 @@
-"""The Kubernetes, SkyPilot and dstack jobs (launchers/k8s.py, launchers/tasks.py): golden
+"""The Kubernetes, SkyPilot and dstack jobs (launchers/k8s.py, launchers/skypilot_dstack.py): golden
 files per platform x fabric, compared line by line, and the values that could be wrong
 computed by hand. Schema validation: tests/unit/test_cloud_validate.py."""
 

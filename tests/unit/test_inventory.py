@@ -347,6 +347,21 @@ def test_stoker_inventory_then_report_on_a_fixture_tree(
     )
 
 
+def test_inventory_claims_its_dir_as_net_and_io_do(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
+    from launchers.cli import main
+
+    monkeypatch.setattr("netbench.inventory.read.run_keep", lambda args: None)
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["inventory", "--out", str(tmp_path), "--no-copy", "--sys-root", str(tmp_path)]) == 2
+    assert "not made by stoker (it holds notes.txt)" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    # the first phase of torchrun.sh/mpirun.sh claims the dir; the next phase of the run adds to it
+    monkeypatch.setenv("STOKER_RUN_ID", "inv-2")
+    out = tmp_path / "res"
+    assert main(["inventory", "--out", str(out), "--no-copy", "--sys-root", str(tmp_path)]) == 0
+    assert (out / ".stoker-run").read_text() == "inv-2\n"
+
+
 def test_pcie_state_names_the_bridge_above(tmp_path: Path) -> None:
     from netbench.inventory.read import pcie_state
 

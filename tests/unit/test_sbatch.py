@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,6 +113,7 @@ case "$1" in
   io) exit "${IO_RC:-0}" ;;
   inventory) exit 0 ;;
   report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
+  phase-record) shift; exec "$STOKER_PY" -m reports.phases "$@" ;;  # the real line writer
 esac
 exit 99
 """
@@ -154,13 +157,17 @@ def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int,
         "NET_RC": str(net_rc),
         "REPORT_RC": str(report_rc),
         "ARGS_FILE": str(tmp_path / "report-args"),
+        "STOKER_PY": sys.executable,
     }
     p = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == job_rc, p.stdout + p.stderr
     assert (tmp_path / "report-args").read_text().split() == [str(out), "--fail-unjudged"]
     phases = [line for line in (out / "phases.jsonl").read_text().splitlines()]
-    assert len(phases) == 5 and '"phase":"inventory","rc":0,' in phases[0]
-    assert f'"phase":"intra-node","rc":{net_rc},' in phases[1] and '"log":"phase-intra-node.log"' in phases[1]
+    assert len(phases) == 5 and phases[0].startswith('{"phase":"inventory","rc":0,"elapsed_s":')
+    # byte for byte the line the job wrote with printf before reports/phases.py wrote it
+    assert re.fullmatch(
+        rf'\{{"phase":"intra-node","rc":{net_rc},"elapsed_s":\d+,"log":"phase-intra-node.log"\}}', phases[1]
+    )
     # the phase's own words are kept for the report's first line
     assert (
         out / "phase-intra-node.log"

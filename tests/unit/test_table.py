@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from reports.evidence.pairs import pair_values
-from reports.records import RecordWriter, to_dict
-from reports.table import NetTable, iter_jsonl, read_records
+from reports.records import RecordWriter, iter_jsonl, to_dict
+from reports.table import NetTable, read_records
 from tests.unit.recordgen import net
 
 

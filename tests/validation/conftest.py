@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import bed_missing
 from tests.harness.netns import unavailable_reason
 
 
@@ -12,4 +13,4 @@ from tests.harness.netns import unavailable_reason
 def netns_ok() -> None:
     reason = unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)

@@ -1,0 +1,139 @@
+"""The phases of a stoker run or acceptance job, and `DIR/phases.jsonl`, the line each phase
+leaves there: ONE source for every launcher (`stoker run`, the sbatch job, torchrun.sh,
+mpirun.sh and the jobs that run them) and for the report that reads the lines back.
+
+It sits with the record schema in reports/ because both sides use it: launchers write the
+lines (the shell scripts through `python -m reports.phases ...` or `stoker phase-record
+...`, never with printf), the report reads them to say what is missing. The
+line format is part of docs/contract.md: one JSON object per line, `phase`, `rc`,
+`elapsed_s`, then `log` (the phase's output kept as DIR/phase-NAME.log) and/or `error` (its
+last line of output) when there is one. Pure but for `append`, `read` and `main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+PHASES_FILE = "phases.jsonl"
+
+PhaseName = Literal[
+    "inventory", "network", "intra-node", "inter-node", "pairs", "groups", "storage", "report"
+]
+# what a phase leaves in DIR: host facts, network records, storage records, the report
+Yields = Literal["host", "net", "io", "report"]
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseKind:
+    name: PhaseName
+    yields: Yields
+    scopes: tuple[str, ...] = ()  # a network phase's `stoker net --scopes`
+    record_scopes: tuple[str, ...] = ()  # the `scope` of the records those scopes write
+
+
+PHASES: dict[str, PhaseKind] = {
+    k.name: k
+    for k in (
+        PhaseKind("inventory", "host"),
+        # `stoker run`'s one sweep on one machine
+        PhaseKind("network", "net", ("world",), ("world",)),
+        PhaseKind("intra-node", "net", ("intra-node",), ("intra-node",)),
+        PhaseKind("inter-node", "net", ("world", "inter-node"), ("world", "inter-node")),
+        PhaseKind("pairs", "net", ("pairs",), ("pair",)),
+        PhaseKind("groups", "net", ("groups",), ("groups",)),
+        PhaseKind("storage", "io"),
+        PhaseKind("report", "report"),
+    )
+}
+assert set(PHASES) == set(get_args(PhaseName))
+
+
+def net_phases(nodes: int, groups_above: int) -> list[PhaseKind]:
+    """The network phases of an acceptance job on `nodes` nodes, in the contract's order:
+    one node has no inter-node phases; above `groups_above` nodes the groups search
+    replaces the pair tournament."""
+    names: list[PhaseName] = ["intra-node"]
+    if nodes > 1:
+        names += ["inter-node", "groups" if nodes > groups_above else "pairs"]
+    return [PHASES[n] for n in names]
+
+
+def job_phases(nodes: int, groups_above: int) -> list[PhaseName]:
+    """Every phase of an acceptance job, in order: the node inventory, the network phases,
+    storage, the report."""
+    return ["inventory", *(k.name for k in net_phases(nodes, groups_above)), "storage", "report"]
+
+
+def line(phase: str, rc: int, elapsed_s: float, *, log: str | None = None, error: str | None = None) -> str:
+    """One line of DIR/phases.jsonl, newline included. Compact JSON in this key order, as the
+    sbatch job has always written it; `elapsed_s` keeps its type (the shell's whole
+    seconds stay an integer)."""
+    obj: dict[str, Any] = {"phase": phase, "rc": rc, "elapsed_s": elapsed_s}
+    if log:
+        obj["log"] = log
+    if error:
+        obj["error"] = error
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def append(directory: Path, text: str) -> None:
+    with open(directory / PHASES_FILE, "a", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def read(directory: Path) -> list[dict[str, Any]]:
+    """The phase lines of DIR, in order; empty when the records came from elsewhere
+    (stoker net/io, imports). Unreadable lines are left out."""
+    from reports.records import iter_jsonl
+
+    path = directory / PHASES_FILE
+    if not path.is_file():
+        return []
+    return [obj for _, obj, _ in iter_jsonl(path) if isinstance(obj, dict)]
+
+
+def missing_records(name: str, net_scopes: set[str], io_count: int) -> str | None:
+    """Why a phase that ended cleanly left nothing behind, or None: a network phase none of
+    its record scopes, storage no storage record. An inventory that found nothing to read
+    is not a failure (it says so itself), and the report is not measured."""
+    kind = PHASES.get(name)
+    if kind is None:
+        return None
+    if kind.yields == "io" and io_count == 0:
+        return "wrote no storage records"
+    if kind.yields == "net" and not net_scopes & set(kind.record_scopes):
+        return "wrote no network records"
+    return None
+
+
+HELP = "append one phase's line to DIR/phases.jsonl (the shell launchers' phase runner)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", type=Path, help="the results dir")
+    parser.add_argument("phase")
+    parser.add_argument("rc", type=int)
+    parser.add_argument("elapsed_s", type=int, help="whole seconds, as the shell counts them")
+    parser.add_argument("--log", help="the file in DIR holding the phase's output")
+
+
+def main(args: argparse.Namespace) -> int:
+    """`stoker phase-record DIR NAME RC SECONDS [--log FILE]` (the sbatch job) and
+    `python -m reports.phases DIR NAME RC SECONDS [--log FILE]` (launchers/common.sh)."""
+    try:
+        append(args.out, line(args.phase, args.rc, args.elapsed_s, log=args.log))
+    except OSError as exc:
+        sys.stderr.write(f"stoker: cannot record phase {args.phase} in {args.out}: {exc.strerror}\n")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    _p = argparse.ArgumentParser(prog="python -m reports.phases", description=HELP)
+    add_arguments(_p)
+    raise SystemExit(main(_p.parse_args()))
