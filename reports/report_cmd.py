@@ -48,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="exit 1 when nothing could be judged (the acceptance job: no reference is no acceptance)",
     )
+    parser.add_argument(
+        "--scope",
+        choices=("cluster", "node"),
+        default="cluster",
+        help="what was under test (default cluster: every promise of the spec must be measured; node: "
+        "only the node's own, and the report names the inter-node link and shared storage as not covered)",
+    )
 
 
 def load_optional(kind: str, given: str | None, directory: Path) -> tuple[Any, list[str]]:
@@ -114,10 +121,16 @@ def last_error_line(directory: Path, p: dict[str, Any]) -> str:
 
 
 def missing_phases(
-    directory: Path, phases: list[dict[str, Any]], net_scopes: set[str], io_count: int
+    directory: Path,
+    phases: list[dict[str, Any]],
+    net_scopes: set[str],
+    io_count: int,
+    ranks_per_node: float | None = None,
 ) -> list[str]:
     """One line per phase that should have produced records and did not: it aborted, or it
-    ended cleanly with none of its records (pure but for reading a phase's log)."""
+    ended cleanly with none of its records (pure but for reading a phase's log). An
+    intra-node phase with one rank per node (`ranks_per_node` 1, from the sweeps that crossed
+    nodes) had nothing to measure: no missing phase (coverage says so, issue 21)."""
     out = []
     for p in phases:
         name = str(p.get("phase", "?"))
@@ -128,6 +141,8 @@ def missing_phases(
             why = "ran past its time limit" if rc == 124 else f"ended with exit code {rc}"
             err = last_error_line(directory, p)
             out.append(f"phase {name} {why} after {p.get('elapsed_s', '?')} s" + (f": {err}" if err else ""))
+        elif p.get("skipped") or (name == "intra-node" and ranks_per_node == 1):
+            continue  # left out on purpose (stoker run --skip), or nothing to measure: coverage names it
         elif name == "storage" and io_count == 0:
             out.append(f"phase {name} ended cleanly but wrote no storage records")
         elif name in PHASE_SCOPES and not net_scopes & set(PHASE_SCOPES[name]):
@@ -151,7 +166,9 @@ class Collected:
     verdict: dict[str, Any]
 
 
-def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Collected:
+def collect(
+    directory: Path, spec_arg: str | None = None, workload_arg: str | None = None, scope: str = "cluster"
+) -> Collected:
     from reports.columns import net_columns
     from reports.findings import verdict_json, verdict_of
     from reports.ingest.importers import import_dir
@@ -182,10 +199,24 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     spec, spec_notes = load_optional("spec", spec_arg, directory)
     workload, wl_notes = load_optional("workload", workload_arg, directory)
     phases = read_phases(directory)
+    crossing = [r for r in rs.net if r.scope in ("world", "inter-node") and r.nodes >= 2]
     missing = missing_phases(
-        directory, phases, {str(s) for s in net_columns(rs.net)["scope"].unique()}, len(rs.io)
+        directory,
+        phases,
+        {str(s) for s in net_columns(rs.net)["scope"].unique()},
+        len(rs.io),
+        max((r.ranks / r.nodes for r in crossing), default=None),
     )
     j = judge(rs, spec, workload)
+    # --- coverage hook (issue 21, reports/judging/coverage.py): every promise of the spec is
+    # measured, or it is named; an unmeasured promise in scope makes the verdict incomplete
+    from reports.judging.coverage import assess
+
+    skipped = {str(p.get("phase")) for p in phases if p.get("skipped")}
+    cov = assess(spec, rs.net, rs.io, j.hardware, manifests=rs.manifests, scope=scope, skipped=skipped)
+    j = dataclasses.replace(j, findings=[*j.findings, *cov.findings])
+    phases_missing, missing = missing, [*missing, *(ln.sentence for ln in cov.unmeasured)]
+    # --- end of the coverage hook
     j = dataclasses.replace(j, verdict=verdict_of(j.findings, missing))
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(
@@ -196,6 +227,7 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
         import_notes=imp.notes,
         notes=[*spec_notes, *wl_notes],
         missing=missing,
+        not_covered=[f"{ln.what}: {ln.why}" for ln in cov.not_covered],
         net_df=net_frame(rs.net),
     )
     verdict = verdict_json(
@@ -208,23 +240,26 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
         skipped_lines=len(rs.skipped),
         imported=sorted(imp.sources),
         aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)],
-        missing_phases=missing,
+        missing_phases=phases_missing,
+        **cov.verdict_fields(),
     )
     return Collected(report=ri, spec=spec, verdict=verdict)
 
 
-def build(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Outcome:
+def build(
+    directory: Path, spec_arg: str | None = None, workload_arg: str | None = None, scope: str = "cluster"
+) -> Outcome:
     """Everything `stoker report` writes, as strings."""
     from reports.render.html import render as render_html
     from reports.render.markdown import render as render_md
 
-    c = collect(directory, spec_arg, workload_arg)
+    c = collect(directory, spec_arg, workload_arg, scope)
     return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
 
 
 def main(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
-    out = build(directory, args.spec, args.workload)
+    out = build(directory, args.spec, args.workload, getattr(args, "scope", "cluster"))
     (directory / "report.md").write_text(out.markdown, encoding="utf-8")
     (directory / "report.html").write_text(out.html, encoding="utf-8")
     (directory / "verdict.json").write_text(json.dumps(out.verdict, indent=2) + "\n", encoding="utf-8")

@@ -51,6 +51,7 @@ class ReportInput:
     import_notes: Sequence[str] = ()
     notes: Sequence[str] = ()  # e.g. spec/workload not supported yet
     missing: Sequence[str] = ()  # phases that aborted: what this report lacks
+    not_covered: Sequence[str] = ()  # promises outside the scope under test (coverage, issue 21)
     net_df: pd.DataFrame | None = None  # net_frame(records.net) when already built (large runs)
 
     def frame(self) -> pd.DataFrame:
@@ -336,6 +337,8 @@ def render(ri: ReportInput) -> str:
     ]
     if ri.missing:
         lines += ["## Missing measurements", "", *[f"- {m}" for m in ri.missing], ""]
+    if ri.not_covered:  # coverage hook (issue 21): what a node-scope verdict did not cover
+        lines += ["## Not covered (scope: node)", "", *[f"- {m}" for m in ri.not_covered], ""]
     lines += ["## Findings", ""]
     lines += [
         md_table(findings_table(j.findings))
