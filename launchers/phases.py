@@ -106,9 +106,15 @@ def run_phase(
     return PhaseResult(name=phase.name, rc=rc, elapsed_s=elapsed, last_line="".join(last)[:300])
 
 
-def record_phase(out: Path, result: PhaseResult) -> None:
+def record_phase(out: Path, result: PhaseResult, skipped: bool = False) -> None:
     with open(out / PHASES_FILE, "a", encoding="utf-8") as fh:
-        line = {"phase": result.name, "rc": result.rc, "elapsed_s": round(result.elapsed_s, 1)}
+        line: dict[str, object] = {
+            "phase": result.name,
+            "rc": result.rc,
+            "elapsed_s": round(result.elapsed_s, 1),
+        }
+        if skipped:  # left out on purpose (stoker run --skip): the report's coverage names it
+            line["skipped"] = True
         if result.rc != 0 and result.last_line:
             line["error"] = result.last_line
         fh.write(json.dumps(line) + "\n")

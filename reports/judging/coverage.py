@@ -28,8 +28,6 @@ from reports.records import IoRecord, NetRecord
 Scope = Literal["cluster", "node"]
 SCOPES: tuple[Scope, ...] = ("cluster", "node")
 Status = Literal["measured", "not_met", "unmeasured", "out_of_scope", "nothing_to_measure"]
-# the phases `stoker run --skip` may leave out, and the promises each one measures
-SKIPPABLE = ("network", "storage", "inventory")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
