@@ -11,6 +11,7 @@ import pandas as pd
 
 from reports.judging.clusters import COMPONENTS, finite
 from reports.judging.ranking import Cell, Comparison
+from reports.judging.runs import merge
 from reports.render import plots
 from reports.render.html import _page, bullets, esc, img, table
 from reports.render.markdown import LEGEND, md_table
@@ -21,7 +22,12 @@ COMPARE_LEGEND = (
     "and process count all measured. Where that fails, the row says what differs and names no best.",
     "- ± is the noise of a figure: the run-to-run spread (half the range over the median, where several runs of "
     "one cluster — directories whose specs share a name — are given) or the records' iteration CV, whichever is "
-    "larger. Figures whose noise bands overlap are a tie: both are marked best.",
+    'larger; "± unknown" where neither is known (one run, no iteration spread recorded). Figures whose noise '
+    "bands overlap are a tie: both are marked best (one rule for rows and ranking); where a noise is unknown and the "
+    "known bands do not cover the difference, it is not known to be a tie and only the better figure is marked.",
+    "- Several runs of one cluster (directories whose specs share a name, and agree on accelerator, GPUs per node "
+    "and price): the GPU idle share and each component's part are the median over runs (the medians of the parts "
+    "need not add up to the median total); every cost is computed from that median idle share.",
     "- cost per useful GPU-hour = price per GPU-hour / (1 − GPU idle share); wall time of a step = compute time / "
     "(1 − idle share); $ per step = price × GPUs × wall time / 3600; $ per billion tokens = $ per step × 10^9 / "
     "tokens per step. Training workloads rank on $ per billion tokens (the work itself, whatever the accelerator), "
@@ -41,7 +47,8 @@ def fmt(c: Cell, unit: str, price: float | None = None) -> str:
         v = f"{c.value:.1%}" if c.value <= 1 else f"{c.value:,.1f}"
     else:
         v = f"{c.value:,.2f}"
-    extra = [f"±{c.noise:.0%}"] if c.noise is not None and c.noise >= 0.005 else []
+    # unknown noise is said, never shown as none (issue 21)
+    extra = ["± unknown"] if c.noise is None else [f"±{c.noise:.0%}"] if c.noise >= 0.005 else []
     if unit == "GB/s" and price and finite(c.value / price):
         extra.append(f"{c.value / price:.2f} per $")
     if c.note and not c.note.startswith("at "):
@@ -99,10 +106,11 @@ def ranking_table(cmp: Comparison) -> pd.DataFrame:
 
 
 def why_table(cmp: Comparison) -> pd.DataFrame:
-    """Per cluster (its first run): the verdict, where the GPUs wait, and the deciding findings."""
+    """Per cluster (the median over its runs, as the cost rows): the verdict, where the GPUs
+    wait, and the deciding findings."""
     rows = []
     for n, runs in cmp.clusters.items():
-        s = runs[0]
+        s = merge(runs)
         row = {
             "cluster": n,
             "verdict": ", ".join(f"{r.verdict} ({r.failing} to act on)" for r in runs),
@@ -157,11 +165,10 @@ def _cost_chart(cmp: Comparison) -> list[str]:
     ranked = list(cmp.ranking)
     names = [r.name for r in ranked]
     totals = [r.value for r in ranked]
-    comps = [c for c in COMPONENTS if any(cmp.clusters[n][0].idle_by_component.get(c) for n in names)]
-    parts = [("compute", [1 - (cmp.clusters[n][0].idle_share or 0.0) for n in names])]
-    parts += [
-        (f"waiting: {c}", [cmp.clusters[n][0].idle_by_component.get(c) or 0.0 for n in names]) for c in comps
-    ]
+    merged = {n: merge(cmp.clusters[n]) for n in names}
+    comps = [c for c in COMPONENTS if any(merged[n].idle_by_component.get(c) for n in names)]
+    parts = [("compute", [1 - (merged[n].idle_share or 0.0) for n in names])]
+    parts += [(f"waiting: {c}", [merged[n].idle_by_component.get(c) or 0.0 for n in names]) for c in comps]
     metric = ranked[0].metric
     title = f"{metric} of {cmp.workload}: compute and GPUs waiting, by component"
     return ["<h2>Cost of the work</h2>", img(plots.cost_stack(title, names, totals, parts, metric), title)]

@@ -178,10 +178,16 @@ def test_cost_of_work_ranks_across_gpu_generations() -> None:
         (1, "h200-cloud", 691.36),
         (2, "h100-cloud", 885.33),
     ]
-    assert cmp.headline[0].startswith(
-        "Cheapest per billion tokens of llama-70b: h200-cloud at $691.36 (list $3.50"
+    assert cmp.headline[0] == (
+        "Cheapest per billion tokens of llama-70b: h200-cloud at $691.36 = $3.50 per GPU-hour × 512 GPUs × 5 s "
+        "compute / (1 − GPU idle 10.00%) / 3600 × 10^9 / 4e+06 tokens per step; most of it tensor parallel."
     )
-    assert cmp.headline[1] == "h100-cloud: $885.33 per billion tokens, 28% more."  # 885.33 / 691.36 = 1.2806
+    # 885.33 / 691.36 = 1.2806; one run each: the noise is unknown, never taken as zero
+    assert cmp.headline[1] == (
+        "h100-cloud: $885.33 per billion tokens = $2.49 per GPU-hour × 512 GPUs × 8 s compute / (1 − GPU idle "
+        "20.00%) / 3600 × 10^9 / 4e+06 tokens per step, 28% more, noise unknown (one run: no run-to-run spread), "
+        "so not known to be outside it."
+    )
     assert cmp.headline[2].startswith("cheap-but-blind is not ranked: lacks an intra-node all_reduce sweep")
     useful = next(r for r in cmp.rows if r.figure == "$ per useful GPU-hour")
     assert (
