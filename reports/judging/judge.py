@@ -14,7 +14,7 @@ from typing import Any
 
 from reports.columns import net_columns
 from reports.findings import Finding, verdict_of
-from reports.judging import compare, detect, model
+from reports.judging import compare, detect, model, savepath
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
 from reports.judging.localise_groups import group_findings
@@ -47,15 +47,9 @@ _FIX = {
 }
 
 
-# A checkpoint is a torch.save / DCP call, not fio: buffered, one writer, serialisation
-# included. These ran at half fio's O_DIRECT figure on an H100 node's disk (issue 13), so
-# the model's checkpoint stall trusts them whenever they were measured.
-REAL_SAVE_BACKENDS = ("torch.save", "torch.dcp")
-
-
-def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> IoRecord | None:
-    """The best record of `workload`: on `path` if the workload names one, else on shared
-    storage if any, else anywhere; for checkpoint_write a real save's record if any."""
+def _place(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> list[IoRecord]:
+    """The records of `workload` at its place: on `path` if the workload names one, else on
+    shared storage if any, else anywhere."""
     recs = [r for r in io if r.workload == workload and not r.failed]
     if path:
         recs = [r for r in recs if r.path == path or r.path.startswith(path.rstrip("/") + "/")]
@@ -67,9 +61,12 @@ def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec
 
         shared = [r for r in recs if kind(r) == "shared"]
         recs = shared or recs
-    if workload == "checkpoint_write":  # after the place is chosen: a real save elsewhere does not count here
-        recs = [r for r in recs if r.backend in REAL_SAVE_BACKENDS] or recs
-    return max(recs, key=lambda r: r.bw_GBps, default=None)
+    return recs
+
+
+def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> IoRecord | None:
+    """The best record of `workload` at its place."""
+    return max(_place(io, workload, path, spec), key=lambda r: r.bw_GBps, default=None)
 
 
 def _component(r: IoRecord | None, spec: Spec | None) -> str:
@@ -164,14 +161,19 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
         dl_path = workload.dataloader.path if workload.dataloader else None
         ck_path = workload.checkpoint.path if workload.checkpoint else None
         rd = _pick_io(records.io, "dataloader_read", dl_path, spec)
-        wr = _pick_io(records.io, "checkpoint_write", ck_path, spec)
+        # the save the workload makes, at its place (issue 21: never the faster of two)
+        ck_fmt = workload.checkpoint.format if workload.checkpoint else "torch.save"
+        save = savepath.pick(_place(records.io, "checkpoint_write", ck_path, spec), ck_fmt)
+        wr = save.record if save else None
         measured = model.Measured(
             curves=curves,
             read_GBps_per_node=rd.bw_GBps / max(1, rd.nodes) if rd else None,
             read_component=_component(rd, spec),
-            write_GBps=wr.bw_GBps if wr else None,
+            write_GBps=save.GBps if save else None,
             write_component=_component(wr, spec),
             write_backend=wr.backend if wr else "fio",
+            write_note=save.note if save else "",
+            write_nodes=wr.nodes if wr else 1,
             # gloo on CPU ranks shares the cores with compute; NCCL on GPUs does not
             cpu_ranks=bool(records.net) and bool((net_columns(records.net)["device"] == "cpu").all()),
             **host_link_figures(records.host),

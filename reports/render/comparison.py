@@ -33,7 +33,9 @@ COMPARE_LEGEND = (
     "tokens per step. Training workloads rank on $ per billion tokens (the work itself, whatever the accelerator), "
     "others on $ per useful GPU-hour.",
     "- idle: <component> is that component's part of the GPU idle share (the parts add up to it); unmeasured = the "
-    "workload needs it and nothing was measured: such a cluster is not ranked (never counted as 0% idle).",
+    "workload needs it and nothing was measured: such a cluster is not ranked (never counted as 0% idle), and its "
+    "other parts read — (the split is shown only where every part was measured: a part of a total with a hole in "
+    "it is no part).",
     "- GB/s per $ = the figure divided by the price per GPU-hour.",
 )
 
