@@ -227,6 +227,7 @@ def lack_line(component: str, row: Any) -> str:
         return "an intra-node all_reduce sweep (tensor parallel): run `stoker net --scopes intra-node --ops all_reduce`"
     if component == "data parallel":
         ops = "all_gather,reduce_scatter" if str(row.check).startswith("FSDP") else "all_reduce"
+        ops = ",".join(row.extra.get("ops") or ()) or ops  # only the ops that are missing
         return f"an {scope} {ops.replace(',', ' + ')} sweep (data parallel): run `stoker net --scopes {scope} --ops {ops}`"
     if component == "dataloader":
         return "a dataloader_read measurement: run `stoker io --path DATASET_DIR --workloads dataloader`"

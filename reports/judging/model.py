@@ -269,7 +269,14 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         ag, fb1 = _curve(m, scope, "all_gather")
         rs, fb2 = _curve(m, scope, "reduce_scatter")
         if ag is None or rs is None:
-            return [*rows, _missing(component, check, "GB/s", f"no {scope} sweep measured")]
+            # name only what is missing (issue 21: "lacks an all_gather + reduce_scatter sweep"
+            # where all_gather was measured)
+            lacking = [op for op, c in (("all_gather", ag), ("reduce_scatter", rs)) if c is None]
+            gone = _missing(
+                component, check, "GB/s", f"no {scope} {' or '.join(lacking)} (nor all_reduce) sweep measured"
+            )
+            gone.extra["ops"] = lacking
+            return [*rows, gone]
         bus1, s1, n1 = _time(ag, "all_gather", d, msg, 2 * w.n_layers)
         bus2, s2, n2 = _time(rs, "reduce_scatter", d, msg_rs, w.n_layers)
         bus, secs = bus1 + bus2, s1 + s2

@@ -20,6 +20,7 @@ from reports.judging.clusters import (
     net_curves,
     summarise,
 )
+from reports.judging.compare import build_curves
 from reports.judging.model import ModelRow
 from reports.judging.ranking import Cell, combine, compare, tie, to_json
 from reports.records import RecordSet
@@ -298,3 +299,24 @@ def test_nan_busbw_never_becomes_a_figure() -> None:
 def test_without_a_workload_nothing_is_ranked_on_cost() -> None:
     cmp = compare([_c("a"), _c("b")], None)
     assert cmp.ranking == [] and cmp.headline[0].startswith("No workload given")
+
+
+def test_a_lack_names_only_the_missing_op() -> None:
+    # issue 21: "lacks an all_gather + reduce_scatter sweep" where all_gather was measured
+    from reports.judging.clusters import lack_line
+    from reports.judging.model import Measured, starvation
+    from reports.judging.workload import parse_workload
+
+    curves, _ = build_curves(
+        [net("inter-node", "all_gather", 2**k, 40.0, ("n1", "n2")) for k in range(20, 31)]
+    )
+    fsdp = {"preset": "llama-70b", "parallelism": {"data": "fsdp", "tensor": 8}, "compute_s": 2.5}
+    w = parse_workload(fsdp, "w.yaml")
+    rows, _ = starvation(w, None, Measured(curves=curves))
+    (row,) = [r for r in rows if r.check.startswith("FSDP")]
+    assert row.status == "no_reference" and row.extra["why"] == (
+        "no inter-node reduce_scatter (nor all_reduce) sweep measured"
+    )
+    assert lack_line("data parallel", row) == (
+        "an inter-node reduce_scatter sweep (data parallel): run `stoker net --scopes inter-node --ops reduce_scatter`"
+    )
