@@ -12,6 +12,7 @@ from itertools import groupby
 import pandas as pd
 
 from reports.judging.frames import Sweep, expected_for, io_frame, per_host, sweeps
+from reports.judging.savepath import REAL_SAVE_BACKENDS
 from reports.render import plots
 from reports.render.markdown import (
     LEGEND,
@@ -104,7 +105,9 @@ def _storage(ri: ReportInput) -> list[str]:
     for r in io.itertuples(index=False):
         comp = f"{r.scope} storage"
         spec_refs.append(
-            next(
+            None  # a torch.save / dcp bar is shown beside, "not compared" with the spec (issue 21)
+            if r.backend in REAL_SAVE_BACKENDS
+            else next(
                 (
                     f.expected
                     for f in ri.judgement.findings

@@ -156,3 +156,29 @@ def test_localisation_shows_the_groups_search_round_by_round() -> None:
     # round 0: h5's group of 2 is the slowest; round 1: h5 with a cleared node
     assert "| 0 | 4 | h4, h5 | 2.50 | 10.00 |" in lines[2] and "| 1 | 2 | h5, h1 | 2.50 | 10.00 |" in lines[2]
     assert groups_search_lines([]) == []
+
+
+def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # issue 21: report.html drew the spec's tick against torch.save/dcp bars the text calls "not compared"
+    import dataclasses
+
+    from reports.judging.judge import judge
+    from reports.judging.spec import parse_spec
+    from tests.unit.recordgen import io
+
+    spec = parse_spec({"storage": [{"path": "/data", "kind": "shared", "write_GBps": 20}]}, "s.yaml")
+    fio = io("checkpoint_write", "write", "/data", 18.0, runtime_s=30)
+    save = dataclasses.replace(
+        io("checkpoint_write", "write", "/data", 5.0, runtime_s=30), backend="torch.save"
+    )
+    rs = RecordSet(io=[fio, save])
+    seen: dict[str, list[object]] = {}
+
+    def bar_plot(title, labels, values, refs):  # type: ignore[no-untyped-def]
+        seen.update({lab: [r[1][i] for r in refs] for i, lab in enumerate(labels)})
+        return ""
+
+    monkeypatch.setattr(plots, "bar_plot", bar_plot)
+    render_html(ReportInput(title="t", records=rs, judgement=judge(rs, spec)))
+    assert seen["checkpoint_write write /data (fio)"][0] == 20.0
+    assert seen["checkpoint_write write /data (torch.save)"][0] is None
