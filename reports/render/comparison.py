@@ -173,7 +173,11 @@ def _cost_chart(cmp: Comparison) -> list[str]:
     parts += [(f"waiting: {c}", [merged[n].idle_by_component.get(c) or 0.0 for n in names]) for c in comps]
     metric = ranked[0].metric
     title = f"{metric} of {cmp.workload}: compute and GPUs waiting, by component"
-    return ["<h2>Cost of the work</h2>", img(plots.cost_stack(title, names, totals, parts, metric), title)]
+    noise = [r.noise for r in ranked]
+    return [
+        "<h2>Cost of the work</h2>",
+        img(plots.cost_stack(title, names, totals, parts, metric, noise), title),
+    ]
 
 
 def _net_charts(cmp: Comparison) -> list[str]:
@@ -203,7 +207,11 @@ def _storage_chart(cmp: Comparison) -> list[str]:
         "<h2>Storage</h2>",
         img(
             plots.grouped_bars(
-                title, [r.figure for r in rows], names, [[r.cells[n].value for n in names] for r in rows]
+                title,
+                [r.figure for r in rows],
+                names,
+                [[r.cells[n].value for n in names] for r in rows],
+                [[r.cells[n].noise for n in names] for r in rows],
             ),
             title,
         ),

@@ -182,3 +182,19 @@ def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ig
     render_html(ReportInput(title="t", records=rs, judgement=judge(rs, spec)))
     assert seen["checkpoint_write write /data (fio)"][0] == 20.0
     assert seen["checkpoint_write write /data (torch.save)"][0] is None
+
+
+def test_compare_charts_read_alike(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # issue 21: compare charts mixed linear and log axes, the advertised legend had no unit,
+    # and no error bars where the spread is known
+    figs: list[object] = []
+    monkeypatch.setattr(plots, "_encode", lambda fig: figs.append(fig) or "")
+    s = plots.Series(label="a (8 ranks on 1 nodes)", sizes=[1 << 20, 1 << 24], values=[300.0, 350.0])
+    plots.sweeps_with_lines("t", [s], [450.0])  # a narrow range: it was linear
+    ax = figs[-1].axes[0]  # type: ignore[attr-defined]
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log"
+    assert "a advertised 450 GB/s" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plots.grouped_bars("t", ["row"], ["a", "b"], [[10.0, 12.0]], [[0.1, None]])
+    ax = figs[-1].axes[0]  # type: ignore[attr-defined]
+    bars = [c for c in ax.containers if type(c).__name__ == "BarContainer"]
+    assert bars[0].errorbar is not None and bars[1].errorbar is None  # a's ±10%; b's noise unknown
