@@ -197,6 +197,8 @@ def render(ri: ReportInput) -> str:
     ]
     if ri.missing:
         body += ["<h2>Missing measurements</h2>", bullets(ri.missing)]
+    if ri.not_covered:  # coverage hook (issue 21): what a node-scope verdict did not cover
+        body += ["<h2>Not covered (scope: node)</h2>", bullets(ri.not_covered)]
     body.append("<h2>Findings</h2>")
     if j.findings:
         ft = findings_table(j.findings)

@@ -100,6 +100,7 @@ def test_node_scope_passes_honestly_and_names_what_it_did_not_cover(tmp_path: Pa
     ]
     head = "\n".join(out.markdown.splitlines()[:14])
     assert "## Not covered (scope: node)" in head and "- shared storage /data: --scope node;" in head
+    assert "<h2>Not covered (scope: node)</h2>" in out.html
     rc = main(argparse.Namespace(dir=str(d), spec=None, workload=None, fail_unjudged=False, scope="node"))
     assert rc == 0
 
