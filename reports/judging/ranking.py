@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports.judging.clusters import COMPONENTS, ClusterSummary, finite
-from reports.judging.runs import STATISTIC, merge, spread
+from reports.judging.runs import STATISTIC, merge, recompute, spread
 from reports.units import format_size
 
 
@@ -445,20 +445,6 @@ def _headline(
             "workload needs."
         )
     return out
-
-
-def recompute(s: ClusterSummary, metric: str) -> str:
-    """The headline's cost as the arithmetic of figures shown beside it (GPU idle share to
-    0.01%: the shown factors give the cost to within 0.05%)."""
-    idle = s.idle_share if s.idle_share is not None else float("nan")
-    price = s.price_per_gpu_hour or 0.0
-    head = f"${price:.2f} per GPU-hour / (1 − GPU idle {idle:.2%}"
-    if metric.endswith("useful GPU-hour"):
-        return head + ")"
-    return (
-        f"${price:.2f} per GPU-hour × {s.gpus} GPUs × {s.compute_s:.4g} s compute / (1 − GPU idle {idle:.2%}) "
-        f"/ 3600 × 10^9 / {s.tokens_per_step:.4g} tokens per step"
-    )
 
 
 def _num(x: float | None, digits: int = 6) -> float | None:

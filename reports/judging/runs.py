@@ -96,3 +96,17 @@ def spread(values: Sequence[float], at: float) -> float | None:
     if max(values) == min(values):
         return 0.0
     return (max(values) - min(values)) / 2 / at if at > 0 else None
+
+
+def recompute(s: ClusterSummary, metric: str) -> str:
+    """The headline's cost as the arithmetic of figures shown beside it (GPU idle share to
+    0.01%: the shown factors give the cost to within 0.05%)."""
+    idle = s.idle_share if s.idle_share is not None else float("nan")
+    price = s.price_per_gpu_hour or 0.0
+    head = f"${price:.2f} per GPU-hour / (1 − GPU idle {idle:.2%}"
+    if metric.endswith("useful GPU-hour"):
+        return head + ")"
+    return (
+        f"${price:.2f} per GPU-hour × {s.gpus} GPUs × {s.compute_s:.4g} s compute / (1 − GPU idle {idle:.2%}) "
+        f"/ 3600 × 10^9 / {s.tokens_per_step:.4g} tokens per step"
+    )
