@@ -23,7 +23,7 @@ SIZES = {"1 GiB": (4096, 5), "4 GiB": (4096, 20)}
 
 
 def test_checkpoint_of_other_sizes_and_from_fio_alone_within_15_percent(tmp_path: Path) -> None:
-    rows: list[tuple[str, float, float, str]] = []
+    rows: list[tuple[str, float, float, float, str]] = []
     with throttled_disk(RATE, size="6G") as disk:
         recs = bed.stoker_checkpoint(disk.mount, tmp_path / "io", disk.cgroup_procs, MEASURED_AT)
         real = {
@@ -36,12 +36,23 @@ def test_checkpoint_of_other_sizes_and_from_fio_alone_within_15_percent(tmp_path
             nbytes, real_s = got["bytes"][backend], got[backend][0]
             for source, rs in (("256 MiB record", recs), ("fio alone", fio_only)):
                 stall, note = bed.predict_checkpoint(rs, disk.mount, nbytes, fmt)
-                rows.append((f"{backend} {label} ({nbytes / 1e9:.2f} GB) from {source}", real_s, stall, note))
-    for what, real_s, stall, note in rows:
+                rows.append(
+                    (f"{backend} {label} ({nbytes / 1e9:.2f} GB) from {source}", nbytes, real_s, stall, note)
+                )
+    held = []
+    for what, nbytes, real_s, stall, note in rows:
+        # cgroup v1 blkio throttles only I/O a process issues: past the dirty-background threshold
+        # (10% of memory, ~2.3 GB here) the kernel's flusher writes a buffered save unthrottled,
+        # and the real save then beats the device's rate — it no longer ran on a 50 MiB/s device
+        ok_bed = real_s >= 0.9 * nbytes / RATE
         print(
             f"{what}: real {real_s:.2f} s, predicted {stall:.2f} s ({(stall - real_s) / real_s:+.0%}; {note})"
+            + ("" if ok_bed else f"; THROTTLE NOT HELD: the save moved {nbytes / real_s / 1e6:.0f} MB/s")
         )
-    off = [(w, r, p) for w, r, p, _ in rows if abs(p - r) / r > 0.15]
+        if ok_bed:
+            held.append((what, real_s, stall))
+    assert any("1 GiB" in w for w, _, _ in held) and any("fio alone" in w for w, _, _ in held), rows
+    off = [(w, r, p) for w, r, p in held if abs(p - r) / r > 0.15]
     assert not off, off  # reported as measured; the bound is not loosened
 
 
