@@ -57,6 +57,7 @@ class ReportCommand:
     workload: str | None = None
     stoker: tuple[str, ...] = STOKER
     fail_unjudged: bool = False  # the acceptance job: nothing judged is no acceptance
+    scope: str = "cluster"  # stoker report --scope: node judges only the node's own promises
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -133,6 +134,8 @@ def report_argv(c: ReportCommand) -> list[str]:
         argv += ["--workload", c.workload]
     if c.fail_unjudged:
         argv.append("--fail-unjudged")
+    if c.scope != "cluster":
+        argv += ["--scope", c.scope]
     return argv
 
 

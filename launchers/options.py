@@ -4,17 +4,22 @@ overrides (every knob of a profile can be set), the spec and the workload."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import shutil
 from pathlib import Path
 
-from launchers.profiles import PROFILES, Profile, get_profile, with_overrides
+from launchers.profiles import IO_FAMILIES, PROFILES, Profile, get_profile, with_overrides
 from reports.errors import UsageError
+from reports.records import OPS
 from reports.units import parse_size
 
 
 def add_profile_arguments(parser: argparse.ArgumentParser, default: str | None) -> None:
     parser.add_argument("--spec", help="cluster spec YAML: what the hardware is advertised to do")
-    parser.add_argument("--workload", help="workload YAML: what the accelerators will need")
+    parser.add_argument(
+        "--workload",
+        help="workload: a YAML file or a preset name (e.g. llama-70b, unet3d): what the accelerators will need",
+    )
     parser.add_argument(
         "--profile",
         choices=tuple(PROFILES),
@@ -39,6 +44,25 @@ def _csv(text: str | None) -> tuple[str, ...] | None:
     return None if text is None else tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+def _names(text: str | None, option: str, known: tuple[str, ...], phase: str) -> tuple[str, ...] | None:
+    """A comma-separated list of known names, checked here, before anything runs: a typo
+    (`--ops allreduce`) or an empty list would otherwise surface as a phase failing after
+    the others had run (issue 21: the storage phase ran 47 s, then exit 3)."""
+    names = _csv(text)
+    if names is None:
+        return None
+    if not names:
+        raise UsageError(
+            f"{option} is empty: give one or more of {','.join(known)}, or --skip {phase} to leave it out"
+        )
+    for n in names:
+        if n not in known:
+            close = difflib.get_close_matches(n, known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise UsageError(f"{option}: unknown name {n!r}{hint}; known: {','.join(known)}")
+    return names
+
+
 def _size(text: str | None, what: str) -> str | None:
     if text is not None:
         parse_size(text, what)  # fail here, with one line, rather than inside a phase
@@ -48,13 +72,13 @@ def _size(text: str | None, what: str) -> str | None:
 def profile_from_args(args: argparse.Namespace, default: str = "standard") -> Profile:
     return with_overrides(
         get_profile(args.profile or default),
-        ops=_csv(args.ops),
+        ops=_names(args.ops, "--ops", OPS, "network"),
         min_bytes=_size(args.min_bytes, "--min-bytes"),
         max_bytes=_size(args.max_bytes, "--max-bytes"),
         step_factor=args.step_factor,
         iters=args.iters,
         warmup=args.warmup,
-        workloads=_csv(args.workloads),
+        workloads=_names(args.workloads, "--workloads", IO_FAMILIES, "storage"),
         ckpt_bytes=_size(args.ckpt_bytes, "--ckpt-bytes"),
         io_runtime_s=args.io_runtime,
         net_timeout_s=args.net_timeout,

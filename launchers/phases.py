@@ -108,9 +108,13 @@ def run_phase(
     return PhaseResult(name=phase.name, rc=rc, elapsed_s=elapsed, last_line="".join(last)[:300])
 
 
-def record_phase(out: Path, result: PhaseResult) -> None:
+def record_phase(out: Path, result: PhaseResult, skipped: bool = False) -> None:
     error = result.last_line if result.rc != 0 else None
-    phase_lines.append(out, phase_lines.line(result.name, result.rc, round(result.elapsed_s, 1), error=error))
+    # a phase left out on purpose (stoker run --skip) says so: the report's coverage names it
+    phase_lines.append(
+        out,
+        phase_lines.line(result.name, result.rc, round(result.elapsed_s, 1), error=error, skipped=skipped),
+    )
 
 
 def exit_code(report_rc: int, verdict_written: bool, aborted: bool) -> int:

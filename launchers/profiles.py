@@ -14,6 +14,10 @@ from dataclasses import dataclass, replace
 
 from reports.errors import UsageError
 
+# the storage workload families `stoker io --workloads` takes (iobench.workloads.FAMILIES; launchers
+# never imports iobench, a unit test keeps the two equal)
+IO_FAMILIES = ("checkpoint", "dataloader", "metadata")
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Profile:

@@ -33,12 +33,16 @@ from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_ph
 from launchers.profiles import Profile, default_profile
 from reports.errors import UsageError
 from reports.outdir import claim
+from reports.phases import phase_name
 from reports.records import new_run_id
 
 HELP = "the embedded default: network sweep, storage tests and the report on this machine"
 CPU_RANKS = 2
 INTERRUPTED = 130  # as a shell reports a Ctrl-C
 _NVIDIA_DEV = re.compile(r"^nvidia\d+$")
+# the phases --skip may leave out (the report always runs); phases.jsonl marks them `skipped`
+# and the report's coverage (reports/judging/coverage.py) names what they would have measured
+SKIPPABLE = ("inventory", "network", "storage")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +59,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("auto", "nccl", "gloo", "mpi"),
         help="collective backend (default auto: nccl with GPUs, else gloo)",
     )
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="PHASE",
+        help=f"leave a phase out ({', '.join(SKIPPABLE)}; repeatable or comma-separated): the report "
+        "names what it would have measured as not measured",
+    )
+    parser.add_argument(
+        "--scope",
+        choices=("cluster", "node"),
+        default="cluster",
+        help="what is under test (default cluster: every promise of --spec must be measured, and one "
+        "machine cannot measure the inter-node link; node: only the node's own promises, the report "
+        "names the rest as not covered)",
+    )
     add_profile_arguments(parser, default=None)
+
+
+def skipped_phases(given: list[str]) -> frozenset[str]:
+    """--skip's phases, checked before anything runs."""
+    names = {n.strip() for g in given for n in g.split(",")}
+    bad = sorted(n for n in names if n not in SKIPPABLE)
+    if bad:
+        raise UsageError(
+            f"--skip {bad[0] or '(empty)'}: not a phase of stoker run; give one of {', '.join(SKIPPABLE)}"
+        )
+    return frozenset(names)
 
 
 def count_gpus(dev_names: Iterable[str], environ: Mapping[str, str]) -> int:
@@ -78,6 +109,8 @@ def plan(
     workload: str | None,
     stoker: tuple[str, ...],
     gpus: int = 0,
+    skip: frozenset[str] = frozenset(),
+    scope: str = "cluster",
 ) -> list[Phase]:
     """The phases of a local run, in order (pure): the node inventory first, then the sweeps. With GPUs, one checkpoint writer per GPU,
     as each rank saves its own shard."""
@@ -87,7 +120,7 @@ def plan(
     io = b.io_argv(
         b.IoCommand(profile=profile, out=out, paths=(io_path,), stoker=stoker, writers=gpus or None)
     )
-    report = b.report_argv(b.ReportCommand(out=out, spec=spec, workload=workload, stoker=stoker))
+    report = b.report_argv(b.ReportCommand(out=out, spec=spec, workload=workload, stoker=stoker, scope=scope))
     # the launcher's limit sits past stoker's own --timeout, so stoker ends first and says why
     grace = 60
     # one rank (a single-GPU machine) has no link to measure: no network phase
@@ -99,10 +132,13 @@ def plan(
         argv=tuple(b.inventory_argv(b.InventoryCommand(out=out, stoker=stoker))),
         limit_s=b.INVENTORY_LIMIT_S,
     )
-    return [
+    measure = [
         inventory,
         *network,
         Phase(name="storage", argv=tuple(io), limit_s=profile.io_timeout_s + grace),
+    ]
+    return [
+        *(p for p in measure if p.name not in skip),
         Phase(name="report", argv=tuple(report), limit_s=profile.report_timeout_s),
     ]
 
@@ -156,6 +192,7 @@ def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Pat
 def main(args: argparse.Namespace) -> int:
     gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
     profile = profile_from_args(args, default=default_profile(gpus))
+    skip = skipped_phases(args.skip)
     nproc = args.nproc or gpus or CPU_RANKS
     if nproc < 1:
         raise UsageError(f"--nproc must be at least 1, got {nproc}")
@@ -185,13 +222,18 @@ def main(args: argparse.Namespace) -> int:
         workload=workload,
         stoker=(sys.executable, "-m", "launchers.cli"),
         gpus=gpus,
+        skip=skip,
+        scope=args.scope,
     )
+    for name in sorted(skip):  # the report's coverage names what it would have measured
+        print(f"{name}: left out (--skip {name})", flush=True)
+        record_phase(out, PhaseResult(name=phase_name(name), rc=0, elapsed_s=0.0), skipped=True)
     print(
         f"stoker run {env['STOKER_RUN_ID']}: profile {profile.name}, {nproc} ranks "
         f"({gpus} GPUs), storage in {scratch}, results in {out}",
         flush=True,
     )
-    if all(p.name != "network" for p in phases):
+    if "network" not in skip and all(p.name != "network" for p in phases):
         print(
             "network: skipped, one rank has no link to measure (--nproc 2 --backend gloo checks the "
             "local loopback instead)",

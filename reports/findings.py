@@ -86,7 +86,10 @@ class Judgement:
     run_id: str
     verdict: Verdict
     findings: list[Finding]
-    missing: list[str] = field(default_factory=list)  # phases that should have produced records
+    missing: list[str] = field(default_factory=list)  # phases that produced nothing, promises unmeasured
+    missing_phases: list[str] = field(default_factory=list)  # the phases alone (verdict.json)
+    not_covered: list[str] = field(default_factory=list)  # promises outside the scope under test
+    coverage: dict[str, Any] = field(default_factory=dict)  # verdict.json's coverage fields
     expected: dict[str, float] = field(default_factory=dict)  # component -> advertised GB/s used
     thresholds: dict[str, float] = field(
         default_factory=lambda: dict(DEFAULT_THRESHOLDS)
@@ -156,4 +159,5 @@ def verdict_json(j: Judgement, **extra: Any) -> dict[str, Any]:
         "run_id": j.run_id,
         "findings": [f.to_dict() for f in j.findings],
         **extra,
+        **j.coverage,
     }

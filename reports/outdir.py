@@ -47,6 +47,18 @@ def _foreign(out: Path) -> list[str]:
     return sorted(p.name for p in out.iterdir() if not p.name.startswith(_OWN_TRANSIENT))
 
 
+def _log_hint(out: Path, found: list[str]) -> str:
+    """`mkdir R && stoker run --out R 2>&1 | tee R/run.log`: the shell opens the log before
+    stoker starts, so R holds a file stoker did not make (issue 21). Say so, and where a log goes."""
+    logs = [n for n in found if n.endswith((".log", ".txt", ".out")) and (out / n).is_file()]
+    if len(logs) != len(found) or any((out / n).stat().st_size > 1 << 20 for n in logs):
+        return ""
+    return (
+        f" — if your shell made {logs[0]} for `| tee` before stoker started, put the log beside the "
+        f"results dir instead: `stoker run --out {out} 2>&1 | tee {out}.log`"
+    )
+
+
 def _make(out: Path, option: str) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"{option} {out}: is a file; give a results directory")
@@ -70,7 +82,7 @@ def claim(out: Path, run_id: str, option: str = "--out") -> None:
             more = f" and {len(found) - 1} more" if len(found) > 1 else ""
             raise UsageError(
                 f"{option} {out}: exists and was not made by stoker (it holds {found[0]}{more}); "
-                "give a new or empty directory"
+                "give a new or empty directory" + _log_hint(out, found)
             )
     if have is None or have == SUBMITTED:
         _write_marker(out, run_id)

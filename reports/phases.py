@@ -53,6 +53,13 @@ PHASES: dict[str, PhaseKind] = {
 assert set(PHASES) == set(get_args(PhaseName))
 
 
+def phase_name(name: str) -> PhaseName:
+    """`name` as a phase of the one list; ValueError for anything else."""
+    if name not in PHASES:
+        raise ValueError(f"{name!r} is not a phase ({', '.join(PHASES)})")
+    return PHASES[name].name
+
+
 def net_phases(nodes: int, groups_above: int) -> list[PhaseKind]:
     """The network phases of an acceptance job on `nodes` nodes, in the contract's order:
     one node has no inter-node phases; above `groups_above` nodes the groups search
@@ -69,7 +76,15 @@ def job_phases(nodes: int, groups_above: int) -> list[PhaseName]:
     return ["inventory", *(k.name for k in net_phases(nodes, groups_above)), "storage", "report"]
 
 
-def line(phase: str, rc: int, elapsed_s: float, *, log: str | None = None, error: str | None = None) -> str:
+def line(
+    phase: str,
+    rc: int,
+    elapsed_s: float,
+    *,
+    log: str | None = None,
+    error: str | None = None,
+    skipped: bool = False,
+) -> str:
     """One line of DIR/phases.jsonl, newline included. Compact JSON in this key order, as the
     sbatch job has always written it; `elapsed_s` keeps its type (the shell's whole
     seconds stay an integer)."""
@@ -78,6 +93,8 @@ def line(phase: str, rc: int, elapsed_s: float, *, log: str | None = None, error
         obj["log"] = log
     if error:
         obj["error"] = error
+    if skipped:  # left out on purpose (stoker run --skip)
+        obj["skipped"] = True
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 

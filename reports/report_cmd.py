@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.errors import UsageError
+from reports.judging.coverage import Scope
 from reports.render.markdown import ReportInput
 
 HELP = "judge the records in DIR: report.md, report.html, verdict.json"
@@ -47,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--fail-unjudged",
         action="store_true",
         help="exit 1 when nothing could be judged (the acceptance job: no reference is no acceptance)",
+    )
+    parser.add_argument(
+        "--scope",
+        choices=("cluster", "node"),
+        default="cluster",
+        help="what was under test (default cluster: every promise of the spec must be measured; node: "
+        "only the node's own, and the report names the inter-node link and shared storage as not covered)",
     )
 
 
@@ -104,10 +112,16 @@ def last_error_line(directory: Path, p: dict[str, Any]) -> str:
 
 
 def missing_phases(
-    directory: Path, phases: list[dict[str, Any]], net_scopes: set[str], io_count: int
+    directory: Path,
+    phases: list[dict[str, Any]],
+    net_scopes: set[str],
+    io_count: int,
+    ranks_per_node: float | None = None,
 ) -> list[str]:
     """One line per phase that should have produced records and did not: it aborted, or it
-    ended cleanly with none of its records (pure but for reading a phase's log)."""
+    ended cleanly with none of its records (pure but for reading a phase's log). An
+    intra-node phase with one rank per node (`ranks_per_node` 1, from the sweeps that crossed
+    nodes) had nothing to measure: no missing phase (coverage says so)."""
     from reports.phases import missing_records
 
     out = []
@@ -120,6 +134,8 @@ def missing_phases(
             why = "ran past its time limit" if rc == 124 else f"ended with exit code {rc}"
             err = last_error_line(directory, p)
             out.append(f"phase {name} {why} after {p.get('elapsed_s', '?')} s" + (f": {err}" if err else ""))
+        elif p.get("skipped") or (name == "intra-node" and ranks_per_node == 1):
+            continue  # left out on purpose (stoker run --skip), or nothing to measure: coverage names it
         elif why := missing_records(name, net_scopes, io_count):  # reports/phases.py says what each yields
             out.append(f"phase {name} ended cleanly but {why}")
     return out
@@ -143,7 +159,9 @@ class Collected:
     verdict: dict[str, Any]
 
 
-def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Collected:
+def collect(
+    directory: Path, spec_arg: str | None = None, workload_arg: str | None = None, scope: Scope = "cluster"
+) -> Collected:
     from reports import evidence
     from reports.findings import verdict_json
     from reports.ingest.importers import import_dir
@@ -171,8 +189,10 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     spec, spec_notes = load_optional("spec", spec_arg, directory)
     workload, wl_notes = load_optional("workload", workload_arg, directory)
     ev = evidence.build(rs)
-    missing = missing_phases(directory, read_phases(directory), ev.net_scopes, len(ev.io))
-    j = judge(ev, spec, workload, missing)
+    phases = read_phases(directory)
+    missing = missing_phases(directory, phases, ev.net_scopes, len(ev.io), ev.ranks_per_node)
+    skipped = {str(p.get("phase")) for p in phases if p.get("skipped")}
+    j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped)
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(
         title=title,
@@ -190,23 +210,25 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
         skipped_lines=len(ev.skipped),
         imported=sorted(imp.sources),
         aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)],
-        missing_phases=missing,
+        missing_phases=j.missing_phases,
     )
     return Collected(report=ri, spec=spec, workload=workload, verdict=verdict)
 
 
-def build(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Outcome:
+def build(
+    directory: Path, spec_arg: str | None = None, workload_arg: str | None = None, scope: Scope = "cluster"
+) -> Outcome:
     """Everything `stoker report` writes, as strings."""
     from reports.render.html import render as render_html
     from reports.render.markdown import render as render_md
 
-    c = collect(directory, spec_arg, workload_arg)
+    c = collect(directory, spec_arg, workload_arg, scope)
     return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
 
 
 def main(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
-    out = build(directory, args.spec, args.workload)
+    out = build(directory, args.spec, args.workload, getattr(args, "scope", "cluster"))
     (directory / "report.md").write_text(out.markdown, encoding="utf-8")
     (directory / "report.html").write_text(out.html, encoding="utf-8")
     (directory / "verdict.json").write_text(json.dumps(out.verdict, indent=2) + "\n", encoding="utf-8")

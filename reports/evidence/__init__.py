@@ -49,6 +49,13 @@ class Evidence:
         return {"net": len(self.net), "io": len(self.io), **({"host": len(self.host)} if self.host else {})}
 
     @property
+    def ranks_per_node(self) -> float | None:
+        """Ranks per node of the sweeps that crossed nodes (None: none did)."""
+        f = self.net.frame
+        crossing = f[f["scope"].isin(("world", "inter-node")) & (f["nodes"] >= 2)]
+        return float((crossing["ranks"] / crossing["nodes"]).max()) if len(crossing) else None
+
+    @property
     def net_scopes(self) -> set[str]:
         return {str(s) for s in self.net.frame["scope"].unique()}
 

@@ -15,6 +15,9 @@ import pandas as pd
 
 from reports.records import IoRecord
 
+# the framework's own save paths (iobench/torch_ckpt.py): a real checkpoint through the page
+# cache, shown beside fio and used by the starvation model, never held against the spec
+REAL_SAVE_BACKENDS = ("torch.save", "torch.dcp")
 # a storage record shorter than this is not a steady bandwidth (stoker's fio jobs run at
 # least 2 s after their ramp; fio may report a hair under): shown, never judged
 MIN_STEADY_S = 1.5

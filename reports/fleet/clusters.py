@@ -154,6 +154,7 @@ def lack_line(component: str, row: Any) -> str:
         return "an intra-node all_reduce sweep (tensor parallel): run `stoker net --scopes intra-node --ops all_reduce`"
     if component == "data parallel":
         ops = "all_gather,reduce_scatter" if str(row.check).startswith("FSDP") else "all_reduce"
+        ops = ",".join(row.extra.get("ops") or ()) or ops  # only the ops that are missing
         return f"an {scope} {ops.replace(',', ' + ')} sweep (data parallel): run `stoker net --scopes {scope} --ops {ops}`"
     if component == "dataloader":
         return "a dataloader_read measurement: run `stoker io --path DATASET_DIR --workloads dataloader`"
@@ -166,7 +167,8 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
     The model (reports.judging.model) sums the exposed seconds of network and dataloader
     over one step (busy = sum e / (base + sum e)) and multiplies in the checkpoint stall:
     total = 1 - (1 - busy)(1 - ck). Component i's part is e_i / (base + sum e) and the
-    checkpoint's is ck x (1 - busy). A row the records could not feed is None (unmeasured)."""
+    checkpoint's is ck x (1 - busy). A row the records could not feed is None (unmeasured),
+    and then only the unmeasured parts are returned: a split with a hole in it is no split."""
     parts: dict[str, float | None] = {}
     lacks: list[str] = []
     step_rows = [r for r in rows if r.part != "checkpoint"]
@@ -196,6 +198,12 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
         else:
             e = float(r.extra.get("exposed_s", 0.0))
             parts[comp] = e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0  # type: ignore[operator]
+    if lacks:
+        # the split only where it is whole (issue 21): with a part unmeasured the others are not
+        # parts of anything (one cluster's checkpoint part shrank under its measured 97% tensor
+        # parallel idle while another's unmeasured tensor parallel counted as nothing); only the
+        # missing parts stay, as unmeasured, and `lacks` says which measurement gives them
+        parts = {c: v for c, v in parts.items() if v is None}
     return parts, lacks
 
 

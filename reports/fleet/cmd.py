@@ -27,6 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workload", metavar="FILE", help="workload YAML or preset modelled on every cluster"
     )
+    parser.add_argument(
+        "--by",
+        choices=("name", "dir"),
+        default="name",
+        help="group runs into clusters by their spec's name (default; runs of one name must agree on "
+        "accelerator, GPUs per node and price), or keep each directory apart (dir)",
+    )
 
 
 def record_schemas(directory: Path) -> set[object]:
@@ -76,22 +83,50 @@ def check_inputs(dirs: list[str], workload_arg: str | None) -> list[Path]:
     return paths
 
 
+def refuse_results_dir(out: Path) -> None:
+    """--out never writes into a run's results directory: its report and records are that run's."""
+    from reports.records import IO_FILE, NET_FILE
+
+    marks = (".stoker-run", NET_FILE, IO_FILE, "verdict.json")
+    found = [m for m in marks if (out / m).exists()]
+    if found:
+        raise UsageError(
+            f"--out {out} is a run's results directory (it holds {found[0]}): give a directory of its own, "
+            "e.g. --out compare-results"
+        )
+
+
 def main(args: argparse.Namespace) -> int:
     from reports.fleet.clusters import summarise
     from reports.fleet.ranking import compare, to_json
     from reports.fleet.render import render_html, render_md
+    from reports.fleet.runs import RunIdentity, by_dir, check_alike
     from reports.report_cmd import collect
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a directory")
     paths = check_inputs(list(args.dirs), args.workload)
+    refuse_results_dir(out)
     summaries = []
+    identities = []
     for d, p in zip(args.dirs, paths):
         c = collect(p, None, args.workload)
-        summaries.append(
-            summarise(c.report.title, d, c.report.evidence, c.report.judgement, c.spec, c.workload)
+        s = summarise(c.report.title, d, c.report.evidence, c.report.judgement, c.spec, c.workload)
+        summaries.append(s)
+        identities.append(
+            RunIdentity(
+                name=s.name,
+                run=d,
+                accelerator=s.accelerator,
+                gpus_per_node=getattr(c.spec, "gpus_per_node", None),
+                price_per_gpu_hour=s.price_per_gpu_hour,
+            )
         )
+    if getattr(args, "by", "name") == "dir":
+        summaries = by_dir(summaries)
+    else:
+        check_alike(identities)  # one line, exit 2: runs under one name bought something else
     wname = summaries[0].workload
     cmp = compare(summaries, wname)
     out.mkdir(parents=True, exist_ok=True)
@@ -100,8 +135,10 @@ def main(args: argparse.Namespace) -> int:
     (out / "compare.json").write_text(
         json.dumps(to_json(cmp), indent=2, allow_nan=False) + "\n", encoding="utf-8"
     )
+    n, runs = len(cmp.clusters), len(summaries)
     print(
-        f"compared {len(cmp.clusters)} clusters ({len(summaries)} runs) -> {out / 'compare.md'}, compare.html, compare.json"
+        f"compared {n} cluster{'s' if n != 1 else ''} ({runs} run{'s' if runs != 1 else ''}) -> "
+        f"{out / 'compare.md'}, compare.html, compare.json"
     )
     for line in cmp.headline:
         print(line)

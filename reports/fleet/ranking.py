@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports.fleet.clusters import COMPONENTS, ClusterSummary, finite
+from reports.fleet.runs import STATISTIC, merge, recompute, spread
 from reports.units import format_size
 
 
@@ -70,8 +71,10 @@ class Comparison:
 
 
 def group_runs(summaries: Sequence[ClusterSummary]) -> dict[str, list[ClusterSummary]]:
+    """Runs by cluster name, clusters by name and runs by directory: the same directories in
+    any order give the same comparison."""
     out: dict[str, list[ClusterSummary]] = {}
-    for s in summaries:
+    for s in sorted(summaries, key=lambda s: (s.name, s.run)):
         out.setdefault(s.name, []).append(s)
     return out
 
@@ -89,18 +92,25 @@ def combine(values: Sequence[tuple[float, float | None]]) -> Cell:
     )
 
 
-def tie(a: Cell, b: Cell) -> bool:
-    """The noise bands overlap: a difference inside the noise."""
+def tie(a: Cell, b: Cell) -> bool | None:
+    """The one rule for "tie" (and so for "best"): the noise bands overlap. True when the
+    difference fits in the bands that are known; False when both are known and it does not;
+    None (unknown) when it does not fit in the known ones and a noise is unknown — unknown
+    noise is never taken as zero."""
     assert a.value is not None and b.value is not None
-    return abs(a.value - b.value) <= a.value * (a.noise or 0.0) + b.value * (b.noise or 0.0)
+    known = a.value * (a.noise or 0.0) + b.value * (b.noise or 0.0)
+    if abs(a.value - b.value) <= known:
+        return True
+    return None if a.noise is None or b.noise is None else False
 
 
 def _best(cells: dict[str, Cell], better: str) -> tuple[str, ...]:
+    """The best figure and every one tied with it (tie() is True); order-independent."""
     have = {n: c for n, c in cells.items() if c.value is not None}
     if len(have) < 2:
         return ()
     pick = (max if better == "higher" else min)(have, key=lambda n: (have[n].value, n))
-    return tuple(n for n in have if n == pick or tie(have[pick], have[n]))
+    return tuple(n for n in have if n == pick or tie(have[pick], have[n]) is True)
 
 
 def _net_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
@@ -274,8 +284,11 @@ def _metric_row(
     cells: dict[str, Cell] = {}
     for n, runs in clusters.items():
         vals = [get(s) for s in runs]
-        if all(v is not None and finite(v) for v in vals):
-            cells[n] = combine([(float(v), None) for v in vals if v is not None])
+        merged = get(merge(runs))  # the figure at the median idle share: recomputable beside it
+        if merged is not None and finite(merged) and all(v is not None and finite(v) for v in vals):
+            per_run = [float(v) for v in vals if v is not None]
+            note = f"{STATISTIC} ({len(runs)})" if len(runs) > 1 else ""
+            cells[n] = Cell(value=float(merged), noise=spread(per_run, float(merged)), note=note)
         else:
             cells[n] = Cell(
                 value=None, note="unmeasured" if kind == "idle" else "not ranked" if n not in ranked else ""
@@ -351,7 +364,7 @@ def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Compar
         )
         for i, n in enumerate(order):
             c = cells[n]
-            tied = tuple(m for m in order if m != n and tie(c, cells[m]))
+            tied = tuple(m for m in order if m != n and tie(c, cells[m]) is True)
             first = next((j for j, m in enumerate(order) if m == n or m in tied), i)
             rank.append(
                 Ranked(
@@ -381,7 +394,7 @@ def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Compar
 
 
 def _why(runs: list[ClusterSummary]) -> str:
-    s = runs[0]
+    s = merge(runs)
     parts = {c: v for c, v in s.idle_by_component.items() if v is not None and v > 0}
     top = max(parts, key=lambda c: parts[c], default=None)
     return f"most of it {top}" if top else "none of it exposed"
@@ -398,7 +411,7 @@ def _headline(
     out = []
     if rank:
         b = rank[0]
-        s = clusters[b.name][0]
+        s = merge(clusters[b.name])
         winners = [r.name for r in rank if r.rank == 1]
         lead = (
             f"Cheapest {metric.removeprefix('$ ')} of {workload}: {b.name} at ${b.value:,.2f}"
@@ -406,14 +419,19 @@ def _headline(
             else f"Tie for the cheapest {metric.removeprefix('$ ')} of {workload}: {', '.join(winners)} "
             f"(equal, or apart by less than their noise); {b.name} at ${b.value:,.2f}"
         )
-        idle = f"{s.idle_share:.1%}" if s.idle_share is not None else "—"
-        out.append(
-            f"{lead} (list ${s.price_per_gpu_hour:.2f} per GPU-hour, GPUs idle {idle}, {_why(clusters[b.name])})."
-        )
+        out.append(f"{lead} = {recompute(s, metric)}; {_why(clusters[b.name])}.")
         for r in rank[1:]:
             more = r.value / b.value - 1 if b.value > 0 else 0.0
             tie_txt = f", a tie with {', '.join(r.tied_with)} (inside the noise)" if r.tied_with else ""
-            out.append(f"{r.name}: ${r.value:,.2f} {metric.removeprefix('$ ')}, {more:.0%} more{tie_txt}.")
+            if (
+                not r.tied_with
+                and tie(Cell(value=b.value, noise=b.noise), Cell(value=r.value, noise=r.noise)) is None
+            ):
+                tie_txt = ", noise unknown (one run: no run-to-run spread), so not known to be outside it"
+            out.append(
+                f"{r.name}: ${r.value:,.2f} {metric.removeprefix('$ ')} = {recompute(merge(clusters[r.name]), metric)}, "
+                f"{more:.0%} more{tie_txt}."
+            )
         if metric.endswith("useful GPU-hour") and len(accs) > 1:
             out.append(
                 f"Accelerators differ ({', '.join(accs)}): a GPU-hour does not buy the same work, and this "
@@ -441,21 +459,22 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
     """compare.json (docs/contract.md): no inf or nan anywhere (json.dumps(allow_nan=False) holds it to that)."""
     clusters = []
     for n, runs in cmp.clusters.items():
-        s = runs[0]
+        s = merge(runs)
         clusters.append(
             {
                 "name": n,
-                "runs": [r.run for r in runs],
-                "verdict": [r.verdict for r in runs],
+                "runs": sorted(r.run for r in runs),
+                "verdict": [r.verdict for r in sorted(runs, key=lambda r: r.run)],
                 "accelerator": s.accelerator,
                 "price_per_gpu_hour": _num(s.price_per_gpu_hour),
                 "workload": s.workload,
                 "gpus": s.gpus,
-                "idle_share": _num(s.idle_share) if len(runs) == 1 else None,
-                "idle_by_component": {c: _num(v) for c, v in s.idle_by_component.items()}
-                if len(runs) == 1
-                else None,
-                "deciding_findings": list(dict.fromkeys(m for r in runs for m in r.deciding)),
+                "idle_share": _num(s.idle_share),  # one run's, or the median over runs
+                "idle_by_component": {c: _num(v) for c, v in s.idle_by_component.items()},
+                "statistic": STATISTIC if len(runs) > 1 else None,
+                "deciding_findings": list(
+                    dict.fromkeys(m for r in sorted(runs, key=lambda r: r.run) for m in r.deciding)
+                ),
                 "ranked": n not in cmp.not_ranked and any(r.name == n for r in cmp.ranking),
                 "not_ranked_because": list(cmp.not_ranked.get(n, ())),
             }

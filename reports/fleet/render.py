@@ -11,6 +11,7 @@ import pandas as pd
 
 from reports.fleet.clusters import COMPONENTS, finite
 from reports.fleet.ranking import Cell, Comparison
+from reports.fleet.runs import merge
 from reports.render import plots
 from reports.render.html import _page, bullets, esc, img, table
 from reports.render.markdown import LEGEND, md_table
@@ -21,13 +22,20 @@ COMPARE_LEGEND = (
     "and process count all measured. Where that fails, the row says what differs and names no best.",
     "- ± is the noise of a figure: the run-to-run spread (half the range over the median, where several runs of "
     "one cluster — directories whose specs share a name — are given) or the records' iteration CV, whichever is "
-    "larger. Figures whose noise bands overlap are a tie: both are marked best.",
+    'larger; "± unknown" where neither is known (one run, no iteration spread recorded). Figures whose noise '
+    "bands overlap are a tie: both are marked best (one rule for rows and ranking); where a noise is unknown and the "
+    "known bands do not cover the difference, it is not known to be a tie and only the better figure is marked.",
+    "- Several runs of one cluster (directories whose specs share a name, and agree on accelerator, GPUs per node "
+    "and price): the GPU idle share and each component's part are the median over runs (the medians of the parts "
+    "need not add up to the median total); every cost is computed from that median idle share.",
     "- cost per useful GPU-hour = price per GPU-hour / (1 − GPU idle share); wall time of a step = compute time / "
     "(1 − idle share); $ per step = price × GPUs × wall time / 3600; $ per billion tokens = $ per step × 10^9 / "
     "tokens per step. Training workloads rank on $ per billion tokens (the work itself, whatever the accelerator), "
     "others on $ per useful GPU-hour.",
     "- idle: <component> is that component's part of the GPU idle share (the parts add up to it); unmeasured = the "
-    "workload needs it and nothing was measured: such a cluster is not ranked (never counted as 0% idle).",
+    "workload needs it and nothing was measured: such a cluster is not ranked (never counted as 0% idle), and its "
+    "other parts read — (the split is shown only where every part was measured: a part of a total with a hole in "
+    "it is no part).",
     "- GB/s per $ = the figure divided by the price per GPU-hour.",
 )
 
@@ -41,7 +49,8 @@ def fmt(c: Cell, unit: str, price: float | None = None) -> str:
         v = f"{c.value:.1%}" if c.value <= 1 else f"{c.value:,.1f}"
     else:
         v = f"{c.value:,.2f}"
-    extra = [f"±{c.noise:.0%}"] if c.noise is not None and c.noise >= 0.005 else []
+    # unknown noise is said, never shown as none (issue 21)
+    extra = ["± unknown"] if c.noise is None else [f"±{c.noise:.0%}"] if c.noise >= 0.005 else []
     if unit == "GB/s" and price and finite(c.value / price):
         extra.append(f"{c.value / price:.2f} per $")
     if c.note and not c.note.startswith("at "):
@@ -99,10 +108,11 @@ def ranking_table(cmp: Comparison) -> pd.DataFrame:
 
 
 def why_table(cmp: Comparison) -> pd.DataFrame:
-    """Per cluster (its first run): the verdict, where the GPUs wait, and the deciding findings."""
+    """Per cluster (the median over its runs, as the cost rows): the verdict, where the GPUs
+    wait, and the deciding findings."""
     rows = []
     for n, runs in cmp.clusters.items():
-        s = runs[0]
+        s = merge(runs)
         row = {
             "cluster": n,
             "verdict": ", ".join(f"{r.verdict} ({r.failing} to act on)" for r in runs),
@@ -157,14 +167,17 @@ def _cost_chart(cmp: Comparison) -> list[str]:
     ranked = list(cmp.ranking)
     names = [r.name for r in ranked]
     totals = [r.value for r in ranked]
-    comps = [c for c in COMPONENTS if any(cmp.clusters[n][0].idle_by_component.get(c) for n in names)]
-    parts = [("compute", [1 - (cmp.clusters[n][0].idle_share or 0.0) for n in names])]
-    parts += [
-        (f"waiting: {c}", [cmp.clusters[n][0].idle_by_component.get(c) or 0.0 for n in names]) for c in comps
-    ]
+    merged = {n: merge(cmp.clusters[n]) for n in names}
+    comps = [c for c in COMPONENTS if any(merged[n].idle_by_component.get(c) for n in names)]
+    parts = [("compute", [1 - (merged[n].idle_share or 0.0) for n in names])]
+    parts += [(f"waiting: {c}", [merged[n].idle_by_component.get(c) or 0.0 for n in names]) for c in comps]
     metric = ranked[0].metric
     title = f"{metric} of {cmp.workload}: compute and GPUs waiting, by component"
-    return ["<h2>Cost of the work</h2>", img(plots.cost_stack(title, names, totals, parts, metric), title)]
+    noise = [r.noise for r in ranked]
+    return [
+        "<h2>Cost of the work</h2>",
+        img(plots.cost_stack(title, names, totals, parts, metric, noise), title),
+    ]
 
 
 def _net_charts(cmp: Comparison) -> list[str]:
@@ -194,7 +207,11 @@ def _storage_chart(cmp: Comparison) -> list[str]:
         "<h2>Storage</h2>",
         img(
             plots.grouped_bars(
-                title, [r.figure for r in rows], names, [[r.cells[n].value for n in names] for r in rows]
+                title,
+                [r.figure for r in rows],
+                names,
+                [[r.cells[n].value for n in names] for r in rows],
+                [[r.cells[n].noise for n in names] for r in rows],
             ),
             title,
         ),

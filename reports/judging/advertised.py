@@ -149,6 +149,20 @@ def _beside(recs: Sequence[IoRecord]) -> str:
     )
 
 
+def spec_advice(path: str, kind: str) -> str:
+    """What to add to the spec for `path`. `stoker run`'s throwaway scratch dir (.io-scratch-XXXX,
+    removed after the run) is no path to put in a spec (issue 21): name the dir that holds it."""
+    parent, _, leaf = path.rstrip("/").rpartition("/")
+    if leaf.startswith((".io-scratch-", "io-scratch")):
+        where = parent or "/"
+        return (
+            f"this is stoker run's throwaway scratch dir on the file system of {where}: add {{path: {where}, "
+            f"kind: {kind}, read_GBps: X, write_GBps: Y}} to storage in --spec, or measure the storage you mean "
+            "with stoker run --path DIR."
+        )
+    return f"add {{path: {path}, kind: {kind}, read_GBps: X, write_GBps: Y}} to storage in --spec."
+
+
 def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Finding], dict[str, float]]:
     """One finding per (path, workload, direction). Only records that bypassed the page cache
     and ran long enough are compared with the advertised figure (why_not_compared); the others
@@ -210,7 +224,7 @@ def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Fin
             status = "suspect"
         head = f"{workload} on {path}: {what} {measured:.2f} GB/s"
         if status == "no_reference":
-            msg = f"{head} has nothing to compare with: add {{path: {path}, kind: {kind}, read_GBps: X, write_GBps: Y}} to storage in --spec."
+            msg = f"{head} has nothing to compare with: {spec_advice(path, kind)}"
         elif status == "suspect":
             why = (
                 "the page cache answered (direct IO off or files too small)"

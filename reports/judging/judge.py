@@ -10,12 +10,13 @@ findings are `no_reference` (never a guessed figure).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from reports.evidence import Evidence
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
-from reports.judging import advertised, model
+from reports.judging import advertised, model, savepath
+from reports.judging.coverage import Scope, assess
 from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
@@ -32,15 +33,9 @@ _FIX = {
 }
 
 
-# A checkpoint is a torch.save / DCP call, not fio: buffered, one writer, serialisation
-# included. These ran at half fio's O_DIRECT figure on an H100 node's disk (issue 13), so
-# the model's checkpoint stall trusts them whenever they were measured.
-REAL_SAVE_BACKENDS = ("torch.save", "torch.dcp")
-
-
-def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> IoRecord | None:
-    """The best record of `workload`: on `path` if the workload names one, else on shared
-    storage if any, else anywhere; for checkpoint_write a real save's record if any."""
+def _place(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> list[IoRecord]:
+    """The records of `workload` at its place: on `path` if the workload names one, else on
+    shared storage if any, else anywhere."""
     recs = [r for r in io if r.workload == workload and not r.failed]
     if path:
         recs = [r for r in recs if r.path == path or r.path.startswith(path.rstrip("/") + "/")]
@@ -52,9 +47,12 @@ def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec
 
         shared = [r for r in recs if kind(r) == "shared"]
         recs = shared or recs
-    if workload == "checkpoint_write":  # after the place is chosen: a real save elsewhere does not count here
-        recs = [r for r in recs if r.backend in REAL_SAVE_BACKENDS] or recs
-    return max(recs, key=lambda r: r.bw_GBps, default=None)
+    return recs
+
+
+def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> IoRecord | None:
+    """The best record of `workload` at its place."""
+    return max(_place(io, workload, path, spec), key=lambda r: r.bw_GBps, default=None)
 
 
 def _component(r: IoRecord | None, spec: Spec | None) -> Component:
@@ -112,10 +110,29 @@ def _skipped_notes(skipped: Sequence[SkippedLine]) -> list[str]:
 
 
 def judge(
-    ev: Evidence, spec: Spec | None = None, workload: Workload | None = None, missing: Sequence[str] = ()
+    ev: Evidence,
+    spec: Spec | None = None,
+    workload: Workload | None = None,
+    missing: Sequence[str] = (),
+    *,
+    scope: Scope = "cluster",
+    skipped: Collection[str] = (),
 ) -> Judgement:
     """The judgement of one results directory; `missing` names the phases that should have
-    produced records and did not (reports.phases), so that the verdict is decided here once."""
+    produced records and did not (reports.phases), `skipped` those left out on purpose, and
+    `scope` what was under test (the whole cluster, or one node): with the spec's promises
+    not measured (reports.judging.coverage), the verdict is decided here once."""
+    # every promise of the spec as the user wrote it (before detection fills it in)
+    cov = assess(
+        spec,
+        {sc for sc, _ in ev.curves},
+        int(ev.net.frame["nodes"].max()) if len(ev.net) else 0,
+        ev.io,
+        ev.hardware,
+        manifests=ev.manifests,
+        scope=scope,
+        skipped=skipped,
+    )
     notes = _skipped_notes(ev.skipped)
     hardware = ev.hardware
     spec = fill_from_hardware(spec, hardware) if hardware else spec
@@ -140,14 +157,19 @@ def judge(
         dl_path = workload.dataloader.path if workload.dataloader else None
         ck_path = workload.checkpoint.path if workload.checkpoint else None
         rd = _pick_io(ev.io, "dataloader_read", dl_path, spec)
-        wr = _pick_io(ev.io, "checkpoint_write", ck_path, spec)
+        # the save the workload makes, at its place (issue 21: never the faster of two)
+        ck_fmt = workload.checkpoint.format if workload.checkpoint else "torch.save"
+        save = savepath.pick(_place(ev.io, "checkpoint_write", ck_path, spec), ck_fmt)
+        wr = save.record if save else None
         measured = model.Measured(
             curves=ev.curves,
             read_GBps_per_node=rd.bw_GBps / max(1, rd.nodes) if rd else None,
             read_component=_component(rd, spec),
-            write_GBps=wr.bw_GBps if wr else None,
+            write_GBps=save.GBps if save else None,
             write_component=_component(wr, spec),
             write_backend=wr.backend if wr else "fio",
+            write_note=save.note if save else "",
+            write_nodes=wr.nodes if wr else 1,
             # gloo on CPU ranks shares the cores with compute; NCCL on GPUs does not
             cpu_ranks=ev.cpu_ranks,
             **host_link_figures(ev.host),
@@ -157,11 +179,16 @@ def judge(
             notes.append(f"workload {workload.name}: {summary['why']}")
         price = spec.price_per_gpu_hour if spec else None
         findings += [_model_finding(r, workload.name, workload.idle_budget, price) for r in rows]
+    findings += cov.findings
+    unmeasured = [*missing, *(ln.sentence for ln in cov.unmeasured)]
     return Judgement(
         run_id=",".join(ev.run_ids),
-        verdict=verdict_of(findings, missing),
+        verdict=verdict_of(findings, unmeasured),
         findings=findings,
-        missing=list(missing),
+        missing=unmeasured,
+        missing_phases=list(missing),
+        not_covered=[f"{ln.what}: {ln.why}" for ln in cov.not_covered],
+        coverage=cov.verdict_fields(),
         expected=expected,
         thresholds=dict(spec.thresholds) if spec else dict(DEFAULT_THRESHOLDS),
         model=rows,

@@ -26,7 +26,7 @@ from typing import Any
 
 from reports.evidence.sweeps import Sweep
 from reports.findings import Component, ModelRow, Part, Status
-from reports.judging import catalog
+from reports.judging import catalog, savepath
 from reports.judging.spec import Spec
 from reports.judging.workload import DDP_FIRST_BUCKET_BYTES, Workload
 from reports.ops import bus_factor
@@ -50,7 +50,9 @@ class Measured:
     read_component: Component = "shared storage"
     write_GBps: float | None = None  # checkpoint writes, all nodes together
     write_component: Component = "shared storage"
-    write_backend: str = "fio"  # the record it came from: torch.save / torch.dcp win (judge._pick_io)
+    write_backend: str = "fio"  # the record it came from: the workload's save kind (savepath.pick)
+    write_note: str = ""  # which record, and fio's stated overhead when it stood in
+    write_nodes: int = 1  # nodes in that measurement: a local path's figure is per node x nodes writing
     cpu_ranks: bool = False  # the collectives ran on CPU ranks (gloo): the CPU-only terms apply
     host_h2d_GBps: float | None = None  # measured host link per GPU (host.jsonl), slowest GPU
     host_d2h_GBps: float | None = None
@@ -264,7 +266,18 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         ag, fb1 = _curve(m, scope, "all_gather")
         rs, fb2 = _curve(m, scope, "reduce_scatter")
         if ag is None or rs is None:
-            return [*rows, _missing("data parallel", component, check, "GB/s", f"no {scope} sweep measured")]
+            # name only what is missing (issue 21: "lacks an all_gather + reduce_scatter sweep"
+            # where all_gather was measured)
+            lacking = [op for op, c in (("all_gather", ag), ("reduce_scatter", rs)) if c is None]
+            gone = _missing(
+                "data parallel",
+                component,
+                check,
+                "GB/s",
+                f"no {scope} {' or '.join(lacking)} (nor all_reduce) sweep measured",
+            )
+            gone.extra["ops"] = lacking
+            return [*rows, gone]
         bus1, s1, n1 = _time(ag, "all_gather", d, msg, 2 * w.n_layers)
         bus2, s2, n2 = _time(rs, "reduce_scatter", d, msg_rs, w.n_layers)
         bus, secs = bus1 + bus2, s1 + s2
@@ -364,7 +377,9 @@ def _dataloader_row(
     )
 
 
-def _checkpoint_row(w: Workload, spec: Spec | None, m: Measured, usd: float | None) -> ModelRow | None:
+def _checkpoint_row(
+    w: Workload, spec: Spec | None, m: Measured, usd: float | None, g: int = 1
+) -> ModelRow | None:
     ck = w.checkpoint
     if ck is None or w.params is None:
         return None
@@ -373,8 +388,17 @@ def _checkpoint_row(w: Workload, spec: Spec | None, m: Measured, usd: float | No
     mode = "async" if ck.async_ else "sync"
     check = f"checkpoint write ({size / 1e9:.0f} GB every {ck.interval_minutes:g} min, {mode})"
     if m.write_GBps is None:
-        return _missing("checkpoint", m.write_component, check, "GB/s", "no checkpoint_write measurement")
-    write_s = size / (m.write_GBps * 1e9)
+        return _missing(
+            "checkpoint",
+            m.write_component,
+            check,
+            "GB/s",
+            f"no checkpoint_write measurement of a {ck.format} save",
+        )
+    write_GBps, scaled = savepath.job_write_GBps(
+        m.write_GBps, m.write_nodes, m.write_component == "local storage", savepath.job_nodes(w.gpus or g, g)
+    )
+    write_s = size / (write_GBps * 1e9)
     e_max = w.idle_budget / (1 - w.idle_budget) * interval
     note = ""
     if not ck.async_:
@@ -392,13 +416,14 @@ def _checkpoint_row(w: Workload, spec: Spec | None, m: Measured, usd: float | No
         stall = copy_s + max(0.0, write_s - interval)
         required = size / interval / 1e9
         note = f"copy-out at {source} {copy_GBps:g} GB/s per GPU: {copy_s:.2f} s"
-    note = "; ".join(x for x in (f"write bandwidth from the {m.write_backend} record", note) if x)
+    src = m.write_note or f"write bandwidth from the {m.write_backend} record"
+    note = "; ".join(x for x in (src, scaled, note) if x)
     return _row(
         "checkpoint",
         m.write_component,
         check,
         required,
-        m.write_GBps,
+        write_GBps,
         "GB/s",
         stall,
         interval,
@@ -446,7 +471,7 @@ def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelR
             rows.extend(_network_rows(w, m, g, c, usd))
     net_exposed = sum(r.extra.get("exposed_s", 0.0) for r in rows)
     dl = _dataloader_row(w, spec, m, g, c, usd)
-    ck = _checkpoint_row(w, spec, m, usd)
+    ck = _checkpoint_row(w, spec, m, usd, g)
     rows.extend(r for r in (dl, ck) if r is not None)
     dl_exposed = dl.extra.get("exposed_s", 0.0) if dl else 0.0
     base = c if c is not None else (dl.extra.get("base_s", 0.0) if dl else 0.0)

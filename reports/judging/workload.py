@@ -18,6 +18,7 @@ from typing import Any
 
 from reports.errors import UsageError
 from reports.judging import catalog
+from reports.judging.savepath import CHECKPOINT_FORMATS
 from reports.judging.spec import Fields, read_yaml
 
 DDP_BUCKET_BYTES = 25 * 2**20  # torch DDP's default bucket_cap_mb=25
@@ -42,6 +43,8 @@ class Checkpoint:
     bytes_per_param: float = 14.0  # MLPerf Storage v2.0: weights + optimizer
     async_: bool = False
     path: str | None = None
+    # which save the job makes, so which record the model takes (reports/judging/savepath.py)
+    format: str = "torch.save"  # torch.save | dcp | async
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -163,7 +166,7 @@ def _dataloader(f: Fields, value: Any) -> Dataloader:
 
 def _checkpoint(f: Fields, value: Any) -> Checkpoint:
     m = f.mapping(value, "checkpoint")
-    f.known_keys(m, "checkpoint", ("interval_minutes", "bytes_per_param", "async", "path"))
+    f.known_keys(m, "checkpoint", ("interval_minutes", "bytes_per_param", "async", "path", "format"))
     kw: dict[str, Any] = {}
     for key in ("interval_minutes", "bytes_per_param"):
         if key in m:
@@ -174,6 +177,11 @@ def _checkpoint(f: Fields, value: Any) -> Checkpoint:
         kw["async_"] = m["async"]
     if "path" in m:
         kw["path"] = f.text(m["path"], "checkpoint.path")
+    if "format" in m:
+        kw["format"] = f.text(m["format"], "checkpoint.format", CHECKPOINT_FORMATS)
+        kw["async_"] = kw["format"] == "async"  # the format says it (a preset's async: false included)
+    elif kw.get("async_"):
+        kw["format"] = "async"
     return Checkpoint(**kw)
 
 

@@ -11,6 +11,7 @@ from itertools import groupby
 
 import pandas as pd
 
+from reports.evidence.storage import REAL_SAVE_BACKENDS
 from reports.evidence.sweeps import Sweep, expected_for
 from reports.render import plots
 from reports.render.markdown import (
@@ -102,7 +103,9 @@ def _storage(ri: ReportInput) -> list[str]:
     for r in io.itertuples(index=False):
         comp = f"{r.scope} storage"
         spec_refs.append(
-            next(
+            None  # a torch.save / dcp bar is shown beside, "not compared" with the spec (issue 21)
+            if r.backend in REAL_SAVE_BACKENDS
+            else next(
                 (
                     f.expected
                     for f in ri.judgement.findings
@@ -197,6 +200,8 @@ def render(ri: ReportInput) -> str:
     ]
     if ri.missing:
         body += ["<h2>Missing measurements</h2>", bullets(ri.missing)]
+    if ri.not_covered:  # what a node-scope verdict did not cover
+        body += ["<h2>Not covered (scope: node)</h2>", bullets(ri.not_covered)]
     body.append("<h2>Findings</h2>")
     if j.findings:
         ft = findings_table(j.findings)

@@ -54,8 +54,12 @@ class ReportInput:
     notes: Sequence[str] = ()  # e.g. spec/workload not supported yet
 
     @property
-    def missing(self) -> list[str]:  # phases that aborted: what this report lacks
+    def missing(self) -> list[str]:  # phases that aborted, promises unmeasured: what this report lacks
         return self.judgement.missing
+
+    @property
+    def not_covered(self) -> list[str]:  # promises outside the scope under test (coverage)
+        return self.judgement.not_covered
 
 
 def fnum(x: Any, digits: int = 2) -> str:
@@ -312,6 +316,8 @@ def render(ri: ReportInput) -> str:
     ]
     if ri.missing:
         lines += ["## Missing measurements", "", *[f"- {m}" for m in ri.missing], ""]
+    if ri.not_covered:  # what a node-scope verdict did not cover
+        lines += ["## Not covered (scope: node)", "", *[f"- {m}" for m in ri.not_covered], ""]
     lines += ["## Findings", ""]
     lines += [
         md_table(findings_table(j.findings))

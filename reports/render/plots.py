@@ -230,20 +230,18 @@ def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence
                 color=color,
                 linestyle="--",
                 linewidth=1,
-                label=f"{s.label.split(' (')[0]} advertised {adv:g}",
+                label=f"{s.label.split(' (')[0]} advertised {adv:g} GB/s",
             )
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
     ax.set_xlabel("message size (bytes, nccl-tests size column)")
     ax.set_ylabel("busbw (GB/s)")
     ys = [v for s in series for v in s.values if v > 0] + [a for a in advertised if a]
-    if (
-        ys and max(ys) / min(ys) > 30
-    ):  # a 0.6 GB/s gloo curve under a 450 GB/s NVLink line: log, or it is flat at 0
-        ax.set_yscale("log")
+    # always log-log, so that the charts of one comparison read alike (issue 21: some were linear);
+    # a 0.6 GB/s gloo curve under a 450 GB/s NVLink line would be flat at 0 on a linear axis
+    ax.set_yscale("log")
+    if ys:
         ax.set_ylim(min(ys) / 2, max(ys) * 2)
-    else:
-        ax.set_ylim(0, max(ys, default=1.0) * 1.15)  # headroom: the advertised lines are not on the frame
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
@@ -256,6 +254,7 @@ def cost_stack(
     totals: Sequence[float],
     parts: Sequence[tuple[str, Sequence[float]]],
     unit: str,
+    noise: Sequence[float | None] = (),
 ) -> str:
     """One horizontal bar per cluster: the cost of a unit of work, split into what pays for
     compute and what pays for GPUs waiting on each component (cost x that component's
@@ -269,6 +268,9 @@ def cost_stack(
         widths = [t * s for t, s in zip(totals, shares)]
         ax.barh(ys, widths, left=left, color=color, label=label, height=0.6)
         left = [a + w for a, w in zip(left, widths)]
+    err = [t * (nz or 0.0) for t, nz in zip(totals, noise)]
+    if any(err):  # the run-to-run spread where it is known
+        ax.errorbar(totals, ys, xerr=err, fmt="none", ecolor="black", capsize=3, linewidth=1)
     for y, t in zip(ys, totals):
         ax.text(t, y, f" ${t:,.2f}", va="center", fontsize=8)
     ax.set_yticks(ys)
@@ -283,21 +285,30 @@ def cost_stack(
 
 
 def grouped_bars(
-    title: str, groups: Sequence[str], names: Sequence[str], values: Sequence[Sequence[float | None]]
+    title: str,
+    groups: Sequence[str],
+    names: Sequence[str],
+    values: Sequence[Sequence[float | None]],
+    noise: Sequence[Sequence[float | None]] | None = None,
 ) -> str:
-    """values[i][k]: cluster k in group i (GB/s); a missing value leaves a gap, never a 0 bar."""
+    """values[i][k]: cluster k in group i (GB/s); a missing value leaves a gap, never a 0 bar.
+    noise[i][k]: its relative noise, drawn as an error bar where it is known."""
     plt = _plt()
     n, k = len(groups), max(1, len(names))
     fig, ax = plt.subplots(figsize=(7.5, 1.0 + 0.3 * n * k))
     h = 0.8 / k
     for j, name in enumerate(names):
-        ys = [i + j * h for i in range(n) if values[i][j] is not None]
+        have = [i for i in range(n) if values[i][j] is not None]
+        vals = [float(values[i][j]) for i in have]  # type: ignore[arg-type]
+        err = [v * float((noise[i][j] if noise else None) or 0.0) for i, v in zip(have, vals)]
         ax.barh(
-            ys,
-            [values[i][j] for i in range(n) if values[i][j] is not None],
+            [i + j * h for i in have],
+            vals,
             height=h,
             color=f"C{j % 10}",
             label=name,
+            xerr=err if any(err) else None,
+            capsize=2,
         )
     ax.set_yticks([i + 0.4 - h / 2 for i in range(n)])
     ax.set_yticklabels(list(groups), fontsize=7)

@@ -257,3 +257,15 @@ def test_a_record_too_short_to_be_steady_is_not_judged() -> None:
     f = _one([short])
     assert f.status == "no_reference" and "ran 0.4 s, too short to be a steady bandwidth" in f.message
     assert _one([short, io("checkpoint_write", "write", "/ckpt", 0.45, runtime_s=2.0)]).measured == 0.45
+
+
+def test_no_spec_advice_never_names_the_throwaway_scratch_dir() -> None:
+    # issue 21: the advice pointed at stoker run's .io-scratch-XXXX, removed after the run
+    from reports.judging.advertised import spec_advice
+
+    assert spec_advice("/r/run1/.io-scratch-k2j3", "local") == (
+        "this is stoker run's throwaway scratch dir on the file system of /r/run1: add {path: /r/run1, kind: "
+        "local, read_GBps: X, write_GBps: Y} to storage in --spec, or measure the storage you mean with stoker "
+        "run --path DIR."
+    )
+    assert spec_advice("/data", "shared").startswith("add {path: /data, kind: shared,")

@@ -113,3 +113,19 @@ def test_stoker_run_keeps_someones_spec_and_records(
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "not made by stoker" in err
     assert _snapshot(theirs) == before
+
+
+def test_a_tee_log_the_shell_made_is_named_and_a_path_beside_suggested(tmp_path: Path) -> None:
+    # `mkdir R && stoker run --out R 2>&1 | tee R/run.log`: the shell opened R/run.log first (issue 21)
+    r = tmp_path / "R"
+    r.mkdir()
+    (r / "run.log").write_text("")
+    with pytest.raises(UsageError) as e:
+        claim(r, "20261124T000000Z-abc")
+    msg = str(e.value)
+    assert "it holds run.log" in msg and f"| tee {r}.log" in msg and "\n" not in msg
+    assert (r / "run.log").read_text() == "" and not (r / ".stoker-run").exists()  # untouched
+    (r / "notes.md").write_text("mine")  # not only a log: no such hint
+    with pytest.raises(UsageError) as e:
+        claim(r, "20261124T000000Z-abc")
+    assert "| tee" not in str(e.value)

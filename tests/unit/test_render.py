@@ -160,3 +160,46 @@ def test_localisation_shows_the_groups_search_round_by_round() -> None:
     # round 0: h5's group of 2 is the slowest; round 1: h5 with a cleared node
     assert "| 0 | 4 | h4, h5 | 2.50 | 10.00 |" in lines[2] and "| 1 | 2 | h5, h1 | 2.50 | 10.00 |" in lines[2]
     assert groups_search_lines(None) == []
+
+
+def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # issue 21: report.html drew the spec's tick against torch.save/dcp bars the text calls "not compared"
+    import dataclasses
+
+    from reports.judging.spec import parse_spec
+    from reports.table import RecordSet
+    from tests.unit.recordgen import evidence, io, judge_records
+
+    spec = parse_spec({"storage": [{"path": "/data", "kind": "shared", "write_GBps": 20}]}, "s.yaml")
+    fio = io("checkpoint_write", "write", "/data", 18.0, runtime_s=30)
+    save = dataclasses.replace(
+        io("checkpoint_write", "write", "/data", 5.0, runtime_s=30), backend="torch.save"
+    )
+    rs = RecordSet(io=[fio, save])
+    ev = evidence(io=[fio, save])
+    seen: dict[str, list[object]] = {}
+
+    def bar_plot(title, labels, values, refs):  # type: ignore[no-untyped-def]
+        seen.update({lab: [r[1][i] for r in refs] for i, lab in enumerate(labels)})
+        return ""
+
+    monkeypatch.setattr(plots, "bar_plot", bar_plot)
+    render_html(ReportInput(title="t", evidence=ev, judgement=judge_records(rs, spec)))
+    assert seen["checkpoint_write write /data (fio)"][0] == 20.0
+    assert seen["checkpoint_write write /data (torch.save)"][0] is None
+
+
+def test_compare_charts_read_alike(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # issue 21: compare charts mixed linear and log axes, the advertised legend had no unit,
+    # and no error bars where the spread is known
+    figs: list[object] = []
+    monkeypatch.setattr(plots, "_encode", lambda fig: figs.append(fig) or "")
+    s = plots.Series(label="a (8 ranks on 1 nodes)", sizes=[1 << 20, 1 << 24], values=[300.0, 350.0])
+    plots.sweeps_with_lines("t", [s], [450.0])  # a narrow range: it was linear
+    ax = figs[-1].axes[0]  # type: ignore[attr-defined]
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log"
+    assert "a advertised 450 GB/s" in [t.get_text() for t in ax.get_legend().get_texts()]
+    plots.grouped_bars("t", ["row"], ["a", "b"], [[10.0, 12.0]], [[0.1, None]])
+    ax = figs[-1].axes[0]  # type: ignore[attr-defined]
+    bars = [c for c in ax.containers if type(c).__name__ == "BarContainer"]
+    assert bars[0].errorbar is not None and bars[1].errorbar is None  # a's ±10%; b's noise unknown

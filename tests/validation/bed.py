@@ -247,14 +247,19 @@ def real_checkpoint(path: Path, cgroup: Path | None, width: int, depth: int, rep
     )
 
 
-def predict_checkpoint(records: RecordSet, path: Path, nbytes: int) -> tuple[float, str]:
-    """(the model's stall in seconds for one sync checkpoint of `nbytes`, the record it used)."""
+def predict_checkpoint(
+    records: RecordSet, path: Path, nbytes: int, fmt: str = "torch.save"
+) -> tuple[float, str]:
+    """(the model's stall in seconds for one sync checkpoint of `nbytes` made by a `fmt` save
+    (torch.save | dcp), the record it used)."""
     w = Workload(
         name="validate",
         params=nbytes / CKPT_BYTES_PER_PARAM,
         gpus=1,
         gpus_per_node=1,
-        checkpoint=Checkpoint(interval_minutes=60, bytes_per_param=CKPT_BYTES_PER_PARAM, path=str(path)),
+        checkpoint=Checkpoint(
+            interval_minutes=60, bytes_per_param=CKPT_BYTES_PER_PARAM, path=str(path), format=fmt
+        ),
     )
     (row,) = [r for r in _model_rows(records, w) if r.check.startswith("checkpoint")]
     return row.extra["exposed_s"], row.extra["note"]

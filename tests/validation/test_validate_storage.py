@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reports.records import RecordSet
 from tests.conftest import needs_root, needs_tool
 from tests.harness.blockdev import throttled_disk
 from tests.validation import bed
@@ -14,18 +15,45 @@ pytestmark = [needs_root, needs_tool("fio")]
 RATE = 50 << 20
 
 
-def test_checkpoint_stall_within_15_percent(tmp_path: Path) -> None:
-    width, depth = 1024, 4  # 4.2 M parameters x 12 B (weights + Adam) = 50 MB: ~1 s at 50 MiB/s
-    nbytes = int(bed.checkpoint_params(width, depth) * bed.CKPT_BYTES_PER_PARAM)
-    with throttled_disk(RATE, size="512M") as disk:
-        recs = bed.stoker_checkpoint(disk.mount, tmp_path / "io", disk.cgroup_procs, nbytes)
-        real = bed.real_checkpoint(disk.mount, disk.cgroup_procs, width, depth)
-    stall, note = bed.predict_checkpoint(recs, disk.mount, nbytes)
-    assert "torch" in note  # the real save's record, not fio's
-    for backend in ("torch.save", "torch.dcp"):
-        err = (stall - real[backend][0]) / real[backend][0]
-        print(f"{backend}: real {real[backend][0]:.3f} s, predicted {stall:.3f} s ({err:+.0%}; {note})")
-        assert abs(err) <= 0.15, (backend, real, stall)
+# issue 21: predict saves of *other sizes* than the one stoker measured, and from fio alone; the
+# old test predicted a torch.save from stoker's own torch.save record of the same size (it timed
+# torch.save twice and could not fail). Sizes: an MLP + Adam state of width 4096, depth 5 and 20.
+MEASURED_AT = 256 << 20
+SIZES = {"1 GiB": (4096, 5), "4 GiB": (4096, 20)}
+
+
+def test_checkpoint_of_other_sizes_and_from_fio_alone_within_15_percent(tmp_path: Path) -> None:
+    rows: list[tuple[str, float, float, float, str]] = []
+    with throttled_disk(RATE, size="6G") as disk:
+        recs = bed.stoker_checkpoint(disk.mount, tmp_path / "io", disk.cgroup_procs, MEASURED_AT)
+        real = {
+            label: bed.real_checkpoint(disk.mount, disk.cgroup_procs, w, d) for label, (w, d) in SIZES.items()
+        }
+    fio_only = RecordSet(io=[r for r in recs.io if r.backend == "fio"])
+    assert len(fio_only.io) < len(recs.io)  # the torch.save / DCP records were there to leave out
+    for label, got in real.items():
+        for backend, fmt in (("torch.save", "torch.save"), ("torch.dcp", "dcp")):
+            nbytes, real_s = got["bytes"][backend], got[backend][0]
+            for source, rs in (("256 MiB record", recs), ("fio alone", fio_only)):
+                stall, note = bed.predict_checkpoint(rs, disk.mount, nbytes, fmt)
+                rows.append(
+                    (f"{backend} {label} ({nbytes / 1e9:.2f} GB) from {source}", nbytes, real_s, stall, note)
+                )
+    held = []
+    for what, nbytes, real_s, stall, note in rows:
+        # cgroup v1 blkio throttles only I/O a process issues: past the dirty-background threshold
+        # (10% of memory, ~2.3 GB here) the kernel's flusher writes a buffered save unthrottled,
+        # and the real save then beats the device's rate — it no longer ran on a 50 MiB/s device
+        ok_bed = real_s >= 0.9 * nbytes / RATE
+        print(
+            f"{what}: real {real_s:.2f} s, predicted {stall:.2f} s ({(stall - real_s) / real_s:+.0%}; {note})"
+            + ("" if ok_bed else f"; THROTTLE NOT HELD: the save moved {nbytes / real_s / 1e6:.0f} MB/s")
+        )
+        if ok_bed:
+            held.append((what, real_s, stall))
+    assert any("1 GiB" in w for w, _, _ in held) and any("fio alone" in w for w, _, _ in held), rows
+    off = [(w, r, p) for w, r, p in held if abs(p - r) / r > 0.15]
+    assert not off, off  # reported as measured; the bound is not loosened
 
 
 def test_dataloader_idle_share_within_20_percent(tmp_path: Path) -> None:
