@@ -20,8 +20,8 @@ COMPONENTS = (
     "nvlink",
     "gpu",
 )  # the last four: node inventory (host.jsonl)
-STATUSES = ("ok", "below_spec", "starving", "no_reference", "suspect")
-FAILING = ("below_spec", "starving")
+STATUSES = ("ok", "below_spec", "starving", "no_reference", "suspect", "unstable")
+FAILING = ("below_spec", "starving", "unstable")  # unstable: a soak's dip or rising error counter
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,7 +54,7 @@ EXIT_CODES = {"pass": 0, "fail": 1, "incomplete": 3, "unjudged": 0}
 
 
 def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
-    """docs/contract.md's order: `fail` when any finding is below_spec or starving; else
+    """docs/contract.md's order: `fail` when any finding is below_spec, starving or unstable; else
     `incomplete` when a phase that should have produced records did not (`missing`: one
     line per such phase); else `unjudged` when nothing was judged: no finding is `ok`, or one
     is `suspect` (a result the hardware cannot physically give: the measurement cannot vouch

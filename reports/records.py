@@ -29,6 +29,7 @@ NET_FILE = "net.jsonl"
 IO_FILE = "io.jsonl"
 MANIFEST_FILE = "manifest.jsonl"
 HOST_FILE = "host.jsonl"  # node inventory, `kind: "host"` (netbench/inventory)
+COUNTER_FILE = "counters.jsonl"  # soak: counter deltas per pass, `kind: "counter"` (netbench/soak.py)
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
 NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
@@ -263,6 +264,7 @@ class RecordSet:
     host: list[dict[str, Any]] = field(
         default_factory=list
     )  # host.jsonl, kept as read (judging/inventory.py)
+    counters: list[dict[str, Any]] = field(default_factory=list)  # counters.jsonl (judging/stability.py)
     skipped: list[SkippedLine] = field(default_factory=list)
 
 
@@ -318,15 +320,15 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
                 sink.append(from_dict(cls, obj))  # type: ignore[arg-type]
             except ValueError as exc:
                 out.skipped.append(SkippedLine(file=name, line=n, reason=str(exc)))
-    h = d / HOST_FILE
-    if h.exists():
-        for n, obj, reason in iter_jsonl(h):
-            if obj is None or obj.get("kind") != "host":
-                out.skipped.append(
-                    SkippedLine(file=HOST_FILE, line=n, reason=reason or "not a kind: host record")
-                )
-            else:
-                out.host.append(obj)
+    for fname, kind_, into in ((HOST_FILE, "host", out.host), (COUNTER_FILE, "counter", out.counters)):
+        if (d / fname).exists():
+            for n, obj, reason in iter_jsonl(d / fname):
+                if obj is None or obj.get("kind") != kind_:
+                    out.skipped.append(
+                        SkippedLine(file=fname, line=n, reason=reason or f"not a kind: {kind_} record")
+                    )
+                else:
+                    into.append(obj)
     m = d / MANIFEST_FILE
     if m.exists():
         for n, obj, reason in iter_jsonl(m):

@@ -20,6 +20,7 @@ from reports.judging.localise import localise
 from reports.judging.localise_groups import group_findings
 from reports.judging.model import ModelRow
 from reports.judging.spec import Spec, fill_from_hardware
+from reports.judging.stability import stability
 from reports.judging.workload import Workload
 from reports.records import IoRecord, RecordSet
 
@@ -156,6 +157,7 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
     expected.update(io_expected)
     findings += localise(records.net, records.io, spec.inter_node_per_gpu_GBps if spec else None)
     findings += group_findings(records.net)
+    findings += stability(records.net, records.io, records.counters)  # soak (issue 25): dips, drift, counters
     inventory = judge_inventory(records.host, spec)
     findings = explain(findings, inventory) + inventory
     rows: list[ModelRow] = []

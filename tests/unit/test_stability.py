@@ -1,0 +1,154 @@
+"""Stability over a soak (reports/judging/stability.py) on hand-built series: a dip is named
+with its passes and the counters beside it, jitter is not, an error counter alone is."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+from reports.findings import FAILING, verdict_of
+from reports.judging import stability as st
+from reports.records import IoRecord, NetRecord
+
+HOSTS = ("n0", "n1", "n2", "n3")
+
+
+def _net(k: int, scope: str, hosts: tuple[str, ...], bw: float, p99: float = 0.01) -> NetRecord:
+    return NetRecord(
+        run_id="r",
+        ts=f"2026-11-24T00:{k:02d}:00Z",
+        hosts=hosts,
+        nodes=len(set(hosts)),
+        op="all_reduce",
+        scope=scope,
+        ranks=len(hosts),
+        backend="gloo",
+        dtype="float32",
+        bytes=4 << 20,
+        time_s=0.1,
+        algbw_GBps=bw,
+        busbw_GBps=bw,
+        wrong=0,
+        time_p99_s=p99,
+        extra={"soak_pass": k},
+    )
+
+
+def soak(passes: int = 10, slow: dict[int, str] | None = None, seed: int = 1) -> list[NetRecord]:
+    """Pairs of 4 hosts and a world record per pass, ±8% jitter; `slow`: pass -> host at 1/4."""
+    rnd = random.Random(seed)
+    out = []
+    for k in range(1, passes + 1):
+        bad = (slow or {}).get(k)
+        for a, b in itertools.combinations(HOSTS, 2):
+            cap = 0.25 if bad in (a, b) else 1.0
+            out.append(_net(k, "pair", (a, b), 0.05 * cap * rnd.uniform(0.92, 1.0)))
+        out.append(_net(k, "world", HOSTS, 0.04 * (0.25 if bad else 1.0) * rnd.uniform(0.92, 1.0)))
+    return out
+
+
+def counter(
+    k: int, host: str, device: str, name: str, delta: float, severity: str = "error"
+) -> dict[str, Any]:
+    return {
+        "kind": "counter",
+        "soak_pass": k,
+        "host": host,
+        "device": device,
+        "counter": name,
+        "value": delta,
+        "delta": delta,
+        "severity": severity,
+    }
+
+
+def test_healthy_soak_names_nothing() -> None:
+    for seed in range(20):
+        assert st.stability(soak(seed=seed), [], []) == [], seed
+
+
+def test_not_a_soak_is_not_judged() -> None:
+    plain = [NetRecord(**{**st_fields(r), "extra": {}}) for r in soak(3)]
+    assert st.stability(plain, [], []) == []
+
+
+def st_fields(r: NetRecord) -> dict[str, Any]:
+    return {f: getattr(r, f) for f in NetRecord.__dataclass_fields__}
+
+
+def test_slow_node_dip_is_named_with_its_window_and_counters() -> None:
+    found = st.stability(
+        soak(slow={4: "n2", 5: "n2"}),
+        [],
+        [
+            counter(5, "n2", "mlx5_0:1", "symbol_error", 412),
+            counter(5, "n2", "mlx5_0:1", "port_xmit_wait", 9, "info"),
+            counter(5, "n0", "eth0", "rx_dropped", 1, "info"),
+        ],
+    )
+    assert [(f.component, f.hosts, f.status) for f in found] == [("node", ("n2",), "unstable")]
+    f = found[0]
+    assert f.extra["window"] == {
+        "passes": [4, 5],
+        "from": "2026-11-24T00:04:00Z",
+        "to": "2026-11-24T00:05:00Z",
+    }
+    assert f.extra["devices"] == ["mlx5_0:1"]
+    assert "mlx5_0:1 symbol_error +412" in f.message and "passes 4-5" in f.message
+    assert 0.2 < f.measured / f.expected < 0.3
+    assert "unstable" in FAILING and verdict_of(found) == "fail"
+
+
+def test_error_counter_alone_is_its_own_finding() -> None:
+    found = st.stability(soak(), [], [counter(7, "n1", "eth0", "carrier_changes", 2)])
+    assert [(f.component, f.hosts, f.extra["device"]) for f in found] == [("network port", ("n1",), "eth0")]
+    assert found[0].extra["window"]["passes"] == [7, 7] and "carrier_changes +2" in found[0].message
+
+
+def test_slow_link_is_a_link() -> None:
+    recs = soak()
+    recs = [
+        NetRecord(**{**st_fields(r), "busbw_GBps": r.busbw_GBps / 4})
+        if r.scope == "pair" and set(r.hosts) == {"n0", "n3"} and r.extra["soak_pass"] in (6, 7, 8)
+        else r
+        for r in recs
+    ]
+    found = st.stability(recs, [], [])
+    assert [(f.component, f.hosts, f.extra["window"]["passes"]) for f in found] == [
+        ("link", ("n0", "n3"), [6, 8])
+    ]
+
+
+def test_drift_and_spikes() -> None:
+    assert st.drift({k: 1.0 - 0.05 * k for k in range(1, 11)}) < -0.4
+    assert abs(st.drift({k: 1.0 for k in range(1, 11)})) < 1e-9
+    assert st.spikes({1: 0.01, 2: 0.011, 3: 0.05, 4: 0.01}) == [3]
+    sagging = [_net(k, "world", HOSTS, 0.04 * (1.0 - 0.05 * k)) for k in range(1, 11)]
+    found = st.stability(sagging, [], [])
+    assert [f.component for f in found] == ["inter-node network"] and found[0].extra["drift"] < -0.4
+
+
+def test_storage_dip() -> None:
+    io = [
+        IoRecord(
+            run_id="r",
+            ts=f"2026-11-24T00:{k:02d}:30Z",
+            hosts=("n0",),
+            nodes=1,
+            workload="checkpoint_write",
+            direction="write",
+            path="/ckpt",
+            scope="shared",
+            procs=1,
+            bytes=1,
+            bw_GBps=0.3 if k == 6 else 1.0,
+            per_host_bw_GBps={},
+            iops=1,
+            lat_ms={},
+            extra={"soak_pass": k},
+        )
+        for k in range(2, 11, 2)
+    ]
+    found = st.stability([], io, [])
+    assert [(f.component, f.extra["window"]["passes"]) for f in found] == [("shared storage", [6, 6])]
