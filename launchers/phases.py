@@ -72,7 +72,8 @@ def run_phase(
     phase: Phase, index: int, total: int, env: Mapping[str, str], sink: TextIO = sys.stdout
 ) -> PhaseResult:
     start = time.monotonic()
-    sink.write(f"[{index}/{total}] {phase.name}: started (limit {_clock(phase.limit_s)})\n")
+    where = f"[{index}/{total}]" if total else f"[{index}]"  # total 0: not known ahead (a soak)
+    sink.write(f"{where} {phase.name}: started (limit {_clock(phase.limit_s)})\n")
     sink.flush()
     proc = subprocess.Popen(
         list(phase.argv),
@@ -92,14 +93,14 @@ def run_phase(
     except subprocess.TimeoutExpired:
         _end_group(proc)
         rc = 124
-        sink.write(f"[{index}/{total}] {phase.name}: past its limit of {phase.limit_s} s, stopped\n")
+        sink.write(f"{where} {phase.name}: past its limit of {phase.limit_s} s, stopped\n")
     except KeyboardInterrupt:
         _end_group(proc)
         raise
     reader.join(timeout=5)
     elapsed = time.monotonic() - start
     sink.write(
-        f"[{index}/{total}] {phase.name}: {'done' if rc == 0 else f'ended with exit code {rc}'} "
+        f"{where} {phase.name}: {'done' if rc == 0 else f'ended with exit code {rc}'} "
         f"after {_clock(elapsed)}\n"
     )
     sink.flush()

@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("auto", "nccl", "gloo", "mpi"),
         help="collective backend (default auto: nccl with GPUs, else gloo)",
     )
+    parser.add_argument(
+        "--soak", metavar="DURATION", help="a burn-in instead of one pass: `stoker soak --duration DURATION`"
+    )
     add_profile_arguments(parser, default=None)
 
 
@@ -154,6 +157,11 @@ def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Pat
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "soak", None):
+        from launchers import soak_cmd
+
+        args.duration, args.io_every = args.soak, soak_cmd.DEFAULT_IO_EVERY
+        return soak_cmd.main(args)
     gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
     profile = profile_from_args(args, default=default_profile(gpus))
     nproc = args.nproc or gpus or CPU_RANKS

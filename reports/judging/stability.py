@@ -269,12 +269,17 @@ def stability(
         return []
     ctx = _Ctx(times=pass_times([*soaked_net, *soaked_io]), counters=counters)
     found = _node_and_link_dips(ctx, soaked_net, gap)
+    notes: list[tuple[tuple[str, ...], Dip, str]] = []
     for (scope, hosts), vals in sorted(scope_series(soaked_net).items()):
         component = _SCOPE_COMPONENT.get(scope, "intra-node network")
         low = below_median(vals, gap)
         for d in dips(vals, low):
             if any(_overlaps(f, hosts, d.first, d.last) for f in found):
                 continue  # a node or link of this scope dipped then: that finding names it
+            if any(c.get("severity") == "error" for h in hosts for c in ctx.moved(h, d.first, d.last)):
+                # an error counter rose on one of its hosts then: the port or GPU is named, with this dip
+                notes.append((hosts, d, f"{scope} busbw fell to {d.share:.0%} of its median then"))
+                continue
             found.append(
                 _dip_finding(ctx, component, hosts, f"{scope} busbw", d, "x median", {"scope": scope})
             )
@@ -289,7 +294,7 @@ def stability(
                     ctx, component, (), f"{workload} {direction} on {path}", d, "GB/s", {"path": path}
                 )
             )
-    return found + _counter_findings(ctx, found)
+    return found + _counter_findings(ctx, found, notes)
 
 
 def _drift_finding(
@@ -309,7 +314,9 @@ def _drift_finding(
     )
 
 
-def _counter_findings(ctx: _Ctx, dips_found: Sequence[Finding]) -> list[Finding]:
+def _counter_findings(
+    ctx: _Ctx, dips_found: Sequence[Finding], notes: Sequence[tuple[tuple[str, ...], Dip, str]]
+) -> list[Finding]:
     """Error counters that rose where no dip of the same host explains them."""
     rises: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for c in ctx.counters:
@@ -323,6 +330,12 @@ def _counter_findings(ctx: _Ctx, dips_found: Sequence[Finding]) -> list[Finding]
         ):
             continue
         gpu = device.startswith("gpu")
+        seen = [
+            text
+            for hosts, d, text in notes
+            if host in hosts and d.first - 1 <= passes[-1] and passes[0] <= d.last + 1
+        ]
+        with_dip = "; ".join(seen) if seen else "no dip of its bandwidth went with it (yet)"
         out.append(
             Finding(
                 component="gpu" if gpu else "network port",
@@ -333,8 +346,8 @@ def _counter_findings(ctx: _Ctx, dips_found: Sequence[Finding]) -> list[Finding]
                 unit="count",
                 hosts=(host,),
                 message=f"{host} {device}: {_counter_words(cs)} in {ctx.words(passes[0], passes[-1])}; "
-                "no dip of its bandwidth went with it (yet): an error counter that rises under load is "
-                "a component to reseat or replace before it costs a run.",
+                f"{with_dip}: an error counter that rises under load is a component to reseat or replace "
+                "before it costs a run.",
                 extra={
                     "device": device,
                     "window": ctx.window(passes[0], passes[-1]),

@@ -27,6 +27,7 @@ from reports.render.markdown import (
     sweep_table,
     verdict_line,
 )
+from reports.render.soak import section as soak_section
 from reports.units import format_size
 
 CSS = """
@@ -205,6 +206,9 @@ def render(ri: ReportInput) -> str:
         )
     body += _net(sweeps(ri.frame()), ri)
     body += _storage(ri)
+    body += soak_section(
+        rs.net, rs.io, rs.counters, j.findings, j.expected, j.thresholds.get("network")
+    )  # issue 25
     if rs.host:
         from reports.render.inventory import host_link_table, port_table
 
