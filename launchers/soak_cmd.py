@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import sys
@@ -25,28 +24,23 @@ from pathlib import Path
 from types import FrameType
 
 from launchers import builders as b
-from launchers.options import add_profile_arguments, checked_file, keep_inputs, profile_from_args
+from launchers.options import (
+    add_profile_arguments,
+    checked_file,
+    keep_inputs,
+    parse_duration,
+    profile_from_args,
+)
 from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
-from launchers.profiles import Profile, default_profile
+from launchers.profiles import Profile, default_profile, plateau
 from launchers.run_cmd import CPU_RANKS, INTERRUPTED, count_gpus, summary
 from reports.errors import UsageError
 from reports.outdir import claim
 from reports.records import new_run_id
-from reports.units import parse_size
 
 HELP = "burn-in: network passes at the plateau and checkpoint writes for a duration, counters between passes"
 DEFAULT_IO_EVERY = 5  # a checkpoint write after every 5 network passes
 GRACE_S = 60
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(text: str, flag: str = "--duration") -> float:
-    """'90', '90s', '3m', '4h', '2d' -> seconds; UsageError otherwise."""
-    m = _DURATION.match(str(text))
-    if not m or float(m.group(1)) <= 0:
-        raise UsageError(f"{flag} {text!r}: give a positive duration such as 90s, 30m, 4h or 2d")
-    return float(m.group(1)) * _UNIT_S[m.group(2)]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,13 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"a checkpoint write after every N network passes; 0: none (default {DEFAULT_IO_EVERY})",
     )
     add_profile_arguments(parser, default=None)
-
-
-def plateau(profile: Profile) -> Profile:
-    """The soak's sizes: the profile's largest and a quarter of it (where busbw has levelled
-    off), every op of the profile; the same two sizes every pass, so passes compare."""
-    top = parse_size(profile.max_bytes, "--max-bytes")
-    return replace(profile, min_bytes=str(max(1, top // 4)), max_bytes=str(top), step_factor=4)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -6,7 +6,8 @@ import pytest
 
 from launchers import soak_cmd as sc
 from launchers.cli import main
-from launchers.profiles import PROFILES
+from launchers.options import parse_duration
+from launchers.profiles import PROFILES, plateau
 from reports.errors import UsageError
 
 
@@ -14,13 +15,13 @@ from reports.errors import UsageError
     "text, seconds", [("90", 90), ("90s", 90), ("3m", 180), ("4h", 14400), ("1.5d", 129600)]
 )
 def test_durations(text: str, seconds: float) -> None:
-    assert sc.parse_duration(text) == seconds
+    assert parse_duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["", "0", "-3m", "4 hours", "3x"])
 def test_bad_durations_say_what_to_give(text: str) -> None:
     with pytest.raises(UsageError, match="90s, 30m, 4h"):
-        sc.parse_duration(text)
+        parse_duration(text)
 
 
 def test_bad_duration_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -30,7 +31,7 @@ def test_bad_duration_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str])
 
 
 def test_plateau_is_the_top_size_and_a_quarter() -> None:
-    p = sc.plateau(PROFILES["standard"])
+    p = plateau(PROFILES["standard"])
     assert (int(p.min_bytes), int(p.max_bytes)) == (256 << 20, 1 << 30)
     assert p.ops == PROFILES["standard"].ops
 
