@@ -136,12 +136,14 @@ def node_scores(pairs: Mapping[tuple[str, str], Mapping[int, float]]) -> dict[st
 
 
 def io_series(io: Iterable[IoRecord]) -> dict[tuple[str, str, str, str], dict[int, float]]:
-    """(scope, path, workload, direction) -> pass -> bandwidth GB/s."""
+    """(scope, path, workload, direction + tool) -> pass -> bandwidth GB/s (fio and torch.save
+    writes of one pass are two series)."""
     out: dict[tuple[str, str, str, str], dict[int, float]] = defaultdict(dict)
     for r in io:
         k = soak_pass(r)
         if k is not None and r.bw_GBps > 0:
-            out[(r.scope, r.path, r.workload, r.direction)][k] = r.bw_GBps
+            how = r.direction if r.backend == "fio" else f"{r.direction} ({r.backend})"
+            out[(r.scope, r.path, r.workload, how)][k] = r.bw_GBps
     return out
 
 

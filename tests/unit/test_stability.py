@@ -152,3 +152,26 @@ def test_storage_dip() -> None:
     ]
     found = st.stability([], io, [])
     assert [(f.component, f.extra["window"]["passes"]) for f in found] == [("shared storage", [6, 6])]
+
+
+def test_a_scope_dip_with_a_counter_names_the_port() -> None:
+    recs = [
+        NetRecord(**{**st_fields(r), "busbw_GBps": r.busbw_GBps / 4})
+        if r.scope == "world" and r.extra["soak_pass"] == 7 else r
+        for r in soak()
+    ]  # fmt: skip
+    found = st.stability(recs, [], [counter(7, "n1", "eth0", "carrier_changes", 2)])
+    assert [(f.component, f.hosts) for f in found] == [("network port", ("n1",))]
+    assert "world busbw fell to" in found[0].message
+
+
+def test_soak_section_draws_the_time_series() -> None:
+    from reports.render.soak import section
+
+    recs = soak(slow={4: "n2", 5: "n2"})
+    found = st.stability(recs, [], [counter(5, "n2", "mlx5_0:1", "symbol_error", 412)])
+    html = "".join(section(recs, [], [counter(5, "n2", "mlx5_0:1", "symbol_error", 412) | {"ts": "2026-11-24T00:05:30Z"}],
+                           found, {"inter-node network": 0.05}, 0.8))  # fmt: skip
+    assert "<h2>Soak</h2>" in html and "10 passes" in html
+    assert html.count("data:image/png;base64,") == 3  # world busbw, the node x time map, counters
+    assert section([r for r in recs if False], [], [], [], {}, None) == []
