@@ -24,7 +24,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from reports.findings import Finding
@@ -34,8 +34,9 @@ GAP = 0.35  # a pass below 65% of the series' own median is a dip: a shared mach
 DRIFT_GAP = 0.25  # a soak that ends 25% below where it started (fitted line) drifts
 SPIKE_K = 3.0
 MIN_PASSES = 3  # a median of fewer passes is no reference
+MIN_DIP_PASSES = 2  # a one-pass dip with no counter beside it is jitter (CPU ranks on a shared machine)
+MIN_DRIFT_PASSES = 10  # a trend over fewer passes is noise
 MIN_FLEET = 3
-_SCOPE_COMPONENT = {"world": "inter-node network", "inter-node": "inter-node network"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -79,8 +80,8 @@ def below_median(values: Mapping[int, float], gap: float = GAP) -> dict[int, boo
 
 def drift(values: Mapping[int, float]) -> float:
     """The fitted line's change from the first pass to the last, as a share of the median
-    (-0.3: it ends 30% lower than it starts); 0 with fewer than MIN_PASSES."""
-    if len(values) < MIN_PASSES:
+    (-0.3: it ends 30% lower than it starts); 0 with fewer than MIN_DRIFT_PASSES."""
+    if len(values) < MIN_DRIFT_PASSES:
         return 0.0
     xs, ys = list(values), list(values.values())
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
@@ -163,6 +164,7 @@ def pass_times(records: Iterable[NetRecord | IoRecord]) -> dict[int, tuple[str, 
 class _Ctx:
     times: dict[int, tuple[str, str]]
     counters: Sequence[Mapping[str, Any]]
+    min_dip: int = MIN_DIP_PASSES
 
     def window(self, first: int, last: int) -> dict[str, Any]:
         t0 = self.times.get(first, ("", ""))[0]
@@ -194,8 +196,13 @@ def _counter_words(moved: Sequence[Mapping[str, Any]]) -> str:
 
 def _dip_finding(
     ctx: _Ctx, component: str, hosts: tuple[str, ...], what: str, d: Dip, unit: str, extra: dict[str, Any]
-) -> Finding:
+) -> Finding | None:
+    """The finding of one dip; None for a dip shorter than MIN_DIP_PASSES that no error
+    counter on its hosts explains (one slow pass of CPU ranks on a busy machine)."""
     moved = [c for h in hosts for c in ctx.moved(h, d.first, d.last)]
+    explained = any(c.get("severity") == "error" for c in moved)
+    if d.last - d.first + 1 < ctx.min_dip and not explained:
+        return None
     said = _counter_words(moved)
     message = (
         f"{what} fell to {d.share:.0%} of its own median ({d.lowest:.3g} vs {d.reference:.3g} {unit}) in "
@@ -239,7 +246,7 @@ def _node_and_link_dips(ctx: _Ctx, net: Sequence[NetRecord], gap: float) -> list
         found = dips(vals, low)
         low_nodes[host] = {k for d in found for k in range(d.first, d.last + 1)}
         for d in found:
-            out.append(_dip_finding(ctx, "node", (host,), f"{host}'s best pair busbw", d, "GB/s", {}))
+            out += _some(_dip_finding(ctx, "node", (host,), f"{host}'s best pair busbw", d, "GB/s", {}))
     for (a, b), vals in sorted(pairs.items()):
         own = below_median(vals, gap)
         low = {
@@ -249,8 +256,12 @@ def _node_and_link_dips(ctx: _Ctx, net: Sequence[NetRecord], gap: float) -> list
             for k, v in vals.items()
         }
         for d in dips(vals, low):
-            out.append(_dip_finding(ctx, "link", (a, b), f"the {a}-{b} pair's busbw", d, "GB/s", {}))
+            out += _some(_dip_finding(ctx, "link", (a, b), f"the {a}-{b} pair's busbw", d, "GB/s", {}))
     return out
+
+
+def _some(f: Finding | None) -> list[Finding]:
+    return [] if f is None else [f]
 
 
 def _overlaps(f: Finding, hosts: Sequence[str], first: int, last: int) -> bool:
@@ -273,7 +284,8 @@ def stability(
     found = _node_and_link_dips(ctx, soaked_net, gap)
     notes: list[tuple[tuple[str, ...], Dip, str]] = []
     for (scope, hosts), vals in sorted(scope_series(soaked_net).items()):
-        component = _SCOPE_COMPONENT.get(scope, "intra-node network")
+        many = scope in ("world", "inter-node") and len(set(hosts)) > 1
+        component = "inter-node network" if many else "intra-node network"
         low = below_median(vals, gap)
         for d in dips(vals, low):
             if any(_overlaps(f, hosts, d.first, d.last) for f in found):
@@ -282,7 +294,7 @@ def stability(
                 # an error counter rose on one of its hosts then: the port or GPU is named, with this dip
                 notes.append((hosts, d, f"{scope} busbw fell to {d.share:.0%} of its median then"))
                 continue
-            found.append(
+            found += _some(
                 _dip_finding(ctx, component, hosts, f"{scope} busbw", d, "x median", {"scope": scope})
             )
         trend = drift(vals)
@@ -291,9 +303,16 @@ def stability(
     for (scope, path, workload, direction), vals in sorted(io_series(soaked_io).items()):
         component = "shared storage" if scope == "shared" else "local storage"
         for d in dips(vals, below_median(vals, gap)):
-            found.append(
+            # one point per checkpoint write, passes apart: a single slow write is a dip
+            found += _some(
                 _dip_finding(
-                    ctx, component, (), f"{workload} {direction} on {path}", d, "GB/s", {"path": path}
+                    replace(ctx, min_dip=1),
+                    component,
+                    (),
+                    f"{workload} {direction} on {path}",
+                    d,
+                    "GB/s",
+                    {"path": path},
                 )
             )
     return found + _counter_findings(ctx, found, notes)

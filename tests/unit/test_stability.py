@@ -175,3 +175,14 @@ def test_soak_section_draws_the_time_series() -> None:
     assert "<h2>Soak</h2>" in html and "10 passes" in html
     assert html.count("data:image/png;base64,") == 3  # world busbw, the node x time map, counters
     assert section([r for r in recs if False], [], [], [], {}, None) == []
+
+
+def test_one_slow_pass_without_a_counter_is_jitter_and_local_world_is_intra_node() -> None:
+    recs = [
+        NetRecord(**{**st_fields(r), "busbw_GBps": r.busbw_GBps / 4})
+        if r.scope == "world" and r.extra["soak_pass"] == 7 else r
+        for r in soak()
+    ]  # fmt: skip
+    assert st.stability(recs, [], []) == []
+    one_host = [_net(k, "world", ("vm", "vm"), 0.4 if k in (3, 4) else 1.0) for k in range(1, 9)]
+    assert [f.component for f in st.stability(one_host, [], [])] == ["intra-node network"]
