@@ -159,7 +159,9 @@ def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Pat
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "soak", None):
         from launchers import soak_cmd
+        from launchers.options import parse_duration
 
+        parse_duration(args.soak, "--soak")  # bad input named as the user wrote it
         args.duration, args.io_every = args.soak, soak_cmd.DEFAULT_IO_EVERY
         return soak_cmd.main(args)
     gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)

@@ -28,6 +28,9 @@ def test_bad_duration_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str])
     assert main(["soak", "--duration", "soon"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--duration 'soon'" in err
+    assert main(["run", "--soak", "0"]) == 2 and "--soak '0'" in capsys.readouterr().err
+    assert main(["submit", "--nodes", "2", "--soak", "3m", "--platform", "k8s", "--dry-run"]) == 2
+    assert "--soak runs on --platform slurm" in capsys.readouterr().err
 
 
 def test_plateau_is_the_top_size_and_a_quarter() -> None:
