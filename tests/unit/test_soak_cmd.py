@@ -56,3 +56,21 @@ def test_net_phase_is_stoker_net_with_the_soak_options() -> None:
 def test_io_phase_writes_checkpoints_only() -> None:
     argv = list(sc.io_phase(PROFILES["quick"], "/r", "/scratch", 0, ("stoker",)).argv)
     assert argv[argv.index("--workloads") + 1] == "checkpoint" and "--path" in argv
+
+
+def test_slurm_soak_is_one_phase_of_every_scope() -> None:
+    from launchers.sbatch import SbatchConfig, job_time, render
+
+    cfg = SbatchConfig(
+        nodes=4, ranks_per_node=2, gpus_per_node=0, profile=PROFILES["quick"], out="/r", soak_s=180
+    )
+    script = render(cfg)
+    lines = [ln for ln in script.splitlines() if ln.startswith("phase ")]
+    assert [ln.split()[1] for ln in lines] == ["inventory", "soak", "storage"]
+    soak = lines[1].split()
+    assert soak[soak.index("--scopes") + 1] == "intra-node,world,inter-node,pairs"
+    assert soak[soak.index("--soak") + 1] == "180" and soak[soak.index("--min-bytes") + 1] == str(1 << 20)
+    plain = job_time(
+        SbatchConfig(nodes=4, ranks_per_node=2, gpus_per_node=0, profile=PROFILES["quick"], out="/r")
+    )
+    assert job_time(cfg) != plain
