@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reports.judging.stability import io_series, node_scores, pair_series, soak_pass
+from reports.judging.stability import SPIKE_K, io_series, node_scores, pair_series, soak_pass, spikes
 from reports.records import IoRecord, NetRecord
 from reports.render.plots import _encode, _plt
 
@@ -86,6 +86,7 @@ def section(
         "each point is one pass; red bands are the windows of unstable findings.</p>",
     ]
     out += _scope_plots(soaked, start, t_end, windows, expected, threshold)
+    out += _spikes(soaked)
     out += _heat_map(soaked, start, t_end)
     out += _counter_plot(counters, t0, t_end, windows)
     out += _storage_plot(soaked_io, start, t_end, windows)
@@ -147,6 +148,23 @@ def _scope_plots(
         ax.legend(fontsize=7, loc="lower right")
         out.append(_img(_encode(fig), f"{scope} busbw over time"))
     return out
+
+
+def _spikes(net: Sequence[NetRecord]) -> list[str]:
+    """Passes whose p99 op time (slowest rank) is over SPIKE_K x the scope's median p99: the
+    tail that a mean hides. Shown, not judged: with a few iterations p99 is nearly the max."""
+    p99: dict[str, dict[int, float]] = defaultdict(dict)
+    for r in net:
+        k = soak_pass(r)
+        if k is not None and r.time_p99_s and r.time_p99_s > 0 and r.time_s > 0:
+            # against the mean op time, so that sizes and ops compare
+            p99[r.scope][k] = max(p99[r.scope].get(k, 0.0), r.time_p99_s / r.time_s)
+    said = [f"{scope}: pass{'es' if len(ks) > 1 else ''} {', '.join(map(str, ks))}"
+            for scope, vals in sorted(p99.items()) if (ks := spikes(vals))]  # fmt: skip
+    what = "; ".join(said) if said else "none"
+    return [
+        f'<p class="muted">p99 spikes (p99 / mean op time over {SPIKE_K:g}x its median): {html.escape(what)}.</p>'
+    ]
 
 
 def _heat_map(net: Sequence[NetRecord], start: Mapping[int, float], t_end: float) -> list[str]:
