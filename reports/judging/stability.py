@@ -79,16 +79,17 @@ def below_median(values: Mapping[int, float], gap: float = GAP) -> dict[int, boo
 
 
 def drift(values: Mapping[int, float]) -> float:
-    """The fitted line's change from the first pass to the last, as a share of the median
-    (-0.3: it ends 30% lower than it starts); 0 with fewer than MIN_DRIFT_PASSES."""
+    """The fitted line's change from the first pass to the last, as a share of where it
+    starts (-0.3: it ends 30% lower; -1 at most); 0 with fewer than MIN_DRIFT_PASSES."""
     if len(values) < MIN_DRIFT_PASSES:
         return 0.0
     xs, ys = list(values), list(values.values())
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
-    med = statistics.median(ys)
-    return slope * (max(xs) - min(xs)) / med if med else 0.0
+    start = my + slope * (min(xs) - mx)  # the fitted line at the first pass and the last
+    end = my + slope * (max(xs) - mx)
+    return max(-1.0, (end - start) / start) if start > 0 else 0.0  # a line below zero is a fall to 0
 
 
 def spikes(p99: Mapping[int, float]) -> list[int]:
@@ -237,7 +238,8 @@ def _node_and_link_dips(ctx: _Ctx, net: Sequence[NetRecord], gap: float) -> list
     }
     out: list[Finding] = []
     low_nodes: dict[str, set[int]] = {}
-    for host, vals in sorted(scores.items()):
+    for host, vals in sorted(scores.items()) if len(scores) >= MIN_FLEET else []:
+        # with 2 nodes a slow pair cannot be told from a slow node: it is the link's dip
         own = below_median(vals, gap)
         low = {
             k: own.get(k, False) and (len(scores) < MIN_FLEET or v < (1 - gap) * fleet[k])
@@ -251,8 +253,8 @@ def _node_and_link_dips(ctx: _Ctx, net: Sequence[NetRecord], gap: float) -> list
         own = below_median(vals, gap)
         low = {
             k: own.get(k, False)
-            and v < (1 - gap) * min(scores[a][k], scores[b][k])
-            and k not in low_nodes[a] | low_nodes[b]
+            and (len(scores) < MIN_FLEET or v < (1 - gap) * min(scores[a][k], scores[b][k]))
+            and k not in low_nodes.get(a, set()) | low_nodes.get(b, set())
             for k, v in vals.items()
         }
         for d in dips(vals, low):

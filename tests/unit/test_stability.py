@@ -186,3 +186,9 @@ def test_one_slow_pass_without_a_counter_is_jitter_and_local_world_is_intra_node
     assert st.stability(recs, [], []) == []
     one_host = [_net(k, "world", ("vm", "vm"), 0.4 if k in (3, 4) else 1.0) for k in range(1, 9)]
     assert [f.component for f in st.stability(one_host, [], [])] == ["intra-node network"]
+
+
+def test_two_nodes_dip_as_a_link_and_drift_is_bounded() -> None:
+    two = [_net(k, "pair", ("n1", "n2"), 0.02 if k in (5, 6) else 0.3) for k in range(1, 12)]
+    assert [(f.component, f.hosts) for f in st.stability(two, [], [])] == [("link", ("n1", "n2"))]
+    assert st.drift({k: 0.3 if k < 5 else 0.02 for k in range(1, 20)}) == -1.0
