@@ -317,7 +317,39 @@ def stability(
                     {"path": path},
                 )
             )
-    return found + _counter_findings(ctx, found, notes)
+    return _merged(found) + _counter_findings(ctx, found, notes)
+
+
+def _merged(found: Sequence[Finding]) -> list[Finding]:
+    """One finding per component: its deepest dip names it, the others are listed (a link
+    that sags eleven times is one thing to fix, not eleven)."""
+    groups: dict[tuple[Any, ...], list[Finding]] = defaultdict(list)
+    for f in found:
+        key = (f.component, f.hosts, f.unit, "drift" in f.extra, f.extra.get("scope"), f.extra.get("path"))
+        groups[key].append(f)
+    out = []
+    for fs in groups.values():
+        if len(fs) == 1:
+            out.append(fs[0])
+            continue
+        deepest = min(fs, key=lambda f: (f.measured or 0.0) / (f.expected or 1.0))
+        wins = [f.extra["window"] for f in fs]
+        spans = ", ".join(
+            f"{w['passes'][0]}-{w['passes'][1]}" for w in wins if w is not deepest.extra["window"]
+        )
+        out.append(
+            replace(
+                deepest,
+                message=f"{deepest.message[:-1]} ({len(fs) - 1} more dips: passes {spans}).",
+                extra={
+                    **deepest.extra,
+                    "dips": wins,
+                    "devices": sorted({d for f in fs for d in f.extra.get("devices", [])}),
+                    "counters": [c for f in fs for c in f.extra.get("counters", [])],
+                },
+            )
+        )
+    return out
 
 
 def _drift_finding(

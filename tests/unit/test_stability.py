@@ -192,3 +192,15 @@ def test_two_nodes_dip_as_a_link_and_drift_is_bounded() -> None:
     two = [_net(k, "pair", ("n1", "n2"), 0.02 if k in (5, 6) else 0.3) for k in range(1, 12)]
     assert [(f.component, f.hosts) for f in st.stability(two, [], [])] == [("link", ("n1", "n2"))]
     assert st.drift({k: 0.3 if k < 5 else 0.02 for k in range(1, 20)}) == -1.0
+
+
+def test_several_dips_of_one_link_are_one_finding() -> None:
+    two = [
+        _net(k, "pair", ("n1", "n2"), {4: 0.1, 5: 0.1, 9: 0.05, 10: 0.05}.get(k, 0.3)) for k in range(1, 14)
+    ]
+    found = st.stability(two, [], [])
+    assert len(found) == 1 and found[0].extra["window"]["passes"] == [9, 10]
+    assert [w["passes"] for w in found[0].extra["dips"]] == [
+        [4, 5],
+        [9, 10],
+    ] and "1 more dips: passes 4-5" in found[0].message
