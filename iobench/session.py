@@ -7,6 +7,7 @@ barrier; rank 0 writes the records. The work directory goes away in every case.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -74,6 +75,9 @@ class Session:
             print(f"stoker io: {text}", flush=True)
 
     def write(self, rec: IoRecord) -> None:
+        soak = os.environ.get("STOKER_SOAK_PASS", "")
+        if soak.isdigit():  # a soak's checkpoint write: the pass it follows (launchers/soak_cmd.py)
+            rec = dataclasses.replace(rec, extra={**rec.extra, "soak_pass": int(soak)})
         if self.writer is not None:
             self.writer.write(rec)
 

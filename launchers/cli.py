@@ -26,6 +26,7 @@ CRASHED = 70
 
 COMMANDS: dict[str, str] = {
     "run": "launchers.run_cmd",
+    "soak": "launchers.soak_cmd",
     "net": "netbench.cli",
     "io": "iobench.cli",
     "inventory": "netbench.inventory.cli",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import shutil
 from pathlib import Path
 
@@ -124,3 +125,15 @@ def keep_inputs(out: Path, spec: str | None, workload: str | None) -> None:
             (out / name).write_text(_preset_yaml(given))  # a preset name (checked_workload)
         elif given and Path(given).resolve() != (out / name).resolve():
             shutil.copyfile(given, out / name)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, flag: str = "--duration") -> float:
+    """'90', '90s', '3m', '4h', '2d' -> seconds; UsageError otherwise."""
+    m = _DURATION.match(str(text))
+    if not m or float(m.group(1)) <= 0:
+        raise UsageError(f"{flag} {text!r}: give a positive duration such as 90s, 30m, 4h or 2d")
+    return float(m.group(1)) * _UNIT_S[m.group(2)]

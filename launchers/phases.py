@@ -20,21 +20,20 @@ from pathlib import Path
 from typing import TextIO
 
 from reports import phases as phase_lines
-from reports.phases import PhaseName
 
 KILL_AFTER_S = 15  # TERM at the limit, KILL this much later, as `timeout --kill-after`
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Phase:
-    name: PhaseName
+    name: str  # a phase of reports.phases, or a chunk of a soak ("network 3..", "checkpoint")
     argv: tuple[str, ...]
     limit_s: int
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PhaseResult:
-    name: PhaseName
+    name: str  # a phase of reports.phases, or a chunk of a soak ("network 3..", "checkpoint")
     rc: int  # the child's exit code; 124 when it ran past its limit (as timeout(1))
     elapsed_s: float
     last_line: str = ""  # its last line of output: the report names it when the phase failed
@@ -74,7 +73,8 @@ def run_phase(
     phase: Phase, index: int, total: int, env: Mapping[str, str], sink: TextIO = sys.stdout
 ) -> PhaseResult:
     start = time.monotonic()
-    sink.write(f"[{index}/{total}] {phase.name}: started (limit {_clock(phase.limit_s)})\n")
+    where = f"[{index}/{total}]" if total else f"[{index}]"  # total 0: not known ahead (a soak)
+    sink.write(f"{where} {phase.name}: started (limit {_clock(phase.limit_s)})\n")
     sink.flush()
     proc = subprocess.Popen(
         list(phase.argv),
@@ -94,14 +94,14 @@ def run_phase(
     except subprocess.TimeoutExpired:
         _end_group(proc)
         rc = 124
-        sink.write(f"[{index}/{total}] {phase.name}: past its limit of {phase.limit_s} s, stopped\n")
+        sink.write(f"{where} {phase.name}: past its limit of {phase.limit_s} s, stopped\n")
     except KeyboardInterrupt:
         _end_group(proc)
         raise
     reader.join(timeout=5)
     elapsed = time.monotonic() - start
     sink.write(
-        f"[{index}/{total}] {phase.name}: {'done' if rc == 0 else f'ended with exit code {rc}'} "
+        f"{where} {phase.name}: {'done' if rc == 0 else f'ended with exit code {rc}'} "
         f"after {_clock(elapsed)}\n"
     )
     sink.flush()

@@ -110,3 +110,12 @@ def with_overrides(profile: Profile, **overrides: object) -> Profile:
 def default_profile(gpus: int) -> str:
     """`stoker run`'s default: standard where there are GPUs, quick on a CPU-only machine."""
     return "standard" if gpus > 0 else "quick"
+
+
+def plateau(profile: Profile) -> Profile:
+    """A soak's sizes: the profile's largest and a quarter of it (where busbw has levelled
+    off), every op of the profile; the same two sizes every pass, so that passes compare."""
+    from reports.units import parse_size
+
+    top = parse_size(profile.max_bytes, "--max-bytes")
+    return replace(profile, min_bytes=str(max(1, top // 4)), max_bytes=str(top), step_factor=4)

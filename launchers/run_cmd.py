@@ -75,6 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "machine cannot measure the inter-node link; node: only the node's own promises, the report "
         "names the rest as not covered)",
     )
+    parser.add_argument(
+        "--soak", metavar="DURATION", help="a burn-in instead of one pass: `stoker soak --duration DURATION`"
+    )
     add_profile_arguments(parser, default=None)
 
 
@@ -190,6 +193,13 @@ def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Pat
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "soak", None):
+        from launchers import soak_cmd
+        from launchers.options import parse_duration
+
+        parse_duration(args.soak, "--soak")  # bad input named as the user wrote it
+        args.duration, args.io_every = args.soak, soak_cmd.DEFAULT_IO_EVERY
+        return soak_cmd.main(args)
     gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
     profile = profile_from_args(args, default=default_profile(gpus))
     skip = skipped_phases(args.skip)

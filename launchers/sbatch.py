@@ -11,7 +11,7 @@ from launchers import builders as b
 from launchers import quoting as q
 from launchers.acceptance import PHASE_GRACE_S, job_limit_s
 from launchers.acceptance import net_phases as _net_phases
-from launchers.profiles import Profile
+from launchers.profiles import Profile, plateau
 
 # What the rendered script may hold beyond the profile's own limits: stoker's --timeout
 # fires first, srun's --time next (Slurm kills on whole minutes), `timeout` last.
@@ -39,6 +39,7 @@ class SbatchConfig:
     log: str = "stoker-acceptance-%j.out"
     stoker: tuple[str, ...] = b.STOKER
     allow_unjudged: bool = False  # True: a run with nothing to compare with may end 0
+    soak_s: int | None = None  # a burn-in: one network phase of soak passes this long (stoker submit --soak)
 
 
 def template_text() -> str:
@@ -47,7 +48,7 @@ def template_text() -> str:
 
 def job_time(cfg: SbatchConfig) -> str:
     """The job's --time: every phase at its limit, plus a margin; as H:MM:SS."""
-    secs = job_limit_s(cfg.profile, cfg.nodes)
+    secs = job_limit_s(cfg.profile, cfg.nodes) + (cfg.soak_s or 0)
     return f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
 
 
@@ -78,7 +79,9 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
         mpi=False,
     )  # one task per node: each node reads itself
     lines = [b.shell_line(["phase", "inventory", str(b.INVENTORY_LIMIT_S + PHASE_GRACE_S), *inventory])]
-    for name, scopes in net_phases(cfg):
+    if cfg.soak_s:
+        lines.append(_soak_line(cfg))
+    for name, scopes in [] if cfg.soak_s else net_phases(cfg):
         net = b.net_argv(
             b.NetCommand(profile=p, out="$OUT", scopes=scopes, backend=cfg.backend, stoker=cfg.stoker)
         )
@@ -99,6 +102,21 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
         )
         lines.append(b.shell_line(rmdir) + " 2>/dev/null")
     return lines
+
+
+def _soak_line(cfg: SbatchConfig) -> str:
+    """A soak: every scope of the acceptance in one `stoker net --soak` (the ranks stay up,
+    the counters are read on every node between passes) at the plateau sizes. scancel's
+    SIGTERM lets the pass in flight end; every finished pass is in the records."""
+    scopes = tuple(s for _, group in net_phases(cfg) for s in group)
+    net = b.net_argv(
+        b.NetCommand(
+            profile=plateau(cfg.profile), out="$OUT", scopes=scopes, backend=cfg.backend, stoker=cfg.stoker
+        )
+    )
+    limit = (cfg.soak_s or 0) + cfg.profile.net_timeout_s  # the last pass may start just before the end
+    cmd = _srun(cfg, [*net, "--soak", str(cfg.soak_s)], cfg.ranks_per_node, limit, mpi=True)
+    return b.shell_line(["phase", "soak", str(limit + PHASE_GRACE_S), *cmd])
 
 
 def _sbatch_options(cfg: SbatchConfig) -> list[str]:

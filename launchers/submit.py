@@ -17,6 +17,7 @@ from launchers.options import (
     checked_file,
     checked_workload,
     keep_inputs,
+    parse_duration,
     profile_from_args,
 )
 from launchers.sbatch import SbatchConfig, render
@@ -58,6 +59,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let the job end 0 when nothing could be compared with a reference (default: it fails; give --spec)",
     )
+    parser.add_argument(
+        "--soak",
+        metavar="DURATION",
+        help="a burn-in (Slurm): passes of every network scope at the plateau for DURATION (90s, 30m, 4h), "
+        "counters read between passes, then storage and the report",
+    )
     add_profile_arguments(parser, default="standard")
     submit_cloud.add_arguments(parser)
 
@@ -84,6 +91,7 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         # the interpreter that runs this command, so the job finds the same stoker
         stoker=(sys.executable, "-m", "launchers.cli"),
         allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
+        soak_s=int(parse_duration(args.soak, "--soak")) if getattr(args, "soak", None) else None,
     )
 
 
@@ -110,6 +118,10 @@ def _stamp() -> str:
 
 def main(args: argparse.Namespace) -> int:
     if args.platform != "slurm":
+        if getattr(args, "soak", None):
+            raise UsageError(
+                f"--soak runs on --platform slurm (not yet {args.platform}): submit it to Slurm, or run stoker soak on one node"
+            )
         return submit_cloud.main(args)
     submit_cloud.check_slurm_args(args)
     cfg = config_from_args(args, Path.cwd())

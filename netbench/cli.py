@@ -143,6 +143,26 @@ _OPTIONS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
             help="rank i's host name, comma separated (tests; also STOKER_HOSTS_MAP)",
         ),
     ),
+    (
+        ("--soak",),
+        "soak",
+        dict(
+            default=None,
+            metavar="SECONDS",
+            type=float,
+            help="soak: repeat the sweep in passes for this long, counters read between passes",
+        ),
+    ),
+    (
+        ("--soak-passes",),
+        "soak_passes",
+        dict(default=None, metavar="N", type=int, help="soak: at most this many passes"),
+    ),
+    (
+        ("--soak-first",),
+        "soak_first",
+        dict(default=None, metavar="K", type=int, help="soak: number of the first pass (default 1)"),
+    ),
 ]
 _FLAGS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (
@@ -230,6 +250,12 @@ def settings(args: argparse.Namespace) -> Settings:
         raise UsageError("--iters must be at least 1 and --warmup at least 0")
     if args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
+    if args.soak is not None and args.soak <= 0:
+        raise UsageError("--soak must be a positive number of seconds, e.g. --soak 3600")
+    if (args.soak_passes is not None and args.soak_passes < 1) or (
+        args.soak_first is not None and args.soak_first < 1
+    ):
+        raise UsageError("--soak-passes and --soak-first must be at least 1")
     return Settings(
         ops=ops,
         sizes=tuple(sizes(lo, hi, factor)),
@@ -246,6 +272,9 @@ def settings(args: argparse.Namespace) -> Settings:
         graph=args.graph,
         out=args.out,
         hosts_override=args.hosts_override,
+        soak_s=args.soak,
+        soak_passes=args.soak_passes,
+        soak_first=args.soak_first or 1,
     )
 
 

@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,9 @@ class Settings:
     graph: bool = True  # NCCL: time as a captured CUDA graph (gloo/MPI: always eager)
     out: str | None = None
     hosts_override: str | None = None
+    soak_s: float | None = None  # soak: repeat the scopes in passes for this long (netbench.soak)
+    soak_passes: int | None = None  # ... or at most this many passes
+    soak_first: int = 1  # the first pass's number (a soak of several phases counts on)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -62,9 +65,12 @@ class _Run:
     run_id: str
     n_records: int = 0
     graph_warned: bool = False
+    tag: dict[str, Any] = field(default_factory=dict)  # added to every record (a soak's pass)
+    quiet: bool = False  # a soak prints one line per pass instead of the tables
+    lowest: dict[str, float] = field(default_factory=dict)  # scope -> lowest busbw since reset
 
     def say(self, line: str) -> None:
-        if self.writer is not None:
+        if self.writer is not None and not self.quiet:
             print(line, flush=True)
 
 
@@ -87,6 +93,8 @@ def _step(wd: Watchdog, what: str) -> Iterator[None]:
 
 
 def _warn(r: _Run, line: str) -> None:
+    if r.quiet and r.tag.get("soak_pass") != r.s.soak_first:
+        return  # a soak says what it skips once, in its first pass
     if r.writer is not None:
         sys.stdout.flush()
         sys.stderr.write(line + "\n")
@@ -156,7 +164,7 @@ def _record(
         time_p99_s=st.p99,
         time_cv=st.cv,
         device=r.b.device,
-        extra=dict(extra),
+        extra={**r.tag, **extra},
     )
 
 
@@ -257,6 +265,7 @@ def _round(
                         )
                         r.writer.write(rec)
                         r.n_records += 1
+                        r.lowest[scope] = min(r.lowest.get(scope, rec.busbw_GBps), rec.busbw_GBps)
                         rows.setdefault(g.index, []).append(rec)
             for index, recs in rows.items():
                 last[index] = recs[0].busbw_GBps
@@ -375,6 +384,21 @@ def execute(b: Backend, s: Settings, launcher: str) -> int:
                 if m is not None:
                     mw.write(m)
     r = _Run(b=b, s=s, wd=wd, writer=writer, run_id=run_id)
+    if s.soak_s is not None or s.soak_passes is not None:
+        from netbench.soak import soak
+
+        soak(r, topo, lambda: sweep(r, topo), out_dir, is_leader)
+    else:
+        sweep(r, topo)
+    r.say(output.footer(out_dir, r.n_records))
+    if writer is not None:
+        writer.close()
+    return 0
+
+
+def sweep(r: _Run, topo: Topology) -> None:
+    """Every scope once (one pass of a soak)."""
+    s = r.s
     if s.pairs:
         _pairs(r, topo, pair_rounds(topo, host_pairs_rounds(topo, s.pairs)), 1)
     else:
@@ -385,7 +409,3 @@ def execute(b: Backend, s: Settings, launcher: str) -> int:
             )
         for scope in planned:
             _scope(r, topo, scope)
-    r.say(output.footer(out_dir, r.n_records))
-    if writer is not None:
-        writer.close()
-    return 0

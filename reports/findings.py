@@ -25,7 +25,7 @@ Component = Literal[
     "nvlink",
     "gpu",
 ]
-Status = Literal["ok", "below_spec", "starving", "no_reference", "suspect"]
+Status = Literal["ok", "below_spec", "starving", "no_reference", "suspect", "unstable"]
 Verdict = Literal["pass", "fail", "incomplete", "unjudged"]
 # the parts of a training job the GPUs can wait for, in the order a buyer reads them
 Part = Literal["data parallel", "tensor parallel", "pipeline", "dataloader", "checkpoint"]
@@ -33,7 +33,11 @@ COMPONENTS: tuple[Component, ...] = get_args(Component)
 STATUSES: tuple[Status, ...] = get_args(Status)
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 PARTS: tuple[Part, ...] = get_args(Part)
-FAILING: tuple[Status, ...] = ("below_spec", "starving")
+FAILING: tuple[Status, ...] = (
+    "below_spec",
+    "starving",
+    "unstable",
+)  # unstable: a soak's dip or rising error counter
 # the share of an advertised figure that passes, unless the spec says otherwise (the one place)
 DEFAULT_THRESHOLDS: dict[str, float] = {"network": 0.80, "storage": 0.80}
 
@@ -112,7 +116,7 @@ EXIT_CODES: dict[Verdict, int] = {"pass": 0, "fail": 1, "incomplete": 3, "unjudg
 
 
 def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> Verdict:
-    """docs/contract.md's order: `fail` when any finding is below_spec or starving; else
+    """docs/contract.md's order: `fail` when any finding is below_spec, starving or unstable; else
     `incomplete` when a phase that should have produced records did not (`missing`: one
     line per such phase); else `unjudged` when nothing was judged: no finding is `ok`, or one
     is `suspect` (a result the hardware cannot physically give: the measurement cannot vouch

@@ -29,6 +29,7 @@ NET_FILE = "net.jsonl"
 IO_FILE = "io.jsonl"
 MANIFEST_FILE = "manifest.jsonl"
 HOST_FILE = "host.jsonl"  # node inventory, `kind: "host"` (netbench/inventory)
+COUNTER_FILE = "counters.jsonl"  # soak: counter deltas per pass, `kind: "counter"` (netbench/soak.py)
 
 OPS = ops.OPS  # the op names, defined once in reports/ops.py
 NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")

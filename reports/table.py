@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reports.records import (
+    COUNTER_FILE,
     HOST_FILE,
     IO_FILE,
     MANIFEST_FILE,
@@ -59,6 +60,7 @@ FRAME_COLUMNS = (
     "time_cv",
     "round",
     "per_iter",  # the record carries nccl-tests' per-iteration, per-process times (-I)
+    "soak",  # the record is one of a soak's passes (extra.soak_pass)
 )
 # host: the first; host2: the second of a two-host record; hosts: the tuple of a record of
 # more (few: world and inter-node sweeps); pair_a < pair_b: a record's two distinct hosts.
@@ -164,6 +166,7 @@ def records_frame(net: Iterable[NetRecord]) -> pd.DataFrame:
                 r.time_cv,
                 r.extra.get("round"),
                 "stragglers" in r.extra,
+                "soak_pass" in r.extra,
                 r.hosts[0] if r.hosts else "",
                 r.hosts[1] if len(r.hosts) == 2 else None,
                 tuple(r.hosts) if len(r.hosts) > 2 else None,
@@ -295,6 +298,8 @@ def _frame(table: Any) -> pd.DataFrame:
             cols[name] = pa.nulls(n, kind)
     has = table.column("stragglers") if "stragglers" in table.column_names else None
     cols["per_iter"] = pc.is_valid(has) if has is not None else pa.array(np.zeros(n, dtype=bool))
+    soak = table.column("soak_pass") if "soak_pass" in table.column_names else None
+    cols["soak"] = pc.is_valid(soak) if soak is not None else pa.array(np.zeros(n, dtype=bool))
     # The first host (per-node scopes) and, for two-host records, the pair in name order.
     # An empty list has no element 0: pad it with "" first.
     padded = pc.if_else(pc.greater(n_hosts, 0), hosts, pa.scalar([""], hosts.type))
@@ -372,6 +377,7 @@ class RecordSet:
     io: list[IoRecord] = field(default_factory=list)
     manifests: list[dict[str, Any]] = field(default_factory=list)
     host: list[dict[str, Any]] = field(default_factory=list)  # host.jsonl, kept as read
+    counters: list[dict[str, Any]] = field(default_factory=list)  # counters.jsonl (a soak's deltas)
     skipped: list[SkippedLine] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -407,8 +413,8 @@ def _read_objects(path: Path, kind: str, skipped: list[SkippedLine]) -> list[dic
     """host.jsonl / manifest.jsonl: objects kept as read (host records must say `kind: host`)."""
     out = []
     for n, obj, reason in iter_jsonl(path):
-        if obj is None or (kind == "host" and obj.get("kind") != "host"):
-            skipped.append(SkippedLine(file=path.name, line=n, reason=reason or "not a kind: host record"))
+        if obj is None or (kind != "manifest" and obj.get("kind") != kind):
+            skipped.append(SkippedLine(file=path.name, line=n, reason=reason or f"not a kind: {kind} record"))
         else:
             out.append(obj)
     return out
@@ -431,6 +437,8 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
         out.io = _read_lines(d / IO_FILE, "io", out.skipped)
     if (d / HOST_FILE).exists():
         out.host = _read_objects(d / HOST_FILE, "host", out.skipped)
+    if (d / COUNTER_FILE).exists():
+        out.counters = _read_objects(d / COUNTER_FILE, "counter", out.skipped)
     if (d / MANIFEST_FILE).exists():
         out.manifests = _read_objects(d / MANIFEST_FILE, "manifest", out.skipped)
     return out

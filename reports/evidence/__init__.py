@@ -20,7 +20,7 @@ from reports.evidence.groups import SearchResult
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.stragglers import Stragglers, stragglers
 from reports.evidence.sweeps import Sweep
-from reports.records import IoRecord
+from reports.records import IoRecord, NetRecord
 from reports.table import NetTable, RecordSet, SkippedLine
 
 
@@ -43,6 +43,8 @@ class Evidence:
     hardware: dict[str, Any] = field(default_factory=dict)  # the hosts' detected hardware, folded
     cpu_ranks: bool = False  # every net record ran on CPU ranks (gloo shares cores with compute)
     stragglers: Stragglers | None = None  # per-process times of imported nccl-tests -I results
+    soak: list[NetRecord] = field(default_factory=list)  # a soak's records (extra.soak_pass)
+    counters: list[dict[str, Any]] = field(default_factory=list)  # a soak's counter deltas
 
     @property
     def counts(self) -> dict[str, int]:
@@ -84,4 +86,6 @@ def build(rs: RecordSet) -> Evidence:
         ),
         cpu_ranks=len(frame) > 0 and bool((frame["device"] == "cpu").all()),
         stragglers=stragglers(rs.net.where(frame["per_iter"].to_numpy(dtype=bool))),
+        soak=rs.net.where(frame["soak"].to_numpy(dtype=bool)),
+        counters=rs.counters,
     )

@@ -21,6 +21,7 @@ from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
 from reports.judging.spec import Spec, fill_from_hardware
+from reports.judging.stability import stability
 from reports.judging.workload import Workload
 from reports.records import IoRecord
 from reports.table import SkippedLine
@@ -149,6 +150,7 @@ def judge(
     expected.update(io_expected)
     findings += localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
     findings += group_findings(ev.search)
+    findings += stability(ev.soak, ev.io, ev.counters)  # a soak's dips, drift, counters
     inventory = judge_inventory(ev.host, spec)
     findings = explain(findings, inventory) + inventory
     rows: list[ModelRow] = []

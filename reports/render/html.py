@@ -27,6 +27,7 @@ from reports.render.markdown import (
     sweep_table,
     verdict_line,
 )
+from reports.render.soak import section as soak_section
 from reports.units import format_size
 
 CSS = """
@@ -213,6 +214,7 @@ def render(ri: ReportInput) -> str:
         )
     body += _net(ev.sweeps, ri)
     body += _storage(ri)
+    body += soak_section(ev.soak, ev.io, ev.counters, j.findings, j.expected, j.thresholds["network"])
     if ev.host:
         from reports.render.inventory import host_link_table, port_table
 

@@ -1,0 +1,240 @@
+"""`stoker soak --duration 4h` (also `stoker run --soak 4h`): a burn-in on this machine.
+
+The acceptance's phases, repeated: the node inventory once, then network phases of
+`stoker net --soak` (the same ranks run pass after pass at the bandwidth plateau, counters
+read between passes) each followed by a checkpoint write (`stoker io --workloads
+checkpoint`, its records tagged with the pass it follows: STOKER_SOAK_PASS), until the
+duration is spent; then the report. Ctrl-C or SIGTERM ends the phase in flight (its
+finished passes are on disk) and goes straight to the report. Exit codes as `stoker run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import FrameType
+
+from launchers import builders as b
+from launchers.options import (
+    add_profile_arguments,
+    checked_file,
+    keep_inputs,
+    parse_duration,
+    profile_from_args,
+)
+from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
+from launchers.profiles import Profile, default_profile, plateau
+from launchers.run_cmd import CPU_RANKS, INTERRUPTED, count_gpus, summary
+from reports.errors import UsageError
+from reports.outdir import claim
+from reports.records import new_run_id
+
+HELP = "burn-in: network passes at the plateau and checkpoint writes for a duration, counters between passes"
+DEFAULT_IO_EVERY = 5  # a checkpoint write after every 5 network passes
+GRACE_S = 60
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--duration", required=True, help="how long to soak: 90s, 30m, 4h, 2d")
+    parser.add_argument("--out", help="results dir (default ./stoker-results/<run_id>)")
+    parser.add_argument(
+        "--path", help="directory for the checkpoint writes (default: a temp dir in the results dir)"
+    )
+    parser.add_argument("--nproc", type=int, help="local ranks (default: one per GPU, else 2)")
+    parser.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo", "mpi"))
+    parser.add_argument(
+        "--io-every",
+        type=int,
+        default=DEFAULT_IO_EVERY,
+        metavar="N",
+        help=f"a checkpoint write after every N network passes; 0: none (default {DEFAULT_IO_EVERY})",
+    )
+    add_profile_arguments(parser, default=None)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Chunk:
+    """One network phase of the soak: passes first.. at most `passes`, within `seconds`."""
+
+    first: int
+    passes: int | None
+    seconds: float
+
+
+def net_phase(
+    profile: Profile, out: str, nproc: int, backend: str, chunk: Chunk, stoker: tuple[str, ...]
+) -> Phase:
+    argv = b.net_argv(
+        b.NetCommand(
+            profile=plateau(profile), out=out, scopes=("world",), backend=backend, nproc=nproc, stoker=stoker
+        )
+    )
+    argv += ["--soak", f"{chunk.seconds:.0f}", "--soak-first", str(chunk.first)]
+    if chunk.passes:
+        argv += ["--soak-passes", str(chunk.passes)]
+    # a pass that starts just before the deadline may take a whole sweep's timeout
+    return Phase(
+        name=f"network {chunk.first}..",
+        argv=tuple(argv),
+        limit_s=int(chunk.seconds) + profile.net_timeout_s + GRACE_S,
+    )
+
+
+def io_phase(profile: Profile, out: str, path: str, gpus: int, stoker: tuple[str, ...]) -> Phase:
+    argv = b.io_argv(
+        b.IoCommand(
+            profile=replace(profile, workloads=("checkpoint",)),
+            out=out,
+            paths=(path,),
+            stoker=stoker,
+            writers=gpus or None,
+        )
+    )
+    return Phase(name="checkpoint", argv=tuple(argv), limit_s=profile.io_timeout_s + GRACE_S)
+
+
+def passes_done(out: Path) -> int:
+    """The last soak pass with a record in net.jsonl (0 before the first)."""
+    last = 0
+    try:
+        with open(out / "net.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    last = max(last, int(json.loads(line).get("soak_pass", 0)))
+                except (ValueError, TypeError, AttributeError):
+                    continue
+    except OSError:
+        pass
+    return last
+
+
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM (a job's time limit, scancel) handled as Ctrl-C: report what was measured."""
+
+
+def _on_term(_signum: int, _frame: FrameType | None) -> None:
+    raise _Interrupted()
+
+
+def main(args: argparse.Namespace) -> int:
+    duration = parse_duration(args.duration)
+    if args.io_every < 0:
+        raise UsageError("--io-every must be 0 (no storage) or a number of passes")
+    gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
+    profile = profile_from_args(args, default=default_profile(gpus))
+    nproc = args.nproc or gpus or CPU_RANKS
+    if nproc < 2:
+        raise UsageError("a soak measures links between ranks: give --nproc 2 or more")
+    if args.path and not Path(args.path).is_dir():
+        raise UsageError(f"--path {args.path}: no such directory")
+    cwd = Path.cwd()
+    spec = checked_file(args.spec, "--spec", cwd)
+    run_id = new_run_id()
+    out = (cwd / (args.out or f"stoker-results/{run_id}")).resolve()
+    claim(out, run_id)
+    (out / "verdict.json").unlink(missing_ok=True)
+    keep_inputs(out, spec, None)
+    scratch = (
+        Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
+    )
+    stoker = (sys.executable, "-m", "launchers.cli")
+    env = {**os.environ, "STOKER_RUN_ID": run_id}
+    print(
+        f"stoker soak {run_id}: {duration:.0f} s, profile {profile.name} at {plateau(profile).min_bytes}.."
+        f"{plateau(profile).max_bytes} B, {nproc} ranks, a checkpoint write every {args.io_every or '-'} passes, "
+        f"results in {out}",
+        flush=True,
+    )
+    results: list[PhaseResult] = []
+    old = signal.signal(signal.SIGTERM, _on_term)
+    deadline = time.monotonic() + duration
+    try:
+        inventory = Phase(
+            name="inventory",
+            argv=tuple(b.inventory_argv(b.InventoryCommand(out=str(out), stoker=stoker))),
+            limit_s=b.INVENTORY_LIMIT_S,
+        )
+        n = 0
+        for phase in _phases(inventory, profile, out, nproc, args, scratch, gpus, stoker, deadline):
+            n += 1
+            try:
+                results.append(run_phase(phase, n, 0, env | _pass_env(phase, out)))
+            except KeyboardInterrupt:
+                print(f"\n{phase.name}: interrupted; writing the report on the passes finished", flush=True)
+                results.append(PhaseResult(name=phase.name, rc=INTERRUPTED, elapsed_s=0.0))
+                record_phase(out, results[-1])
+                break
+            record_phase(out, results[-1])
+            if not results[-1].ok:
+                break  # a phase that failed would fail again: report what there is
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        if not args.path:
+            shutil.rmtree(scratch, ignore_errors=True)
+    report = Phase(
+        name="report",
+        argv=tuple(b.report_argv(b.ReportCommand(out=str(out), spec=spec, stoker=stoker))),
+        limit_s=profile.report_timeout_s,
+    )
+    results.append(run_phase(report, len(results) + 1, 0, env))
+    record_phase(out, results[-1])
+    verdict_file = out / "verdict.json"
+    verdict = json.loads(verdict_file.read_text(encoding="utf-8")) if verdict_file.is_file() else None
+    print(f"\nsoak: {passes_done(out)} passes", flush=True)
+    print(summary(_merged(results), verdict, out), flush=True)
+    return exit_code(results[-1].rc, verdict is not None, any(not r.ok for r in results[:-1]))
+
+
+def _pass_env(phase: Phase, out: Path) -> dict[str, str]:
+    return {"STOKER_SOAK_PASS": str(passes_done(out))} if phase.name == "checkpoint" else {}
+
+
+def _phases(
+    inventory: Phase,
+    profile: Profile,
+    out: Path,
+    nproc: int,
+    args: argparse.Namespace,
+    scratch: Path,
+    gpus: int,
+    stoker: tuple[str, ...],
+    deadline: float,
+) -> Iterator[Phase]:
+    """The phases, decided one at a time (the next chunk starts where the last pass ended)."""
+    yield inventory
+    while (left := deadline - time.monotonic()) > 1:
+        first = passes_done(out) + 1
+        yield net_phase(
+            profile,
+            str(out),
+            nproc,
+            args.backend,
+            Chunk(first=first, passes=args.io_every or None, seconds=left),
+            stoker,
+        )
+        if passes_done(out) < first:
+            return  # the network phase measured no pass: nothing to gain from another
+        if args.io_every and deadline - time.monotonic() > 1:
+            yield io_phase(profile, str(out), str(scratch), gpus, stoker)
+
+
+def _merged(results: list[PhaseResult]) -> list[PhaseResult]:
+    """The summary table: one line per kind of phase, the times added up."""
+    merged: dict[str, PhaseResult] = {}
+    for r in results:
+        name = "network" if r.name.startswith("network") else r.name
+        prev = merged.get(name)
+        rc = r.rc if prev is None or prev.rc == 0 else prev.rc
+        merged[name] = PhaseResult(
+            name=name, rc=rc, elapsed_s=r.elapsed_s + (prev.elapsed_s if prev else 0.0)
+        )
+    return list(merged.values())

@@ -1,0 +1,151 @@
+"""`stoker net --soak SECONDS` / `--soak-passes N`: the same sweep, repeated in passes by the
+same ranks (one process group: no start-up per pass), with each node's counters read
+before the first pass and after every pass (netbench/inventory/counters.py).
+
+Every record of pass k carries `extra.soak_pass = k` (and its wall-clock `ts`); the counters
+that moved over pass k go to counters.jsonl as `kind: "counter"` records, written by global
+rank 0 from what each node's leader read. Global rank 0 decides, after each pass, whether
+another fits before the deadline (the last pass's length is the estimate) or a stop was
+asked (SIGTERM/SIGINT: the pass in flight finishes, every finished pass is on disk); all
+ranks hear the decision, so they stop together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from netbench.inventory.counters import Snapshot, deltas, read_snapshot
+from netbench.topology import Topology
+from reports.records import COUNTER_FILE, SCHEMA, RecordWriter, utc_now
+
+if TYPE_CHECKING:
+    from netbench.runner import _Run
+
+LAST_FILE = ".counters-last.json"  # the last snapshot: the next soak phase of this run counts on from it
+
+
+class _Stop:
+    """Set by SIGTERM (scancel, a job's time limit, `stoker soak` ending a phase) or SIGINT."""
+
+    def __init__(self) -> None:
+        self.asked = ""
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> _Stop:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        self.asked = signal.Signals(signum).name
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def _load_last(out_dir: str, run_id: str) -> dict[str, Snapshot]:
+    try:
+        obj = json.loads((Path(out_dir) / LAST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return obj.get("hosts", {}) if isinstance(obj, dict) and obj.get("run_id") == run_id else {}
+
+
+def counter_records(
+    run_id: str, soak_pass: int, before: dict[str, Snapshot], after: dict[str, Snapshot], ts: str
+) -> list[dict[str, Any]]:
+    """The `kind: "counter"` records of one pass: what moved on each host (pure)."""
+    out = []
+    for host in sorted(after):
+        for d in deltas(before.get(host, {}), after[host]):
+            out.append(
+                {
+                    "kind": "counter",
+                    "schema": SCHEMA,
+                    "run_id": run_id,
+                    "ts": ts,
+                    "soak_pass": soak_pass,
+                    "host": host,
+                    "device": d.device,
+                    "counter": d.counter,
+                    "value": d.value,
+                    "delta": d.delta,
+                    "severity": d.severity,
+                }
+            )
+    return out
+
+
+def _progress(k: int, secs: float, lowest: dict[str, float], moved: list[dict[str, Any]]) -> str:
+    bw = ", ".join(f"{scope} {v:.3g}" for scope, v in sorted(lowest.items())) or "no records"
+    errs = [m for m in moved if m["severity"] == "error"]
+    said = "; ".join(f"{m['host']} {m['device']} {m['counter']} +{m['delta']:g}" for m in errs[:4])
+    more = f" (+{len(errs) - 4} more)" if len(errs) > 4 else ""
+    return f"soak pass {k}: {secs:.1f} s, lowest busbw GB/s: {bw}; error counters: {said or 'none'}{more}"
+
+
+def soak(
+    r: _Run,
+    topo: Topology,
+    one_pass: Callable[[], None],
+    out_dir: str,
+    is_leader: bool,
+    read: Callable[[], Snapshot] = read_snapshot,
+) -> int:
+    """Passes until the deadline, the pass limit or a stop; returns the passes done."""
+    from netbench.runner import _step
+
+    s, b = r.s, r.b
+    host = topo.hosts[b.rank]
+    rank0 = r.writer is not None
+
+    def gather() -> dict[str, Snapshot]:
+        with _step(r.wd, "reading the counters"):
+            got = b.gather((host, read()) if is_leader else None)
+        return {x[0]: x[1] for x in (got or []) if x is not None}
+
+    start = time.monotonic()
+    before = {**gather(), **(_load_last(out_dir, r.run_id) if rank0 else {})}
+    writer = RecordWriter(os.path.join(out_dir, COUNTER_FILE)) if rank0 else None
+    r.quiet = True
+    k, done = s.soak_first, 0
+    with _Stop() as stop:
+        while True:
+            t0 = time.monotonic()
+            r.tag, r.lowest = {"soak_pass": k}, {}
+            one_pass()
+            after = gather()
+            secs = time.monotonic() - t0
+            done += 1
+            if writer is not None:
+                moved = counter_records(r.run_id, k, before, after, utc_now())
+                for rec in moved:
+                    writer.write(rec)
+                last = Path(out_dir) / LAST_FILE
+                last.write_text(json.dumps({"run_id": r.run_id, "hosts": after}), encoding="utf-8")
+                print(_progress(k, secs, r.lowest, moved), flush=True)
+            before = after
+            more = not stop.asked and (s.soak_passes is None or done < s.soak_passes)
+            if s.soak_s is not None:
+                more = more and time.monotonic() - start + secs <= s.soak_s
+            with _step(r.wd, "agreeing on the next soak pass"):
+                more = bool(b.bcast(more if rank0 else None))
+            if not more:
+                break
+            k += 1
+    if writer is not None:
+        writer.close()
+        why = f"stopped by {stop.asked}" if stop.asked else "done"
+        print(
+            f"soak: {done} passes ({s.soak_first}..{k}), {time.monotonic() - start:.0f} s, {why}", flush=True
+        )
+    r.quiet = False
+    return done
