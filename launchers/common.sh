@@ -4,6 +4,17 @@
 
 die2() { echo "stoker: $*" >&2; exit 2; }
 
+# need_int NAME...: each named variable holds a plain decimal integer (at most 9 digits), else
+# stop in one line. Checked before any arithmetic: $(( )) and [[ -lt ]] evaluate a value again
+# as an expression, so NNODES='a[$(cmd)]' would run cmd, and a non-number made checks fail open.
+need_int() {
+  local _n
+  for _n in "$@"; do
+    [[ ${!_n-} =~ ^[0-9]{1,9}$ ]] ||
+      die2 "$_n='${!_n-}' is not a whole number: set $_n to digits only (e.g. $_n=2), or unset it"
+  done
+}
+
 # The python that has stoker installed: STOKER_PY, else the one in `stoker`'s shebang, else
 # the checkout's .venv (install.sh), else python3.
 if [ -z "${STOKER_PY:-}" ]; then

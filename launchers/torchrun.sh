@@ -31,12 +31,14 @@ MASTER_PORT=${MASTER_PORT:-29500}
 BACKEND=${BACKEND:-auto}
 [ -n "${OUT:-}" ] || die2 "set OUT to a results dir on a file system all nodes share"
 NPROC_PER_NODE=${NPROC_PER_NODE:-$(gpu_count)}
-[ "$NPROC_PER_NODE" -gt 0 ] || NPROC_PER_NODE=2
 OWN_LOCAL_IO=; [ -n "${LOCAL_IO:-}" ] || OWN_LOCAL_IO=1   # the default dir is ours to remove
 LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$NODE_RANK-$$}
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 SYNC_TIMEOUT=${SYNC_TIMEOUT:-60}
 SHARED_OUT=${SHARED_OUT:-1}
+need_int NNODES NODE_RANK MASTER_PORT NPROC_PER_NODE SYNC_TIMEOUT SHARED_OUT
+[ "$NPROC_PER_NODE" -gt 0 ] || NPROC_PER_NODE=2
+[ -z "${STOKER_EXPECT_NODES:-}" ] || need_int STOKER_EXPECT_NODES
 # Never N one-node tests reported as one N-node test: the world this node joined (its
 # platform's rank variables) must be the one the job asked for, before any sweep.
 if [ -n "${STOKER_EXPECT_NODES:-}" ] && [ "$NNODES" != "$STOKER_EXPECT_NODES" ]; then
