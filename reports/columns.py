@@ -207,7 +207,9 @@ def read_net(path: Path, build: Build, schema_version: int) -> tuple[NetTable, l
         import pyarrow.json as pj
     except ImportError:
         return None
-    data = path.read_bytes()
+    from reports.safe_read import read_bytes  # issue 22: a FIFO or /dev/zero link is refused, not read
+
+    data = read_bytes(path, "records file")
     # Line numbers are row numbers + 1 only without blank lines; a missing final newline is
     # a line cut short by a crash (the line reader says so).
     if not data or b"\n\n" in data or b"\r" in data or data.startswith(b"\n") or not data.endswith(b"\n"):
@@ -240,6 +242,14 @@ def read_net(path: Path, build: Build, schema_version: int) -> tuple[NetTable, l
             wrong = pc.or_(wrong, pc.invert(pc.is_finite(col)))
         for i in pc.indices_nonzero(pc.fill_null(wrong, False)).to_pylist():
             bad.setdefault(i, f"{name_} is {col[i].as_py()!r}: expected {want}")
+    # --- issue 22: field types and physical range (one reader of numbers: reports/plausible.py)
+    from reports.plausible import net_table_why
+
+    if (suspect := net_table_why(table)) is None:
+        return None
+    for i, why in suspect.items():
+        bad.setdefault(i, why)
+    # --- end issue 22
     skipped = [(i + 1, bad[i]) for i in sorted(bad)]
     if bad:
         keep = pa.array([i not in bad for i in range(table.num_rows)])

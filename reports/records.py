@@ -218,7 +218,10 @@ def check_figures(kind: str, obj: Mapping[str, Any]) -> str:
         for k, v in value.items():
             if v is not None and (why := _bad_number(f"{name}.{k}", v)):
                 return why
-    return ""
+    # --- issue 22: field types and physical range (one reader of numbers: reports/plausible.py)
+    from reports.plausible import record_why
+
+    return record_why(kind, obj)
 
 
 class RecordWriter:
@@ -268,19 +271,19 @@ class RecordSet:
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     """(line number, object or None, reason) for each non-blank line; never raises on bad data."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield n, None, f"not JSON ({exc.msg})"
-                continue
-            if not isinstance(obj, dict):
-                yield n, None, "not a JSON object"
-                continue
-            yield n, obj, ""
+    from reports.safe_read import iter_lines, loads_line  # issue 22: regular files, bounded JSON
+
+    for n, line in iter_lines(path):
+        if not line.strip():
+            continue
+        obj, why = loads_line(line)
+        if why:
+            yield n, None, why
+            continue
+        if not isinstance(obj, dict):
+            yield n, None, "not a JSON object"
+            continue
+        yield n, obj, ""
 
 
 def read_records(directory: str | os.PathLike[str]) -> RecordSet:

@@ -44,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workload", metavar="FILE", help="workload YAML or preset: what the accelerators will need"
     )
     parser.add_argument(
+        "--runs",
+        metavar="ID,...",
+        help="judge only these runs' records (needed when DIR holds records of more than one run)",
+    )
+    parser.add_argument(
         "--fail-unjudged",
         action="store_true",
         help="exit 1 when nothing could be judged (the acceptance job: no reference is no acceptance)",
@@ -151,7 +156,9 @@ class Collected:
     verdict: dict[str, Any]
 
 
-def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Collected:
+def collect(
+    directory: Path, spec_arg: str | None = None, workload_arg: str | None = None, runs: str | None = None
+) -> Collected:
     from reports.columns import net_columns
     from reports.findings import verdict_json, verdict_of
     from reports.ingest.importers import import_dir
@@ -165,6 +172,19 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     rs = read_records(directory)
     known = {str(x) for x in net_columns(rs.net)["run_id"].unique()} | {r.run_id for r in rs.io}
     imp = import_dir(directory, known_run_ids=known)
+    # --- issue 22: one run unless --runs names more; imported figures through the range check
+    from reports import plausible
+    from reports.records import SkippedLine
+    from reports.runs import check_runs, keep_runs, parse_runs
+
+    wanted = parse_runs(runs)
+    check_runs(directory, known, wanted)
+    keep_runs(rs, wanted)
+    for kind in ("net", "io"):
+        kept, refused = plausible.screen(getattr(imp, kind), "imported")
+        setattr(imp, kind, kept)
+        rs.skipped += [SkippedLine(file=f, line=n, reason=why) for f, n, why in refused]
+    # --- end issue 22
     rs.net += imp.net
     rs.io += imp.io
     rs.manifests += imp.manifests
@@ -185,6 +205,7 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     missing = missing_phases(
         directory, phases, {str(s) for s in net_columns(rs.net)["scope"].unique()}, len(rs.io)
     )
+    missing += plausible.not_judged(rs.skipped)  # issue 22: a suspect figure never softens a fail
     j = judge(rs, spec, workload)
     j = dataclasses.replace(j, verdict=verdict_of(j.findings, missing))
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
@@ -213,18 +234,20 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     return Collected(report=ri, spec=spec, verdict=verdict)
 
 
-def build(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Outcome:
+def build(
+    directory: Path, spec_arg: str | None = None, workload_arg: str | None = None, runs: str | None = None
+) -> Outcome:
     """Everything `stoker report` writes, as strings."""
     from reports.render.html import render as render_html
     from reports.render.markdown import render as render_md
 
-    c = collect(directory, spec_arg, workload_arg)
+    c = collect(directory, spec_arg, workload_arg, runs)
     return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
 
 
 def main(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
-    out = build(directory, args.spec, args.workload)
+    out = build(directory, args.spec, args.workload, getattr(args, "runs", None))
     (directory / "report.md").write_text(out.markdown, encoding="utf-8")
     (directory / "report.html").write_text(out.html, encoding="utf-8")
     (directory / "verdict.json").write_text(json.dumps(out.verdict, indent=2) + "\n", encoding="utf-8")
