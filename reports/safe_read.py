@@ -56,7 +56,9 @@ def open_regular(path: str | os.PathLike[str], what: str = "file", max_bytes: in
             if test(st.st_mode):
                 raise _refuse(p, what, f"is {name}")
         if max_bytes is not None and st.st_size > max_bytes:
-            raise _refuse(p, what, f"is {st.st_size} bytes, more than the {max_bytes} a {what} may have")
+            raise UsageError(
+                f"{what} {p}: is {st.st_size} bytes, more than the {max_bytes} a {what} may have"
+            )
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -68,7 +70,7 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file", max_bytes: int 
     with open_regular(path, what, max_bytes) as fh:
         data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
     if max_bytes is not None and len(data) > max_bytes:  # grew since fstat
-        raise _refuse(Path(path), what, f"is more than the {max_bytes} bytes a {what} may have")
+        raise UsageError(f"{what} {path}: is more than the {max_bytes} bytes a {what} may have")
     return data
 
 
