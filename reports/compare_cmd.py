@@ -94,12 +94,19 @@ def main(args: argparse.Namespace) -> int:
         summaries.append(summarise(c.report.title, d, c.report.records, j, c.spec, workload))
     wname = summaries[0].workload
     cmp = compare(summaries, wname)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.md").write_text(render_md(cmp), encoding="utf-8")
-    (out / "compare.html").write_text(render_html(cmp), encoding="utf-8")
-    (out / "compare.json").write_text(
-        json.dumps(to_json(cmp), indent=2, allow_nan=False) + "\n", encoding="utf-8"
-    )
+    # --- issue 22: never over or through a file stoker did not write (reports/safe_write.py)
+    from reports.safe_write import write_outputs
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {out}: {exc.strerror}; give a writable directory") from None
+    outputs = {
+        "compare.md": render_md(cmp),
+        "compare.html": render_html(cmp),
+        "compare.json": json.dumps(to_json(cmp), indent=2, allow_nan=False) + "\n",
+    }
+    write_outputs(out, outputs, "give --out a new directory")
     print(
         f"compared {len(cmp.clusters)} clusters ({len(summaries)} runs) -> {out / 'compare.md'}, compare.html, compare.json"
     )

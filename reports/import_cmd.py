@@ -8,11 +8,12 @@ JSON become `DIR/net.jsonl` records with backend "nccl-tests"; fio JSON becomes
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from reports.errors import UsageError
-from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, OPS, RecordWriter, read_records, write_all
+from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, OPS, read_records, write_all
 
 HELP = "turn nccl-tests logs/JSON and fio JSON into stoker records"
 
@@ -28,6 +29,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _own(out: Path) -> None:
+    """--out is stoker's (its `.stoker-run` marker), or new or empty and then marked as an
+    import's; a dir of someone's files is refused, whatever their names (issue 22)."""
+    from reports.outdir import MARKER, owner
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if owner(out) is None:
+            if any(out.iterdir()):
+                raise UsageError(
+                    f"--out {out}: exists and was not made by stoker; give a new or empty directory"
+                )
+            fd = os.open(out / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write("import\n")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write into --out {out}: {exc.strerror or exc}; give a writable directory"
+        ) from None
+
+
 def main(args: argparse.Namespace) -> int:
     from reports.ingest.importers import import_file  # keeps `stoker --help` light
 
@@ -36,6 +58,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out} is a file; give a results directory")
     # Read everything first: one bad file imports nothing, rather than half of the list.
     loaded = [(Path(f), import_file(f, op=args.op)) for f in args.files]
+    _own(out)
     existing = read_records(out) if out.is_dir() else None
     known = {r.run_id for r in [*existing.net, *existing.io]} if existing else set()  # net may be a NetTable
     for path, got in loaded:
@@ -45,12 +68,15 @@ def main(args: argparse.Namespace) -> int:
         if run_ids and run_ids <= known:
             print(f"{path}: already imported into {out}; nothing added")
             continue
-        n_net = write_all(out / NET_FILE, got.net) if got.net else 0
-        n_io = write_all(out / IO_FILE, got.io) if got.io else 0
-        if got.manifests:
-            with RecordWriter(out / MANIFEST_FILE) as w:
-                for m in got.manifests:
-                    w.write(m)
+        try:
+            n_net = write_all(out / NET_FILE, got.net) if got.net else 0
+            n_io = write_all(out / IO_FILE, got.io) if got.io else 0
+            if got.manifests:
+                write_all(out / MANIFEST_FILE, got.manifests)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write into --out {out}: {exc.strerror or exc}; give a writable directory"
+            ) from None
         known |= run_ids
         print(f"{path}: {n_net} net and {n_io} io records -> {out}")
     return 0

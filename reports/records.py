@@ -228,18 +228,27 @@ class RecordWriter:
     """Appends records to a JSONL file, flushing and fsyncing each line so that a crash
     or Ctrl-C never loses a finished measurement."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, sync_each: bool = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh: TextIO = open(self.path, "a", encoding="utf-8")
+        # issue 22: never appended through a symlink planted at the record file's name
+        nofollow = getattr(os, "O_NOFOLLOW", 0)
+        self._fh: TextIO = open(
+            self.path, "a", encoding="utf-8", opener=lambda p, flags: os.open(p, flags | nofollow, 0o644)
+        )
+        self._sync_each = sync_each  # False: one fsync at close (imports: 10^6 records, not 10^6 fsyncs)
 
     def write(self, rec: Record | Mapping[str, Any]) -> None:
         obj = dict(rec) if isinstance(rec, Mapping) else to_dict(rec)
         self._fh.write(json.dumps(obj, sort_keys=False, separators=(",", ":")) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if self._sync_each:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
 
     def close(self) -> None:
+        if not self._sync_each and not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
         self._fh.close()
 
     def __enter__(self) -> RecordWriter:
@@ -343,7 +352,7 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
 def write_all(path: str | os.PathLike[str], records: Iterable[Record]) -> int:
     """Append many records (used by importers); returns how many were written."""
     n = 0
-    with RecordWriter(path) as w:
+    with RecordWriter(path, sync_each=False) as w:
         for rec in records:
             w.write(rec)
             n += 1

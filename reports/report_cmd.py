@@ -248,9 +248,14 @@ def build(
 def main(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
     out = build(directory, args.spec, args.workload, getattr(args, "runs", None))
-    (directory / "report.md").write_text(out.markdown, encoding="utf-8")
-    (directory / "report.html").write_text(out.html, encoding="utf-8")
-    (directory / "verdict.json").write_text(json.dumps(out.verdict, indent=2) + "\n", encoding="utf-8")
+    from reports.safe_write import write_outputs  # issue 22: never over or through a file not ours
+
+    outputs = {
+        "report.md": out.markdown,
+        "report.html": out.html,
+        "verdict.json": json.dumps(out.verdict, indent=2) + "\n",
+    }
+    write_outputs(directory, outputs, "copy the results into a new directory and report on that")
     from reports.findings import EXIT_CODES
 
     v = out.verdict["verdict"]
