@@ -15,8 +15,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -153,7 +155,14 @@ def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Pat
     return "\n\n".join(parts)
 
 
+def _term_is_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (scancel, timeout, Kubernetes) ends the run as Ctrl-C does: the phase running
+    is stopped, its line kept, the report written on what was measured, the scratch removed."""
+    raise KeyboardInterrupt
+
+
 def main(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _term_is_interrupt)
     gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
     profile = profile_from_args(args, default=default_profile(gpus))
     nproc = args.nproc or gpus or CPU_RANKS
@@ -202,6 +211,7 @@ def main(args: argparse.Namespace) -> int:
         for i, phase in enumerate(phases, 1):
             if i < len(phases) and any(r.rc == INTERRUPTED for r in results):
                 continue  # Ctrl-C: skip to the report on what was measured
+            started = time.monotonic()
             try:
                 results.append(run_phase(phase, i, len(phases), env))
             except KeyboardInterrupt:
@@ -211,7 +221,9 @@ def main(args: argparse.Namespace) -> int:
                     f"\n[{i}/{len(phases)}] {phase.name}: interrupted; writing the report on what was measured",
                     flush=True,
                 )
-                results.append(PhaseResult(name=phase.name, rc=INTERRUPTED, elapsed_s=0.0))
+                results.append(
+                    PhaseResult(name=phase.name, rc=INTERRUPTED, elapsed_s=time.monotonic() - started)
+                )
             record_phase(out, results[-1])
     finally:
         if not args.path:
