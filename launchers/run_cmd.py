@@ -32,6 +32,7 @@ from launchers.options import (
     profile_from_args,
 )
 from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
+from launchers.precheck import check_phases
 from launchers.profiles import Profile, default_profile
 from reports.errors import UsageError
 from reports.outdir import claim
@@ -161,6 +162,29 @@ def _term_is_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _plan(
+    args: argparse.Namespace,
+    profile: Profile,
+    out: Path,
+    io_path: str,
+    nproc: int,
+    spec: str | None,
+    workload: str | None,
+    gpus: int,
+) -> list[Phase]:
+    return plan(
+        profile=profile,
+        out=str(out),
+        io_path=io_path,
+        nproc=nproc,
+        backend=args.backend,
+        spec=spec,
+        workload=workload,
+        stoker=(sys.executable, "-m", "launchers.cli"),
+        gpus=gpus,
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _term_is_interrupt)
     gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
@@ -175,6 +199,10 @@ def main(args: argparse.Namespace) -> int:
     out = (cwd / (args.out or f"stoker-results/{run_id}")).resolve()
     if args.path and not Path(args.path).is_dir():
         raise UsageError(f"--path {args.path}: no such directory")
+    # issue 22: every option by the phases' own rules before anything is created or measured
+    check_phases(
+        p.argv for p in _plan(args, profile, out, str(args.path or out), nproc, spec, workload, gpus)
+    )
     claim(out, run_id)  # new, or this run's own (STOKER_RUN_ID given again), else exit 2
     verdict_file = out / "verdict.json"
     verdict_file.unlink(missing_ok=True)  # a verdict left from an earlier run in this dir is not this one's
@@ -184,17 +212,7 @@ def main(args: argparse.Namespace) -> int:
         Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
     )
     env = {**os.environ, "STOKER_RUN_ID": run_id}
-    phases = plan(
-        profile=profile,
-        out=str(out),
-        io_path=str(scratch),
-        nproc=nproc,
-        backend=args.backend,
-        spec=spec,
-        workload=workload,
-        stoker=(sys.executable, "-m", "launchers.cli"),
-        gpus=gpus,
-    )
+    phases = _plan(args, profile, out, str(scratch), nproc, spec, workload, gpus)
     print(
         f"stoker run {env['STOKER_RUN_ID']}: profile {profile.name}, {nproc} ranks "
         f"({gpus} GPUs), storage in {scratch}, results in {out}",
