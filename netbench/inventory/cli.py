@@ -42,6 +42,10 @@ def main(args: argparse.Namespace) -> int:
         sys_root=args.sys_root, copier=cuda_copier() if args.copy else None, copy_bytes=copy_bytes
     )
     head = {"schema": SCHEMA, "kind": "host", "run_id": run_id, "ts": utc_now(), "host": host}
+    # issue 22: records go only into a dir of this run (its marker) or a new one, as net and io
+    from reports.outdir import claim
+
+    claim(out, run_id)
     with RecordWriter(out / HOST_FILE) as w:
         for rec in inv.records:
             w.write({**head, **rec})
