@@ -167,6 +167,8 @@ def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], lis
             continue
         if m := _NCCL_VERSION.search(body):
             versions.setdefault("nccl", m.group(1))
+        if "NCCL INFO" in body or "NCCL WARN" in body:
+            continue  # NCCL_DEBUG noise, most of a big log: none of the checks below can match it
         if not body.startswith("#") and is_row(sections[-1].header, body.split()):
             sections[-1].rows.append((n, body.split()))
             continue
