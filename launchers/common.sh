@@ -49,15 +49,29 @@ gpu_count() {
 PHASES=0
 DONE=0
 ABORTED=()
+# SIGTERM (scancel, timeout, Kubernetes) is Ctrl-C: the phase running is stopped (its line
+# kept, rc 130), the phases after it are skipped, and the report is still written (exit 3).
+# The phase runs in the background so that the trap runs at once, not when the phase ends.
+STOP=
+PHASE_PID=
+on_stop() { STOP=1; [ -z "$PHASE_PID" ] || kill -TERM "$PHASE_PID" 2>/dev/null; }
+trap on_stop TERM INT
 # phase NAME LIMIT_S CMD...: run one phase under a hard time limit; a phase that fails or
 # hangs is noted and the run goes on, so the report says what is missing.
 phase() {
   local name=$1 limit=$2 start=$SECONDS rc
   shift 2
   DONE=$((DONE + 1))
+  if [ -n "$STOP" ]; then echo "stoker: [$DONE/$PHASES] $name skipped: the run was stopped"; return 0; fi
   echo "stoker: [$DONE/$PHASES] $name started $(date -u +%FT%TZ)"
-  timeout --kill-after=30 "$limit" "$@"
+  timeout --kill-after=30 "$limit" "$@" &
+  PHASE_PID=$!
+  wait "$PHASE_PID"
   rc=$?
+  # woken by the trap: wait again, for the phase itself to end
+  while kill -0 "$PHASE_PID" 2>/dev/null; do wait "$PHASE_PID"; rc=$?; done
+  PHASE_PID=
+  [ -z "$STOP" ] || rc=130
   echo "stoker: [$DONE/$PHASES] $name ended rc=$rc after $((SECONDS - start)) s"
   if [ "${WRITE_PHASES:-1}" = 1 ]; then
     printf '{"phase":"%s","rc":%d,"elapsed_s":%d}\n' "$name" "$rc" "$((SECONDS - start))" >> "$OUT/phases.jsonl"
