@@ -43,6 +43,7 @@ LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$STOKER_RUN_ID}
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 tokens LIMITS limits "$@"
 mkdir -p "$OUT" || die2 "cannot create $OUT"
+claim_out  # OUT is stoker's before anything is written into it
 
 L=(--launcher mpirun --nnodes "$NNODES" --export STOKER_RUN_ID,MASTER_ADDR,MASTER_PORT)
 [ -n "${HOSTFILE:-}" ] && L+=(--hostfile "$HOSTFILE")

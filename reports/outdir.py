@@ -18,12 +18,10 @@ from reports.records import check_run_id
 
 MARKER = ".stoker-run"
 SUBMITTED = "(submitted)"  # not a valid run id, so no run can be mistaken for it
-# What stoker's launchers (torchrun.sh, mpirun.sh, the Slurm job) write into the dir before
-# or between phases, so before a phase has claimed it: hidden sync files (.stoker-run-id,
-# .stoker-seen-N, a marker being written), the shared-file-system check, the shared storage
-# scratch dir, the phase list (written even when the first phase ends before claiming) and
-# the Slurm job's per-phase logs (tee opens phase-NAME.log as the phase starts).
-_OWN_TRANSIENT = (".stoker-", ".shared-check-", "io-scratch", "phases.jsonl", "phase-")
+# Ownership is the marker alone, never a file's name (issue 22: a user's phases.jsonl,
+# phase-1-notes.md, io-scratch/ made their dir look like stoker's and got appended to). The
+# launchers (torchrun.sh, mpirun.sh, the Slurm job) write the marker, "(submitted)", before
+# anything else, so their own files are always in a marked dir.
 
 
 def owner(out: Path) -> str | None:
@@ -44,7 +42,8 @@ def _write_marker(out: Path, content: str) -> None:
 
 
 def _foreign(out: Path) -> list[str]:
-    return sorted(p.name for p in out.iterdir() if not p.name.startswith(_OWN_TRANSIENT))
+    # a marker being written aside (.stoker-run.tmp-PID) by a rank of this same run is ours
+    return sorted(p.name for p in out.iterdir() if not p.name.startswith(f"{MARKER}.tmp-"))
 
 
 def _make(out: Path, option: str) -> None:

@@ -73,3 +73,40 @@ def test_sbatch_job_checks_master_port_before_arithmetic(tmp_path: Path) -> None
         timeout=30,
     )
     assert not pwn.exists() and p.returncode == 2 and "MASTER_PORT=" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("script", ["torchrun.sh", "mpirun.sh"])
+def test_case2_launchers_refuse_a_dir_of_look_alike_names(tmp_path: Path, script: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "phases.jsonl").write_text("the user's\n")
+    (out / "io-scratch").mkdir()
+    env = {**os.environ, "STOKER_PY": PYTHON, "OUT": str(out), "LOCAL_IO": str(tmp_path / "l")}
+    p = subprocess.run(
+        ["bash", str(REPO / "launchers" / script), "--profile", "quick"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2 and "not made by stoker" in p.stderr, p.stderr
+    assert sorted(x.name for x in out.iterdir()) == ["io-scratch", "phases.jsonl"]
+    assert (out / "phases.jsonl").read_text() == "the user's\n"
+
+
+def test_case2_run_refuses_a_dir_of_look_alike_names(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    for n in ("phases.jsonl", "phase-1-notes.md", ".stoker-config"):
+        (out / n).write_text("the user's\n")
+    (out / "io-scratch").mkdir()
+    p = subprocess.run(
+        [PYTHON, "-m", "launchers.cli", "run", "--out", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 2 and "not made by stoker" in p.stderr, p.stderr
+    assert sorted(x.name for x in out.iterdir()) == [
+        ".stoker-config",
+        "io-scratch",
+        "phase-1-notes.md",
+        "phases.jsonl",
+    ]
