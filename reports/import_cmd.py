@@ -57,11 +57,34 @@ def main(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a results directory")
     # Read everything first: one bad file imports nothing, rather than half of the list.
-    loaded = [(Path(f), import_file(f, op=args.op)) for f in args.files]
+    from reports.ingest.stream import Streamed, append_spool, stream_log, streamable
+
+    # a log too large to hold is parsed into a spool as it is read (reports/ingest/stream.py)
+    loaded = [
+        (Path(f), stream_log(Path(f), args.op) if streamable(Path(f)) else import_file(f, op=args.op))
+        for f in args.files
+    ]
     _own(out)
     existing = read_records(out) if out.is_dir() else None
     known = {r.run_id for r in [*existing.net, *existing.io]} if existing else set()  # net may be a NetTable
     for path, got in loaded:
+        if isinstance(got, Streamed):
+            for note in got.notes:
+                sys.stderr.write(f"stoker import: {note}\n")
+            if got.run_id in known:
+                got.spool.close()
+                print(f"{path}: already imported into {out}; nothing added")
+                continue
+            try:
+                append_spool(got.spool, out / NET_FILE)
+                write_all(out / MANIFEST_FILE, [got.manifest])
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot write into --out {out}: {exc.strerror or exc}; give a writable directory"
+                ) from None
+            known.add(got.run_id)
+            print(f"{path}: {got.count} net and 0 io records -> {out}")
+            continue
         for note in got.notes:
             sys.stderr.write(f"stoker import: {note}\n")
         run_ids = {r.run_id for r in (*got.net, *got.io)}
