@@ -37,8 +37,13 @@ def owner(out: Path) -> str | None:
 def _write_marker(out: Path, content: str) -> None:
     # written aside and renamed into place: a concurrent reader sees no marker or a whole one
     tmp = out / f"{MARKER}.tmp-{os.getpid()}"
-    tmp.write_text(content + "\n", encoding="utf-8")
-    os.replace(tmp, out / MARKER)
+    try:
+        tmp.write_text(content + "\n", encoding="utf-8")
+        os.replace(tmp, out / MARKER)
+    except OSError as exc:  # a read-only mount, a full disk (issue 22: was a crash, exit 70)
+        raise UsageError(
+            f"cannot write into {out}: {exc.strerror or exc}; give a writable results dir"
+        ) from None
 
 
 def _foreign(out: Path) -> list[str]:

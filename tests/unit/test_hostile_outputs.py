@@ -100,6 +100,18 @@ def test_case8_read_only_output_dirs(tmp_path: Path, readonly: Path) -> None:
     log = DATA / "nccl_tests" / "v2.13_mpirun_all_reduce.log"
     p = _stoker("import", str(log), "--out", str(readonly / "sub"))
     assert p.returncode == 2 and "Read-only" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    p = _stoker("inventory", "--out", str(readonly / "inv"))
+    assert p.returncode == 2 and "Read-only" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    empty = tmp_path / "ro-empty"
+    empty.mkdir()
+    subprocess.run(["mount", "--bind", "-o", "ro", str(empty), str(empty)], check=True)
+    try:
+        p = _stoker("inventory", "--out", str(empty))
+        assert p.returncode == 2 and "Read-only" in p.stderr and len(p.stderr.strip().splitlines()) == 1, (
+            p.stderr
+        )
+    finally:
+        subprocess.run(["umount", str(empty)], check=True)
 
 
 def test_case2_import_refuses_a_dir_of_look_alike_names(tmp_path: Path) -> None:
