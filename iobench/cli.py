@@ -23,8 +23,7 @@ from iobench.coordinator import host_name
 from iobench.workloads import FAMILIES, MIN_RUNTIME_S, RAMP_S, IoSettings, default_procs, dry_run_text
 from reports.errors import UsageError
 from reports.records import new_run_id
-from reports.seconds import MAX_SECONDS, check_path_text, check_seconds
-from reports.units import parse_size
+from reports.units import MAX_SECONDS, check_path_text, check_seconds, parse_size
 
 HELP = "fio-driven checkpoint, dataloader and metadata tests on one or more paths"
 DEFAULT_OUT = "stoker-results"

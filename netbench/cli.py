@@ -19,8 +19,7 @@ from netbench.collectives import OP_NAMES, TABLE
 from netbench.launch_env import detect
 from netbench.topology import SCOPES, parse_pairs
 from reports.errors import StokerError, UsageError
-from reports.seconds import check_seconds
-from reports.units import parse_size
+from reports.units import check_seconds, parse_size
 
 if TYPE_CHECKING:
     from netbench.runner import Settings

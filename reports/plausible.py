@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 SUSPECT = "beyond physical limits: "
@@ -210,13 +210,14 @@ def derived_why(what: str, value: float | None) -> str:
     return ""
 
 
-def screen(records: list[Any], file: str) -> tuple[list[Any], list[tuple[str, int, str]]]:
-    """Records built elsewhere (imports) through record_why: (kept, [(file, index, reason)])."""
-    from reports.records import IoRecord, to_dict
-
+def screen(
+    records: list[Any], file: str, to_dict: Callable[[Any], Mapping[str, Any]]
+) -> tuple[list[Any], list[tuple[str, int, str]]]:
+    """Records built elsewhere (imports) through record_why: (kept, [(file, index, reason)]).
+    `to_dict` is reports.records.to_dict (passed in: records imports this module)."""
     kept, refused = [], []
     for i, r in enumerate(records, 1):
-        why = record_why("io" if isinstance(r, IoRecord) else "net", to_dict(r))
+        why = record_why(str(r.kind), to_dict(r))
         if why:
             refused.append((str(r.extra.get("source", file)), i, why))
         else:

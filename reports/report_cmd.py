@@ -174,14 +174,14 @@ def collect(
     imp = import_dir(directory, known_run_ids=known)
     # --- issue 22: one run unless --runs names more; imported figures through the range check
     from reports import plausible
-    from reports.records import SkippedLine
+    from reports.records import SkippedLine, to_dict
     from reports.runs import check_runs, keep_runs, parse_runs
 
     wanted = parse_runs(runs)
     check_runs(directory, known, wanted)
     keep_runs(rs, wanted)
     for kind in ("net", "io"):
-        kept, refused = plausible.screen(getattr(imp, kind), "imported")
+        kept, refused = plausible.screen(getattr(imp, kind), "imported", to_dict)
         setattr(imp, kind, kept)
         rs.skipped += [SkippedLine(file=f, line=n, reason=why) for f, n, why in refused]
     # --- end issue 22
