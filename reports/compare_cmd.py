@@ -81,6 +81,7 @@ def main(args: argparse.Namespace) -> int:
     from reports.judging.ranking import compare, to_json
     from reports.render.comparison import render_html, render_md
     from reports.report_cmd import collect, load_optional
+    from reports.runs import MixedRuns
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -88,7 +89,13 @@ def main(args: argparse.Namespace) -> int:
     paths = check_inputs(list(args.dirs), args.workload)
     summaries = []
     for d, p in zip(args.dirs, paths):
-        c = collect(p, None, args.workload)
+        try:
+            c = collect(p, None, args.workload)
+        except MixedRuns as exc:  # issue 22: compare has no --runs; it takes one run per directory
+            raise UsageError(
+                f"{d} holds records of {len(exc.runs)} runs ({', '.join(exc.runs[:4])}): compare takes "
+                "one run per directory; put each run in its own directory"
+            ) from None
         workload = load_optional("workload", args.workload, p)[0]
         j = c.report.judgement
         summaries.append(summarise(c.report.title, d, c.report.records, j, c.spec, workload))

@@ -17,6 +17,14 @@ from reports.errors import UsageError
 IMPORTED = "import-"
 
 
+class MixedRuns(UsageError):
+    """A directory holds records of several stoker runs and none was chosen."""
+
+    def __init__(self, message: str, directory: object, runs: list[str]) -> None:
+        super().__init__(message)
+        self.directory, self.runs = directory, runs
+
+
 def parse_runs(arg: str | None) -> frozenset[str] | None:
     """`--runs a,b` -> {"a", "b"}; None when not given."""
     if arg is None:
@@ -40,9 +48,11 @@ def check_runs(directory: Any, run_ids: Iterable[str], wanted: frozenset[str] | 
         return
     if len(present) > 1:
         shown = ", ".join(present[:4]) + (f" and {len(present) - 4} more" if len(present) > 4 else "")
-        raise UsageError(
+        raise MixedRuns(
             f"{directory} holds records of {len(present)} runs ({shown}): give --runs "
-            f"{present[0]} to judge one, or --runs {','.join(present[:2])} to judge them together"
+            f"{present[0]} to judge one, or --runs {','.join(present[:2])} to judge them together",
+            directory,
+            present,
         )
 
 

@@ -188,3 +188,12 @@ def test_case8_spec_fifo_refused(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(UsageError, match="FIFO"):
         load_spec(fifo)
+
+
+def test_case6_compare_refuses_a_dir_of_two_runs(tmp_path: Path) -> None:
+    other = {**to_dict(net("intra-node", "all_reduce", 2**30, 440.0)), "run_id": "other-run"}
+    d = _slow_dir(tmp_path, [other])
+    b = tmp_path / "b"
+    b.mkdir()
+    _write(b / "net.jsonl", [to_dict(net("intra-node", "all_reduce", 2**k, 300.0)) for k in range(20, 31)])
+    _one_line_2(_stoker("compare", str(d), str(b), "--out", str(tmp_path / "o")), "one run per directory")
