@@ -15,7 +15,7 @@ from reports.errors import UsageError
 from reports.judging.spec import load_spec
 from reports.judging.workload import load_workload
 from reports.records import read_records, to_dict
-from tests.conftest import STOKER
+from tests.conftest import DATA, STOKER
 from tests.unit.recordgen import io, net
 
 SPEC = "name: h100\naccelerator: h100-sxm\n"  # intra-node NVLink4, 450 GB/s
@@ -197,3 +197,25 @@ def test_case6_compare_refuses_a_dir_of_two_runs(tmp_path: Path) -> None:
     b.mkdir()
     _write(b / "net.jsonl", [to_dict(net("intra-node", "all_reduce", 2**k, 300.0)) for k in range(20, 31)])
     _one_line_2(_stoker("compare", str(d), str(b), "--out", str(tmp_path / "o")), "one run per directory")
+
+
+def test_case7_imported_nccl_row_at_1e9_keeps_the_fail(tmp_path: Path) -> None:
+    # the real mpirun log (2 nodes x 8 H100, ~46 GB/s busbw) against 8 x XDR per node: a fail;
+    # its largest row's in-place busbw made 1e9 — it made the import `unjudged`, exit 0
+    log = (DATA / "nccl_tests" / "v2.13_mpirun_all_reduce.log").read_text()
+    spec = (
+        "name: ndr\naccelerator: h100-sxm\ngpus_per_node: 8\n"
+        "network: {intra_node: nvlink4, inter_node: {link: ib-xdr, count: 8}}\n"
+    )
+    for name, text in (
+        ("honest", log),
+        ("hostile", log.replace("43935.0   24.44   45.82", "43935.0   24.44   1e9")),
+    ):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "all_reduce_perf.log").write_text(text)
+        (d / "spec.yaml").write_text(spec)
+        p = _stoker("report", str(d))
+        v = json.loads((d / "verdict.json").read_text())
+        assert (p.returncode, v["verdict"]) == (1, "fail"), (name, p.stdout, v["findings"])
+    assert "1e9" not in log and "beyond physical limits" in (tmp_path / "hostile" / "report.md").read_text()
