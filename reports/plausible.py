@@ -167,10 +167,14 @@ def not_judged(skipped: Iterable[Any]) -> list[str]:
     ]
 
 
-# --- settings of specs and workloads: the largest value that still describes a cluster or job
+# --- settings of specs and workloads: the largest value that still describes a cluster or job.
+# A spec's bandwidth may be a whole file system's or a whole node's (a parallel file system
+# serves TB/s to a cluster), so its bound is cluster-sized: 10 PB/s; what it catches is the
+# overflow (1e308), not an optimistic vendor.
+MAX_SETTING_GBPS = 1e7
 _SETTING_LIMITS: tuple[tuple[str, float], ...] = (
-    ("GBps", -1.0),  # -1: the bandwidth bound
-    ("Gbps", -8.0),  # bits: 8x the bandwidth bound
+    ("GBps", MAX_SETTING_GBPS),
+    ("Gbps", 8 * MAX_SETTING_GBPS),  # bits
     ("bytes_per_param", 64.0),
     ("bytes_per_token", 1e9),
     ("bytes_per_sample", 1e12),
@@ -196,7 +200,7 @@ def setting_why(where: str, value: Any) -> str:
     limit = float(MAX_COUNT) if isinstance(value, int) else 1e15
     for key, lim in _SETTING_LIMITS:
         if key in leaf or key in where.split("."):
-            limit = max_GBps() * -lim if lim < 0 else lim
+            limit = lim
             break
     if value > limit:
         return f"at most {limit:.4g} (a larger value is beyond any cluster or job)"
