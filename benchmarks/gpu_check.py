@@ -247,7 +247,7 @@ def summary(out: Path) -> list[str]:
     """The figures the issue note asks for, from the files the steps wrote."""
     from reports.ingest.nccl_tests import parse_text
     from reports.judging.inventory import judge_inventory
-    from reports.records import read_records
+    from reports.table import read_records
 
     lines: list[str] = []
     graph = out / "net-graph"

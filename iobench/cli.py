@@ -23,7 +23,7 @@ from iobench.coordinator import host_name
 from iobench.workloads import FAMILIES, MIN_RUNTIME_S, RAMP_S, IoSettings, default_procs, dry_run_text
 from reports.errors import UsageError
 from reports.records import new_run_id
-from reports.units import parse_size
+from reports.units import MAX_SECONDS, check_path_text, check_seconds, parse_size
 
 HELP = "fio-driven checkpoint, dataloader and metadata tests on one or more paths"
 DEFAULT_OUT = "stoker-results"
@@ -114,6 +114,9 @@ def _positive(value: int, what: str, low: int = 1, high: int | None = None) -> i
 
 def settings_from_args(args: argparse.Namespace) -> IoSettings:
     """Validated settings; every mistake is one UsageError line."""
+    check_seconds(args.timeout, "--timeout")
+    for p in args.path or ():
+        check_path_text(str(p), "--path")
     families = tuple(w.strip() for w in str(args.workloads).split(",") if w.strip())
     unknown = [w for w in families if w not in FAMILIES]
     if unknown or not families:
@@ -143,7 +146,7 @@ def settings_from_args(args: argparse.Namespace) -> IoSettings:
         ckpt_bytes=ckpt,
         ckpt_block=block,
         writers=_positive(args.writers, "--writers", high=256),
-        runtime_s=_positive(args.runtime, "--runtime", low=MIN_RUNTIME_S),
+        runtime_s=_positive(args.runtime, "--runtime", low=MIN_RUNTIME_S, high=int(MAX_SECONDS)),
         dl_workers=_positive(args.workers, "--workers", high=256),
         dl_sample_bytes=sample,
         dl_files=_positive(args.files_per_worker, "--files-per-worker"),

@@ -164,14 +164,27 @@ class WorkDir:
         self._created = False
 
     def __enter__(self) -> WorkDir:
-        self.top.mkdir(exist_ok=True)
+        # The top dir is shared by the run's nodes (so exist_ok), but never followed: a symlink
+        # planted at `.stoker-<run id>` sent the writes, and the measurement, to another file
+        # system under this path's name. Checked on the opened dir, and the host's own dir is
+        # made inside that very dir (dir_fd), exclusively.
         try:
-            self.dir.mkdir()
+            self.top.mkdir(exist_ok=True)
+            fd = os.open(self.top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise UsageError(
+                f"{self.top}: {exc.strerror or exc} (a symlink or a file where stoker's work dir goes?); "
+                "remove it or give another --path"
+            ) from None
+        try:
+            os.mkdir(self.dir.name, 0o777, dir_fd=fd)
         except FileExistsError:
             raise UsageError(
                 f"{self.dir} already exists: another stoker run uses this run id; "
                 "unset STOKER_RUN_ID or give a new one"
             ) from None
+        finally:
+            os.close(fd)
         self._created = True
         return self
 

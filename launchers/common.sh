@@ -4,6 +4,17 @@
 
 die2() { echo "stoker: $*" >&2; exit 2; }
 
+# need_int NAME...: each named variable holds a plain decimal integer (at most 9 digits), else
+# stop in one line. Checked before any arithmetic: $(( )) and [[ -lt ]] evaluate a value again
+# as an expression, so NNODES='a[$(cmd)]' would run cmd, and a non-number made checks fail open.
+need_int() {
+  local _n
+  for _n in "$@"; do
+    [[ ${!_n-} =~ ^[0-9]{1,9}$ ]] ||
+      die2 "$_n='${!_n-}' is not a whole number: set $_n to digits only (e.g. $_n=2), or unset it"
+  done
+}
+
 # The python that has stoker installed: STOKER_PY, else the one in `stoker`'s shebang, else
 # the checkout's .venv (install.sh), else python3.
 if [ -z "${STOKER_PY:-}" ]; then
@@ -13,6 +24,20 @@ if [ -z "${STOKER_PY:-}" ]; then
 fi
 "$STOKER_PY" -c 'import launchers.argv' 2>/dev/null ||
   die2 "$STOKER_PY cannot import stoker: set STOKER_PY to the python it is installed in (./install.sh makes .venv)"
+
+# claim_out: OUT becomes stoker's before anything is written into it: it holds stoker's marker
+# (.stoker-run: a run id, or "(submitted)" that the first phase replaces with this run's id),
+# or it is new or empty and gets the marker now; a dir of someone's files is refused whatever
+# their names (reports/outdir.py decides by the marker alone).
+claim_out() {
+  [ -d "$OUT" ] && [ ! -L "$OUT/.stoker-run" ] || die2 "OUT=$OUT: not a directory stoker can use; give a new or empty directory"
+  [ -e "$OUT/.stoker-run" ] && return 0
+  local first
+  first=$(ls -A "$OUT" | head -n 1)
+  [ -z "$first" ] || die2 "OUT=$OUT exists and was not made by stoker (it holds $first); give a new or empty directory"
+  (set -o noclobber; echo "(submitted)" > "$OUT/.stoker-run") 2>/dev/null || [ -e "$OUT/.stoker-run" ] ||
+    die2 "cannot write into OUT=$OUT; give a writable directory"
+}
 
 # tokens ARRAY ARGS...: ARRAY := the NUL-separated tokens `launchers.argv ARGS` prints;
 # bad input there (a missing spec, a bad size) ends this script with its one line, exit 2.
@@ -38,6 +63,13 @@ gpu_count() {
 PHASES=0
 DONE=0
 ABORTED=()
+# SIGTERM (scancel, timeout, Kubernetes) is Ctrl-C: the phase running is stopped (its line
+# kept, rc 130), the phases after it are skipped, and the report is still written (exit 3).
+# The phase runs in the background so that the trap runs at once, not when the phase ends.
+STOP=
+PHASE_PID=
+on_stop() { STOP=1; [ -z "$PHASE_PID" ] || kill -TERM "$PHASE_PID" 2>/dev/null; }
+trap on_stop TERM INT
 # phase NAME LIMIT_S CMD...: run one phase under a hard time limit; a phase that fails or
 # hangs is noted and the run goes on, so the report says what is missing. Where this node
 # writes DIR/phases.jsonl (WRITE_PHASES=1), its output also goes to OUT/phase-NAME.log,
@@ -47,14 +79,22 @@ phase() {
   local name=$1 limit=$2 start=$SECONDS rc elapsed
   shift 2
   DONE=$((DONE + 1))
+  if [ -n "$STOP" ]; then echo "stoker: [$DONE/$PHASES] $name skipped: the run was stopped"; return 0; fi
   echo "stoker: [$DONE/$PHASES] $name started $(date -u +%FT%TZ)"
+  # in the background, so that the SIGTERM trap runs while the phase does (bash defers a
+  # trap until the foreground command ends); its output kept as phase-NAME.log beside the records
   if [ "${WRITE_PHASES:-1}" = 1 ]; then
-    timeout --kill-after=30 "$limit" "$@" 2>&1 | tee "$OUT/phase-$name.log"
-    rc=${PIPESTATUS[0]}
+    timeout --kill-after=30 "$limit" "$@" > >(tee "$OUT/phase-$name.log") 2>&1 &
   else
-    timeout --kill-after=30 "$limit" "$@"
-    rc=$?
+    timeout --kill-after=30 "$limit" "$@" &
   fi
+  PHASE_PID=$!
+  wait "$PHASE_PID"
+  rc=$?
+  # woken by the trap: wait again, for the phase itself to end
+  while kill -0 "$PHASE_PID" 2>/dev/null; do wait "$PHASE_PID"; rc=$?; done
+  PHASE_PID=
+  [ -z "$STOP" ] || rc=130
   elapsed=$((SECONDS - start))
   echo "stoker: [$DONE/$PHASES] $name ended rc=$rc after $elapsed s"
   if [ "${WRITE_PHASES:-1}" = 1 ]; then

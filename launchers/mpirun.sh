@@ -23,6 +23,10 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NNODES=${NNODES:-1}
 BACKEND=${BACKEND:-auto}
 [ -n "${OUT:-}" ] || die2 "set OUT to a results dir on a file system all nodes share"
+need_int NNODES
+[ -z "${STOKER_EXPECT_NODES:-}" ] || need_int STOKER_EXPECT_NODES
+[ -z "${NPROC_PER_NODE:-}" ] || need_int NPROC_PER_NODE
+[ -z "${MASTER_PORT:-}" ] || need_int MASTER_PORT
 [ "$NNODES" -eq 1 ] || [ -n "${HOSTFILE:-}" ] || die2 "set HOSTFILE (one line per node) for NNODES=$NNODES"
 if [ -n "${STOKER_EXPECT_NODES:-}" ]; then   # never N one-node tests reported as one N-node test
   HOSTS_SEEN=$([ -n "${HOSTFILE:-}" ] && grep -cv -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$HOSTFILE" || echo "$NNODES")
@@ -39,6 +43,7 @@ LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$STOKER_RUN_ID}
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 tokens LIMITS limits "$@"
 mkdir -p "$OUT" || die2 "cannot create $OUT"
+claim_out  # OUT is stoker's before anything is written into it
 
 L=(--launcher mpirun --nnodes "$NNODES" --export STOKER_RUN_ID,MASTER_ADDR,MASTER_PORT)
 [ -n "${HOSTFILE:-}" ] && L+=(--hostfile "$HOSTFILE")

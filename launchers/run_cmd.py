@@ -15,8 +15,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ from launchers.options import (
     profile_from_args,
 )
 from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
+from launchers.precheck import check_phases
 from launchers.profiles import Profile, default_profile
 from reports.errors import UsageError
 from reports.outdir import claim
@@ -192,7 +195,39 @@ def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Pat
     return "\n\n".join(parts)
 
 
+def _term_is_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (scancel, timeout, Kubernetes) ends the run as Ctrl-C does: the phase running
+    is stopped, its line kept, the report written on what was measured, the scratch removed."""
+    raise KeyboardInterrupt
+
+
+def _plan(
+    args: argparse.Namespace,
+    profile: Profile,
+    out: Path,
+    io_path: str,
+    nproc: int,
+    spec: str | None,
+    workload: str | None,
+    gpus: int,
+) -> list[Phase]:
+    return plan(
+        profile=profile,
+        out=str(out),
+        io_path=io_path,
+        nproc=nproc,
+        backend=args.backend,
+        spec=spec,
+        workload=workload,
+        stoker=(sys.executable, "-m", "launchers.cli"),
+        gpus=gpus,
+        skip=skipped_phases(args.skip),
+        scope=args.scope,
+    )
+
+
 def main(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _term_is_interrupt)
     if getattr(args, "soak", None):
         from launchers import soak_cmd
         from launchers.options import parse_duration
@@ -213,6 +248,10 @@ def main(args: argparse.Namespace) -> int:
     out = (cwd / (args.out or f"stoker-results/{run_id}")).resolve()
     if args.path and not Path(args.path).is_dir():
         raise UsageError(f"--path {args.path}: no such directory")
+    # issue 22: every option by the phases' own rules before anything is created or measured
+    check_phases(
+        p.argv for p in _plan(args, profile, out, str(args.path or out), nproc, spec, workload, gpus)
+    )
     claim(out, run_id)  # new, or this run's own (STOKER_RUN_ID given again), else exit 2
     verdict_file = out / "verdict.json"
     verdict_file.unlink(missing_ok=True)  # a verdict left from an earlier run in this dir is not this one's
@@ -222,19 +261,7 @@ def main(args: argparse.Namespace) -> int:
         Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
     )
     env = {**os.environ, "STOKER_RUN_ID": run_id}
-    phases = plan(
-        profile=profile,
-        out=str(out),
-        io_path=str(scratch),
-        nproc=nproc,
-        backend=args.backend,
-        spec=spec,
-        workload=workload,
-        stoker=(sys.executable, "-m", "launchers.cli"),
-        gpus=gpus,
-        skip=skip,
-        scope=args.scope,
-    )
+    phases = _plan(args, profile, out, str(scratch), nproc, spec, workload, gpus)
     for name in sorted(skip):  # the report's coverage names what it would have measured
         print(f"{name}: left out (--skip {name})", flush=True)
         record_phase(out, PhaseResult(name=phase_name(name), rc=0, elapsed_s=0.0), skipped=True)
@@ -254,6 +281,7 @@ def main(args: argparse.Namespace) -> int:
         for i, phase in enumerate(phases, 1):
             if i < len(phases) and any(r.rc == INTERRUPTED for r in results):
                 continue  # Ctrl-C: skip to the report on what was measured
+            started = time.monotonic()
             try:
                 results.append(run_phase(phase, i, len(phases), env))
             except KeyboardInterrupt:
@@ -263,7 +291,9 @@ def main(args: argparse.Namespace) -> int:
                     f"\n[{i}/{len(phases)}] {phase.name}: interrupted; writing the report on what was measured",
                     flush=True,
                 )
-                results.append(PhaseResult(name=phase.name, rc=INTERRUPTED, elapsed_s=0.0))
+                results.append(
+                    PhaseResult(name=phase.name, rc=INTERRUPTED, elapsed_s=time.monotonic() - started)
+                )
             record_phase(out, results[-1])
     finally:
         if not args.path:

@@ -31,12 +31,14 @@ MASTER_PORT=${MASTER_PORT:-29500}
 BACKEND=${BACKEND:-auto}
 [ -n "${OUT:-}" ] || die2 "set OUT to a results dir on a file system all nodes share"
 NPROC_PER_NODE=${NPROC_PER_NODE:-$(gpu_count)}
-[ "$NPROC_PER_NODE" -gt 0 ] || NPROC_PER_NODE=2
 OWN_LOCAL_IO=; [ -n "${LOCAL_IO:-}" ] || OWN_LOCAL_IO=1   # the default dir is ours to remove
 LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$NODE_RANK-$$}
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 SYNC_TIMEOUT=${SYNC_TIMEOUT:-60}
 SHARED_OUT=${SHARED_OUT:-1}
+need_int NNODES NODE_RANK MASTER_PORT NPROC_PER_NODE SYNC_TIMEOUT SHARED_OUT
+[ "$NPROC_PER_NODE" -gt 0 ] || NPROC_PER_NODE=2
+[ -z "${STOKER_EXPECT_NODES:-}" ] || need_int STOKER_EXPECT_NODES
 # Never N one-node tests reported as one N-node test: the world this node joined (its
 # platform's rank variables) must be the one the job asked for, before any sweep.
 if [ -n "${STOKER_EXPECT_NODES:-}" ] && [ "$NNODES" != "$STOKER_EXPECT_NODES" ]; then
@@ -45,7 +47,9 @@ fi
 { [ "$NODE_RANK" -ge 0 ] && [ "$NODE_RANK" -lt "$NNODES" ]; } 2>/dev/null ||
   die2 "node rank '$NODE_RANK' is outside 0..$((NNODES - 1)) for a world of $NNODES node(s): check the platform's rank variables (no sweep was run)"
 tokens LIMITS limits "$@"
-mkdir -p "$OUT" "$LOCAL_IO" "$SHARED_IO" || die2 "cannot create $OUT, $LOCAL_IO or $SHARED_IO"
+mkdir -p "$OUT" "$LOCAL_IO" || die2 "cannot create $OUT or $LOCAL_IO"
+# node 0 makes OUT stoker's before anything is written there (each node its own with SHARED_OUT=0)
+{ [ "$SHARED_OUT" = 0 ] || [ "$NODE_RANK" -eq 0 ]; } && claim_out
 
 # One run id for every node, and proof that OUT is shared: node 0 writes its run id into
 # OUT, every node reads it and answers with a file of its own, node 0 waits for all.
@@ -68,6 +72,8 @@ if [ "$SHARED_OUT" != 0 ] && [ "$NODE_RANK" -eq 0 ]; then
   for _ in $(seq "$SYNC_TIMEOUT"); do [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] && break; sleep 1; done
   [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] || { rm -f "$MARK"; die2 "results dir $OUT is not on a file system shared by all $NNODES nodes (their markers are missing after $SYNC_TIMEOUT s); set OUT to a shared path"; }
 fi
+
+mkdir -p "$SHARED_IO" || die2 "cannot create $SHARED_IO"  # after node 0's claim: OUT is stoker's now
 
 WRITE_PHASES=$([ "$NODE_RANK" -eq 0 ] && echo 1 || echo 0)
 L=(--launcher torchrun --nnodes "$NNODES" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")

@@ -19,7 +19,7 @@ from netbench.collectives import OP_NAMES, TABLE
 from netbench.launch_env import detect
 from netbench.topology import SCOPES, parse_pairs
 from reports.errors import StokerError, UsageError
-from reports.units import parse_size
+from reports.units import check_seconds, parse_size
 
 if TYPE_CHECKING:
     from netbench.runner import Settings
@@ -248,8 +248,7 @@ def settings(args: argparse.Namespace) -> Settings:
     lo, hi = parse_size(args.min_bytes, "--min-bytes"), parse_size(args.max_bytes, "--max-bytes")
     if args.iters < 1 or args.warmup < 0:
         raise UsageError("--iters must be at least 1 and --warmup at least 0")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    check_seconds(args.timeout, "--timeout")
     if args.soak is not None and args.soak <= 0:
         raise UsageError("--soak must be a positive number of seconds, e.g. --soak 3600")
     if (args.soak_passes is not None and args.soak_passes < 1) or (

@@ -8,11 +8,12 @@ JSON become `DIR/net.jsonl` records with backend "nccl-tests"; fio JSON becomes
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from reports.errors import UsageError
-from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, OPS, RecordWriter, write_all
+from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, OPS, write_all
 from reports.table import read_records
 
 HELP = "turn nccl-tests logs/JSON and fio JSON into stoker records"
@@ -29,6 +30,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _own(out: Path) -> None:
+    """--out is stoker's (its `.stoker-run` marker), or new or empty and then marked as an
+    import's; a dir of someone's files is refused, whatever their names (issue 22)."""
+    from reports.outdir import MARKER, owner
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if owner(out) is None:
+            if any(out.iterdir()):
+                raise UsageError(
+                    f"--out {out}: exists and was not made by stoker; give a new or empty directory"
+                )
+            fd = os.open(out / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write("import\n")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write into --out {out}: {exc.strerror or exc}; give a writable directory"
+        ) from None
+
+
 def main(args: argparse.Namespace) -> int:
     from reports.ingest.importers import import_file  # keeps `stoker --help` light
 
@@ -36,22 +58,49 @@ def main(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a results directory")
     # Read everything first: one bad file imports nothing, rather than half of the list.
-    loaded = [(Path(f), import_file(f, op=args.op)) for f in args.files]
+    from reports.ingest.stream import Streamed, append_spool, stream_log, streamable
+
+    # a log too large to hold is parsed into a spool as it is read (reports/ingest/stream.py)
+    loaded = [
+        (Path(f), stream_log(Path(f), args.op) if streamable(Path(f)) else import_file(f, op=args.op))
+        for f in args.files
+    ]
+    _own(out)
     existing = read_records(out) if out.is_dir() else None
     known = set(existing.run_ids()) if existing else set()
     for path, got in loaded:
+        if isinstance(got, Streamed):
+            for note in got.notes:
+                sys.stderr.write(f"stoker import: {note}\n")
+            if got.run_id in known:
+                got.spool.close()
+                print(f"{path}: already imported into {out}; nothing added")
+                continue
+            try:
+                append_spool(got.spool, out / NET_FILE)
+                write_all(out / MANIFEST_FILE, [got.manifest])
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot write into --out {out}: {exc.strerror or exc}; give a writable directory"
+                ) from None
+            known.add(got.run_id)
+            print(f"{path}: {got.count} net and 0 io records -> {out}")
+            continue
         for note in got.notes:
             sys.stderr.write(f"stoker import: {note}\n")
         run_ids = {r.run_id for r in (*got.net, *got.io)}
         if run_ids and run_ids <= known:
             print(f"{path}: already imported into {out}; nothing added")
             continue
-        n_net = write_all(out / NET_FILE, got.net) if got.net else 0
-        n_io = write_all(out / IO_FILE, got.io) if got.io else 0
-        if got.manifests:
-            with RecordWriter(out / MANIFEST_FILE) as w:
-                for m in got.manifests:
-                    w.write(m)
+        try:
+            n_net = write_all(out / NET_FILE, got.net) if got.net else 0
+            n_io = write_all(out / IO_FILE, got.io) if got.io else 0
+            if got.manifests:
+                write_all(out / MANIFEST_FILE, got.manifests)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write into --out {out}: {exc.strerror or exc}; give a writable directory"
+            ) from None
         known |= run_ids
         print(f"{path}: {n_net} net and {n_io} io records -> {out}")
     return 0

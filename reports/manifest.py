@@ -9,6 +9,10 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from reports.redact import REDACTED, redact
+
+__all__ = ["REDACTED", "allowlisted_env", "base_manifest", "installed_versions"]
+
 # Prefixes that configure the communication stack. Anything else is left out on purpose:
 # the environment holds tokens and passwords, and reports get shared.
 ENV_PREFIXES: tuple[str, ...] = (
@@ -34,20 +38,19 @@ ENV_PREFIXES: tuple[str, ...] = (
     "STOKER_",
 )
 # Even inside an allowed prefix, a name that says it holds a credential keeps its name (that
-# it was set can matter) but not its value. Broad on purpose: a redacted setting costs
-# little, a leaked password in a shared report a lot.
-_SECRET_WORDS = ("PASS", "PWD", "TOKEN", "SECRET", "KEY", "CRED", "AUTH")
-REDACTED = "<redacted>"
+# it was set can matter) but not its value; any other value loses its URL passwords and
+# token=/key=/password= parameters (reports/redact.py). Broad on purpose: a redacted setting
+# costs little, a leaked password in a shared report a lot.
 
 
 def allowlisted_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The variables of `environ` whose names start with an allowed prefix; values under
-    names that look secret are recorded as REDACTED."""
+    names that look secret are recorded as REDACTED, credentials inside other values too."""
     out: dict[str, str] = {}
     for name, value in environ.items():
         if not name.startswith(ENV_PREFIXES):
             continue
-        out[name] = REDACTED if any(word in name.upper() for word in _SECRET_WORDS) else value
+        out[name] = redact(name, value)
     return dict(sorted(out.items()))
 
 

@@ -18,12 +18,10 @@ from reports.records import check_run_id
 
 MARKER = ".stoker-run"
 SUBMITTED = "(submitted)"  # not a valid run id, so no run can be mistaken for it
-# What stoker's launchers (torchrun.sh, mpirun.sh, the Slurm job) write into the dir before
-# or between phases, so before a phase has claimed it: hidden sync files (.stoker-run-id,
-# .stoker-seen-N, a marker being written), the shared-file-system check, the shared storage
-# scratch dir, the phase list (written even when the first phase ends before claiming) and
-# the Slurm job's per-phase logs (tee opens phase-NAME.log as the phase starts).
-_OWN_TRANSIENT = (".stoker-", ".shared-check-", "io-scratch", "phases.jsonl", "phase-")
+# Ownership is the marker alone, never a file's name (issue 22: a user's phases.jsonl,
+# phase-1-notes.md, io-scratch/ made their dir look like stoker's and got appended to). The
+# launchers (torchrun.sh, mpirun.sh, the Slurm job) write the marker, "(submitted)", before
+# anything else, so their own files are always in a marked dir.
 
 
 def owner(out: Path) -> str | None:
@@ -39,12 +37,18 @@ def owner(out: Path) -> str | None:
 def _write_marker(out: Path, content: str) -> None:
     # written aside and renamed into place: a concurrent reader sees no marker or a whole one
     tmp = out / f"{MARKER}.tmp-{os.getpid()}"
-    tmp.write_text(content + "\n", encoding="utf-8")
-    os.replace(tmp, out / MARKER)
+    try:
+        tmp.write_text(content + "\n", encoding="utf-8")
+        os.replace(tmp, out / MARKER)
+    except OSError as exc:  # a read-only mount, a full disk (issue 22: was a crash, exit 70)
+        raise UsageError(
+            f"cannot write into {out}: {exc.strerror or exc}; give a writable results dir"
+        ) from None
 
 
 def _foreign(out: Path) -> list[str]:
-    return sorted(p.name for p in out.iterdir() if not p.name.startswith(_OWN_TRANSIENT))
+    # a marker being written aside (.stoker-run.tmp-PID) by a rank of this same run is ours
+    return sorted(p.name for p in out.iterdir() if not p.name.startswith(f"{MARKER}.tmp-"))
 
 
 def _log_hint(out: Path, found: list[str]) -> str:

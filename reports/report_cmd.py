@@ -45,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workload", metavar="FILE", help="workload YAML or preset: what the accelerators will need"
     )
     parser.add_argument(
+        "--runs",
+        metavar="ID,...",
+        help="judge only these runs' records (needed when DIR holds records of more than one run)",
+    )
+    parser.add_argument(
         "--fail-unjudged",
         action="store_true",
         help="exit 1 when nothing could be judged (the acceptance job: no reference is no acceptance)",
@@ -160,9 +165,13 @@ class Collected:
 
 
 def collect(
-    directory: Path, spec_arg: str | None = None, workload_arg: str | None = None, scope: Scope = "cluster"
+    directory: Path,
+    spec_arg: str | None = None,
+    workload_arg: str | None = None,
+    scope: Scope = "cluster",
+    runs: str | None = None,
 ) -> Collected:
-    from reports import evidence
+    from reports import evidence, plausible
     from reports.findings import verdict_json
     from reports.ingest.importers import import_dir
     from reports.judging.judge import judge
@@ -171,7 +180,20 @@ def collect(
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such results directory")
     rs = read_records(directory)
-    imp = import_dir(directory, known_run_ids=set(rs.run_ids()))
+    known = set(rs.run_ids())
+    imp = import_dir(directory, known_run_ids=known)
+    # one run unless --runs names more; imported figures through the range check (plausible.py)
+    from reports.records import to_dict
+    from reports.runs import check_runs, keep_runs, parse_runs
+    from reports.table import SkippedLine
+
+    wanted = parse_runs(runs)
+    check_runs(directory, known, wanted)
+    keep_runs(rs, wanted)
+    for kind in ("net", "io"):
+        kept, refused = plausible.screen(getattr(imp, kind), "imported", to_dict)
+        setattr(imp, kind, kept)
+        rs.skipped += [SkippedLine(file=f, line=n, reason=why) for f, n, why in refused]
     rs.net.extend(imp.net)
     rs.io += imp.io
     rs.manifests += imp.manifests
@@ -191,6 +213,7 @@ def collect(
     ev = evidence.build(rs)
     phases = read_phases(directory)
     missing = missing_phases(directory, phases, ev.net_scopes, len(ev.io), ev.ranks_per_node)
+    missing += plausible.not_judged(rs.skipped)  # a suspect figure never softens a fail
     skipped = {str(p.get("phase")) for p in phases if p.get("skipped")}
     j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped)
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
@@ -216,22 +239,33 @@ def collect(
 
 
 def build(
-    directory: Path, spec_arg: str | None = None, workload_arg: str | None = None, scope: Scope = "cluster"
+    directory: Path,
+    spec_arg: str | None = None,
+    workload_arg: str | None = None,
+    scope: Scope = "cluster",
+    runs: str | None = None,
 ) -> Outcome:
     """Everything `stoker report` writes, as strings."""
     from reports.render.html import render as render_html
     from reports.render.markdown import render as render_md
 
-    c = collect(directory, spec_arg, workload_arg, scope)
+    c = collect(directory, spec_arg, workload_arg, scope, runs)
     return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
 
 
 def main(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
-    out = build(directory, args.spec, args.workload, getattr(args, "scope", "cluster"))
-    (directory / "report.md").write_text(out.markdown, encoding="utf-8")
-    (directory / "report.html").write_text(out.html, encoding="utf-8")
-    (directory / "verdict.json").write_text(json.dumps(out.verdict, indent=2) + "\n", encoding="utf-8")
+    out = build(
+        directory, args.spec, args.workload, getattr(args, "scope", "cluster"), getattr(args, "runs", None)
+    )
+    from reports.safe_write import write_outputs  # never over or through a file not ours
+
+    outputs = {
+        "report.md": out.markdown,
+        "report.html": out.html,
+        "verdict.json": json.dumps(out.verdict, indent=2) + "\n",
+    }
+    write_outputs(directory, outputs, "copy the results into a new directory and report on that")
     from reports.findings import EXIT_CODES
 
     v = out.verdict["verdict"]

@@ -197,6 +197,9 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
         import pyarrow.json as pj
     except ImportError:
         return None
+    from reports.safe_read import check_regular  # a FIFO or /dev/zero link is refused, not read
+
+    check_regular(path, "records file")
     lines = _clean_lines(path)
     if lines is None:
         return None
@@ -226,6 +229,14 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
             wrong = pc.or_(wrong, pc.invert(pc.is_finite(col)))
         for i in pc.indices_nonzero(pc.fill_null(wrong, False)).to_pylist():
             bad.setdefault(i, f"{name_} is {col[i].as_py()!r}: expected {want}")
+    # field types and physical range (one reader of numbers: reports/plausible.py); None sends
+    # the file to the line reader, which names each line
+    from reports.plausible import net_table_why
+
+    if (suspect := net_table_why(table)) is None:
+        return None
+    for i, why in suspect.items():
+        bad.setdefault(i, why)
     skipped = [(i + 1, bad[i]) for i in sorted(bad)]
     if bad:
         keep = pa.array([i not in bad for i in range(table.num_rows)])

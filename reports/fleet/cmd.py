@@ -102,6 +102,8 @@ def main(args: argparse.Namespace) -> int:
     from reports.fleet.render import render_html, render_md
     from reports.fleet.runs import RunIdentity, by_dir, check_alike
     from reports.report_cmd import collect
+    from reports.runs import MixedRuns
+    from reports.safe_write import write_outputs
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -111,7 +113,13 @@ def main(args: argparse.Namespace) -> int:
     summaries = []
     identities = []
     for d, p in zip(args.dirs, paths):
-        c = collect(p, None, args.workload)
+        try:
+            c = collect(p, None, args.workload)
+        except MixedRuns as exc:  # compare has no --runs; it takes one run per directory
+            raise UsageError(
+                f"{d} holds records of {len(exc.runs)} runs ({', '.join(exc.runs[:4])}): compare takes "
+                "one run per directory; put each run in its own directory"
+            ) from None
         s = summarise(c.report.title, d, c.report.evidence, c.report.judgement, c.spec, c.workload)
         summaries.append(s)
         identities.append(
@@ -129,12 +137,17 @@ def main(args: argparse.Namespace) -> int:
         check_alike(identities)  # one line, exit 2: runs under one name bought something else
     wname = summaries[0].workload
     cmp = compare(summaries, wname)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.md").write_text(render_md(cmp), encoding="utf-8")
-    (out / "compare.html").write_text(render_html(cmp), encoding="utf-8")
-    (out / "compare.json").write_text(
-        json.dumps(to_json(cmp), indent=2, allow_nan=False) + "\n", encoding="utf-8"
-    )
+    # never over or through a file stoker did not write (reports/safe_write.py)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {out}: {exc.strerror}; give a writable directory") from None
+    outputs = {
+        "compare.md": render_md(cmp),
+        "compare.html": render_html(cmp),
+        "compare.json": json.dumps(to_json(cmp), indent=2, allow_nan=False) + "\n",
+    }
+    write_outputs(out, outputs, "give --out a new directory")
     n, runs = len(cmp.clusters), len(summaries)
     print(
         f"compared {n} cluster{'s' if n != 1 else ''} ({runs} run{'s' if runs != 1 else ''}) -> "

@@ -137,10 +137,9 @@ def import_text(text: str, *, source_name: str, ts: str, op: str | None = None) 
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    from reports.safe_read import read_bytes  # a FIFO, device or /dev/zero link is refused
+
+    return read_bytes(path, "file to import").decode("utf-8", errors="replace")
 
 
 def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported:
@@ -185,8 +184,8 @@ def import_dir(directory: str | os.PathLike[str], known_run_ids: Iterable[str] =
     out = Imported()
     for p in candidates(d):
         try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            text = _read(p)
+        except (OSError, UsageError):
             out.notes.append(f"{p.relative_to(d)}: unreadable; skipped")
             continue
         if run_id_for(text) in known:

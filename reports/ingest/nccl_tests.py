@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,9 +147,15 @@ class _Section:
 
 
 def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], list[float]]:
-    sections: list[_Section] = [_Section()]
     versions: dict[str, str] = {}
     avgs: list[float] = []
+    return list(_iter_sections(lines, versions, avgs)), versions, avgs
+
+
+def _iter_sections(lines: Iterable[str], versions: dict[str, str], avgs: list[float]) -> Iterator[_Section]:
+    """Each test's table as soon as the next one starts (a 250 MB log is never held whole);
+    `versions` and `avgs` are filled in as they are read."""
+    sections: list[_Section] = [_Section()]
     for n, raw in enumerate(lines, 1):
         line = strip_prefix(raw)
         body = line.strip()
@@ -157,6 +163,8 @@ def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], lis
             continue
         if m := _NCCL_VERSION.search(body):
             versions.setdefault("nccl", m.group(1))
+        if "NCCL INFO" in body or "NCCL WARN" in body:
+            continue  # NCCL_DEBUG noise, most of a big log: none of the checks below can match it
         if not body.startswith("#") and is_row(sections[-1].header, body.split()):
             sections[-1].rows.append((n, body.split()))
             continue
@@ -167,11 +175,14 @@ def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], lis
             versions.setdefault("nccl-tests", m.group(1))
         elif m := _START.match(body):
             if cur.rows or cur.program:
-                sections.append(cur := _Section())
+                if cur.rows:
+                    yield cur
+                sections[-1] = cur = _Section()
             cur.program = m.group(1)
         elif m := _PARAMS.search(body):
             if cur.rows:  # a second test in the same file without a "starting" line
-                sections.append(cur := _Section())
+                yield cur
+                sections[-1] = cur = _Section()
             cur.warmup, cur.iters = int(m.group(1)), int(m.group(2))
             if g := _GRAPH.search(body):
                 cur.graph = int(g.group(1)) > 0
@@ -182,7 +193,8 @@ def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], lis
                 avgs.append(avg)
         elif (cols := header_columns(body)) is not None:
             cur.header = cols
-    return [s for s in sections if s.rows], versions, avgs
+    if sections[-1].rows:
+        yield sections[-1]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -316,13 +328,44 @@ def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | No
     no record and is named, with its line, in the notes."""
     # only "\n" ends a line: str.splitlines() also breaks at \x1c-\x1e, \x85 and \u2028, which
     # would shift every line number the notes name
-    sections, versions, avgs = _sections(text.split("\n"))
-    records: list[NetRecord] = []
-    notes: list[str] = []
-    skipped: list[tuple[str, str]] = []
-    total = 0
-    all_ranks: dict[int, tuple[str, str]] = {}
-    for sec in sections:
+    state = LogState()
+    records = list(
+        iter_log(text.split("\n"), run_id=run_id, ts=ts, source_name=source_name, op=op, state=state)
+    )
+    return state.parsed(records, run_id, source_name)
+
+
+@dataclass(kw_only=True, slots=True)
+class LogState:
+    """What a streamed log leaves besides its records: notes, versions, averages, ranks."""
+
+    notes: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    total: int = 0
+    all_ranks: dict[int, tuple[str, str]] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    avgs: list[float] = field(default_factory=list)
+
+    def parsed(self, records: list[NetRecord], run_id: str, source_name: str) -> Parsed:
+        notes = list(self.notes)
+        if self.skipped:
+            notes.append(skipped_note(source_name, self.skipped, self.total))
+        settings = {"avg_bus_bandwidth_GBps": self.avgs} if self.avgs else {}
+        return Parsed(
+            records=records,
+            manifest=_manifest(run_id, source_name, self.versions, self.all_ranks, settings),
+            avg_busbw_GBps=self.avgs,
+            notes=notes,
+        )
+
+
+def iter_log(
+    lines: Iterable[str], *, run_id: str, ts: str, source_name: str, op: str | None, state: LogState
+) -> Iterator[NetRecord]:
+    """parse_log's records one by one, reading `lines` as they come (a file of any size in
+    the memory of one table); notes and the rest go to `state`."""
+    notes, skipped, all_ranks = state.notes, state.skipped, state.all_ranks
+    for sec in _iter_sections(lines, state.versions, state.avgs):
         name = op or op_from_name(sec.program or "") or op_from_name(source_name) or _infer(sec)
         if name is None:
             notes.append(
@@ -345,7 +388,7 @@ def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | No
             graph=sec.graph,
         )
         for n, row in sec.rows:
-            total += 1
+            state.total += 1
             tokens = aligned(sec.header, row)
             if isinstance(tokens, str):
                 skipped.append((f"line {n}", tokens))
@@ -355,16 +398,7 @@ def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | No
             if problems := [g for g in got if isinstance(g, str)]:
                 skipped.append((f"line {n}", problems[0]))  # a row is kept whole or not at all
                 continue
-            records += [g for g in got if isinstance(g, NetRecord)]
-    if skipped:
-        notes.append(skipped_note(source_name, skipped, total))
-    settings = {"avg_bus_bandwidth_GBps": avgs} if avgs else {}
-    return Parsed(
-        records=records,
-        manifest=_manifest(run_id, source_name, versions, all_ranks, settings),
-        avg_busbw_GBps=avgs,
-        notes=notes,
-    )
+            yield from (g for g in got if isinstance(g, NetRecord))
 
 
 def _int(value: Any, default: int = 0) -> int:

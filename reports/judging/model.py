@@ -136,6 +136,13 @@ def _row(
     **extra: Any,
 ) -> ModelRow:
     share = _share(exposed, base)
+    # --- issue 22: a derived figure that overflowed is refused, never judged "ok"
+    from reports.errors import UsageError
+    from reports.plausible import derived_why
+
+    if why := derived_why(f"{check}: demand", required) or derived_why(f"{check}: idle share", share):
+        raise UsageError(why)
+    # --- end issue 22
     status: Status = "no_reference" if achieved is None else ("starving" if share > budget else "ok")
     return ModelRow(
         part=part,

@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from reports.errors import UsageError
 from reports.findings import DEFAULT_THRESHOLDS
 from reports.judging import catalog
 from reports.judging.catalog import Accelerator, Link
+from reports.plausible import setting_why
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,7 +66,10 @@ class Fields:
         self.file = file
 
     def fail(self, where: str, expected: str, got: Any) -> UsageError:
-        return UsageError(f"{self.file}: {where}: expected {expected}, got {got!r}")
+        shown = (
+            repr(got) if not isinstance(got, int) or abs(got) < 10**60 else f"a {len(str(got))}-digit number"
+        )
+        return UsageError(f"{self.file}: {where}: expected {expected}, got {shown[:200]}")
 
     def mapping(self, value: Any, where: str) -> Mapping[str, Any]:
         if not isinstance(value, Mapping):
@@ -97,11 +99,15 @@ class Fields:
             want += f" no larger than {maximum:g}"
         if not ok or (value <= 0 if positive else value < 0) or (maximum is not None and value > maximum):
             raise self.fail(where, want, value)
+        if why := setting_why(where, value):  # issue 22: a physical range per unit
+            raise self.fail(where, f"{want}, {why}", value)
         return float(value)
 
     def integer(self, value: Any, where: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise self.fail(where, "a positive integer", value)
+        if why := setting_why(where, value):  # issue 22: a physical range per unit
+            raise self.fail(where, f"a positive integer {why}", value)
         return value
 
     def text(self, value: Any, where: str, choices: tuple[str, ...] = ()) -> str:
@@ -129,20 +135,10 @@ class Fields:
 
 
 def read_yaml(path: str | Path, what: str) -> tuple[Fields, Mapping[str, Any]]:
-    p = Path(path)
+    from reports.safe_read import load_yaml  # regular file, UTF-8, bounded depth and aliases
+
     f = Fields(str(path))
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read {what} {path}: {exc.strerror or exc}; give an existing YAML file"
-        ) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"{path}: not valid YAML{at}: {getattr(exc, 'problem', None) or exc}") from None
+    data = load_yaml(path, what)
     return f, f.mapping(data if data is not None else {}, "top level")
 
 

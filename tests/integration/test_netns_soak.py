@@ -20,7 +20,7 @@ import pytest
 
 from reports.judging.judge import judge
 from reports.judging.stability import soak_pass
-from reports.records import read_records
+from reports.table import read_records
 from tests.conftest import needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
 

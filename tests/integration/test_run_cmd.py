@@ -119,3 +119,37 @@ def test_an_aborted_phase_still_gets_a_report_and_exit_3(tmp_path: Path) -> None
     )
     assert "fio not found on PATH" in first, first
     assert "storage    exit" in p.stdout  # the phase column is as wide as "inventory"
+
+
+def test_sigterm_is_ctrl_c(tmp_path: Path) -> None:
+    # issue 22 case 4: `timeout`, scancel and Kubernetes send SIGTERM; it used to leave no report,
+    # no phase line for the running phase and the scratch behind (exit 124). A real `timeout -s TERM`
+    # lands in a phase (storage runs for minutes here), the run stops it and reports: incomplete, 3.
+    out = tmp_path / "results"
+    p = subprocess.run(
+        [
+            "timeout",
+            "--preserve-status",
+            "-s",
+            "TERM",
+            "-k",
+            "120",
+            "25",
+            *STOKER,
+            "run",
+            "--out",
+            str(out),
+            *SMALL[:-1],
+            "300",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert p.returncode == 3, p.stdout[-3000:] + p.stderr[-2000:]
+    ran = phases(out)
+    assert 130 in ran.values() and "report" in ran, ran  # the interrupted phase has its line
+    assert json.loads((out / "verdict.json").read_text())["verdict"] == "incomplete"
+    assert (out / "report.md").is_file()
+    assert not list(out.glob(".io-scratch-*")), list(out.iterdir())

@@ -95,3 +95,38 @@ def test_script_bad_input_is_one_line_exit_2(
     p = script(name, env, *args, cwd=tmp_path)
     assert p.returncode == 2 and words in p.stderr and p.stderr.count("\n") == 1, p.stderr
     assert not (tmp_path / "x").exists()  # refused before anything was created
+
+
+@needs_tool("mpirun")
+@needs_tool("fio")
+@pytest.mark.slow
+def test_mpirun_script_takes_sigterm_as_ctrl_c(tmp_path: Path) -> None:
+    # issue 22 case 4, for the shell launchers: a real `timeout -s TERM` during a phase (storage
+    # runs for minutes here). The phase is stopped and keeps its line (130), the report is written
+    # on what was measured, the script exits 3 (incomplete).
+    out = tmp_path / "results"
+    env = {
+        **os.environ,
+        "STOKER_PY": PYTHON,
+        "OUT": str(out),
+        "NPROC_PER_NODE": "2",
+        "BACKEND": "gloo",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+        "OMPI_MCA_btl_tcp_if_include": "lo",
+        "OMPI_MCA_oob_tcp_if_include": "lo",
+    }
+    p = subprocess.run(
+        ["timeout", "--preserve-status", "-s", "TERM", "-k", "120", "30", "bash", str(SCRIPTS / "mpirun.sh")]
+        + [*SMALL[:-1], "300"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    phases = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]
+    assert 130 in [x["rc"] for x in phases], (phases, p.stdout[-3000:])
+    assert json.loads((out / "verdict.json").read_text())["verdict"] == "incomplete"
+    assert p.returncode == 3, p.stdout[-3000:] + p.stderr[-2000:]
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("stoker-io-mpirun-*/.stoker-*"))

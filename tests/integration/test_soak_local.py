@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from reports.records import read_records
+from reports.table import read_records
 from tests.conftest import STOKER
 
 SMALL = ["--profile", "quick", "--ops", "all_reduce", "--backend", "gloo", "--nproc", "2", "--iters", "3"]

@@ -67,7 +67,7 @@ def _truth(path: Path) -> tuple[set[tuple], set[tuple]]:
                 t = r.get(mode) or {}
                 if all(isinstance(t.get(k), (int, float)) for k in ("time", "alg_bw", "bus_bw")):
                     net.add((r["size"], in_place, round(t["time"] * 1e-6, 12), t["alg_bw"], t["bus_bw"]))
-        sections, _, _ = nt._sections(text.splitlines())
+        sections, _, _ = nt._sections(text.splitlines())  # the list form of _iter_sections
         for sec in sections:
             for _, row in sec.rows:
                 tokens = nr.aligned(sec.header, row)

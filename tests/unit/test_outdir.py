@@ -58,9 +58,24 @@ def test_foreign_dir_is_refused_untouched(tmp_path: Path, names: list[str]) -> N
     assert _snapshot(tmp_path) == before and not (tmp_path / MARKER).exists()
 
 
-def test_launchers_own_files_do_not_make_a_dir_foreign(tmp_path: Path) -> None:
-    # torchrun.sh writes these before its first phase; the Slurm job its check marker
-    for n in (".stoker-run-id", ".stoker-seen-0", ".shared-check-12", "phases.jsonl", "phase-intra-node.log"):
+NAMES = (".stoker-run-id", ".stoker-seen-0", ".shared-check-12", "phases.jsonl", "phase-intra-node.log")
+
+
+def test_look_alike_names_do_not_make_a_dir_stokers(tmp_path: Path) -> None:
+    # issue 22 case 2: ownership is the marker, never a name; these were taken as stoker's own
+    for n in (*NAMES, "phase-1-notes.md", ".stoker-config"):
+        (tmp_path / n).write_text("the user's\n")
+    (tmp_path / "io-scratch").mkdir()
+    before = _snapshot(tmp_path)
+    with pytest.raises(UsageError, match="not made by stoker"):
+        claim(tmp_path, "run-1")
+    assert _snapshot(tmp_path) == before
+
+
+def test_launchers_files_in_their_marked_dir(tmp_path: Path) -> None:
+    # torchrun.sh, mpirun.sh and the Slurm job mark OUT "(submitted)" before writing these
+    (tmp_path / MARKER).write_text(SUBMITTED + "\n")
+    for n in NAMES:
         (tmp_path / n).write_text("x\n")
     (tmp_path / "io-scratch").mkdir()
     claim(tmp_path, "torchrun-1")
