@@ -8,9 +8,10 @@ defined once, here in Python, none in bash).
     python -m launchers.argv --launcher mpirun --hostfile hosts --nnodes 2 --nproc-per-node 1 \\
         io --profile quick --path /tmp/x --path /shared/x --out /shared/r
     python -m launchers.argv report --out /shared/r --spec spec.yaml
-    python -m launchers.argv limits --profile quick     # net io report limits in seconds
+    python -m launchers.argv limits --profile quick     # net io report inventory limits (s)
     python -m launchers.argv --launcher mpirun --nnodes 2 exec -- test -s FILE
     python -m launchers.argv --nnodes 2 phases     # the network phases: name, scopes, name, ...
+    python -m launchers.argv --launcher mpirun --nnodes 2 inventory --out /shared/r   # one per node
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def _parser() -> OneLineParser:
     sub = parser.add_subparsers(dest="what", required=True, parser_class=OneLineParser)
     sub.add_parser("exec").add_argument("command", nargs=argparse.REMAINDER)
     sub.add_parser("phases")
+    sub.add_parser("inventory").add_argument("--out", required=True)
     for what in ("net", "io", "report", "limits"):
         p = sub.add_parser(what)
         if what != "limits":
@@ -51,6 +53,7 @@ def _parser() -> OneLineParser:
             p.add_argument("--nproc", type=int)
         if what == "io":
             p.add_argument("--path", action="append", required=True)
+            p.add_argument("--writers", type=int, help="checkpoint writers per node (one per GPU)")
         add_profile_arguments(p, default="standard")
     return parser
 
@@ -62,11 +65,18 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
     if args.what == "phases":
         return [t for name, scopes in net_phases(args.nnodes) for t in (name, ",".join(scopes))]
     stoker = (sys.executable, "-m", "launchers.cli")
+    if args.what == "inventory":
+        return b.inventory_argv(b.InventoryCommand(out=args.out, stoker=stoker))
     spec = checked_file(args.spec, "--spec", cwd)
     workload = checked_workload(args.workload, cwd)
     profile = profile_from_args(args)
     if args.what == "limits":
-        return [str(profile.net_timeout_s), str(profile.io_timeout_s), str(profile.report_timeout_s)]
+        return [
+            str(profile.net_timeout_s),
+            str(profile.io_timeout_s),
+            str(profile.report_timeout_s),
+            str(b.INVENTORY_LIMIT_S),
+        ]
     if args.what == "report":
         return b.report_argv(b.ReportCommand(out=args.out, spec=spec, workload=workload, stoker=stoker))
     if args.what == "net":
@@ -80,12 +90,16 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
                 stoker=stoker,
             )
         )
-    return b.io_argv(b.IoCommand(profile=profile, out=args.out, paths=tuple(args.path), stoker=stoker))
+    return b.io_argv(
+        b.IoCommand(
+            profile=profile, out=args.out, paths=tuple(args.path), stoker=stoker, writers=args.writers
+        )
+    )
 
 
 def launched(args: argparse.Namespace, prog: list[str]) -> list[str]:
     """`prog` under the launcher asked for (report and limits always run locally)."""
-    if args.launcher == "torchrun" and args.what in ("net", "io", "exec"):
+    if args.launcher == "torchrun" and args.what in ("net", "io", "exec", "inventory"):
         return b.build(
             "torchrun",
             b.TorchrunSpec(
@@ -98,7 +112,7 @@ def launched(args: argparse.Namespace, prog: list[str]) -> list[str]:
                 torchrun=(sys.executable, "-m", "torch.distributed.run"),
             ),
         )
-    if args.launcher == "mpirun" and args.what in ("net", "io", "exec"):
+    if args.launcher == "mpirun" and args.what in ("net", "io", "exec", "inventory"):
         return b.build(
             "mpirun",
             b.MpirunSpec(

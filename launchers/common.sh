@@ -39,19 +39,37 @@ PHASES=0
 DONE=0
 ABORTED=()
 # phase NAME LIMIT_S CMD...: run one phase under a hard time limit; a phase that fails or
-# hangs is noted and the run goes on, so the report says what is missing.
+# hangs is noted and the run goes on, so the report says what is missing. On the node that
+# writes phases.jsonl its output also goes to OUT/phase-NAME.log, where the report reads the
+# phase's last error line (as the sbatch job's).
 phase() {
   local name=$1 limit=$2 start=$SECONDS rc
   shift 2
   DONE=$((DONE + 1))
   echo "stoker: [$DONE/$PHASES] $name started $(date -u +%FT%TZ)"
-  timeout --kill-after=30 "$limit" "$@"
-  rc=$?
+  if [ "${WRITE_PHASES:-1}" = 1 ]; then
+    timeout --kill-after=30 "$limit" "$@" 2>&1 | tee "$OUT/phase-$name.log"
+    rc=${PIPESTATUS[0]}
+  else
+    timeout --kill-after=30 "$limit" "$@"
+    rc=$?
+  fi
   echo "stoker: [$DONE/$PHASES] $name ended rc=$rc after $((SECONDS - start)) s"
   if [ "${WRITE_PHASES:-1}" = 1 ]; then
-    printf '{"phase":"%s","rc":%d,"elapsed_s":%d}\n' "$name" "$rc" "$((SECONDS - start))" >> "$OUT/phases.jsonl"
+    printf '{"phase":"%s","rc":%d,"elapsed_s":%d,"log":"phase-%s.log"}\n' "$name" "$rc" "$((SECONDS - start))" "$name" >> "$OUT/phases.jsonl"
   fi
   [ "$rc" -eq 0 ] || ABORTED+=("$name")
+}
+
+# rank_env: the names mpirun forwards to every rank (-x), comma-separated: the run's own,
+# STOKER_RANK_ENV (the fabric's, set by the cloud jobs) and every NCCL_/FI_/UCX_ variable
+# set here, so a fabric setting never stays on the launcher only.
+rank_env() {
+  local v out=()
+  for v in STOKER_RUN_ID MASTER_ADDR MASTER_PORT ${STOKER_RANK_ENV//,/ } $(compgen -e | grep -E '^(NCCL|FI|UCX)_'); do
+    [ -n "${!v+x}" ] && [[ " ${out[*]} " != *" $v "* ]] && out+=("$v")   # set, and once
+  done
+  (IFS=,; echo "${out[*]}")
 }
 
 # finish REPORT_RC: the verdict (0 pass, 1 fail), 3 when a phase aborted but the report
