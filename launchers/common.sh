@@ -62,11 +62,11 @@ phase() {
 }
 
 # rank_env: the names mpirun forwards to every rank (-x), comma-separated: the run's own,
-# STOKER_RANK_ENV (the fabric's, set by the cloud jobs) and every NCCL_/FI_/UCX_ variable
+# STOKER_RANK_ENV (the fabric's, set by the cloud jobs) and every NCCL_/FI_/UCX_/GLOO_ variable
 # set here, so a fabric setting never stays on the launcher only.
 rank_env() {
   local v out=()
-  for v in STOKER_RUN_ID MASTER_ADDR MASTER_PORT ${STOKER_RANK_ENV//,/ } $(compgen -e | grep -E '^(NCCL|FI|UCX)_'); do
+  for v in STOKER_RUN_ID MASTER_ADDR MASTER_PORT ${STOKER_RANK_ENV//,/ } $(compgen -e | grep -E '^(NCCL|FI|UCX|GLOO)_'); do
     [ -n "${!v+x}" ] && [[ " ${out[*]} " != *" $v "* ]] && out+=("$v")   # set, and once
   done
   (IFS=,; echo "${out[*]}")

@@ -13,7 +13,7 @@
 # uses mpi4py), LOCAL_IO ($TMPDIR or /tmp on each node), SHARED_IO ($OUT/io-scratch),
 # STOKER_PY (the python with stoker), STOKER_EXPECT_NODES (the node count the job asked for:
 # NNODES and the hostfile's lines must match it), FAIL_UNJUDGED (1: unjudged ends 1).
-# STOKER_RANK_ENV (names forwarded to every rank with -x, besides every NCCL_/FI_/UCX_ set
+# STOKER_RANK_ENV (names forwarded to every rank with -x, besides every NCCL_/FI_/UCX_/GLOO_ set
 # here), IO_WRITERS (checkpoint writers per node; default one per GPU, as `stoker run`).
 # Open MPI settings pass through OMPI_MCA_*.
 # Arguments: stoker run's options: --profile, --spec, --workload, and every profile knob.
@@ -44,6 +44,7 @@ SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 tokens LIMITS limits "$@"
 INVENTORY_LIMIT=${LIMITS[3]}
 mkdir -p "$OUT" || die2 "cannot create $OUT"
+tokens _ claim --out "$OUT"   # this run's dir before the inventory writes into it, else exit 2
 
 # every rank gets the run's settings and the fabric's (rank_env, common.sh), wherever it runs
 L=(--launcher mpirun --nnodes "$NNODES" --export "$(rank_env)")

@@ -64,9 +64,11 @@ MARK="$OUT/.stoker-run-id"
 if [ "$SHARED_OUT" = 0 ]; then
   [ -n "${STOKER_RUN_ID:-}" ] || die2 "SHARED_OUT=0 needs STOKER_RUN_ID, the same on every node"
   export STOKER_RUN_ID
+  tokens _ claim --out "$OUT"   # this node's own OUT is this run's before any phase writes there
 elif [ "$NODE_RANK" -eq 0 ]; then
   rm -f "$OUT"/.stoker-seen-*
   export STOKER_RUN_ID="${STOKER_RUN_ID:-torchrun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
+  tokens _ claim --out "$OUT"   # before the run id goes out: every node's first phase writes there
   echo "$STOKER_RUN_ID" > "$MARK.tmp" && mv "$MARK.tmp" "$MARK"
 else
   for _ in $(seq "$SYNC_TIMEOUT"); do

@@ -63,8 +63,13 @@ def test_mpirun_script_runs_every_phase_and_exits_with_the_verdict(tmp_path: Pat
     }
     p = script("mpirun.sh", env, *SMALL, cwd=tmp_path)
     phases = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]
-    assert [(x["phase"], x["rc"]) for x in phases] == [("intra-node", 0), ("storage", 0)], p.stdout[-3000:]
+    assert [(x["phase"], x["rc"]) for x in phases] == [("inventory", 0), ("intra-node", 0), ("storage", 0)], (
+        p.stdout[-3000:]
+    )
+    assert all((out / x["log"]).is_file() for x in phases)  # where the report finds a phase's error line
     recs = read_records(out)
+    hosts = [json.loads(x) for x in (out / "host.jsonl").read_text().splitlines()]
+    assert hosts and {h["kind"] for h in hosts} == {"host"}  # the inventory phase's records
     assert {r.ranks for r in recs.net} == {2} and recs.io
     assert len({r.run_id for r in [*recs.net, *recs.io]}) == 1
     assert all(r.run_id.startswith("mpirun-") for r in recs.net)
