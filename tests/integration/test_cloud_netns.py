@@ -295,11 +295,12 @@ def test_world_size_mismatch_is_one_line(
 
 # What `ssh` into a worker pod gives a command: the pod's network namespace and host name,
 # and a session environment from sshd, not the pod's env (Open MPI joins the remote command
-# into one string, as ssh does). Options Open MPI may put before the host are skipped.
+# into one string, as ssh does). Options Open MPI may put before the host are skipped; it
+# passes the host name without its domain.
 AGENT = """#!/bin/bash
 while [ "${1#-}" != "$1" ]; do shift; done
 host=$1; shift
-case "$host" in
+case "${host%%.*}" in
 %s
   *) echo "rsh agent: no worker $host" >&2; exit 255 ;;
 esac
@@ -330,7 +331,8 @@ def test_mpijob_launcher_beside_worker_0_reaches_every_rank(
             fh.writelines(f"{cluster.addr(i)}\t{w}\n" for i, w in enumerate(workers))
     agent = tmp_path / "rsh-agent"
     cases = "\n".join(
-        f"  {w}) ns={cluster.namespaces[i]} name={cluster.hosts[i]} ;;" for i, w in enumerate(workers)
+        f"  {w.split('.')[0]}) ns={cluster.namespaces[i]} name={cluster.hosts[i]} ;;"
+        for i, w in enumerate(workers)
     )
     agent.write_text(AGENT % cases)
     agent.chmod(agent.stat().st_mode | stat.S_IXUSR)
