@@ -56,7 +56,13 @@ phase() {
   fi
   echo "stoker: [$DONE/$PHASES] $name ended rc=$rc after $((SECONDS - start)) s"
   if [ "${WRITE_PHASES:-1}" = 1 ]; then
-    printf '{"phase":"%s","rc":%d,"elapsed_s":%d,"log":"phase-%s.log"}\n' "$name" "$rc" "$((SECONDS - start))" "$name" >> "$OUT/phases.jsonl"
+    # a failed phase's reason: its last `stoker ...: ` line, not the launcher's banner after it
+    local err=""
+    [ "$rc" -eq 0 ] || err=$(grep -E '^stoker[a-z ]*: ' "$OUT/phase-$name.log" | tail -n 1)
+    "$STOKER_PY" -c 'import json, sys
+n, rc, el, err = sys.argv[1:]
+line = {"phase": n, "rc": int(rc), "elapsed_s": int(el), "log": f"phase-{n}.log"}
+print(json.dumps({**line, "error": err[:300]} if err else line))' "$name" "$rc" "$((SECONDS - start))" "$err" >> "$OUT/phases.jsonl"
   fi
   [ "$rc" -eq 0 ] || ABORTED+=("$name")
 }
