@@ -16,8 +16,8 @@ its nodes — no API server, cloud or dstack server is involved:
   its host name and none of the pod's environment (sshd hands a session none of it), so
   the fabric's settings reach the remote ranks only through `mpirun -x`.
 
-Each must reach a report with network and storage records from both nodes, and host
-records (the inventory phase) from every node whose results dir is the shared one; each
+Each must reach a report with network and storage records from both nodes, the inventory
+phase run on every node (its nodes have no device to record: a veth is virtual); each
 fabric's env must be in the manifest every rank host wrote from inside the rank; the
 measured inter-node bandwidth must fit under the shaped link. One pod with wrong rank
 variables ends in the one-line failure before any sweep, on node 0 too at once.
@@ -204,6 +204,13 @@ def host_records(out: Path) -> set[str]:
     return {json.loads(x)["host"] for x in path.read_text().splitlines()} if path.exists() else set()
 
 
+def inventoried(log: str) -> set[str]:
+    """The hosts whose inventory phase reported (`inventory HOST: ...`). A namespaced node
+    has only a veth (virtual: no record) and no GPU or RDMA device, so its inventory says
+    `nothing`; records come where there is hardware (the Slurm and mpirun.sh tests)."""
+    return {ln.split()[1].rstrip(":") for ln in log.splitlines() if ln.startswith("inventory ")}
+
+
 @pytest.mark.parametrize(
     "platform,port,shared,fabric",
     [
@@ -254,10 +261,9 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
     if not shared:  # node 1's own dir holds nothing: rank 0 wrote every record on node 0
         assert not (tmp_path / "pod1" / j.name / "net.jsonl").exists()
     fabric_env_in_every_rank(out, fabric, hosts)
-    # the inventory phase: every node reads itself into its results dir (node 1's own one without a volume)
-    assert host_records(out) == (hosts if shared else {cluster.hosts[0]}), logs
-    if not shared:
-        assert host_records(tmp_path / "pod1" / j.name) == {cluster.hosts[1]}
+    # the inventory phase ran on every node, each reading itself (a veth is not a record)
+    assert [inventoried(o + e) for _, o, e in res] == [{h} for h in cluster.hosts], logs
+    assert host_records(out) <= hosts
     phases = [json.loads(x)["phase"] for x in (out / "phases.jsonl").read_text().splitlines()]
     assert phases == ["inventory", "intra-node", "inter-node", "pairs", "storage"], phases
 
@@ -356,7 +362,8 @@ def test_mpijob_launcher_beside_worker_0_reaches_every_rank(
     assert {h for r in recs.net for h in r.hosts} == hosts, logs
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == hosts, logs
     fabric_env_in_every_rank(run, fabric, hosts)  # node 1's ranks had only sshd's env and -x
-    assert host_records(run) == hosts, logs  # mpirun.sh's inventory phase, one task per node
+    # mpirun.sh's inventory phase: one task per node, each reading itself
+    assert inventoried((run / "phase-inventory.log").read_text()) == hosts, logs
     phases = [json.loads(x) for x in (run / "phases.jsonl").read_text().splitlines()]
     assert [(x["phase"], x["rc"]) for x in phases] == [
         (n, 0) for n in ("inventory", "intra-node", "inter-node", "pairs", "storage")
