@@ -53,6 +53,7 @@ def _parser() -> OneLineParser:
             p.add_argument("--nproc", type=int)
         if what == "io":
             p.add_argument("--path", action="append", required=True)
+            p.add_argument("--writers", type=int, help="checkpoint writers per node (one per GPU)")
         add_profile_arguments(p, default="standard")
     return parser
 
@@ -89,7 +90,11 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
                 stoker=stoker,
             )
         )
-    return b.io_argv(b.IoCommand(profile=profile, out=args.out, paths=tuple(args.path), stoker=stoker))
+    return b.io_argv(
+        b.IoCommand(
+            profile=profile, out=args.out, paths=tuple(args.path), stoker=stoker, writers=args.writers
+        )
+    )
 
 
 def launched(args: argparse.Namespace, prog: list[str]) -> list[str]:

@@ -10,8 +10,10 @@ import shlex
 from dataclasses import dataclass, fields
 
 from launchers.acceptance import job_limit_s
-from launchers.fabrics import FABRICS, Fabric
+from launchers.fabrics import FABRICS, Fabric, device_row
+from launchers.podmemory import PodMemory
 from launchers.profiles import PROFILES, Profile
+from reports.units import parse_size
 
 PLATFORMS = ("slurm", "k8s", "skypilot", "dstack")
 K8S_KINDS = ("job", "mpijob", "jobset")
@@ -19,6 +21,8 @@ CPU_RANKS = 2  # ranks per node without GPUs (gloo), as everywhere else
 SHM_PER_RANK_GIB = 2  # /dev/shm: NCCL's shared-memory transport and torch's IPC, per rank
 MASTER_PORT = 29500
 INPUTS_DIR = "/stoker-inputs"  # where the spec and workload are mounted in the container
+LOCAL_DIR = "/stoker-local"  # where the node-local volume is mounted: LOCAL_IO lives in it
+CPU_WRITERS = 8  # iobench default_procs' ceiling: the writers of a node without GPUs, at most
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -47,6 +51,10 @@ class CloudJob:
     network_tier: str | None = None  # SkyPilot resources.network_tier
     networks: str | None = None  # Multus networks for roce
     fabric_devices: int | None = None  # override of the fabric's device count per pod
+    device_plugin: str | None = None  # fabrics.DEVICES row (None: the fabric's first)
+    instance_type: str | None = None  # EFA: the row's device count; k8s node selector too
+    fabric_resources: tuple[tuple[str, int], ...] = ()  # --fabric-resource: replaces the row
+    local_volume: str | None = None  # hostpath:/DIR or ephemeral:CLASS[:SIZE]; None: emptyDir
     allow_unjudged: bool = False  # False: nothing compared with a reference fails the job
 
     @property
@@ -72,6 +80,39 @@ class CloudJob:
     @property
     def shm_gib(self) -> int:
         return SHM_PER_RANK_GIB * self.ranks_per_node
+
+    @property
+    def writers(self) -> int:
+        """Checkpoint writers per node: one per GPU, as `stoker run` (torchrun.sh passes it)."""
+        return self.gpus_per_node or CPU_WRITERS
+
+    @property
+    def devices(self) -> tuple[tuple[str, int], ...]:
+        """The fabric's extended resources per pod: --fabric-resource, else the table's row
+        (its count times the Multus attachments where per attachment; --fabric-devices)."""
+        if self.fabric_resources:
+            return self.fabric_resources
+        row = device_row(self.fabric, self.device_plugin, self.instance_type)
+        if row is None:
+            return ()
+        count = row.count * (len(self.attachments) if row.per_attachment else 1)
+        return ((row.resource, self.fabric_devices or count),)
+
+    @property
+    def attachments(self) -> list[str]:
+        return [n.strip() for n in (self.networks or "sriov-rdma").split(",") if n.strip()]
+
+    @property
+    def memory(self) -> PodMemory:
+        p = self.profile
+        return PodMemory(
+            shm_bytes=self.shm_gib << 30,
+            ranks=self.ranks_per_node,
+            gpus=self.gpus_per_node > 0,
+            max_bytes=parse_size(p.max_bytes, "--max-bytes"),
+            writers=self.writers if "checkpoint" in p.workloads else 0,
+            ckpt_bytes=parse_size(p.ckpt_bytes, "--ckpt-bytes") if "checkpoint" in p.workloads else 0,
+        )
 
 
 # profile field -> the option that sets it (`stoker run`'s, which torchrun.sh takes)
@@ -118,7 +159,11 @@ def node_env(job: CloudJob) -> list[tuple[str, str]]:
         ("MASTER_PORT", str(MASTER_PORT)),
         ("FAIL_UNJUDGED", "0" if job.allow_unjudged else "1"),
     ]
-    return env + list(job.fab.env)
+    if job.local_volume:  # the node's own disk, mounted at LOCAL_DIR (k8s.py, tasks.py)
+        env.append(("LOCAL_IO", f"{LOCAL_DIR}/stoker-io"))
+    fab = list(job.fab.env)
+    # the fabric's names: mpirun.sh forwards each to every rank (-x), as it does the run id
+    return env + fab + [("STOKER_RANK_ENV", ",".join(k for k, _ in fab))]
 
 
 # The platform's variables -> torchrun.sh's. Each a bash fragment evaluated on the node.

@@ -98,9 +98,23 @@ phase() {
   elapsed=$((SECONDS - start))
   echo "stoker: [$DONE/$PHASES] $name ended rc=$rc after $elapsed s"
   if [ "${WRITE_PHASES:-1}" = 1 ]; then
-    "$STOKER_PY" -m reports.phases "$OUT" "$name" "$rc" "$elapsed" --log "phase-$name.log"
+    # a failed phase's reason: its last `stoker ...: ` line, not the launcher's banner after it
+    local err=""
+    [ "$rc" -eq 0 ] || err=$(grep -E '^stoker[a-z ]*: ' "$OUT/phase-$name.log" | tail -n 1)
+    "$STOKER_PY" -m reports.phases "$OUT" "$name" "$rc" "$elapsed" --log "phase-$name.log" --error "$err"
   fi
   [ "$rc" -eq 0 ] || ABORTED+=("$name")
+}
+
+# rank_env: the names mpirun forwards to every rank (-x), comma-separated: the run's own,
+# STOKER_RANK_ENV (the fabric's, set by the cloud jobs) and every NCCL_/FI_/UCX_/GLOO_ variable
+# set here, so a fabric setting never stays on the launcher only.
+rank_env() {
+  local v out=()
+  for v in STOKER_RUN_ID MASTER_ADDR MASTER_PORT ${STOKER_RANK_ENV//,/ } $(compgen -e | grep -E '^(NCCL|FI|UCX|GLOO)_'); do
+    [ -n "${!v+x}" ] && [[ " ${out[*]} " != *" $v "* ]] && out+=("$v")   # set, and once
+  done
+  (IFS=,; echo "${out[*]}")
 }
 
 # finish REPORT_RC: the verdict (0 pass, 1 fail), 3 when a phase aborted but the report

@@ -7,16 +7,23 @@
   headless Service itself (`<job>-node-0-0.<job>`).
 - kind mpijob: an MPIJob (kubeflow.org/v2beta1) for clusters with the MPI Operator: the
   launcher runs launchers/mpirun.sh over the operator's hostfile; workers run sshd.
-Every pod: GPUs = its ranks, /dev/shm in memory, the job's deadline, the results volume.
+Every pod: GPUs = its ranks, /dev/shm in memory, the job's deadline, the results volume,
+a node-local volume for the local storage test (LOCAL_IO), a memory request = limit
+computed from what it holds (launchers/podmemory.py). Only the pods that run ranks carry
+ROLE_LABEL=node, which their required anti-affinity selects: the MPIJob launcher (no GPUs)
+may share a node with a worker.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from launchers.cloudjob import CloudJob, node_env, node_script, stoker_args
+from launchers.cloudjob import LOCAL_DIR, CloudJob, node_env, node_script, stoker_args
+from launchers.fabrics import INSTANCE_TYPE_LABEL
+from reports.errors import UsageError
 
 JOB_LABEL = "stoker.dev/job"
+ROLE_LABEL = "stoker.dev/role"  # node: a pod that runs ranks (one per node); launcher: mpirun's
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 MULTUS = "k8s.v1.cni.cncf.io/networks"
@@ -48,18 +55,42 @@ def pod_resources(job: CloudJob, worker: bool) -> dict[str, Any]:
     if worker:
         if job.gpus_per_node:
             limits["nvidia.com/gpu"] = job.gpus_per_node
-        fab = job.fab
-        if fab.device_resource:
-            limits[fab.device_resource] = job.fabric_devices or fab.default_devices
-        limits.update(dict(fab.resources))
+        limits.update(dict(job.devices))
+        limits.update(dict(job.fab.resources))
+        # shm + ranks + writers (podmemory): a limit below that is an OOM kill mid-run
+        limits["memory"] = f"{job.memory.limit_gib}Gi"
     # extended resources and hugepages: requests must equal limits
     return {"limits": limits, "requests": dict(limits)} if limits else {}
+
+
+def local_volume(spec: str | None) -> dict[str, Any]:
+    """--local-volume as a pod volume: the node's own disk for the local storage test.
+    hostpath:/DIR (a directory on the node, e.g. its NVMe), ephemeral:CLASS[:SIZE] (a generic
+    ephemeral volume of a local storage class), none: an emptyDir (the kubelet's disk)."""
+    if not spec:
+        return {"emptyDir": {}}
+    kind, _, rest = spec.partition(":")
+    if kind == "hostpath" and rest.startswith("/"):
+        return {"hostPath": {"path": rest, "type": "DirectoryOrCreate"}}
+    cls, _, size = rest.partition(":")
+    if kind == "ephemeral" and cls:
+        claim = {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": cls,
+            "resources": {"requests": {"storage": size or "500Gi"}},
+        }
+        return {"ephemeral": {"volumeClaimTemplate": {"spec": claim}}}
+    raise UsageError(
+        f"--local-volume {spec!r}: use hostpath:/DIR (the node's NVMe mount) or "
+        "ephemeral:STORAGECLASS[:SIZE] (a local storage class)"
+    )
 
 
 def _volumes(job: CloudJob) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     mounts: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "results", "mountPath": job.out},
+        {"name": "local", "mountPath": LOCAL_DIR},
     ]
     volumes: list[dict[str, Any]] = [
         # NCCL's shared-memory transport lives in /dev/shm; the container default is 64 MiB
@@ -72,6 +103,7 @@ def _volumes(job: CloudJob) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
                 else {"emptyDir": {}}
             ),
         },
+        {"name": "local", **local_volume(job.local_volume)},
     ]
     if job.spec_text is not None or job.workload_text is not None:
         mounts.append({"name": "inputs", "mountPath": job.inputs_dir, "readOnly": True})
@@ -101,34 +133,42 @@ def pod_template(
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
                     {
-                        "labelSelector": {"matchLabels": {JOB_LABEL: job.name}},
+                        "labelSelector": {"matchLabels": {JOB_LABEL: job.name, ROLE_LABEL: "node"}},
                         "topologyKey": "kubernetes.io/hostname",
                     }
                 ]
             }
         }
-    if job.node_selector:
-        spec["nodeSelector"] = dict(job.node_selector)
+    selector = dict(job.node_selector)
+    if worker and job.instance_type:  # the EFA count is this type's: run only there
+        selector.setdefault(INSTANCE_TYPE_LABEL, job.instance_type)
+    if selector:
+        spec["nodeSelector"] = selector
     spec["containers"] = [container]
     spec["volumes"] = volumes
     annotations: dict[str, str] = {}
     if worker and fab.network_annotation:
-        annotations[MULTUS] = job.networks or "sriov-rdma"
+        annotations[MULTUS] = ",".join(job.attachments)
     if worker and job.topology:
         annotations[KUEUE_TOPOLOGY] = job.topology
-    meta: dict[str, Any] = {"labels": {"app.kubernetes.io/name": "stoker", JOB_LABEL: job.name}}
+    role = "node" if worker else "launcher"
+    meta: dict[str, Any] = {
+        "labels": {"app.kubernetes.io/name": "stoker", JOB_LABEL: job.name, ROLE_LABEL: role}
+    }
     if annotations:
         meta["annotations"] = annotations
     return {"metadata": meta, "spec": spec}
 
 
 def _node_env(job: CloudJob) -> list[tuple[str, str]]:
-    return [
+    env = [
         ("NNODES", str(job.nodes)),
         ("MASTER_ADDR", master_addr(job)),
         ("NPROC_PER_NODE", str(job.ranks_per_node)),
         *node_env(job),
     ]
+    # every pod has the local volume (an emptyDir without --local-volume): LOCAL_IO is on it
+    return env if job.local_volume else [*env, ("LOCAL_IO", f"{LOCAL_DIR}/stoker-io")]
 
 
 def _indexed_job_spec(job: CloudJob) -> dict[str, Any]:
@@ -199,13 +239,10 @@ def jobset(job: CloudJob) -> list[dict[str, Any]]:
 
 
 def mpijob(job: CloudJob) -> list[dict[str, Any]]:
-    launcher_env = [
-        ("HOSTFILE", MPI_HOSTFILE),
-        ("NNODES", str(job.nodes)),
-        ("MASTER_ADDR", master_addr(job)),
-        ("NPROC_PER_NODE", str(job.ranks_per_node)),
-        *node_env(job),
-    ]
+    # the ranks run on the workers, started by mpirun over ssh: sshd does not hand them the
+    # pod's env, so mpirun.sh forwards every name in STOKER_RANK_ENV (-x); the workers'
+    # own env carries the same values for anything else started there
+    launcher_env = [("HOSTFILE", MPI_HOSTFILE), *_node_env(job)]
     run = ["bash", f"{job.stoker_dir}/launchers/mpirun.sh", *stoker_args(job)]
     return [
         {
@@ -229,7 +266,7 @@ def mpijob(job: CloudJob) -> list[dict[str, Any]]:
                     "Worker": {
                         "replicas": job.nodes,
                         "restartPolicy": "Never",
-                        "template": pod_template(job, ["/usr/sbin/sshd", "-De"], []),
+                        "template": pod_template(job, ["/usr/sbin/sshd", "-De"], _node_env(job)),
                     },
                 },
             },

@@ -13,6 +13,8 @@
 # uses mpi4py), LOCAL_IO ($TMPDIR or /tmp on each node), SHARED_IO ($OUT/io-scratch),
 # STOKER_PY (the python with stoker), STOKER_EXPECT_NODES (the node count the job asked for:
 # NNODES and the hostfile's lines must match it), FAIL_UNJUDGED (1: unjudged ends 1).
+# STOKER_RANK_ENV (names forwarded to every rank with -x, besides every NCCL_/FI_/UCX_/GLOO_ set
+# here), IO_WRITERS (checkpoint writers per node; default one per GPU, as `stoker run`).
 # Open MPI settings pass through OMPI_MCA_*.
 # Arguments: stoker run's options: --profile, --spec, --workload, and every profile knob.
 set -u
@@ -35,6 +37,8 @@ if [ -n "${STOKER_EXPECT_NODES:-}" ]; then   # never N one-node tests reported a
 fi
 NPROC_PER_NODE=${NPROC_PER_NODE:-$(gpu_count)}
 [ "$NPROC_PER_NODE" -gt 0 ] || NPROC_PER_NODE=2
+# one checkpoint writer per GPU (each rank saves its shard), as `stoker run`; none: stoker io's
+[ "$(gpu_count)" -gt 0 ] && IO_WRITERS=${IO_WRITERS:-$NPROC_PER_NODE}
 export MASTER_ADDR=${MASTER_ADDR:-$(hostname)}
 export MASTER_PORT=${MASTER_PORT:-29500}
 export STOKER_RUN_ID="${STOKER_RUN_ID:-mpirun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
@@ -42,10 +46,12 @@ OWN_LOCAL_IO=; [ -n "${LOCAL_IO:-}" ] || OWN_LOCAL_IO=1   # the default dir is o
 LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$STOKER_RUN_ID}
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 tokens LIMITS limits "$@"
+INVENTORY_LIMIT=${LIMITS[3]}
 mkdir -p "$OUT" || die2 "cannot create $OUT"
 claim_out  # OUT is stoker's before anything is written into it
 
-L=(--launcher mpirun --nnodes "$NNODES" --export STOKER_RUN_ID,MASTER_ADDR,MASTER_PORT)
+# every rank gets the run's settings and the fabric's (rank_env, common.sh), wherever it runs
+L=(--launcher mpirun --nnodes "$NNODES" --export "$(rank_env)")
 [ -n "${HOSTFILE:-}" ] && L+=(--hostfile "$HOSTFILE")
 [ "$(id -u)" -eq 0 ] && L+=(--allow-run-as-root)
 
@@ -74,7 +80,7 @@ for i in "${!SCOPES[@]}"; do
   tokens CMD "${L[@]}" --nproc-per-node "$NPROC_PER_NODE" net --scopes "${SCOPES[$i]}" --backend "$BACKEND" --out "$OUT" "$@"
   phase "${NAMES[$i]}" $((LIMITS[0] + GRACE)) "${CMD[@]}"
 done
-tokens CMD "${L[@]}" --nproc-per-node 1 io --path "$LOCAL_IO" --path "$SHARED_IO" --out "$OUT" "$@"
+tokens CMD "${L[@]}" --nproc-per-node 1 io --path "$LOCAL_IO" --path "$SHARED_IO" ${IO_WRITERS:+--writers "$IO_WRITERS"} --out "$OUT" "$@"
 phase storage $((LIMITS[1] + GRACE)) "${CMD[@]}"
 if [ -n "$OWN_LOCAL_IO" ]; then  # rmdir: only if stoker io left it empty
   tokens CMD "${L[@]}" --nproc-per-node 1 exec -- rmdir "$LOCAL_IO"

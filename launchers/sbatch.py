@@ -93,7 +93,15 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
         )
     )
     lines.append(b.shell_line(mkdir))
-    io = b.io_argv(b.IoCommand(profile=p, out="$OUT", paths=("$LOCAL_IO", "$SHARED_IO"), stoker=cfg.stoker))
+    io = b.io_argv(
+        b.IoCommand(
+            profile=p,
+            out="$OUT",
+            paths=("$LOCAL_IO", "$SHARED_IO"),
+            stoker=cfg.stoker,
+            writers=cfg.gpus_per_node or None,  # one per GPU, as `stoker run`
+        )
+    )
     cmd = _srun(cfg, io, 1, p.io_timeout_s, mpi=False)
     lines.append(b.shell_line(["phase", "storage", str(p.io_timeout_s + PHASE_GRACE_S), *cmd]))
     if cfg.local_path is None:  # our own per-node dir; rmdir leaves it if anything is left in it

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from launchers.cloudjob import CloudJob, node_env, node_script
-from launchers.k8s import pod_resources
+from launchers.cloudjob import LOCAL_DIR, CloudJob, node_env, node_script
+from launchers.k8s import local_volume, pod_resources
 
 
 def _inputs(job: CloudJob) -> list[tuple[str, str]]:
@@ -28,8 +28,10 @@ def skypilot(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
     if job.gpus_per_node:
         resources["accelerators"] = _gpus(job, accelerator)
     resources["image_id"] = f"docker:{job.image}"
-    if job.network_tier:
-        resources["network_tier"] = job.network_tier
+    if job.instance_type:
+        resources["instance_type"] = job.instance_type
+    if job.network_tier or job.fab.skypilot_tier:  # efa/ib: without it no fabric is attached
+        resources["network_tier"] = job.network_tier or job.fab.skypilot_tier
     task: dict[str, Any] = {
         "name": job.name,
         "num_nodes": job.nodes,
@@ -46,17 +48,25 @@ def skypilot(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
     res = pod_resources(job, worker=True)
     res.get("limits", {}).pop("nvidia.com/gpu", None)  # SkyPilot asks for the GPUs itself
     res.get("requests", {}).pop("nvidia.com/gpu", None)
+    for part in res.values():  # SkyPilot sizes the pod's memory itself: resources.memory
+        part.pop("memory", None)
+    resources["memory"] = f"{job.memory.limit_gib}+"
     if res.get("limits"):
         container["resources"] = res
     if fab.capabilities:
         container["securityContext"] = {"capabilities": {"add": list(fab.capabilities)}}
     pod: dict[str, Any] = {}
     if fab.network_annotation:
-        pod["metadata"] = {"annotations": {"k8s.v1.cni.cncf.io/networks": job.networks or "sriov-rdma"}}
+        pod["metadata"] = {"annotations": {"k8s.v1.cni.cncf.io/networks": ",".join(job.attachments)}}
     if container:
         pod["spec"] = {"containers": [container]}
     if fab.host_network:
         pod.setdefault("spec", {}).update(hostNetwork=True, dnsPolicy="ClusterFirstWithHostNet")
+    if job.local_volume:  # on Kubernetes: the node's disk, as the k8s job's (k8s.local_volume)
+        container["volumeMounts"] = [{"name": "local", "mountPath": LOCAL_DIR}]
+        spec = pod.setdefault("spec", {})
+        spec["containers"] = [container]
+        spec["volumes"] = [{"name": "local", **local_volume(job.local_volume)}]
     if pod:
         task["config"] = {"kubernetes": {"pod_config": pod}}
     task["run"] = node_script(job, "skypilot")
@@ -68,6 +78,7 @@ def dstack(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
     if job.gpus_per_node:
         resources["gpu"] = _gpus(job, accelerator)
     resources["shm_size"] = f"{job.shm_gib}GB"
+    resources["memory"] = f"{job.memory.limit_gib}GB.."  # shm + ranks + writers (podmemory)
     task: dict[str, Any] = {
         "type": "task",
         "name": job.name,
@@ -80,8 +91,11 @@ def dstack(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
     }
     if _inputs(job):
         task["files"] = [f"{local}:{remote}" for local, remote in _inputs(job)]
-    if job.results_volume:
-        task["volumes"] = [{"name": job.results_volume, "path": job.out}]
+    volumes: list[Any] = [{"name": job.results_volume, "path": job.out}] if job.results_volume else []
+    if job.local_volume:  # an instance volume: the host's own disk (checked in submit_cloud)
+        volumes.append({"instance_path": job.local_volume.partition(":")[2], "path": LOCAL_DIR})
+    if volumes:
+        task["volumes"] = volumes
     task["resources"] = resources
     task["commands"] = node_script(job, "dstack").splitlines()
     return task

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from launchers import submit_cloud
@@ -112,6 +113,15 @@ def check_gres(gpus_per_node: int, partition: str | None) -> None:
         raise UsageError(problem)
 
 
+def kept_inputs(cfg: SbatchConfig) -> SbatchConfig:
+    """The config with the spec and workload read from their copies in the results dir
+    (keep_inputs writes them there); a workload preset name stays a name."""
+    out = Path(cfg.out)
+    spec = str(out / "spec.yaml") if cfg.spec else None
+    workload = str(out / "workload.yaml") if cfg.workload and Path(cfg.workload).is_file() else cfg.workload
+    return replace(cfg, spec=spec, workload=workload)
+
+
 def _stamp() -> str:
     return time.strftime("%Y%m%dT%H%M%S", time.gmtime())
 
@@ -125,25 +135,32 @@ def main(args: argparse.Namespace) -> int:
         return submit_cloud.main(args)
     submit_cloud.check_slurm_args(args)
     cfg = config_from_args(args, Path.cwd())
-    script = render(cfg)
-    if args.dry_run:
-        sys.stdout.write(script)
-        return 0
     sbatch = shutil.which("sbatch")
-    if sbatch is None:
+    if not args.dry_run and sbatch is None:
         raise UsageError(
             "sbatch not found on PATH: run this on a Slurm login node, or use --dry-run to print the script"
         )
-    check_gres(cfg.gpus_per_node, cfg.partition)
+    if not args.dry_run:
+        check_gres(cfg.gpus_per_node, cfg.partition)
     kept = Path(cfg.out) / "acceptance.sbatch"
+    # the job reads the spec and workload from the results dir (on the shared file system),
+    # never from where they were on the submit host; a dry run without them writes nothing
+    inputs = cfg.spec is not None or cfg.workload is not None
     try:
-        mark_submitted(kept.parent)  # new or empty, else exit 2; the job's first phase claims it
-        keep_inputs(kept.parent, cfg.spec, cfg.workload)
+        if inputs or not args.dry_run:
+            mark_submitted(kept.parent)  # new or empty, else exit 2; the job's first phase claims it
+            keep_inputs(kept.parent, cfg.spec, cfg.workload)
+        cfg = kept_inputs(cfg)
+        script = render(cfg)
+        if args.dry_run:
+            sys.stdout.write(script)
+            return 0
         kept.write_text(script, encoding="utf-8")
     except OSError as exc:
         raise UsageError(
             f"cannot write into the results dir {cfg.out}: {exc.strerror}; pass --out a writable shared dir"
         ) from None
+    assert sbatch is not None
     p = subprocess.run([sbatch, "--parsable", str(kept)], capture_output=True, text=True)
     if p.returncode != 0:
         raise UsageError(

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from launchers.cloudjob import K8S_KINDS, PLATFORMS, CloudJob, dump_yaml
-from launchers.fabrics import FABRICS
-from launchers.k8s import documents
+from launchers.fabrics import DEVICES, FABRICS, device_row, parse_resources
+from launchers.k8s import documents, local_volume
 from launchers.options import checked_file, checked_workload, profile_from_args
 from launchers.skypilot_dstack import dstack, skypilot
 from reports.errors import UsageError
@@ -32,6 +32,10 @@ _CLOUD_ONLY = (
     "network_tier",
     "networks",
     "fabric_devices",
+    "fabric_resource",
+    "device_plugin",
+    "instance_type",
+    "local_volume",
     "job_name",
 )
 CLIENTS = {"k8s": "kubectl", "skypilot": "sky", "dstack": "dstack"}
@@ -62,7 +66,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="network fabric: adds its devices, environment and pod settings (default tcp)",
     )
     g.add_argument(
-        "--fabric-devices", type=int, help="fabric devices per pod (rdma/ib, vpc.amazonaws.com/efa)"
+        "--fabric-devices", type=int, help="the device plugin's count per pod (default: the fabric table's)"
+    )
+    g.add_argument(
+        "--device-plugin",
+        choices=tuple(dict.fromkeys(r.plugin for r in DEVICES)),
+        help="which plugin advertises the fabric's devices: ib coreweave (rdma/ib, default), rdma-shared "
+        "(rdma/rdma_shared_device_a), hostdev (nvidia.com/hostdev); roce sriov; efa aws-efa",
+    )
+    g.add_argument(
+        "--instance-type",
+        help="efa: the instance type, for its EFA count (p5/p5e 32, p5en 16, p4d/p4de 4; default "
+        "p5.48xlarge); k8s: a node selector on it; skypilot: resources.instance_type",
+    )
+    g.add_argument(
+        "--fabric-resource",
+        action="append",
+        default=[],
+        metavar="NAME=COUNT",
+        help="request this extended resource per pod instead of the table's (repeatable), "
+        "e.g. rdma/shared_ib=1",
+    )
+    g.add_argument(
+        "--local-volume",
+        metavar="hostpath:/DIR|ephemeral:CLASS[:SIZE]",
+        help="the node's own disk for the local storage test (k8s default: an emptyDir); "
+        "dstack: hostpath only",
     )
     g.add_argument(
         "--networks", help="roce: Multus network attachments, comma-separated (default sriov-rdma)"
@@ -127,6 +156,13 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         raise UsageError(
             "--kind mpijob needs --results-volume: the launcher and worker 0 must share the results"
         )
+    resources = parse_resources(args.fabric_resource)
+    if not resources:
+        device_row(args.fabric, args.device_plugin, args.instance_type)  # one line if no row fits
+    if args.local_volume:
+        local_volume(args.local_volume)  # its shape, one line when bad
+        if args.platform == "dstack" and not args.local_volume.startswith("hostpath:"):
+            raise UsageError(f"--local-volume {args.local_volume!r}: dstack mounts hostpath:/DIR only")
     spec = checked_file(args.spec, "--spec", cwd)
     workload = checked_workload(args.workload, cwd)
     preset = workload if workload and not Path(workload).is_absolute() else None
@@ -155,6 +191,10 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         network_tier=args.network_tier,
         networks=args.networks,
         fabric_devices=args.fabric_devices,
+        device_plugin=args.device_plugin,
+        instance_type=args.instance_type,
+        fabric_resources=resources,
+        local_volume=args.local_volume,
         allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
     )
 

@@ -41,12 +41,22 @@ need_int NNODES NODE_RANK MASTER_PORT NPROC_PER_NODE SYNC_TIMEOUT SHARED_OUT
 [ -z "${STOKER_EXPECT_NODES:-}" ] || need_int STOKER_EXPECT_NODES
 # Never N one-node tests reported as one N-node test: the world this node joined (its
 # platform's rank variables) must be the one the job asked for, before any sweep.
+# A node that stops here leaves its line in OUT (when OUT is shared), so node 0 stops with
+# it at once instead of waiting SYNC_TIMEOUT for a marker that never comes.
+bad_world() {
+  if [ "${SHARED_OUT:-1}" != 0 ] && [ -n "${OUT:-}" ] && mkdir -p "$OUT" 2>/dev/null; then
+    echo "$1" > "$OUT/.stoker-bad-node.$$" 2>/dev/null
+  fi
+  die2 "$1"
+}
 if [ -n "${STOKER_EXPECT_NODES:-}" ] && [ "$NNODES" != "$STOKER_EXPECT_NODES" ]; then
-  die2 "node rank $NODE_RANK joined a world of $NNODES node(s) but the job asked for $STOKER_EXPECT_NODES: check the platform's node-count variables (no sweep was run)"
+  bad_world "node rank $NODE_RANK joined a world of $NNODES node(s) but the job asked for $STOKER_EXPECT_NODES: check the platform's node-count variables (no sweep was run)"
 fi
 { [ "$NODE_RANK" -ge 0 ] && [ "$NODE_RANK" -lt "$NNODES" ]; } 2>/dev/null ||
-  die2 "node rank '$NODE_RANK' is outside 0..$((NNODES - 1)) for a world of $NNODES node(s): check the platform's rank variables (no sweep was run)"
+  bad_world "node rank '$NODE_RANK' is outside 0..$((NNODES - 1)) for a world of $NNODES node(s): check the platform's rank variables (no sweep was run)"
 tokens LIMITS limits "$@"
+# one checkpoint writer per GPU (each rank saves its shard), as `stoker run`; none: stoker io's
+[ "$(gpu_count)" -gt 0 ] && IO_WRITERS=${IO_WRITERS:-$NPROC_PER_NODE}
 mkdir -p "$OUT" "$LOCAL_IO" || die2 "cannot create $OUT or $LOCAL_IO"
 # node 0 makes OUT stoker's before anything is written there (each node its own with SHARED_OUT=0)
 { [ "$SHARED_OUT" = 0 ] || [ "$NODE_RANK" -eq 0 ]; } && claim_out
@@ -57,19 +67,34 @@ MARK="$OUT/.stoker-run-id"
 if [ "$SHARED_OUT" = 0 ]; then
   [ -n "${STOKER_RUN_ID:-}" ] || die2 "SHARED_OUT=0 needs STOKER_RUN_ID, the same on every node"
   export STOKER_RUN_ID
+  tokens _ claim --out "$OUT"   # this node's own OUT is this run's before any phase writes there
 elif [ "$NODE_RANK" -eq 0 ]; then
   rm -f "$OUT"/.stoker-seen-*
   export STOKER_RUN_ID="${STOKER_RUN_ID:-torchrun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
+  tokens _ claim --out "$OUT"   # before the run id goes out: every node's first phase writes there
   echo "$STOKER_RUN_ID" > "$MARK.tmp" && mv "$MARK.tmp" "$MARK"
 else
-  for _ in $(seq "$SYNC_TIMEOUT"); do [ -s "$MARK" ] && break; sleep 1; done
+  for _ in $(seq "$SYNC_TIMEOUT"); do
+    [ -s "$MARK" ] && break
+    BAD=$(find "$OUT" -maxdepth 1 -name '.stoker-bad-node.*' | head -n 1)
+    [ -z "$BAD" ] || die2 "another node stopped before any sweep: $(head -n 1 "$BAD")"
+    sleep 1
+  done
   [ -s "$MARK" ] || die2 "node $NODE_RANK: no run id from node 0 in $OUT after $SYNC_TIMEOUT s: is OUT on a file system all nodes share, and did node 0 start?"
   STOKER_RUN_ID=$(cat "$MARK")
   export STOKER_RUN_ID
 fi
 [ "$SHARED_OUT" = 0 ] || : > "$OUT/.stoker-seen-$NODE_RANK"
 if [ "$SHARED_OUT" != 0 ] && [ "$NODE_RANK" -eq 0 ]; then
-  for _ in $(seq "$SYNC_TIMEOUT"); do [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] && break; sleep 1; done
+  for _ in $(seq "$SYNC_TIMEOUT"); do
+    [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] && break
+    BAD=$(find "$OUT" -maxdepth 1 -name '.stoker-bad-node.*' | head -n 1)
+    if [ -n "$BAD" ]; then   # another node refused its world: say why, in one line, now
+      WHY=$(head -n 1 "$BAD"); rm -f "$MARK" "$OUT"/.stoker-seen-* "$OUT"/.stoker-bad-node.*
+      die2 "another node stopped before any sweep: $WHY"
+    fi
+    sleep 1
+  done
   [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] || { rm -f "$MARK"; die2 "results dir $OUT is not on a file system shared by all $NNODES nodes (their markers are missing after $SYNC_TIMEOUT s); set OUT to a shared path"; }
 fi
 
@@ -97,7 +122,7 @@ done
 IO_PATHS=(--path "$LOCAL_IO")
 [ "$SHARED_OUT" = 0 ] || IO_PATHS+=(--path "$SHARED_IO")
 tokens CMD "${L[@]}" --nproc-per-node 1 --master-port $((MASTER_PORT + i)) \
-  io "${IO_PATHS[@]}" --out "$OUT" "$@"
+  io "${IO_PATHS[@]}" ${IO_WRITERS:+--writers "$IO_WRITERS"} --out "$OUT" "$@"
 phase storage $((LIMITS[1] + GRACE)) "${CMD[@]}"
 [ -z "$OWN_LOCAL_IO" ] || rmdir "$LOCAL_IO" 2>/dev/null
 

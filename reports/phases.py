@@ -137,13 +137,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("rc", type=int)
     parser.add_argument("elapsed_s", type=int, help="whole seconds, as the shell counts them")
     parser.add_argument("--log", help="the file in DIR holding the phase's output")
+    parser.add_argument("--error", help="a failed phase's reason: its last line that says why")
 
 
 def main(args: argparse.Namespace) -> int:
     """`stoker phase-record DIR NAME RC SECONDS [--log FILE]` (the sbatch job) and
     `python -m reports.phases DIR NAME RC SECONDS [--log FILE]` (launchers/common.sh)."""
     try:
-        append(args.out, line(args.phase, args.rc, args.elapsed_s, log=args.log))
+        error = (args.error or "")[:300] or None
+        append(args.out, line(args.phase, args.rc, args.elapsed_s, log=args.log, error=error))
     except OSError as exc:
         sys.stderr.write(f"stoker: cannot record phase {args.phase} in {args.out}: {exc.strerror}\n")
         return 2

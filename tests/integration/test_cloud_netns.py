@@ -10,15 +10,26 @@ its nodes — no API server, cloud or dstack server is involved:
 - dstack: the task's `commands:` and `env:` with DSTACK_NODE_RANK / _MASTER_NODE_IP /
   _NODES_NUM / _GPUS_PER_NODE.
 
-Each must reach a report with network and storage records from both nodes; the measured
-inter-node bandwidth must fit under the shaped link. One pod with wrong rank variables ends
-in the one-line failure before any sweep.
+- k8s mpijob: the MPIJob launcher's command and env (launchers/mpirun.sh) in node 0's
+  namespace, beside worker 0 as the fixed anti-affinity allows; Open MPI reaches the
+  "workers" through an rsh agent that does what `ssh` into a worker pod does: its namespace,
+  its host name and none of the pod's environment (sshd hands a session none of it), so
+  the fabric's settings reach the remote ranks only through `mpirun -x`.
+
+Each must reach a report with network and storage records from both nodes, the inventory
+phase run on every node (its nodes have no device to record: a veth is virtual); each
+fabric's env must be in the manifest every rank host wrote from inside the rank; the
+measured inter-node bandwidth must fit under the shaped link. One pod with wrong rank
+variables ends in the one-line failure before any sweep, on node 0 too at once.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import stat
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +37,7 @@ import pytest
 import yaml
 
 from launchers.cloudjob import CloudJob
+from launchers.fabrics import FABRICS
 from launchers.profiles import get_profile, with_overrides
 from launchers.submit_cloud import render
 from reports.table import read_records
@@ -56,14 +68,14 @@ PROFILE = with_overrides(
 )  # 2: iobench MIN_RUNTIME_S
 
 
-def job(tmp: Path, name: str, shared: bool = True) -> CloudJob:
+def job(tmp: Path, name: str, shared: bool = True, fabric: str = "tcp") -> CloudJob:
     return CloudJob(
         name=name,
         nodes=2,
         gpus_per_node=0,
         profile=PROFILE,
         image="unused",
-        fabric="tcp",
+        fabric=fabric,
         backend="gloo",
         out=str(tmp / "results"),
         results_volume="rwx" if shared else None,
@@ -163,6 +175,8 @@ def run_platform(
             "MASTER_PORT": str(port),
             "STOKER_PY": STOKER[0],
             "SYNC_TIMEOUT": "20",
+            # the node-local volume (LOCAL_IO under /stoker-local in a pod): a dir of this node's
+            "LOCAL_IO": str(tmp / f"local{i}"),
             **(env_fix or {}).get(i, {}),
         }
         jobs.append((i, argv, c.env(i, env)))
@@ -175,13 +189,41 @@ def summary_line(log: str) -> dict[str, Any]:
     return json.loads(lines[0].removeprefix("stoker-summary "))
 
 
+def fabric_env_in_every_rank(out: Path, fabric: str, hosts: set[str]) -> None:
+    """Each host's net manifest is written from inside its ranks (netbench gathers one per
+    host, with the allowlisted NCCL_/FI_/STOKER_ env): the fabric's settings must be there."""
+    manifests = [json.loads(x) for x in (out / "manifest.jsonl").read_text().splitlines()]
+    net = {m["host"]: m["env"] for m in manifests if m.get("tool") == "net"}
+    assert set(net) == hosts, net.keys()
+    for host, env in net.items():
+        assert dict(FABRICS[fabric].env).items() <= env.items(), (host, fabric, env)
+
+
+def host_records(out: Path) -> set[str]:
+    path = out / "host.jsonl"
+    return {json.loads(x)["host"] for x in path.read_text().splitlines()} if path.exists() else set()
+
+
+def inventoried(log: str) -> set[str]:
+    """The hosts whose inventory phase reported (`inventory HOST: ...`). A namespaced node
+    has only a veth (virtual: no record) and no GPU or RDMA device, so its inventory says
+    `nothing`; records come where there is hardware (the Slurm and mpirun.sh tests)."""
+    return {ln.split()[1].rstrip(":") for ln in log.splitlines() if ln.startswith("inventory ")}
+
+
 @pytest.mark.parametrize(
-    "platform,port,shared", [("k8s", 17611, True), ("skypilot", 17621, True), ("dstack", 17631, False)]
+    "platform,port,shared,fabric",
+    [
+        ("k8s", 17611, True, "efa"),
+        ("skypilot", 17621, True, "ib"),
+        ("dstack", 17631, False, "roce"),
+        ("k8s", 17671, True, "tcp"),
+    ],
 )
 def test_rendered_commands_reach_a_report_from_both_nodes(
-    cluster: netns.NetnsCluster, tmp_path: Path, platform: str, port: int, shared: bool
+    cluster: netns.NetnsCluster, tmp_path: Path, platform: str, port: int, shared: bool, fabric: str
 ) -> None:
-    j = job(tmp_path, f"ncl-{platform}", shared=shared)
+    j = job(tmp_path, f"ncl-{platform}-{fabric}", shared=shared, fabric=fabric)
     # no shared volume: each pod's results dir is its own (an emptyDir), emulated per node
     fix = {} if shared else {i: {"OUT": str(tmp_path / f"pod{i}" / j.name)} for i in range(2)}
     res = run_platform(cluster, platform, j, tmp_path, port, fix)
@@ -218,6 +260,12 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
     assert pair and all(NODE_GBPS * 0.5 <= b <= NODE_GBPS * 1.10 for b in pair), pair
     if not shared:  # node 1's own dir holds nothing: rank 0 wrote every record on node 0
         assert not (tmp_path / "pod1" / j.name / "net.jsonl").exists()
+    fabric_env_in_every_rank(out, fabric, hosts)
+    # the inventory phase ran on every node, each reading itself (a veth is not a record)
+    assert [inventoried(o + e) for _, o, e in res] == [{h} for h in cluster.hosts], logs
+    assert host_records(out) <= hosts
+    phases = [json.loads(x)["phase"] for x in (out / "phases.jsonl").read_text().splitlines()]
+    assert phases == ["inventory", "intra-node", "inter-node", "pairs", "storage"], phases
 
 
 @pytest.mark.parametrize(
@@ -232,10 +280,92 @@ def test_world_size_mismatch_is_one_line(
     cluster: netns.NetnsCluster, tmp_path: Path, platform: str, fix: dict[int, dict[str, str]], port: int
 ) -> None:
     j = job(tmp_path, f"ncl-{platform}-bad")
+    t0 = time.monotonic()
     res = run_platform(cluster, platform, j, tmp_path, port, fix, timeout=90)
+    elapsed = time.monotonic() - t0
     for i in fix:
         rc, out, err = res[i]
         assert rc == 2 and len(err.strip().splitlines()) == 1, (rc, out[-1500:], err[-1500:])
         assert "the job asked for 2" in err or "outside 0..1" in err, err
         assert "started" not in out  # no phase ran on the bad node
+    for i in set(range(2)) - set(fix):  # the good node: stopped by the bad one's line, not SYNC_TIMEOUT
+        rc, out, err = res[i]
+        assert rc == 2 and len(err.strip().splitlines()) == 1, (rc, out[-1500:], err[-1500:])
+        assert "another node stopped before any sweep" in err and "not on a file system shared" not in err, (
+            err
+        )
+    print(f"\n{platform}: bad world stopped every node in {elapsed:.1f} s (SYNC_TIMEOUT 20 s)")
+    assert elapsed < 20, elapsed
     assert not (Path(j.run_dir) / "net.jsonl").exists()  # never N one-node tests reported as one
+
+
+# What `ssh` into a worker pod gives a command: the pod's network namespace and host name,
+# and a session environment from sshd, not the pod's env (Open MPI joins the remote command
+# into one string, as ssh does). Options Open MPI may put before the host are skipped; it
+# passes the host name without its domain.
+AGENT = """#!/bin/bash
+while [ "${1#-}" != "$1" ]; do shift; done
+host=$1; shift
+case "${host%%.*}" in
+%s
+  *) echo "rsh agent: no worker $host" >&2; exit 255 ;;
+esac
+exec ip netns exec "$ns" unshare --uts -- env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
+  HOME=/root sh -c 'hostname "$1"; shift; exec sh -c "$*"' sh "$name" "$@"
+"""
+
+
+@pytest.mark.parametrize("fabric,port", [("efa", 17681), ("ib", 17691)])
+def test_mpijob_launcher_beside_worker_0_reaches_every_rank(
+    cluster: netns.NetnsCluster, tmp_path: Path, fabric: str, port: int
+) -> None:
+    j = replace(job(tmp_path, f"ncl-mpi-{fabric}", fabric=fabric), kind="mpijob")
+    (tmp_path / "spec.yaml").write_text(SPEC, encoding="utf-8")
+    docs = list(yaml.safe_load_all(render(j, "k8s")))
+    cm = next(d for d in docs if d["kind"] == "ConfigMap")
+    (tmp_path / "inputs").mkdir(exist_ok=True)
+    for fname, text in cm["data"].items():
+        (tmp_path / "inputs" / fname).write_text(text, encoding="utf-8")
+    spec = next(d for d in docs if d["kind"] == "MPIJob")["spec"]
+    launcher = spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    workers = [f"{j.name}-worker-{i}.{j.name}" for i in range(cluster.n)]
+    # the operator's hostfile and the Service's DNS names for the workers
+    hostfile = tmp_path / "hostfile"
+    hostfile.write_text("".join(f"{w} slots={spec['slotsPerWorker']}\n" for w in workers))
+    for ns in cluster.namespaces:
+        with open(netns.NETNS_ETC / ns / "hosts", "a", encoding="utf-8") as fh:
+            fh.writelines(f"{cluster.addr(i)}\t{w}\n" for i, w in enumerate(workers))
+    agent = tmp_path / "rsh-agent"
+    cases = "\n".join(
+        f"  {w.split('.')[0]}) ns={cluster.namespaces[i]} name={cluster.hosts[i]} ;;"
+        for i, w in enumerate(workers)
+    )
+    agent.write_text(AGENT % cases)
+    agent.chmod(agent.stat().st_mode | stat.S_IXUSR)
+    env = {e["name"]: e["value"] for e in launcher["env"]}
+    env.update(
+        HOSTFILE=str(hostfile),
+        MASTER_PORT=str(port),
+        STOKER_PY=STOKER[0],
+        LOCAL_IO=str(tmp_path / "local"),  # one path on every node, as the pods' volume mount
+        OMPI_MCA_plm_rsh_agent=str(agent),
+        OMPI_MCA_btl_tcp_if_include=netns.IFNAME,
+        OMPI_MCA_oob_tcp_if_include=netns.IFNAME,
+    )
+    assert launcher["command"][:2] == ["bash", f"{REPO}/launchers/mpirun.sh"]
+    ((rc, out, err),) = cluster.run_all([(0, launcher["command"], cluster.env(0, env))], 280)
+    logs = f"rc={rc}\n{out[-4000:]}\n{err[-2000:]}"
+    run = Path(j.run_dir)
+    assert (run / "verdict.json").is_file(), logs
+    hosts = set(cluster.hosts)
+    recs = read_records(run)
+    assert {h for r in recs.net for h in r.hosts} == hosts, logs
+    assert {h for r in recs.io for h in r.per_host_bw_GBps} == hosts, logs
+    fabric_env_in_every_rank(run, fabric, hosts)  # node 1's ranks had only sshd's env and -x
+    # mpirun.sh's inventory phase: one task per node, each reading itself
+    assert inventoried((run / "phase-inventory.log").read_text()) == hosts, logs
+    phases = [json.loads(x) for x in (run / "phases.jsonl").read_text().splitlines()]
+    assert [(x["phase"], x["rc"]) for x in phases] == [
+        (n, 0) for n in ("inventory", "intra-node", "inter-node", "pairs", "storage")
+    ], logs
+    print(f"\nmpijob {fabric}: node 0 exit {rc}, fabric env {dict(FABRICS[fabric].env)} in both hosts' ranks")

@@ -155,6 +155,8 @@ def test_two_node_acceptance_job(mpi: str, slurm: SlurmCluster, tmp_path: Path) 
         -3000:
     ]
     assert all(p["rc"] == 0 for p in phases), (phases, log[-3000:])
+    # the job read the spec's copy in the shared results dir, not the submit host's file
+    assert f"--spec {out / 'spec.yaml'}" in (out / "acceptance.sbatch").read_text()
 
     # records from both nodes, all under the job's run id
     recs = read_records(out)

@@ -130,7 +130,7 @@ def test_indexed_job_is_one_world_of_two_pods() -> None:
     assert env["MASTER_ADDR"] == "stoker-golden-0.stoker-golden"  # pod 0's host name under the Service
     assert (env["NNODES"], env["STOKER_EXPECT_NODES"], env["NPROC_PER_NODE"]) == ("2", "2", "8")
     assert env["OUT"] == "/stoker-results/stoker-golden" and env["SHARED_OUT"] == "1"
-    assert container(job)["resources"]["limits"] == {"nvidia.com/gpu": 8, "rdma/ib": 1}
+    assert container(job)["resources"]["limits"] == {"nvidia.com/gpu": 8, "rdma/ib": 1, "memory": "43Gi"}
     dshm = [v for v in pod["volumes"] if v["name"] == "dshm"][0]
     assert dshm["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}  # 2 GiB x 8 ranks
     assert [v for v in pod["volumes"] if v["name"] == "results"][0]["persistentVolumeClaim"] == {
@@ -146,20 +146,15 @@ def test_indexed_job_is_one_world_of_two_pods() -> None:
     "fabric,limits,pod_keys,caps",
     [
         ("ib", {"rdma/ib": 1}, set(), ["IPC_LOCK"]),
-        (
-            "efa",
-            {"vpc.amazonaws.com/efa": 32, "hugepages-2Mi": "5120Mi", "memory": "32Gi"},
-            set(),
-            ["IPC_LOCK"],
-        ),
-        ("roce", {}, set(), ["IPC_LOCK"]),
+        ("efa", {"vpc.amazonaws.com/efa": 32, "hugepages-2Mi": "5120Mi"}, set(), ["IPC_LOCK"]),
+        ("roce", {"nvidia.com/sriov_rdma_vf": 1}, set(), ["IPC_LOCK"]),  # one VF per attachment
         ("tcp", {}, {"hostNetwork", "dnsPolicy"}, None),
     ],
 )
 def test_each_fabric_adds_its_entry(fabric: str, limits: dict, pod_keys: set, caps: list | None) -> None:
     job = docs(f"k8s-job-{fabric}.yaml")[1]
     c, pod = container(job), job["spec"]["template"]["spec"]
-    assert c["resources"]["limits"] == {"nvidia.com/gpu": 8, **limits}
+    assert c["resources"]["limits"] == {"nvidia.com/gpu": 8, **limits, "memory": "43Gi"}
     assert c["resources"]["requests"] == c["resources"]["limits"]
     assert {"hostNetwork", "dnsPolicy"} & set(pod) == pod_keys
     if pod_keys:
@@ -184,7 +179,7 @@ def test_roce_annotation_selector_and_no_volume() -> None:
 
 def test_cpu_job_has_no_gpu_limit_and_passes_the_override() -> None:
     job = docs("k8s-job-cpu.yaml")[1]
-    assert "resources" not in container(job)
+    assert container(job)["resources"]["limits"] == {"memory": "13Gi"}  # no GPUs
     env = {e["name"]: e["value"] for e in container(job)["env"]}
     assert (env["NPROC_PER_NODE"], env["BACKEND"]) == ("2", "gloo")
     assert container(job)["command"][2].endswith("torchrun.sh --profile quick --max-bytes 8M\n")
@@ -218,11 +213,9 @@ def test_skypilot_and_dstack_tasks() -> None:
         "docker:registry.example/stoker:1.0",
     )
     pod = sky["config"]["kubernetes"]["pod_config"]["spec"]["containers"][0]
-    assert pod["resources"]["limits"] == {
-        "vpc.amazonaws.com/efa": 32,
-        "hugepages-2Mi": "5120Mi",
-        "memory": "32Gi",
-    }
+    assert pod["resources"]["limits"] == {"vpc.amazonaws.com/efa": 32, "hugepages-2Mi": "5120Mi"}
+    # SkyPilot sizes the pod's memory itself; it must attach EFA on AWS VMs: the best tier
+    assert (sky["resources"]["memory"], sky["resources"]["network_tier"]) == ("43+", "best")
     assert "SKYPILOT_NODE_IPS" in sky["run"] and sky["envs"]["STOKER_EXPECT_NODES"] == "2"
     (ds,) = docs("dstack-ib.yaml")
     assert (ds["type"], ds["nodes"], ds["startup_order"], ds["stop_criteria"]) == (
@@ -231,7 +224,7 @@ def test_skypilot_and_dstack_tasks() -> None:
         "workers-first",
         "master-done",
     )
-    assert ds["resources"] == {"gpu": "H100:8", "shm_size": "16GB"}
+    assert ds["resources"] == {"gpu": "H100:8", "shm_size": "16GB", "memory": "43GB.."}
     assert "STOKER_EXPECT_NODES=2" in ds["env"] and "DSTACK_MASTER_NODE_IP" in ds["commands"][0]
 
 

@@ -170,6 +170,18 @@ def test_submit_dry_run_prints_the_script(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()  # a dry run writes nothing
 
 
+def test_submit_dry_run_reads_the_spec_from_the_results_dir(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("name: t\ngpus_per_node: 8\n")
+    out = tmp_path / "r"
+    p = _stoker("submit", "--nodes", "2", "--dry-run", "--spec", str(spec), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    # the job runs on other hosts: it reads the copy on the shared results dir, never the submit host's file
+    assert f"--spec {out / 'spec.yaml'}" in p.stdout and f"--spec {spec}" not in p.stdout
+    assert (out / "spec.yaml").read_text() == spec.read_text()
+    assert (out / ".stoker-run").read_text().strip() == "(submitted)"  # the job claims it
+
+
 def test_submit_without_sbatch_is_one_line_exit_2(tmp_path: Path) -> None:
     env = {**os.environ, "PATH": str(tmp_path)}  # nothing on PATH
     p = _stoker("submit", "--nodes", "2", env=env, cwd=tmp_path)

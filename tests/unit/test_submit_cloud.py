@@ -30,6 +30,32 @@ def stoker(*args: str, path: str | None = None, cwd: Path | None = None) -> subp
         ([*K8S, "--image", "x", "--kind", "mpijob"], "--kind mpijob needs --results-volume"),
         ([*K8S, "--image", "x", "--node-selector", "novalue"], "use KEY=VALUE"),
         ([*K8S, "--image", "x", "--fabric", "nvlink"], "invalid choice"),
+        ([*K8S, "--image", "x", "--fabric-resource", "rdma/shared_ib"], "use NAME=COUNT"),
+        ([*K8S, "--image", "x", "--fabric-resource", "shared_ib=1"], "use NAME=COUNT"),
+        (
+            [*K8S, "--image", "x", "--fabric", "efa", "--instance-type", "p3.2xlarge"],
+            "vpc.amazonaws.com/efa=N",
+        ),
+        ([*K8S, "--image", "x", "--fabric", "tcp", "--device-plugin", "hostdev"], "has no devices"),
+        (
+            [*K8S, "--image", "x", "--fabric", "ib", "--device-plugin", "aws-efa"],
+            "use coreweave, rdma-shared",
+        ),
+        ([*K8S, "--image", "x", "--local-volume", "/mnt/nvme"], "use hostpath:/DIR"),
+        (
+            [
+                "submit",
+                "--platform",
+                "dstack",
+                "--nodes",
+                "2",
+                "--image",
+                "x",
+                "--local-volume",
+                "ephemeral:l",
+            ],
+            "dstack mounts hostpath:/DIR only",
+        ),
         (
             ["submit", "--nodes", "2", "--image", "x", "--dry-run"],
             "--image applies to --platform k8s|skypilot|dstack",
@@ -109,7 +135,9 @@ def test_scripts_refuse_a_world_of_the_wrong_size(
         timeout=60,
     )
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, p.stderr
-    assert not (tmp_path / "out").exists()  # stopped before anything was created
+    # stopped before anything ran: OUT holds at most this node's one-line note for node 0
+    out = tmp_path / "out"
+    assert not out.exists() or all(f.name.startswith(".stoker-bad-node.") for f in out.iterdir())
 
 
 def test_summary_line_counts_findings_and_takes_the_run_exit_code(tmp_path: Path) -> None:
@@ -142,3 +170,27 @@ def test_summary_line_counts_findings_and_takes_the_run_exit_code(tmp_path: Path
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert p.stdout.startswith('stoker-summary {"verdict": null, "exit": 2,')
+
+
+@pytest.mark.parametrize(
+    "args,limits",
+    [
+        (["--fabric", "ib", "--fabric-resource", "rdma/shared_ib=1"], {"rdma/shared_ib": 1}),
+        (["--fabric", "ib", "--device-plugin", "rdma-shared"], {"rdma/rdma_shared_device_a": 1}),
+        (["--fabric", "ib", "--device-plugin", "hostdev"], {"nvidia.com/hostdev": 8}),
+        (["--fabric", "efa", "--instance-type", "p5en.48xlarge"], {"vpc.amazonaws.com/efa": 16}),
+        (["--fabric", "efa", "--instance-type", "p4d.24xlarge"], {"vpc.amazonaws.com/efa": 4}),
+        (["--fabric", "roce", "--networks", "sriov-a,sriov-b"], {"nvidia.com/sriov_rdma_vf": 2}),
+    ],
+)
+def test_fabric_devices_from_the_command_line(args: list[str], limits: dict[str, int]) -> None:
+    p = stoker(*K8S, "--image", "x", *args, "--local-volume", "hostpath:/mnt/nvme", "--dry-run")
+    assert p.returncode == 0, p.stderr
+    job = [d for d in yaml.safe_load_all(p.stdout) if d["kind"] == "Job"][0]
+    pod = job["spec"]["template"]["spec"]
+    got = pod["containers"][0]["resources"]["limits"]
+    assert {k: v for k, v in got.items() if k not in ("nvidia.com/gpu", "memory", "hugepages-2Mi")} == limits
+    local = [v for v in pod["volumes"] if v["name"] == "local"][0]
+    assert local["hostPath"] == {"path": "/mnt/nvme", "type": "DirectoryOrCreate"}
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    assert env["LOCAL_IO"] == "/stoker-local/stoker-io"  # the storage test's local path: the node's disk
