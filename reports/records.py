@@ -29,6 +29,7 @@ NET_FILE = "net.jsonl"
 IO_FILE = "io.jsonl"
 MANIFEST_FILE = "manifest.jsonl"
 HOST_FILE = "host.jsonl"  # node inventory, `kind: "host"` (netbench/inventory)
+COMPUTE_FILE = "compute.jsonl"  # matmul appetite, `kind: "compute"` (netbench/compute; issue 27)
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
 NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
@@ -263,6 +264,7 @@ class RecordSet:
     host: list[dict[str, Any]] = field(
         default_factory=list
     )  # host.jsonl, kept as read (judging/inventory.py)
+    compute: list[dict[str, Any]] = field(default_factory=list)  # compute.jsonl, as read (judging/compute.py)
     skipped: list[SkippedLine] = field(default_factory=list)
 
 
@@ -327,6 +329,7 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
                 )
             else:
                 out.host.append(obj)
+    _read_kind(d / COMPUTE_FILE, "compute", out.compute, out.skipped)  # issue 27
     m = d / MANIFEST_FILE
     if m.exists():
         for n, obj, reason in iter_jsonl(m):
@@ -335,6 +338,17 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
             else:
                 out.manifests.append(obj)
     return out
+
+
+def _read_kind(path: Path, kind: str, sink: list[dict[str, Any]], skipped: list[SkippedLine]) -> None:
+    """Append the `kind` records of a JSONL file to `sink`, as read; other lines to `skipped`."""
+    if not path.exists():
+        return
+    for n, obj, reason in iter_jsonl(path):
+        if obj is None or obj.get("kind") != kind:
+            skipped.append(SkippedLine(file=path.name, line=n, reason=reason or f"not a kind: {kind} record"))
+        else:
+            sink.append(obj)
 
 
 def write_all(path: str | os.PathLike[str], records: Iterable[Record]) -> int:
