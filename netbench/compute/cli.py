@@ -199,7 +199,7 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out or f"stoker-results/{run_id}")
     host = os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname()
     budget = args.budget if args.budget is not None else sw.BUDGET_S[args.profile]
-    limit = (budget if budget is not None else 3600.0) + WORKER_GRACE_S
+    limit = (budget if budget is not None else sw.FULL_LIMIT_S) + WORKER_GRACE_S
     print(
         f"compute {host}: {n} {'GPU' if device == 'cuda' else 'CPU process'}(es) at once, profile {args.profile}, ~{budget or 'whole sweep'} s each"
     )
