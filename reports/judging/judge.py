@@ -15,6 +15,7 @@ from typing import Any
 from reports.columns import net_columns
 from reports.findings import Finding, verdict_of
 from reports.judging import compare, detect, model
+from reports.judging.compute import appetite, compute_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
 from reports.judging.localise_groups import group_findings
@@ -124,6 +125,11 @@ def _model_finding(row: ModelRow, wname: str, budget: float, price: float | None
     )
 
 
+def _appetite(records: RecordSet, workload: Workload) -> dict[str, Any]:
+    a = appetite(records.compute, workload.dtype)
+    return {} if a is None else {"compute_tflops": a.tflops, "compute_desc": a.desc}
+
+
 def _skipped_notes(records: RecordSet) -> list[str]:
     if not records.skipped:
         return []
@@ -158,6 +164,7 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
     findings += group_findings(records.net)
     inventory = judge_inventory(records.host, spec)
     findings = explain(findings, inventory) + inventory
+    findings += compute_findings(records.compute)  # issue 27: slow GPUs, the fleet against its peak
     rows: list[ModelRow] = []
     summary: dict[str, Any] = {}
     if workload is not None:
@@ -175,6 +182,7 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
             # gloo on CPU ranks shares the cores with compute; NCCL on GPUs does not
             cpu_ranks=bool(records.net) and bool((net_columns(records.net)["device"] == "cpu").all()),
             **host_link_figures(records.host),
+            **_appetite(records, workload),  # issue 27: the measured matmul ceiling
         )
         rows, summary = model.starvation(workload, spec, measured)
         if "why" in summary:
