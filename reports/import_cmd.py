@@ -14,7 +14,7 @@ from pathlib import Path
 from reports.errors import UsageError
 from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, OPS, RecordWriter, read_records, write_all
 
-HELP = "turn nccl-tests logs/JSON and fio JSON into stoker records"
+HELP = "turn nccl-tests logs/JSON, fio JSON and mamf-finder outputs into stoker records"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,8 +34,11 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a results directory")
+    from reports.ingest.mamf import import_files as import_mamf  # issue 27: mamf-finder -> compute.jsonl
+
+    files = import_mamf(args.files, out)  # issue 27: the rest are nccl-tests / fio, below
     # Read everything first: one bad file imports nothing, rather than half of the list.
-    loaded = [(Path(f), import_file(f, op=args.op)) for f in args.files]
+    loaded = [(Path(f), import_file(f, op=args.op)) for f in files]
     existing = read_records(out) if out.is_dir() else None
     known = {r.run_id for r in [*existing.net, *existing.io]} if existing else set()  # net may be a NetTable
     for path, got in loaded:

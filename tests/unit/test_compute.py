@@ -279,3 +279,38 @@ def test_dtypes_follow_the_catalog() -> None:
     assert cli._dtypes("BF16, fp8") == ("bf16", "fp8")
     with pytest.raises(UsageError):
         cli._check(argparse.Namespace(dtypes="int4", budget=None, nproc=None, threads=None))
+
+
+# -- mamf-finder's output imported ------------------------------------------------------------
+def test_mamf_finder_summary_becomes_a_compute_record(tmp_path: Path) -> None:
+    from reports.ingest.mamf import import_files, parse_mamf
+
+    text = (DATA / "mamf-finder-gfx1151.txt").read_text()
+    rec = parse_mamf(text, ts="2025-05-02T00:00:00Z", source_name="x.txt")
+    assert (rec["dtype"], rec["median_tflops"], rec["max_tflops"], rec["mean_tflops"]) == (
+        "bf16",
+        22.3,
+        22.9,
+        22.3,
+    )
+    assert rec["best_shape"] == "3072x3072x1024" and rec["shapes_tried"] == 879
+    assert (
+        rec["host"] == "fe5b1b32a344"
+        and rec["name"] == "AMD Radeon Graphics"
+        and rec["uuid"].startswith("5858")
+    )
+    # the later format: "- " before the uname and device lines, "arithmetic mean:" after the summary
+    later = text.replace("Linux fe5b", "- Linux fe5b").replace("_CudaDevice", "- _CudaDevice")
+    later = later.replace(
+        "** Dtype: torch.bfloat16",
+        "python mamf-finder.py --cuda_device 3 --dtype float8_e4m3fn\n** Dtype: torch.float8_e4m3fn",
+    )
+    rec2 = parse_mamf(later, ts="t", source_name="y.txt")
+    assert rec2["gpu"] == 3 and rec2["dtype"] == "fp8" and rec2["host"] == "fe5b1b32a344"
+    with pytest.raises(ValueError, match="did not finish"):
+        parse_mamf(text.split("Tried")[0], ts="t", source_name="z")
+    other = tmp_path / "nccl.log"
+    other.write_text("# nothing\n")
+    assert import_files([str(DATA / "mamf-finder-gfx1151.txt"), str(other)], tmp_path) == [str(other)]
+    assert import_files([str(DATA / "mamf-finder-gfx1151.txt")], tmp_path) == []  # once only
+    assert len((tmp_path / "compute.jsonl").read_text().splitlines()) == 1
