@@ -213,6 +213,27 @@ def compute_findings(compute: Sequence[Mapping[str, Any]]) -> list[Finding]:
     return slow_devices(devs) + peak_findings(devs)
 
 
+def compute_notes(compute: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per dtype: what the devices reached (the report shows it even where nothing is
+    judged, e.g. CPU matmul with no catalog figure)."""
+    devs = devices(compute)
+    out = []
+    for dtype in sorted({d.dtype for d in devs}, key=_order):
+        same = [d for d in devs if d.dtype == dtype]
+        med = statistics.median(d.tflops for d in same)
+        lo, hi = min(same, key=lambda d: d.tflops), max(same, key=lambda d: d.tflops)
+        spread = (
+            f"; slowest {lo.label} {lo.tflops:.4g}, fastest {hi.label} {hi.tflops:.4g}"
+            if len(same) > 1
+            else ""
+        )
+        out.append(
+            f"compute: {dtype} matmul median {med:.4g} TFLOPS per device over {len(same)} device(s) "
+            f"(best-shape median iteration; {lo.record.get('timer', '?')}){spread}"
+        )
+    return out
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Appetite:
     """The measured matmul ceiling the model uses: per device, in the workload's dtype."""

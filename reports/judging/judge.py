@@ -15,7 +15,7 @@ from typing import Any
 from reports.columns import net_columns
 from reports.findings import Finding, verdict_of
 from reports.judging import compare, detect, model
-from reports.judging.compute import appetite, compute_findings
+from reports.judging.compute import appetite, compute_findings, compute_notes
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
 from reports.judging.localise_groups import group_findings
@@ -165,6 +165,7 @@ def judge(records: RecordSet, spec: Spec | None = None, workload: Workload | Non
     inventory = judge_inventory(records.host, spec)
     findings = explain(findings, inventory) + inventory
     findings += compute_findings(records.compute)  # issue 27: slow GPUs, the fleet against its peak
+    notes += compute_notes(records.compute)  # issue 27: the measured appetite, judged or not
     rows: list[ModelRow] = []
     summary: dict[str, Any] = {}
     if workload is not None:
