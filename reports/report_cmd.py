@@ -128,6 +128,8 @@ def missing_phases(
             why = "ran past its time limit" if rc == 124 else f"ended with exit code {rc}"
             err = last_error_line(directory, p)
             out.append(f"phase {name} {why} after {p.get('elapsed_s', '?')} s" + (f": {err}" if err else ""))
+        elif name == "compute" and not (directory / "compute.jsonl").is_file():  # issue 27
+            out.append(f"phase {name} ended cleanly but wrote no compute records")
         elif name == "storage" and io_count == 0:
             out.append(f"phase {name} ended cleanly but wrote no storage records")
         elif name in PHASE_SCOPES and not net_scopes & set(PHASE_SCOPES[name]):

@@ -238,23 +238,25 @@ def compute_notes(compute: Sequence[Mapping[str, Any]]) -> list[str]:
 class Appetite:
     """The measured matmul ceiling the model uses: per device, in the workload's dtype."""
 
-    tflops: float  # the median device's best-shape median TFLOPS
+    tflops: float  # the slowest device's best-shape median TFLOPS
     dtype: str
     devices: int
     desc: str
 
 
 def appetite(compute: Sequence[Mapping[str, Any]], dtype: str) -> Appetite | None:
-    """The median device's TFLOPS in `dtype` (the typical device: a slow one is a finding of its
-    own, and the model says what the fleet would do once it is fixed); None when not measured."""
+    """The slowest device's TFLOPS in `dtype`: synchronous data-parallel training waits for its
+    slowest rank every step (ml-engineering compute/accelerator/README.md: for achievable MFU "pick
+    the value of the slowest accelerator"); None when not measured."""
     devs = [d for d in devices(compute) if d.dtype == dtype]
     if not devs:
         return None
-    med = statistics.median(d.tflops for d in devs)
+    slowest = min(devs, key=lambda d: d.tflops)
     names = sorted({d.name for d in devs})
     return Appetite(
-        tflops=med,
+        tflops=slowest.tflops,
         dtype=dtype,
         devices=len(devs),
-        desc=f"measured {dtype} matmul {med:.4g} TFLOPS per device (median of {len(devs)} {'/'.join(names)})",
+        desc=f"measured {dtype} matmul {slowest.tflops:.4g} TFLOPS per device (the slowest of {len(devs)} "
+        f"{'/'.join(names)}: {slowest.label})",
     )

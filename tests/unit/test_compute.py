@@ -314,3 +314,14 @@ def test_mamf_finder_summary_becomes_a_compute_record(tmp_path: Path) -> None:
     assert import_files([str(DATA / "mamf-finder-gfx1151.txt"), str(other)], tmp_path) == [str(other)]
     assert import_files([str(DATA / "mamf-finder-gfx1151.txt")], tmp_path) == []  # once only
     assert len((tmp_path / "compute.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_compute_phase_without_records_makes_the_run_incomplete(tmp_path: Path) -> None:
+    from reports.report_cmd import missing_phases
+
+    phases = [{"phase": "compute", "rc": 0, "elapsed_s": 21.0}]
+    assert missing_phases(tmp_path, phases, set(), 0) == [
+        "phase compute ended cleanly but wrote no compute records"
+    ]
+    (tmp_path / "compute.jsonl").write_text("{}\n")
+    assert missing_phases(tmp_path, phases, set(), 0) == []
