@@ -246,7 +246,9 @@ def main(args: argparse.Namespace) -> int:
                 failed.append(i)
                 continue
             result = json.loads(lines[-1])
-            smi = sampler.summary(i) if sampler is not None else {}
+            smi: dict[str, Any] = {}
+            if sampler is not None:  # name the GPU as nvidia-smi does, whatever torch's numbering
+                result["gpu"], smi = sampler.match(result.get("uuid"), i)
             for rec in records(result, head, smi, args.profile):
                 w.write(rec)
                 best = rec["median_tflops"]

@@ -138,3 +138,12 @@ class Sampler:
 
     def summary(self, gpu: int) -> dict[str, Any]:
         return summarise(self.samples.get(gpu, []))
+
+    def match(self, uuid: str | None, index: int) -> tuple[int, dict[str, Any]]:
+        """(nvidia-smi's index, its summary) of the GPU torch calls `index` with this UUID: under
+        CUDA_VISIBLE_DEVICES torch renumbers the GPUs it sees, nvidia-smi does not."""
+        want = (uuid or "").lower().removeprefix("gpu-")
+        for gpu, rows in self.samples.items():
+            if want and rows and str(rows[-1].get("uuid") or "").lower().removeprefix("gpu-") == want:
+                return gpu, summarise(rows)
+        return index, self.summary(index)

@@ -325,3 +325,13 @@ def test_a_compute_phase_without_records_makes_the_run_incomplete(tmp_path: Path
     ]
     (tmp_path / "compute.jsonl").write_text("{}\n")
     assert missing_phases(tmp_path, phases, set(), 0) == []
+
+
+def test_smi_figures_follow_the_uuid_when_torch_renumbers() -> None:
+    sampler = smi.Sampler(run=lambda argv: smi_text())
+    sampler.read_once()
+    uuid5 = sampler.summary(5)["uuid"]
+    # CUDA_VISIBLE_DEVICES=5: torch calls it cuda:0, with the UUID torch prints (no "GPU-" prefix)
+    gpu, summary = sampler.match(uuid5.removeprefix("GPU-"), 0)
+    assert gpu == 5 and summary["throttle_reasons"] == ["sw_power_cap"]
+    assert sampler.match(None, 2)[0] == 2
