@@ -18,7 +18,7 @@ records of that bed (`stoker net` / `stoker io` run there first) through reports
 
     flock /tmp/stoker-heavy.lock .venv/bin/python benchmarks/validate_model.py --components ddp
     flock /tmp/stoker-heavy.lock .venv/bin/python benchmarks/validate_model.py --components checkpoint,dataloader
-    flock /tmp/stoker-heavy.lock .venv/bin/python benchmarks/validate_model.py --components compute
+    .venv/bin/python benchmarks/validate_model.py --components compute   # no root, no bed
 
 Each figure is the median of --repeats runs (each run's DDP figures are themselves medians
 over steps). Prints a markdown table: component, regime, real, predicted, error, bound.
@@ -111,19 +111,17 @@ def training_rows(kind: str, nodes: int, rate: float, repeats: int, steps: int, 
     return _median_rows(runs)
 
 
-def compute_rows(nodes: int, rate: float, repeats: int, steps: int, port: int) -> list[bed.Row]:
+def compute_rows(nodes: int, repeats: int, steps: int, port: int) -> list[bed.Row]:
     """`stoker compute` (one process per rank, one thread each, fp32) just before each real run,
-    so both see the same load on the shared machine; the model's C from those records alone."""
+    so both see the same load on the shared machine; the model's C from those records alone. The
+    ranks run on loopback (compute_bed.train_local): a compute-only step has no network to shape."""
     runs = []
-    with (
-        NetnsCluster(prefix="mdlc", nodes=nodes, rate_mbit=rate) as c,
-        tempfile.TemporaryDirectory(prefix="mdl-") as tmp,
-    ):
+    with tempfile.TemporaryDirectory(prefix="mdl-") as tmp:
         for rep in range(repeats):
             rows = []
             for regime, batch in COMPUTE:
                 recs = compute_bed.stoker_compute(Path(tmp) / f"c{rep}-{batch}", nodes)
-                t = bed.train(c, port, batch=batch, steps=steps)
+                t = compute_bed.train_local(port, batch=batch, ranks=nodes, steps=steps)
                 port += 1
                 pred, how = compute_bed.predict_compute(recs, params=t.params, ranks=nodes, batch=batch)
                 rows.append(
@@ -234,18 +232,18 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
     a = ap.parse_args()
-    reason = unavailable_reason()
+    wanted = {x.strip().lower() for x in a.components.split(",")}
+    reason = unavailable_reason() if wanted - {"compute"} else ""  # compute alone needs no bed
     if reason:
         print(f"validate_model: {reason}", file=sys.stderr)
         return 2
-    wanted = {x.strip().lower() for x in a.components.split(",")}
     rows: list[bed.Row] = []
     os.sync()  # pending writeback from elsewhere would compete with the first measurements
     for kind in ("DDP", "FSDP"):
         if kind.lower() in wanted:
             rows += training_rows(kind, a.nodes, a.rate_mbit, a.repeats, a.steps, port=29720)
     if "compute" in wanted:
-        rows += compute_rows(a.nodes, a.rate_mbit, a.repeats, a.steps, port=29820)
+        rows += compute_rows(a.nodes, a.repeats, a.steps, port=29820)
     if wanted & {"checkpoint", "dataloader"}:
         plain = Path(tempfile.mkdtemp(prefix="mdl-plain-", dir=a.plain_dir)) if a.plain_dir else None
         try:

@@ -1,7 +1,8 @@
 """The matmul sweep (pure but for the Device it drives): which shapes, for how long, and the
 statistics, after mamf-finder's method: per shape, warm-up iterations then timed ones; the
 TFLOPS of a shape is 2 x M x N x K / time; `max` from its fastest iteration, `median` from its
-median one; the device's figure is the best shape's. Shapes are ordered so that a time budget
+median one, `mean` from the mean (sustained: on a shared CPU an iteration shorter than a
+scheduler slice often runs unpreempted, so the median shows the core's speed, the mean its share); the device's figure is the best shape's. Shapes are ordered so that a time budget
 cut short still sees the large, well-aligned ones first.
 """
 
@@ -62,6 +63,7 @@ class ShapeResult:
     max_tflops: float  # from the fastest iteration
     median_tflops: float  # from the median iteration
     iters: int
+    mean_tflops: float = 0.0  # from the mean iteration: sustained, stalls included (mamf-finder's table)
 
     @property
     def shape(self) -> str:
@@ -84,6 +86,11 @@ class DtypeResult:
     def max_tflops(self) -> float | None:
         return max((s.max_tflops for s in self.shapes), default=None)
 
+    @property
+    def mean_tflops(self) -> float | None:
+        """The best shape's sustained figure: every stall and preemption of its iterations counted."""
+        return max((s.mean_tflops for s in self.shapes), default=None)
+
 
 def tflops(m: int, n: int, k: int, seconds: float) -> float:
     """TFLOPS (10^12 FLOP/s) of one M x K by K x N product: 2 x M x N x K FLOPs."""
@@ -98,6 +105,7 @@ def shape_result(m: int, n: int, k: int, times: Sequence[float]) -> ShapeResult:
         max_tflops=tflops(m, n, k, min(times)),
         median_tflops=tflops(m, n, k, statistics.median(times)),
         iters=len(times),
+        mean_tflops=tflops(m, n, k, statistics.fmean(times)),
     )
 
 

@@ -45,6 +45,7 @@ class Device:
     dtype: str
     tflops: float  # best shape's median TFLOPS (the judged statistic)
     max_tflops: float | None
+    mean_tflops: float | None  # best shape's mean-iteration TFLOPS: sustained (the model's figure)
     shape: str
     record: Mapping[str, Any]
 
@@ -74,11 +75,16 @@ def devices(compute: Sequence[Mapping[str, Any]]) -> list[Device]:
             dtype=str(r.get("dtype", "?")),
             tflops=float(t),
             max_tflops=r.get("max_tflops"),
+            mean_tflops=_positive(r.get("mean_tflops")),
             shape=str(r.get("best_shape", "")),
             record=r,
         )
         out[(d.host, gpu, proc if gpu is None else None, d.dtype)] = d
     return list(out.values())
+
+
+def _positive(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 else None
 
 
 def _order(dtype: str) -> int:
@@ -245,18 +251,25 @@ class Appetite:
 
 
 def appetite(compute: Sequence[Mapping[str, Any]], dtype: str) -> Appetite | None:
-    """The slowest device's TFLOPS in `dtype`: synchronous data-parallel training waits for its
-    slowest rank every step (ml-engineering compute/accelerator/README.md: for achievable MFU "pick
-    the value of the slowest accelerator"); None when not measured."""
+    """The slowest device's sustained TFLOPS in `dtype` (its best shape's mean iteration, else
+    its median where a record has no mean): synchronous data-parallel training waits for its
+    slowest rank every step (ml-engineering compute/accelerator/README.md: for achievable MFU
+    "pick the value of the slowest accelerator"), and a step's time counts every stall, as a
+    mean does. None when not measured."""
     devs = [d for d in devices(compute) if d.dtype == dtype]
     if not devs:
         return None
-    slowest = min(devs, key=lambda d: d.tflops)
+
+    def sustained(d: Device) -> float:
+        return d.mean_tflops or d.tflops
+
+    slowest = min(devs, key=sustained)
     names = sorted({d.name for d in devs})
+    stat = "mean" if slowest.mean_tflops else "median"
     return Appetite(
-        tflops=slowest.tflops,
+        tflops=sustained(slowest),
         dtype=dtype,
         devices=len(devs),
-        desc=f"measured {dtype} matmul {slowest.tflops:.4g} TFLOPS per device (the slowest of {len(devs)} "
-        f"{'/'.join(names)}: {slowest.label})",
+        desc=f"measured {dtype} matmul {sustained(slowest):.4g} TFLOPS per device ({stat} iteration of the slowest "
+        f"of {len(devs)} {'/'.join(names)}: {slowest.label})",
     )

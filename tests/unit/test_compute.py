@@ -202,8 +202,10 @@ def test_judge_takes_the_findings_and_the_model_the_measured_appetite() -> None:
 
 # -- the CPU path, for real --------------------------------------------------------------
 def test_cpu_tflops_against_a_bare_torch_loop_beside_it() -> None:
-    """The sweep's figure for a shape vs FLOPs / time of a bare `a @ b` loop, interleaved so
-    both see the same load on the shared machine: ratio >= 0.95."""
+    """The sweep's figures for a shape vs FLOPs / time of a bare `a @ b` loop, interleaved so
+    both see the same load on the shared machine. The bare loop's figure is a mean, so the
+    sweep's mean is held to it (ratio >= 0.95, and not above it by more than noise); its median
+    (the judged figure: preemptions left out) never below it."""
     import torch
 
     from netbench.compute.devices import CpuDevice
@@ -211,18 +213,19 @@ def test_cpu_tflops_against_a_bare_torch_loop_beside_it() -> None:
     dev = CpuDevice(threads=1)
     m = n = k = 512
     a, b = torch.randn(m, k), torch.randn(n, k).t()
-    ratios = []
-    for _ in range(5):
-        ours = sw.shape_result(m, n, k, dev.times_s(m, n, k, "fp32", 3, 15, float("inf"))).median_tflops
+    means, medians = [], []
+    for _ in range(7):
+        ours = sw.shape_result(m, n, k, dev.times_s(m, n, k, "fp32", 3, 15, float("inf")))
         for _ in range(3):
             a @ b  # the bare loop's own warm-up
         t0 = time.perf_counter()
         for _ in range(15):
             a @ b
         bare = 15 * 2 * m * n * k / (time.perf_counter() - t0) / 1e12
-        ratios.append(ours / bare)
-    ratio = statistics.median(ratios)
-    assert 0.95 <= ratio <= 1.25, ratios  # median iteration vs a loop's mean: a little above 1
+        means.append(ours.mean_tflops / bare)
+        medians.append(ours.median_tflops / bare)
+    assert 0.95 <= statistics.median(means) <= 1.10, means
+    assert statistics.median(medians) >= 0.95, medians
 
 
 def test_stoker_compute_on_cpu_writes_records(tmp_path: Path) -> None:
@@ -252,6 +255,7 @@ def test_stoker_compute_on_cpu_writes_records(tmp_path: Path) -> None:
     (rec,) = [json.loads(ln) for ln in (tmp_path / "compute.jsonl").read_text().splitlines()]
     assert rec["kind"] == "compute" and rec["device"] == "cpu" and rec["timer"] == "perf_counter"
     assert rec["dtype"] == "fp32" and rec["median_tflops"] > 0 and rec["max_tflops"] >= rec["median_tflops"]
+    assert 0 < rec["mean_tflops"] <= rec["max_tflops"]
     assert rec["best_shape"].count("x") == 2 and rec["threads"] == 1 and rec["profile"] == "quick"
     assert "compute cpu0: fp32 shape 1/" in p.stderr  # progress per device
 

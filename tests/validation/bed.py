@@ -140,7 +140,11 @@ def train(
         str(depth),
         *(["--fsdp"] if fsdp else []),
     ]
-    results = c.launch(1, port, args, timeout=300, env=ENV)
+    return training_of(c.launch(1, port, args, timeout=300, env=ENV), steps)
+
+
+def training_of(results: Sequence[tuple[int, str, str]], steps: int) -> Training:
+    """The figures of one run from its ranks' (returncode, stdout, stderr)."""
     _fail("training", results)
     ranks = [_json_lines(out)[-1] for _, out, _ in results]
     compute = [max(r["compute_s"][i] for r in ranks) for i in range(steps)]

@@ -9,13 +9,15 @@ figure is the bed's compute-only step (no_sync: forward, backward, optimizer).
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 from reports.judging.judge import judge
 from reports.judging.workload import Workload
 from reports.records import RecordSet, read_records
-from tests.validation.bed import REPO, STOKER
+from tests.validation.bed import ENV, REPO, STOKER, Training, training_of
 
 # An MLP's step is Linear layers only: forward and backward are GEMMs of the layer's shape
 # (batch x width x width) with ReLU and an SGD update beside them, so the step runs at the
@@ -49,6 +51,43 @@ def stoker_compute(out: Path, ranks: int, budget_s: float = 12.0) -> RecordSet:
     if p.returncode != 0:
         raise RuntimeError(f"stoker compute: rc {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
     return read_records(out)
+
+
+def train_local(
+    port: int, *, batch: int, ranks: int = 2, steps: int = 6, width: int = 512, depth: int = 12
+) -> Training:
+    """The bed's DDP worker (tests/validation/ddp_worker.py) as `ranks` gloo ranks on loopback:
+    its compute-only step (no_sync) never touches the network, so no namespaces are needed, only
+    the same processes on the same cores."""
+    argv = [sys.executable, "-m", "tests.validation.ddp_worker", "--batch", str(batch), "--steps", str(steps)]
+    argv += ["--width", str(width), "--depth", str(depth)]
+    base = {
+        **os.environ,
+        **ENV,
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "WORLD_SIZE": str(ranks),
+    }
+    procs = [
+        subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env={**base, "RANK": str(r), "LOCAL_RANK": str(r), "LOCAL_WORLD_SIZE": str(ranks)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(ranks)
+    ]
+    results = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        results.append((p.returncode, out, err))
+    return training_of(results, steps)
 
 
 def predict_compute(records: RecordSet, *, params: int, ranks: int, batch: int) -> tuple[float, str]:
