@@ -112,8 +112,10 @@ def training_rows(kind: str, nodes: int, rate: float, repeats: int, steps: int, 
 
 
 def compute_rows(nodes: int, repeats: int, steps: int, port: int) -> list[bed.Row]:
-    """`stoker compute` (one process per rank, one thread each, fp32) just before each real run,
-    so both see the same load on the shared machine; the model's C from those records alone. The
+    """`stoker compute` (one process per rank, one thread each, fp32) just before each real run;
+    the model's C from those records alone, against the real compute-only step. Both on CPU
+    clocks (the sweep's process, the step's training thread): on 2 cores shared with other jobs,
+    wall time measures the neighbours. The
     ranks run on loopback (compute_bed.train_local): a compute-only step has no network to shape."""
     runs = []
     with tempfile.TemporaryDirectory(prefix="mdl-") as tmp:
@@ -128,11 +130,11 @@ def compute_rows(nodes: int, repeats: int, steps: int, port: int) -> list[bed.Ro
                     bed.Row(
                         component="compute",
                         regime=regime,
-                        real=t.compute_s,
+                        real=t.compute_cpu_s,
                         predicted=pred,
                         unit="s",
                         bound=0.20,
-                        detail=how.split("(GPUs x ")[-1].rstrip(")"),
+                        detail=f"wall {t.compute_s:.3f} s; " + how.split("(GPUs x ")[-1].rstrip(")"),
                     )
                 )
                 print(

@@ -64,6 +64,7 @@ class ShapeResult:
     median_tflops: float  # from the median iteration
     iters: int
     mean_tflops: float = 0.0  # from the mean iteration: sustained, stalls included (mamf-finder's table)
+    cpu_mean_tflops: float | None = None  # CPU devices: the mean iteration on the process's CPU clock
 
     @property
     def shape(self) -> str:
@@ -87,6 +88,10 @@ class DtypeResult:
         return max((s.max_tflops for s in self.shapes), default=None)
 
     @property
+    def cpu_mean_tflops(self) -> float | None:
+        return max((s.cpu_mean_tflops for s in self.shapes if s.cpu_mean_tflops), default=None)
+
+    @property
     def mean_tflops(self) -> float | None:
         """The best shape's sustained figure: every stall and preemption of its iterations counted."""
         return max((s.mean_tflops for s in self.shapes), default=None)
@@ -97,8 +102,12 @@ def tflops(m: int, n: int, k: int, seconds: float) -> float:
     return 2.0 * m * n * k / seconds / 1e12
 
 
-def shape_result(m: int, n: int, k: int, times: Sequence[float]) -> ShapeResult:
+def shape_result(
+    m: int, n: int, k: int, times: Sequence[float], cpu_times: Sequence[float] | None = None
+) -> ShapeResult:
+    cpu = statistics.fmean(cpu_times) if cpu_times else 0.0
     return ShapeResult(
+        cpu_mean_tflops=tflops(m, n, k, cpu) if cpu > 0 else None,
         m=m,
         n=n,
         k=k,
@@ -137,7 +146,7 @@ def sweep_dtype(
             if out:
                 break  # e.g. out of memory at a large shape: keep what was measured
             return DtypeResult(dtype=dtype, shapes=(), elapsed_s=clock() - start, error=_why(exc))
-        out.append(shape_result(m, n, k, times))
+        out.append(shape_result(m, n, k, times, getattr(device, "last_cpu_times", None)))
         best = max(out, key=lambda s: s.median_tflops)
         progress(
             f"{dtype} shape {i}/{len(grid)} {m}x{n}x{k}: {out[-1].median_tflops:.3g} TFLOPS "

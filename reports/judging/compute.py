@@ -46,6 +46,7 @@ class Device:
     tflops: float  # best shape's median TFLOPS (the judged statistic)
     max_tflops: float | None
     mean_tflops: float | None  # best shape's mean-iteration TFLOPS: sustained (the model's figure)
+    cpu_mean_tflops: float | None = None  # CPU devices: the same on the process's CPU clock
     shape: str
     record: Mapping[str, Any]
 
@@ -76,6 +77,7 @@ def devices(compute: Sequence[Mapping[str, Any]]) -> list[Device]:
             tflops=float(t),
             max_tflops=r.get("max_tflops"),
             mean_tflops=_positive(r.get("mean_tflops")),
+            cpu_mean_tflops=_positive(r.get("cpu_mean_tflops")),
             shape=str(r.get("best_shape", "")),
             record=r,
         )
@@ -261,11 +263,13 @@ def appetite(compute: Sequence[Mapping[str, Any]], dtype: str) -> Appetite | Non
         return None
 
     def sustained(d: Device) -> float:
-        return d.mean_tflops or d.tflops
+        # a CPU's cores are shared with other processes: the time they worked for this one is its
+        # CPU time, as a GPU's is its event time (docs/model.md)
+        return d.cpu_mean_tflops or d.mean_tflops or d.tflops
 
     slowest = min(devs, key=sustained)
     names = sorted({d.name for d in devs})
-    stat = "mean" if slowest.mean_tflops else "median"
+    stat = "CPU-time mean" if slowest.cpu_mean_tflops else "mean" if slowest.mean_tflops else "median"
     return Appetite(
         tflops=sustained(slowest),
         dtype=dtype,

@@ -110,6 +110,9 @@ class Training:
     idle: float  # median over adjacent (compute, real) step pairs of 1 - compute / step
     params: int
     backward_s: tuple[float, float]  # (no_sync, sync) median backward compute: forward end to last gradient
+    compute_cpu_s: float = (
+        0.0  # as compute_s, on the training thread's CPU clock (the step's work, however shared)
+    )
 
 
 def train(
@@ -164,6 +167,9 @@ def training_of(results: Sequence[tuple[int, str, str]], steps: int) -> Training
         idle=statistics.median(max(0.0, 1 - cc / s) for cc, s in zip(compute, step)),
         params=ranks[0]["params"],
         backward_s=(backward("phases_nosync"), backward("phases_sync")),
+        compute_cpu_s=statistics.median(
+            max(r.get("compute_cpu_s", [0.0] * steps)[i] for r in ranks) for i in range(steps)
+        ),
     )
 
 
