@@ -138,7 +138,9 @@ def compute_rows(nodes: int, repeats: int, steps: int, port: int) -> list[bed.Ro
                     )
                 )
                 print(
-                    f"  compute {regime}: real {t.compute_s:.3f} s predicted {pred:.3f} s ({how})", flush=True
+                    f"  compute {regime}: real {t.compute_cpu_s:.3f} s CPU ({t.compute_s:.3f} s wall) "
+                    f"predicted {pred:.3f} s ({how})",
+                    flush=True,
                 )
             runs.append(rows)
     return _median_rows(runs)
