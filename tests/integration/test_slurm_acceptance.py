@@ -134,9 +134,14 @@ def test_two_node_acceptance_job(slurm: SlurmCluster, tmp_path: Path) -> None:
 
     # every phase ran, in the contract's order, and none aborted
     phases = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines()]
-    assert [p["phase"] for p in phases] == ["inventory", "intra-node", "inter-node", "pairs", "storage"], log[
-        -3000:
-    ]
+    assert [p["phase"] for p in phases] == [
+        "inventory",
+        "compute",
+        "intra-node",
+        "inter-node",
+        "pairs",
+        "storage",
+    ], log[-3000:]
     assert all(p["rc"] == 0 for p in phases), (phases, log[-3000:])
 
     # records from both nodes, all under the job's run id
