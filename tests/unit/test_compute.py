@@ -350,3 +350,13 @@ def test_smi_figures_follow_the_uuid_when_torch_renumbers() -> None:
     gpu, summary = sampler.match(uuid5.removeprefix("GPU-"), 0)
     assert gpu == 5 and summary["throttle_reasons"] == ["sw_power_cap"]
     assert sampler.match(None, 2)[0] == 2
+
+
+def test_compare_shows_each_clusters_compute_figure() -> None:
+    from reports.judging.clusters import _appetite
+
+    recs = node_records(slow_share=1.0)
+    w = Workload(name="w", params=8e9, gpus=8, global_batch_tokens=1e6, dtype="bf16", data="ddp")
+    shown = _appetite(judge(RecordSet(compute=recs), None, w).model_summary)
+    assert shown.startswith("measured: ") and "TFLOPS per device" in shown
+    assert _appetite({}) == ""
