@@ -10,12 +10,15 @@ records of that bed (`stoker net` / `stoker io` run there first) through reports
 - checkpoint: a real torch.save (fsync) and DCP save of an MLP + Adam state on a loop
   device throttled to --throttle-mib MiB/s, and on the plain disk (--plain-dir), vs the
   model's sync stall from stoker io's checkpoint records.
+- compute (issue 27): the DDP MLP's compute-only step vs C predicted from `stoker compute`
+  records of the bed's CPU (no compute_s given: the model's measured-appetite path).
 - dataloader: a real DataLoader (2 workers, prefetch 2) reading 1 MiB sample files from
   the throttled device into a loop with a fixed compute time per step; its measured wait
   share vs the model's dataloader idle share.
 
     flock /tmp/stoker-heavy.lock .venv/bin/python benchmarks/validate_model.py --components ddp
     flock /tmp/stoker-heavy.lock .venv/bin/python benchmarks/validate_model.py --components checkpoint,dataloader
+    .venv/bin/python benchmarks/validate_model.py --components compute   # no root, no bed
 
 Each figure is the median of --repeats runs (each run's DDP figures are themselves medians
 over steps). Prints a markdown table: component, regime, real, predicted, error, bound.
@@ -35,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.harness.blockdev import throttled_disk  # noqa: E402
 from tests.harness.netns import NetnsCluster, unavailable_reason  # noqa: E402
-from tests.validation import bed  # noqa: E402
+from tests.validation import bed, compute_bed  # noqa: E402
 
 # regime -> (batch, bucket MiB, fsdp); on 400 Mbit/s one 12.6 MB gradient all-reduce takes ~0.26 s
 TRAINING = {
@@ -48,6 +51,8 @@ TRAINING = {
     ],
     "FSDP": [("communication-bound", 64, 25.0), ("balanced", 1200, 25.0), ("compute-bound", 4000, 25.0)],
 }
+# issue 27: the compute time predicted from `stoker compute` records vs the real step's, per batch
+COMPUTE = [("batch 1200", 1200), ("batch 4000", 4000)]
 DL_SAMPLE = 1 << 20
 # regime -> (batch, compute seconds per step); the throttle delivers 4 MiB batches every 0.08 s at 50 MiB/s
 DATALOADER = [("starved 2x", 4, 0.040), ("starved 1.25x", 4, 0.064), ("fed (demand 0.67x)", 4, 0.120)]
@@ -100,6 +105,41 @@ def training_rows(kind: str, nodes: int, rate: float, repeats: int, steps: int, 
                 print(
                     f"  {kind} {regime}: C {t.compute_s:.3f} s step {t.step_s:.3f} s idle {t.idle:.3f} "
                     f"predicted {pred:.3f}; backward no_sync {t.backward_s[0]:.3f} s, sync {t.backward_s[1]:.3f} s",
+                    flush=True,
+                )
+            runs.append(rows)
+    return _median_rows(runs)
+
+
+def compute_rows(nodes: int, repeats: int, steps: int, port: int) -> list[bed.Row]:
+    """`stoker compute` (one process per rank, one thread each, fp32) just before each real run;
+    the model's C from those records alone, against the real compute-only step. Both on CPU
+    clocks (the sweep's process, the step's training thread): on 2 cores shared with other jobs,
+    wall time measures the neighbours. The
+    ranks run on loopback (compute_bed.train_local): a compute-only step has no network to shape."""
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="mdl-") as tmp:
+        for rep in range(repeats):
+            rows = []
+            for regime, batch in COMPUTE:
+                recs = compute_bed.stoker_compute(Path(tmp) / f"c{rep}-{batch}", nodes)
+                t = compute_bed.train_local(port, batch=batch, ranks=nodes, steps=steps)
+                port += 1
+                pred, how = compute_bed.predict_compute(recs, params=t.params, ranks=nodes, batch=batch)
+                rows.append(
+                    bed.Row(
+                        component="compute",
+                        regime=regime,
+                        real=t.compute_cpu_s,
+                        predicted=pred,
+                        unit="s",
+                        bound=0.20,
+                        detail=f"wall {t.compute_s:.3f} s; " + how.split("(GPUs x ")[-1].rstrip(")"),
+                    )
+                )
+                print(
+                    f"  compute {regime}: real {t.compute_cpu_s:.3f} s CPU ({t.compute_s:.3f} s wall) "
+                    f"predicted {pred:.3f} s ({how})",
                     flush=True,
                 )
             runs.append(rows)
@@ -196,16 +236,18 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--steps", type=int, default=8)
     a = ap.parse_args()
-    reason = unavailable_reason()
+    wanted = {x.strip().lower() for x in a.components.split(",")}
+    reason = unavailable_reason() if wanted - {"compute"} else ""  # compute alone needs no bed
     if reason:
         print(f"validate_model: {reason}", file=sys.stderr)
         return 2
-    wanted = {x.strip().lower() for x in a.components.split(",")}
     rows: list[bed.Row] = []
     os.sync()  # pending writeback from elsewhere would compete with the first measurements
     for kind in ("DDP", "FSDP"):
         if kind.lower() in wanted:
             rows += training_rows(kind, a.nodes, a.rate_mbit, a.repeats, a.steps, port=29720)
+    if "compute" in wanted:
+        rows += compute_rows(a.nodes, a.repeats, a.steps, port=29820)
     if wanted & {"checkpoint", "dataloader"}:
         plain = Path(tempfile.mkdtemp(prefix="mdl-plain-", dir=a.plain_dir)) if a.plain_dir else None
         try:

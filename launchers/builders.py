@@ -71,6 +71,24 @@ class InventoryCommand:
 INVENTORY_LIMIT_S = 120  # nvidia-smi reads and 30 x 1 GiB copies per GPU take seconds; room for slow tools
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ComputeCommand:
+    """One `stoker compute` phase: every device of the node at once, a budget per profile (issue 27)."""
+
+    out: str
+    profile: str
+    stoker: tuple[str, ...] = STOKER
+
+
+# stoker compute's own limit per profile (its budget, ~20 s / ~60 s / the whole grid capped at
+# 1800 s, plus 120 s for torch and CUDA start-up: netbench/compute) and a minute more, so it ends first
+COMPUTE_LIMIT_S = {"quick": 20 + 120 + 60, "standard": 60 + 120 + 60, "full": 1800 + 120 + 60}
+
+
+def compute_argv(c: ComputeCommand) -> list[str]:
+    return [*c.stoker, "compute", "--profile", c.profile, "--out", c.out]
+
+
 def inventory_argv(c: InventoryCommand) -> list[str]:
     return [*c.stoker, "inventory", "--out", c.out]
 

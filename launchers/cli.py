@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "net": "netbench.cli",
     "io": "iobench.cli",
     "inventory": "netbench.inventory.cli",
+    "compute": "netbench.compute.cli",
     "report": "reports.report_cmd",
     "submit": "launchers.submit",
     "compare": "reports.fleet.cmd",

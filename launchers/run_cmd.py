@@ -118,7 +118,7 @@ def plan(
     skip: frozenset[str] = frozenset(),
     scope: str = "cluster",
 ) -> list[Phase]:
-    """The phases of a local run, in order (pure): the node inventory first, then the sweeps. With GPUs, one checkpoint writer per GPU,
+    """The phases of a local run, in order (pure): the node inventory first, the matmul appetite, then the sweeps. With GPUs, one checkpoint writer per GPU,
     as each rank saves its own shard."""
     net = b.net_argv(
         b.NetCommand(profile=profile, out=out, scopes=("world",), backend=backend, nproc=nproc, stoker=stoker)
@@ -138,8 +138,14 @@ def plan(
         argv=tuple(b.inventory_argv(b.InventoryCommand(out=out, stoker=stoker))),
         limit_s=b.INVENTORY_LIMIT_S,
     )
+    compute = Phase(  # the accelerators' appetite, after the inventory, before the sweeps
+        name="compute",
+        argv=tuple(b.compute_argv(b.ComputeCommand(out=out, profile=profile.name, stoker=stoker))),
+        limit_s=b.COMPUTE_LIMIT_S[profile.name],
+    )
     measure = [
         inventory,
+        compute,
         *network,
         Phase(name="storage", argv=tuple(io), limit_s=profile.io_timeout_s + grace),
     ]

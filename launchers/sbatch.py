@@ -79,6 +79,16 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
         mpi=False,
     )  # one task per node: each node reads itself
     lines = [b.shell_line(["phase", "inventory", str(b.INVENTORY_LIMIT_S + PHASE_GRACE_S), *inventory])]
+    # one task per node; stoker compute starts one process per GPU itself
+    limit = b.COMPUTE_LIMIT_S[p.name]
+    compute = _srun(
+        cfg,
+        b.compute_argv(b.ComputeCommand(out="$OUT", profile=p.name, stoker=cfg.stoker)),
+        1,
+        limit,
+        mpi=False,
+    )
+    lines.append(b.shell_line(["phase", "compute", str(limit + PHASE_GRACE_S), *compute]))
     if cfg.soak_s:
         lines.append(_soak_line(cfg))
     for name, scopes in [] if cfg.soak_s else net_phases(cfg):

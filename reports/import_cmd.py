@@ -16,7 +16,7 @@ from reports.errors import UsageError
 from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, OPS, write_all
 from reports.table import read_records
 
-HELP = "turn nccl-tests logs/JSON and fio JSON into stoker records"
+HELP = "turn nccl-tests logs/JSON, fio JSON and mamf-finder outputs into stoker records"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,15 +57,21 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a results directory")
+    from reports.ingest.mamf import import_files as import_mamf  # mamf-finder -> compute.jsonl
+    from reports.ingest.mamf import is_mamf_file
+
+    mamf = [f for f in args.files if is_mamf_file(f)]
+    files = [f for f in args.files if f not in mamf]  # nccl-tests / fio, below
     # Read everything first: one bad file imports nothing, rather than half of the list.
     from reports.ingest.stream import Streamed, append_spool, stream_log, streamable
 
     # a log too large to hold is parsed into a spool as it is read (reports/ingest/stream.py)
     loaded = [
         (Path(f), stream_log(Path(f), args.op) if streamable(Path(f)) else import_file(f, op=args.op))
-        for f in args.files
+        for f in files
     ]
-    _own(out)
+    _own(out)  # the dir is stoker's before anything is written into it
+    import_mamf(mamf, out)
     existing = read_records(out) if out.is_dir() else None
     known = set(existing.run_ids()) if existing else set()
     for path, got in loaded:

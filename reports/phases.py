@@ -22,10 +22,10 @@ from typing import Any, Literal, get_args
 PHASES_FILE = "phases.jsonl"
 
 PhaseName = Literal[
-    "inventory", "network", "intra-node", "inter-node", "pairs", "groups", "storage", "report"
+    "inventory", "compute", "network", "intra-node", "inter-node", "pairs", "groups", "storage", "report"
 ]
 # what a phase leaves in DIR: host facts, network records, storage records, the report
-Yields = Literal["host", "net", "io", "report"]
+Yields = Literal["host", "compute", "net", "io", "report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +40,7 @@ PHASES: dict[str, PhaseKind] = {
     k.name: k
     for k in (
         PhaseKind("inventory", "host"),
+        PhaseKind("compute", "compute"),  # the matmul appetite per device (compute.jsonl)
         # `stoker run`'s one sweep on one machine
         PhaseKind("network", "net", ("world",), ("world",)),
         PhaseKind("intra-node", "net", ("intra-node",), ("intra-node",)),
@@ -71,9 +72,9 @@ def net_phases(nodes: int, groups_above: int) -> list[PhaseKind]:
 
 
 def job_phases(nodes: int, groups_above: int) -> list[PhaseName]:
-    """Every phase of an acceptance job, in order: the node inventory, the network phases,
-    storage, the report."""
-    return ["inventory", *(k.name for k in net_phases(nodes, groups_above)), "storage", "report"]
+    """Every phase of an acceptance job, in order: the node inventory, the matmul appetite,
+    the network phases, storage, the report."""
+    return ["inventory", "compute", *(k.name for k in net_phases(nodes, groups_above)), "storage", "report"]
 
 
 def line(

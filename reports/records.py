@@ -30,6 +30,7 @@ IO_FILE = "io.jsonl"
 MANIFEST_FILE = "manifest.jsonl"
 HOST_FILE = "host.jsonl"  # node inventory, `kind: "host"` (netbench/inventory)
 COUNTER_FILE = "counters.jsonl"  # soak: counter deltas per pass, `kind: "counter"` (netbench/soak.py)
+COMPUTE_FILE = "compute.jsonl"  # matmul appetite, `kind: "compute"` (netbench/compute; issue 27)
 
 OPS = ops.OPS  # the op names, defined once in reports/ops.py
 NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
@@ -170,6 +171,9 @@ def from_dict(cls: type[R], obj: Mapping[str, Any]) -> R:
     extra = {k: v for k, v in obj.items() if k not in names}
     if "hosts" in known:
         known["hosts"] = tuple(str(h) for h in known["hosts"])
+    for name in IO_MAPS:  # a map written as null holds nothing: an empty one, never None
+        if name in known and known[name] is None:
+            known[name] = {}
     try:
         return cls(**known, extra=extra)
     except TypeError as exc:  # missing required field

@@ -141,6 +141,8 @@ def missing_phases(
             out.append(f"phase {name} {why} after {p.get('elapsed_s', '?')} s" + (f": {err}" if err else ""))
         elif p.get("skipped") or (name == "intra-node" and ranks_per_node == 1):
             continue  # left out on purpose (stoker run --skip), or nothing to measure: coverage names it
+        elif name == "compute" and not (directory / "compute.jsonl").is_file():
+            out.append(f"phase {name} ended cleanly but wrote no compute records")
         elif why := missing_records(name, net_scopes, io_count):  # reports/phases.py says what each yields
             out.append(f"phase {name} ended cleanly but {why}")
     return out

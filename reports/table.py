@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reports.records import (
+    COMPUTE_FILE,
     COUNTER_FILE,
     HOST_FILE,
     IO_FILE,
@@ -389,6 +390,7 @@ class RecordSet:
     manifests: list[dict[str, Any]] = field(default_factory=list)
     host: list[dict[str, Any]] = field(default_factory=list)  # host.jsonl, kept as read
     counters: list[dict[str, Any]] = field(default_factory=list)  # counters.jsonl (a soak's deltas)
+    compute: list[dict[str, Any]] = field(default_factory=list)  # compute.jsonl (the matmul appetite)
     skipped: list[SkippedLine] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -450,6 +452,8 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
         out.host = _read_objects(d / HOST_FILE, "host", out.skipped)
     if (d / COUNTER_FILE).exists():
         out.counters = _read_objects(d / COUNTER_FILE, "counter", out.skipped)
+    if (d / COMPUTE_FILE).exists():
+        out.compute = _read_objects(d / COMPUTE_FILE, "compute", out.skipped)
     if (d / MANIFEST_FILE).exists():
         out.manifests = _read_objects(d / MANIFEST_FILE, "manifest", out.skipped)
     return out

@@ -45,6 +45,7 @@ class Evidence:
     stragglers: Stragglers | None = None  # per-process times of imported nccl-tests -I results
     soak: list[NetRecord] = field(default_factory=list)  # a soak's records (extra.soak_pass)
     counters: list[dict[str, Any]] = field(default_factory=list)  # a soak's counter deltas
+    compute: list[dict[str, Any]] = field(default_factory=list)  # matmul appetite per device
 
     @property
     def counts(self) -> dict[str, int]:
@@ -88,4 +89,5 @@ def build(rs: RecordSet) -> Evidence:
         stragglers=stragglers(rs.net.where(frame["per_iter"].to_numpy(dtype=bool))),
         soak=rs.net.where(frame["soak"].to_numpy(dtype=bool)),
         counters=rs.counters,
+        compute=rs.compute,
     )

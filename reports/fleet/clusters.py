@@ -66,6 +66,9 @@ class ClusterSummary:
     gpus: int | None = None
     tokens_per_step: float | None = None
     compute_s: float | None = None
+    appetite: str = (
+        ""  # issue 27: the compute figure the model used (measured TFLOPS, catalog peak, compute_s)
+    )
     idle_share: float | None = None  # None: a needed component is unmeasured
     idle_by_component: dict[str, float | None] = field(
         default_factory=dict
@@ -258,6 +261,7 @@ def summarise(
         gpus=summary.get("gpus") if workload is not None else None,
         tokens_per_step=float(tokens) if finite(tokens) else None,
         compute_s=float(compute) if finite(compute) else None,
+        appetite=_appetite(summary),  # issue 27
         idle_share=idle,
         idle_by_component=parts,
         lacks=tuple(lacks),
@@ -268,6 +272,12 @@ def summarise(
     if workload is not None and not s.problems and s.tokens_per_step and s.usd_per_billion_tokens is None:
         return _with_problem(s, f"price_per_gpu_hour {price:g} gives no finite cost")
     return s
+
+
+def _appetite(summary: Mapping[str, Any]) -> str:
+    """The model's compute figure in words (issue 27): what the ranking's cost of work rests on."""
+    figure = summary.get("compute_figure")
+    return f"{figure}: {summary.get('compute_from', '')}" if figure else ""
 
 
 def _with_problem(s: ClusterSummary, why: str) -> ClusterSummary:

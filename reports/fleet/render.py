@@ -123,6 +123,7 @@ def why_table(cmp: Comparison) -> pd.DataFrame:
         for c in COMPONENTS:
             v = s.idle_by_component.get(c, "absent")
             row[c] = "—" if v == "absent" else ("unmeasured" if v is None else f"{v:.1%}")
+        row["compute figure"] = s.appetite or "—"  # issue 27: each cluster's measured appetite
         # the finding's first clause says what is wrong; its report says what to do
         row["deciding findings"] = (
             " / ".join(dict.fromkeys(m.split(": ")[0] for r in runs for m in r.deciding)) or "none failing"

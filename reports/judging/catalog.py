@@ -32,6 +32,8 @@ class Accelerator:
     gpus_per_node: int
     gpu_names: tuple[str, ...] = ()
     source: str = ""
+    mamf: dict[str, float] = field(default_factory=dict)  # measured matmul TFLOPS of a healthy one (issue 27)
+    mamf_source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -113,6 +115,8 @@ def accelerator(name: str) -> Accelerator:
         gpus_per_node=int(e["gpus_per_node"]),
         gpu_names=tuple(e.get("gpu_names", ())),
         source=e["source"],
+        mamf={k: float(v) for k, v in e.get("mamf", {}).items()},
+        mamf_source=e.get("mamf_source", ""),
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from reports.evidence import Evidence
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
 from reports.judging import advertised, model, savepath
+from reports.judging.compute import appetite, compute_findings, compute_notes
 from reports.judging.coverage import Scope, assess
 from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
@@ -102,6 +103,11 @@ def _model_finding(row: ModelRow, wname: str, budget: float, price: float | None
     )
 
 
+def _appetite(ev: Evidence, workload: Workload) -> dict[str, Any]:
+    a = appetite(ev.compute, workload.dtype)
+    return {} if a is None else {"compute_tflops": a.tflops, "compute_desc": a.desc}
+
+
 def _skipped_notes(skipped: Sequence[SkippedLine]) -> list[str]:
     if not skipped:
         return []
@@ -153,6 +159,8 @@ def judge(
     findings += stability(ev.soak, ev.io, ev.counters)  # a soak's dips, drift, counters
     inventory = judge_inventory(ev.host, spec)
     findings = explain(findings, inventory) + inventory
+    findings += compute_findings(ev.compute)  # slow GPUs, the fleet against its peak
+    notes += compute_notes(ev.compute)  # the measured appetite, judged or not
     rows: list[ModelRow] = []
     summary: dict[str, Any] = {}
     if workload is not None:
@@ -175,6 +183,7 @@ def judge(
             # gloo on CPU ranks shares the cores with compute; NCCL on GPUs does not
             cpu_ranks=ev.cpu_ranks,
             **host_link_figures(ev.host),
+            **_appetite(ev, workload),  # the measured matmul ceiling
         )
         rows, summary = model.starvation(workload, spec, measured)
         if "why" in summary:

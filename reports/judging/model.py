@@ -4,7 +4,8 @@ numbers are in docs/model.md; the unit tests recompute them by hand, and
 benchmarks/validate_model.py holds them against real training on the namespaced test bed.
 
 Per training step (N GPUs, G per node, tensor parallel T, data parallel D = N/T):
-  compute   C = the workload's measured compute_s, else 6 x params x tokens / (N x peak TFLOPS x MFU)
+  compute   C = the workload's measured compute_s, else 6 x params x tokens / (N x measured matmul
+            TFLOPS x matmul_efficiency) from stoker compute, else / (N x peak TFLOPS x MFU)
   TP        4 all-reduces per layer per sequence of seq_len x hidden x 2 B (Megatron),
             hidden behind C x tp_overlap (GEMM/communication overlap; 0 = none); across
             nodes when T > G
@@ -57,6 +58,9 @@ class Measured:
     host_h2d_GBps: float | None = None  # measured host link per GPU (host.jsonl), slowest GPU
     host_d2h_GBps: float | None = None
     host_link_desc: str = ""
+    # issue 27: the measured matmul ceiling per device in the workload's dtype (judging/compute.py)
+    compute_tflops: float | None = None
+    compute_desc: str = ""
 
 
 def _curve(m: Measured, scope: str, op: str) -> tuple[Sweep | None, str]:
@@ -467,6 +471,16 @@ def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelR
         if w.compute_s is not None:
             c = w.compute_s
             summary["compute_from"] = "compute_s (measured)"
+            summary["compute_figure"] = "compute_s"
+        # --- issue 27: the appetite stoker compute measured, before the catalog's peak ---
+        elif m.compute_tflops and w.global_batch_tokens is not None:
+            c = 6 * w.params * w.global_batch_tokens / (n * m.compute_tflops * 1e12 * w.matmul_efficiency)
+            summary["compute_from"] = (
+                f"6 x params x tokens / (GPUs x {m.compute_desc or f'{m.compute_tflops:.4g} TFLOPS measured'}"
+                f" x matmul_efficiency {w.matmul_efficiency:g})"
+            )
+            summary["compute_figure"] = "measured"
+        # --- end issue 27 ---
         elif peak is None or w.global_batch_tokens is None:
             summary["why"] = (
                 "no accelerator TFLOPS for the model: give accelerator in --spec, or compute_s in the workload"
@@ -474,6 +488,7 @@ def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelR
         else:
             c = 6 * w.params * w.global_batch_tokens / (n * peak * 1e12 * w.mfu)
             summary["compute_from"] = "6 x params x tokens / (GPUs x peak x MFU)"
+            summary["compute_figure"] = "catalog peak"
         if c is not None:
             rows.extend(_network_rows(w, m, g, c, usd))
     net_exposed = sum(r.extra.get("exposed_s", 0.0) for r in rows)

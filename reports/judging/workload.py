@@ -63,6 +63,9 @@ class Workload:
     mfu: float = 0.40
     compute_s: float | None = None  # measured compute time of one step; replaces the FLOPs estimate
     dtype: str = "bf16"
+    # issue 27: the real step's FLOPS over the measured matmul ceiling (stoker compute), used when
+    # compute records exist and compute_s is not given; 0.5 = MFU 0.40 / H100 MAMF 0.80 (docs/model.md)
+    matmul_efficiency: float = 0.5
     grad_bytes: float = 2.0  # bytes per gradient (and FSDP parameter) element on the wire
     bucket_bytes: float = DDP_BUCKET_BYTES
     overlap: float = 1.0  # share of the overlap window data-parallel communication may hide in
@@ -104,6 +107,7 @@ _KEYS = (
     "parallelism",
     "global_batch_tokens",
     "mfu",
+    "matmul_efficiency",
     "compute_s",
     "dtype",
     "grad_bytes",
@@ -203,6 +207,8 @@ def parse_workload(data: Mapping[str, Any], file: str) -> Workload:
             kw[key] = f.integer(data[key], key)
     if "mfu" in data:
         kw["mfu"] = f.number(data["mfu"], "mfu", maximum=1.0)
+    if "matmul_efficiency" in data:
+        kw["matmul_efficiency"] = f.number(data["matmul_efficiency"], "matmul_efficiency", maximum=1.0)
     for key in ("overlap", "tp_overlap"):
         if key in data:
             kw[key] = f.number(data[key], key, positive=False, maximum=1.0)

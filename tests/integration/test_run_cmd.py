@@ -59,6 +59,7 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
     p, out = run(tmp_path, "--spec", "spec.yaml")
     assert phases(out) == {
         "inventory": 0,
+        "compute": 0,
         "network": 0,
         "storage": 0,
         "report": 0 if p.returncode == 0 else 1,
@@ -84,8 +85,11 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
     assert intra and all(f["status"] == "below_spec" for f in intra), intra
     assert verdict["verdict"] == "fail" and p.returncode == 1
     # progress while it works, a summary table and the verdict at the end
-    assert "[1/4] inventory: started" in p.stdout and "[2/4] network: started" in p.stdout
-    assert "[4/4] report: started" in p.stdout
+    assert "[1/5] inventory: started" in p.stdout and "[2/5] compute: started" in p.stdout
+    assert "[3/5] network: started" in p.stdout and "[5/5] report: started" in p.stdout
+    # the compute phase measured CPU matmul for real and the report shows it (issue 27)
+    assert recs.compute and {r["device"] for r in recs.compute} == {"cpu"}
+    assert all(r["median_tflops"] > 0 for r in recs.compute if r["dtype"] == "fp32")
     assert "phase      status" in p.stdout and "verdict: FAIL" in p.stdout  # "inventory" sets the width
     assert (out / "spec.yaml").read_text() == spec.read_text()  # the results keep what judged them
     for name in ("report.md", "report.html"):

@@ -151,9 +151,14 @@ def test_two_node_acceptance_job(mpi: str, slurm: SlurmCluster, tmp_path: Path) 
 
     # every phase ran, in the contract's order, and none aborted
     phases = [json.loads(line) for line in (out / "phases.jsonl").read_text().splitlines()]
-    assert [p["phase"] for p in phases] == ["inventory", "intra-node", "inter-node", "pairs", "storage"], log[
-        -3000:
-    ]
+    assert [p["phase"] for p in phases] == [
+        "inventory",
+        "compute",
+        "intra-node",
+        "inter-node",
+        "pairs",
+        "storage",
+    ], log[-3000:]
     assert all(p["rc"] == 0 for p in phases), (phases, log[-3000:])
     # the job read the spec's copy in the shared results dir, not the submit host's file
     assert f"--spec {out / 'spec.yaml'}" in (out / "acceptance.sbatch").read_text()

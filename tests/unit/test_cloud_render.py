@@ -122,8 +122,8 @@ def test_indexed_job_is_one_world_of_two_pods() -> None:
         2,
         0,
     )
-    # quick: inventory (120 + 120) + 3 net phases x (180 + 120) + storage (180 + 120) + report 120 + margin 300
-    assert spec["activeDeadlineSeconds"] == 240 + 3 * 300 + 300 + 120 + 300 == 1860
+    # quick: inventory (120 + 120) + compute (200 + 120) + 3 net phases x (180 + 120) + storage (180 + 120) + report 120 + margin 300
+    assert spec["activeDeadlineSeconds"] == 240 + 320 + 3 * 300 + 300 + 120 + 300 == 2180
     pod = spec["template"]["spec"]
     assert pod["subdomain"] == svc["metadata"]["name"] == "stoker-golden"
     env = {e["name"]: e["value"] for e in container(job)["env"]}

@@ -41,7 +41,7 @@ H100 = {"gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 8}
 
 
 def _manifest(d: Path, hardware: dict[str, object]) -> None:
-    """What detection found on host n1 (hand-written: the keys reports.judging.detect writes)."""
+    """What detection found on host n1 (hand-written: the keys netbench/inventory/hardware.py writes)."""
     man = {"schema": 1, "kind": "manifest", "tool": "net", "run_id": "r1", "host": "n1", "hardware": hardware}
     (d / "manifest.jsonl").write_text(json.dumps(man) + "\n")
 

@@ -68,14 +68,15 @@ def test_plan_runs_net_io_report_into_one_dir() -> None:
         workload=None,
         stoker=("stoker",),
     )
-    assert [p.name for p in phases] == ["inventory", "network", "storage", "report"]
-    inventory, net, io, report = (list(p.argv) for p in phases)
+    assert [p.name for p in phases] == ["inventory", "compute", "network", "storage", "report"]
+    inventory, compute, net, io, report = (list(p.argv) for p in phases)
     assert inventory == ["stoker", "inventory", "--out", "/r"] and phases[0].limit_s == 120
+    assert compute == ["stoker", "compute", "--profile", "quick", "--out", "/r"] and phases[1].limit_s == 200
     assert net[:2] == ["stoker", "net"] and net[-4:] == ["--out", "/r", "--nproc", "2"]
     assert io[:4] == ["stoker", "io", "--path", "/r/.io"] and io[-2:] == ["--out", "/r"]
     assert report == ["stoker", "report", "/r", "--spec", "/s.yaml"]
     # the launcher's limit is past stoker's own --timeout (180 s in quick)
-    assert phases[1].limit_s == 240 and phases[3].limit_s == q.report_timeout_s
+    assert phases[2].limit_s == 240 and phases[4].limit_s == q.report_timeout_s
 
 
 def test_plan_of_one_rank_has_no_network_phase() -> None:
@@ -90,8 +91,8 @@ def test_plan_of_one_rank_has_no_network_phase() -> None:
         stoker=("stoker",),
         gpus=1,
     )
-    assert [p.name for p in phases] == ["inventory", "storage", "report"]
-    assert phases[1].argv[-4:] == ("--writers", "1", "--out", "/r")  # one checkpoint shard per GPU
+    assert [p.name for p in phases] == ["inventory", "compute", "storage", "report"]
+    assert phases[2].argv[-4:] == ("--writers", "1", "--out", "/r")  # one checkpoint shard per GPU
 
 
 @pytest.mark.parametrize(

@@ -72,5 +72,5 @@ def test_skip_leaves_the_phase_out_of_the_plan() -> None:
         skip=frozenset({"storage"}),
         scope="node",
     )
-    assert [p.name for p in phases] == ["inventory", "network", "report"]
+    assert [p.name for p in phases] == ["inventory", "compute", "network", "report"]
     assert phases[-1].argv == ("stoker", "report", "/r", "--scope", "node")

@@ -65,15 +65,15 @@ def test_no_placeholder_left() -> None:
 
 
 def test_job_time_adds_up_phase_limits() -> None:
-    # quick, 2 nodes: (120 + 120) inventory + 3 net phases x (180 + 120) + (180 + 120) io + 120 report
-    # + 300 margin = 1860 s
-    assert job_time(CASES["two-node-quick-gloo"]) == "0:31:00"
-    # full, 1 node: (120 + 120) + 1 x (1800 + 120) + (1800 + 120) + 300 + 300 = 4680 s
+    # quick, 2 nodes: (120 + 120) inventory + (200 + 120) compute + 3 net phases x (180 + 120)
+    # + (180 + 120) io + 120 report + 300 margin = 2180 s
+    assert job_time(CASES["two-node-quick-gloo"]) == "0:36:20"
+    # full, 1 node: (120 + 120) + (1980 + 120) + 1 x (1800 + 120) + (1800 + 120) + 300 + 300 = 6780 s
     assert (
         job_time(
             SbatchConfig(nodes=1, ranks_per_node=2, gpus_per_node=0, profile=get_profile("full"), out="/r")
         )
-        == "1:18:00"
+        == "1:53:00"
     )
 
 
@@ -112,6 +112,7 @@ case "$1" in
   net) echo "stoker: the srun step environment does not say how many ranks there are" >&2; exit "${NET_RC:-0}" ;;
   io) exit "${IO_RC:-0}" ;;
   inventory) exit 0 ;;
+  compute) exit 0 ;;
   report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
   phase-record) shift; exec "$STOKER_PY" -m reports.phases "$@" ;;  # the real line writer
 esac
@@ -163,10 +164,11 @@ def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int,
     assert p.returncode == job_rc, p.stdout + p.stderr
     assert (tmp_path / "report-args").read_text().split() == [str(out), "--fail-unjudged"]
     phases = [line for line in (out / "phases.jsonl").read_text().splitlines()]
-    assert len(phases) == 5 and phases[0].startswith('{"phase":"inventory","rc":0,"elapsed_s":')
+    assert len(phases) == 6 and phases[0].startswith('{"phase":"inventory","rc":0,"elapsed_s":')
+    assert phases[1].startswith('{"phase":"compute","rc":0,')
     # byte for byte the line the job wrote with printf before reports/phases.py wrote it
     assert re.fullmatch(
-        rf'\{{"phase":"intra-node","rc":{net_rc},"elapsed_s":\d+,"log":"phase-intra-node.log"\}}', phases[1]
+        rf'\{{"phase":"intra-node","rc":{net_rc},"elapsed_s":\d+,"log":"phase-intra-node.log"\}}', phases[2]
     )
     # the phase's own words are kept for the report's first line
     assert (

@@ -66,8 +66,8 @@ def test_slurm_soak_is_one_phase_of_every_scope() -> None:
     )
     script = render(cfg)
     lines = [ln for ln in script.splitlines() if ln.startswith("phase ")]
-    assert [ln.split()[1] for ln in lines] == ["inventory", "soak", "storage"]
-    soak = lines[1].split()
+    assert [ln.split()[1] for ln in lines] == ["inventory", "compute", "soak", "storage"]
+    soak = lines[2].split()
     assert soak[soak.index("--scopes") + 1] == "intra-node,world,inter-node,pairs"
     assert soak[soak.index("--soak") + 1] == "180" and soak[soak.index("--min-bytes") + 1] == str(1 << 20)
     plain = job_time(

@@ -110,6 +110,9 @@ class Training:
     idle: float  # median over adjacent (compute, real) step pairs of 1 - compute / step
     params: int
     backward_s: tuple[float, float]  # (no_sync, sync) median backward compute: forward end to last gradient
+    compute_cpu_s: float = (
+        0.0  # as compute_s, on the training thread's CPU clock (the step's work, however shared)
+    )
 
 
 def train(
@@ -140,7 +143,11 @@ def train(
         str(depth),
         *(["--fsdp"] if fsdp else []),
     ]
-    results = c.launch(1, port, args, timeout=300, env=ENV)
+    return training_of(c.launch(1, port, args, timeout=300, env=ENV), steps)
+
+
+def training_of(results: Sequence[tuple[int, str, str]], steps: int) -> Training:
+    """The figures of one run from its ranks' (returncode, stdout, stderr)."""
     _fail("training", results)
     ranks = [_json_lines(out)[-1] for _, out, _ in results]
     compute = [max(r["compute_s"][i] for r in ranks) for i in range(steps)]
@@ -160,6 +167,9 @@ def train(
         idle=statistics.median(max(0.0, 1 - cc / s) for cc, s in zip(compute, step)),
         params=ranks[0]["params"],
         backward_s=(backward("phases_nosync"), backward("phases_sync")),
+        compute_cpu_s=statistics.median(
+            max(r.get("compute_cpu_s", [0.0] * steps)[i] for r in ranks) for i in range(steps)
+        ),
     )
 
 

@@ -64,12 +64,16 @@ def main() -> None:
 
     def step(sync: bool) -> float:
         dist.barrier()  # every rank starts together: the step measures this step alone
+        # CPU time of this thread, where forward, backward and step run (one intra-op thread); the
+        # process's would count gloo's threads, the wall clock the other jobs on the shared cores
+        c0 = time.thread_time()
         t0 = time.perf_counter()
         marks.clear()
         if a.fsdp and not sync:
             plain(x).square().mean().backward()
             plain_opt.step()
             plain_opt.zero_grad(set_to_none=True)
+            cpu[sync].append(time.thread_time() - c0)
             return time.perf_counter() - t0
         # DDP's no_sync() must cover the forward too: the forward arms the gradient hooks
         with contextlib.nullcontext() if sync else net.no_sync():  # type: ignore[operator]
@@ -80,16 +84,20 @@ def main() -> None:
         opt.step()
         opt.zero_grad(set_to_none=True)
         t_end = time.perf_counter()
+        cpu[sync].append(time.thread_time() - c0)
         # forward, backward compute (to the last gradient), backward return, step: seconds from t0
         phases[sync].append((t_fwd - t0, marks.get("last_grad", t_bwd) - t0, t_bwd - t0, t_end - t0))
         return t_end - t0
 
     phases: dict[bool, list[tuple[float, float, float, float]]] = {True: [], False: []}
+    cpu: dict[bool, list[float]] = {True: [], False: []}  # CPU seconds of each step
     for _ in range(a.warmup):
         step(True)
         step(False)
     phases[True].clear()
     phases[False].clear()
+    cpu[True].clear()
+    cpu[False].clear()
     compute, full = [], []
     for _ in range(a.steps):
         compute.append(step(False))
@@ -99,6 +107,7 @@ def main() -> None:
             {
                 "rank": dist.get_rank(),
                 "compute_s": compute,
+                "compute_cpu_s": cpu[False],
                 "step_s": full,
                 "params": params,
                 "phases_sync": phases[True],

@@ -1,0 +1,108 @@
+"""The model's compute time from `stoker compute` records vs the real training step's (issue 27).
+
+`stoker compute` runs on the bed's CPU as the training does: one process per rank at once, one
+torch thread each (ddp_worker sets torch.set_num_threads(1)), fp32. The prediction goes through
+reports.judging.judge with a workload that has no compute_s, so the model takes the measured
+appetite: C = 6 x params x tokens / (ranks x measured TFLOPS x matmul_efficiency). The real
+figure is the bed's compute-only step (no_sync: forward, backward, optimizer).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from reports.judging.judge import judge
+from reports.judging.workload import Workload
+from reports.records import RecordSet, read_records
+from tests.validation.bed import ENV, REPO, STOKER, Training, training_of
+
+# An MLP's step is Linear layers only: forward and backward are GEMMs of the layer's shape
+# (batch x width x width) with ReLU and an SGD update beside them, so the step runs at the
+# matmul ceiling of those shapes. 1.0: no attention, no norms, no recomputation to discount.
+MLP_MATMUL_EFFICIENCY = 1.0
+
+
+def stoker_compute(out: Path, ranks: int, budget_s: float = 12.0) -> RecordSet:
+    p = subprocess.run(
+        [
+            *STOKER,
+            "compute",
+            "--device",
+            "cpu",
+            "--nproc",
+            str(ranks),
+            "--threads",
+            "1",
+            "--dtypes",
+            "fp32",
+            "--budget",
+            str(budget_s),
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if p.returncode != 0:
+        raise RuntimeError(f"stoker compute: rc {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    return read_records(out)
+
+
+def train_local(
+    port: int, *, batch: int, ranks: int = 2, steps: int = 6, width: int = 512, depth: int = 12
+) -> Training:
+    """The bed's DDP worker (tests/validation/ddp_worker.py) as `ranks` gloo ranks on loopback:
+    its compute-only step (no_sync) never touches the network, so no namespaces are needed, only
+    the same processes on the same cores."""
+    argv = [sys.executable, "-m", "tests.validation.ddp_worker", "--batch", str(batch), "--steps", str(steps)]
+    argv += ["--width", str(width), "--depth", str(depth)]
+    base = {
+        **os.environ,
+        **ENV,
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "WORLD_SIZE": str(ranks),
+    }
+    procs = [
+        subprocess.Popen(
+            argv,
+            cwd=REPO,
+            env={**base, "RANK": str(r), "LOCAL_RANK": str(r), "LOCAL_WORLD_SIZE": str(ranks)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(ranks)
+    ]
+    results = []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        results.append((p.returncode, out, err))
+    return training_of(results, steps)
+
+
+def predict_compute(records: RecordSet, *, params: int, ranks: int, batch: int) -> tuple[float, str]:
+    """(predicted compute seconds of one step, the figure's description) from compute records."""
+    w = Workload(
+        name="validate-compute",
+        params=float(params),
+        gpus=ranks,
+        gpus_per_node=1,
+        data="ddp",
+        grad_bytes=4.0,
+        global_batch_tokens=float(batch * ranks),  # an MLP's "tokens": samples, batch per rank
+        dtype="fp32",
+        matmul_efficiency=MLP_MATMUL_EFFICIENCY,
+    )
+    s = judge(records, None, w).model_summary
+    assert s.get("compute_figure") == "measured", s
+    return float(s["compute_s"]), str(s["compute_from"])
