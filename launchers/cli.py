@@ -33,6 +33,9 @@ COMMANDS: dict[str, str] = {
     "submit": "launchers.submit",
     "compare": "reports.compare_cmd",
     "import": "reports.import_cmd",
+    "baseline": "reports.baseline_cmd",
+    "check": "launchers.check_cmd",
+    "drain": "launchers.drain_cmd",
 }
 
 

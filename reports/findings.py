@@ -20,8 +20,9 @@ COMPONENTS = (
     "nvlink",
     "gpu",
 )  # the last four: node inventory (host.jsonl)
-STATUSES = ("ok", "below_spec", "starving", "no_reference", "suspect")
-FAILING = ("below_spec", "starving")
+# regression: under the accepted baseline by more than its tolerance (reports.judging.baseline)
+STATUSES = ("ok", "below_spec", "starving", "no_reference", "suspect", "regression")
+FAILING = ("below_spec", "starving", "regression")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,7 +55,8 @@ EXIT_CODES = {"pass": 0, "fail": 1, "incomplete": 3, "unjudged": 0}
 
 
 def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
-    """docs/contract.md's order: `fail` when any finding is below_spec or starving; else
+    """docs/contract.md's order: `fail` when any finding is below_spec, starving or a
+    regression; else
     `incomplete` when a phase that should have produced records did not (`missing`: one
     line per such phase); else `unjudged` when nothing was judged: no finding is `ok`, or one
     is `suspect` (a result the hardware cannot physically give: the measurement cannot vouch
@@ -90,7 +92,7 @@ def headline(verdict: str, findings: Sequence[Finding], missing: Sequence[str] =
             f"UNJUDGED — nothing was judged: {n} check{'s' if n != 1 else ''} had no reference — give --spec "
             "(or put spec.yaml in the results directory)."
         )
-    return "PASS — no finding is below spec or starving."
+    return "PASS — no finding is below spec, starving or a regression."
 
 
 def verdict_json(

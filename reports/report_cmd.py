@@ -44,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workload", metavar="FILE", help="workload YAML or preset: what the accelerators will need"
     )
     parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="baseline YAML from `stoker baseline`: a figure under its accepted value is a regression",
+    )
+    parser.add_argument(
         "--fail-unjudged",
         action="store_true",
         help="exit 1 when nothing could be judged (the acceptance job: no reference is no acceptance)",
@@ -151,7 +156,12 @@ class Collected:
     verdict: dict[str, Any]
 
 
-def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Collected:
+def collect(
+    directory: Path,
+    spec_arg: str | None = None,
+    workload_arg: str | None = None,
+    baseline_arg: str | None = None,
+) -> Collected:
     from reports.columns import net_columns
     from reports.findings import verdict_json, verdict_of
     from reports.ingest.importers import import_dir
@@ -186,6 +196,8 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
         directory, phases, {str(s) for s in net_columns(rs.net)["scope"].unique()}, len(rs.io)
     )
     j = judge(rs, spec, workload)
+    # issue 26 hook: the accepted baseline's findings beside the spec's (reports.judging.baseline)
+    j = dataclasses.replace(j, findings=[*j.findings, *baseline_findings(baseline_arg, rs)])
     j = dataclasses.replace(j, verdict=verdict_of(j.findings, missing))
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(
@@ -213,18 +225,33 @@ def collect(directory: Path, spec_arg: str | None = None, workload_arg: str | No
     return Collected(report=ri, spec=spec, verdict=verdict)
 
 
-def build(directory: Path, spec_arg: str | None = None, workload_arg: str | None = None) -> Outcome:
+def baseline_findings(baseline_arg: str | None, rs: Any) -> list[Any]:
+    """Findings against the baseline file given (none without one)."""
+    if not baseline_arg:
+        return []
+    from reports.baseline_file import load
+    from reports.judging.baseline import judge_records
+
+    return judge_records(load(baseline_arg), rs)
+
+
+def build(
+    directory: Path,
+    spec_arg: str | None = None,
+    workload_arg: str | None = None,
+    baseline_arg: str | None = None,
+) -> Outcome:
     """Everything `stoker report` writes, as strings."""
     from reports.render.html import render as render_html
     from reports.render.markdown import render as render_md
 
-    c = collect(directory, spec_arg, workload_arg)
+    c = collect(directory, spec_arg, workload_arg, baseline_arg)
     return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
 
 
 def main(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
-    out = build(directory, args.spec, args.workload)
+    out = build(directory, args.spec, args.workload, getattr(args, "baseline", None))
     (directory / "report.md").write_text(out.markdown, encoding="utf-8")
     (directory / "report.html").write_text(out.html, encoding="utf-8")
     (directory / "verdict.json").write_text(json.dumps(out.verdict, indent=2) + "\n", encoding="utf-8")
