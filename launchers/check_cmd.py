@@ -242,7 +242,7 @@ def main(args: argparse.Namespace) -> int:
         for line in o.problems:
             print(line)
         if args.drain:
-            slurm_act(node, cp.drain_lines(o) if o.verdict == "fail" else [], args.dry_run, deadline)
+            slurm_act(node, list(o.reasons), args.dry_run, deadline)
         if args.k8s_node and o.verdict != "incomplete":
             for argv in na.k8s_actions(args.k8s_node, list(o.failed_checks)):
                 _tool(argv, args.dry_run, deadline)

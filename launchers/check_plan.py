@@ -87,8 +87,18 @@ def problem_line(f: Finding) -> str:
     dev = f.extra.get("device", "")
     where = ",".join(f.hosts) or "this node"
     msg = " ".join(f.message.split())
-    head = "" if msg.startswith(where) else f"{where}: "
-    return f"{head}{f.component}{' ' + str(dev) if dev else ''}: {f.status}: {msg}"
+    return f"{where} {f.component}{' ' + str(dev) if dev else ''} {f.status}: {msg}"
+
+
+def reason(f: Finding) -> str:
+    """The short form a drain reason holds (`sinfo -R` shows it in one column)."""
+    dev = f.extra.get("device", "")
+    figs = (
+        f" ({f.measured:.3g} < {f.expected:.3g} {f.unit})"
+        if f.measured is not None and f.expected is not None and f.measured < f.expected
+        else ""
+    )
+    return f"{f.check}{' ' + str(dev) if dev else ''} {f.status}{figs}"
 
 
 def step_line(r: StepResult) -> str:
@@ -101,6 +111,7 @@ class Outcome:
     verdict: Verdict
     problems: tuple[str, ...]  # failing findings, then steps that did not end cleanly
     failed_checks: tuple[str, ...]  # the failing findings' check names (taint values)
+    reasons: tuple[str, ...] = ()  # the failing findings, short (drain reasons)
 
 
 def outcome(findings: Sequence[Finding], results: Sequence[StepResult]) -> Outcome:
@@ -110,9 +121,9 @@ def outcome(findings: Sequence[Finding], results: Sequence[StepResult]) -> Outco
     broken = [r for r in results if r.rc != 0]
     lines = [problem_line(f) for f in bad] + [step_line(r) for r in broken]
     verdict: Verdict = "fail" if bad else "incomplete" if broken else "pass"
-    return Outcome(verdict=verdict, problems=tuple(lines), failed_checks=tuple(f.check for f in bad))
-
-
-def drain_lines(o: Outcome) -> list[str]:
-    """What goes in a drain reason: the failing findings only (a step that hung drains nothing)."""
-    return list(o.problems[: len(o.failed_checks)])
+    return Outcome(
+        verdict=verdict,
+        problems=tuple(lines),
+        failed_checks=tuple(f.check for f in bad),
+        reasons=tuple(reason(f) for f in bad),
+    )

@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def culprits(verdict: dict[str, Any]) -> dict[str, list[str]]:
-    """{host: [problem lines]} from the failing findings that name one host each (pure)."""
-    from launchers.check_plan import problem_line
+    """{host: [drain reasons]} from the failing findings that name one host each (pure)."""
+    from launchers.check_plan import reason
     from reports.findings import FAILING, Finding
 
     out: dict[str, list[str]] = {}
@@ -40,7 +40,7 @@ def culprits(verdict: dict[str, Any]) -> dict[str, list[str]]:
             if k in f
         }
         finding = Finding(**{**known, "hosts": tuple(hosts)}, extra={"device": f.get("device", "")})
-        out.setdefault(hosts[0], []).append(problem_line(finding))
+        out.setdefault(hosts[0], []).append(reason(finding))
     return out
 
 
