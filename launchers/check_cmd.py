@@ -256,7 +256,8 @@ def main(args: argparse.Namespace) -> int:
             else:
                 write(args.prometheus, reg)
         if args.verbose or o.verdict != "pass":
-            print(f"stoker check {node}: {o.verdict} after {time.monotonic() - started:.1f} s")
+            steps = ", ".join(f"{r.name} {r.elapsed_s:.1f} s" for r in results)
+            print(f"stoker check {node}: {o.verdict} after {time.monotonic() - started:.1f} s ({steps})")
         return cp.EXIT[o.verdict]
     finally:
         if not args.out:

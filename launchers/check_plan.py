@@ -82,6 +82,12 @@ Verdict = Literal["pass", "fail", "incomplete"]
 EXIT = {"pass": 0, "fail": 1, "incomplete": 3}
 
 
+def _short(f: Finding) -> str:
+    """A failing finding's name for a taint value: a baseline figure by its kind (its check
+    names a path), anything else by its check."""
+    return f"{f.status}-{f.extra['figure']}" if "figure" in f.extra else f.check
+
+
 def problem_line(f: Finding) -> str:
     """One line a person can act on: where, what, the finding's sentence."""
     dev = f.extra.get("device", "")
@@ -124,6 +130,6 @@ def outcome(findings: Sequence[Finding], results: Sequence[StepResult]) -> Outco
     return Outcome(
         verdict=verdict,
         problems=tuple(lines),
-        failed_checks=tuple(f.check for f in bad),
+        failed_checks=tuple(_short(f) for f in bad),
         reasons=tuple(reason(f) for f in bad),
     )

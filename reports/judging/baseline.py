@@ -313,6 +313,7 @@ def judge(baseline: Baseline, figs: Iterable[Figure]) -> list[Finding]:
                 message=msg,
                 extra={
                     "basis": "baseline",
+                    "figure": fig.kind,
                     "tolerance": acc.tolerance,
                     **({"device": fig.device} if fig.device else {}),
                 },
