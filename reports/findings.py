@@ -92,7 +92,7 @@ def headline(verdict: str, findings: Sequence[Finding], missing: Sequence[str] =
             f"UNJUDGED — nothing was judged: {n} check{'s' if n != 1 else ''} had no reference — give --spec "
             "(or put spec.yaml in the results directory)."
         )
-    return "PASS — no finding is below spec, starving or a regression."
+    return "PASS — no finding is below spec or starving."
 
 
 def verdict_json(

@@ -9,6 +9,7 @@ disk test to RATE (tests/harness/blockdev.py); n2's check runs on the same disk 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -113,3 +114,47 @@ def test_health_check_drains_resumes_and_keeps_an_admin_drain(tmp_path: Path) ->
             assert "stoker check n2: pass" in n2_log and "already drained" not in n2_log, n2_log
             n1_log = (tmp_path / "check-n1.log").read_text()
             assert "stoker check n1: fail" in n1_log and "stoker check n1: pass" in n1_log, n1_log
+
+
+def test_stoker_drain_drains_the_culprits_a_report_named(tmp_path: Path) -> None:
+    """`stoker drain DIR` on a verdict that names n1 (a node finding) and a link (two hosts:
+    no one node to drain): n1 drained with a stoker reason, n2 untouched; --dry-run first."""
+    verdict = {
+        "verdict": "fail",
+        "findings": [
+            {
+                "component": "node",
+                "check": "baseline: best pair busbw (its own link)",
+                "status": "regression",
+                "measured": 0.024,
+                "expected": 0.048,
+                "unit": "GB/s",
+                "hosts": ["n1"],
+                "message": "n1 best pair busbw: 0.024 GB/s against 0.048 accepted",
+            },
+            {
+                "component": "link",
+                "check": "pair busbw",
+                "status": "below_spec",
+                "measured": 1.0,
+                "expected": 2.0,
+                "unit": "GB/s",
+                "hosts": ["n1", "n2"],
+                "message": "the n1-n2 path is slow",
+            },
+        ],
+    }
+    (tmp_path / "verdict.json").write_text(json.dumps(verdict))
+    with SlurmCluster(prefix="i26d", nodes=2) as c:
+        dry = c.run([*STOKER, "drain", str(tmp_path), "--dry-run"])
+        assert dry.stdout.splitlines() == [
+            "would run: scontrol update NodeName=n1 State=DRAIN "
+            "'Reason=stoker: baseline: best pair busbw (its own link) regression (0.024 < 0.048 GB/s)'"
+        ]
+        assert node_line(c, "n1")[0] == "idle"
+        c.run([*STOKER, "drain", str(tmp_path)])
+        assert node_line(c, "n1") == (
+            "drained",
+            "stoker: baseline: best pair busbw (its own link) regression (0.024 < 0.048 GB/s)",
+        )
+        assert node_line(c, "n2")[0] == "idle"
