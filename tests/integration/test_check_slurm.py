@@ -25,7 +25,7 @@ from tests.harness.slurm import SlurmCluster
 pytestmark = [needs_root, needs_tool("slurmctld"), needs_tool("slurmd")]
 
 REPO = Path(__file__).resolve().parents[2]
-RATE = 2 << 20  # 2 MiB/s: far under what the unthrottled loop device gives (hundreds of MB/s)
+RATE = 8 << 20  # 8 MiB/s: far under what the unthrottled loop device gives (GB/s, the host's cache)
 ADMIN_REASON = "bad DIMM, ticket 42"
 # The health check of this test, written once per run (fixed text; the paths are the test's own).
 HEALTHCHECK = """#!/bin/sh
@@ -44,6 +44,15 @@ def node_line(c: SlurmCluster, node: str) -> tuple[str, str]:
     out = c.run(["sinfo", "-h", "-N", "-n", node, "-o", "%T|%E"]).stdout.strip()
     state, _, reason = out.partition("|")
     return state, reason
+
+
+def log_says(path: Path, text: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.is_file() and text in path.read_text():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{path} never said {text!r}: {path.read_text() if path.is_file() else 'no file'}")
 
 
 def wait_for(c: SlurmCluster, node: str, want: str, timeout_s: float) -> tuple[str, str]:
@@ -107,6 +116,7 @@ def test_health_check_drains_resumes_and_keeps_an_admin_drain(tmp_path: Path) ->
             assert f"n1|{reason}" in sinfo_r and f"n2|{ADMIN_REASON}" in sinfo_r, sinfo_r
             (tmp_path / "FAULT").unlink()  # the fault is gone: the next check passes
             wait_for(c, "n1", "idle", timeout_s=150)
+            log_says(tmp_path / "check-n1.log", "stoker check n1: pass")  # written after the resume
             # n2's checks pass all along (no accepted figure of its own fails), and its
             # admin's drain stays, reason and all
             assert node_line(c, "n2") == ("drained", ADMIN_REASON)
