@@ -113,6 +113,7 @@ def test_health_check_drains_resumes_and_keeps_an_admin_drain(tmp_path: Path) ->
             state, reason = wait_for(c, "n1", "drain", timeout_s=150)
             assert reason.startswith("stoker: baseline: ") and "regression" in reason, reason
             sinfo_r = c.run(["sinfo", "-R", "-h", "-o", "%N|%E"]).stdout
+            print(c.run(["sinfo", "-R"]).stdout)
             assert f"n1|{reason}" in sinfo_r and f"n2|{ADMIN_REASON}" in sinfo_r, sinfo_r
             (tmp_path / "FAULT").unlink()  # the fault is gone: the next check passes
             wait_for(c, "n1", "idle", timeout_s=150)

@@ -80,6 +80,9 @@ def test_half_link_is_a_regression_on_that_node_only(cluster: NetnsCluster, tmp_
     reg = [f for f in v["findings"] if f["status"] == "regression"]
     assert [(f["component"], f["hosts"]) for f in reg] == [("node", ["nxbn2"])], reg
     (f,) = reg
+    print(
+        f"regression: {f['hosts']} {f['check']}: {f['measured']:.4g} GB/s against {f['expected']:.4g} accepted"
+    )
     # n2's best pair is capped by its own halved link: ~0.025 GB/s raw, a little less of goodput;
     # the accepted figure was a full link's
     assert 0.8 * HALF_MBIT / 8000 <= f["measured"] <= HALF_MBIT / 8000, f
@@ -89,4 +92,7 @@ def test_half_link_is_a_regression_on_that_node_only(cluster: NetnsCluster, tmp_
     # (With 3 nodes the fleet comparison names n2 too, `basis: fleet`; with 2 it cannot.)
     spec_only = report(later, "--spec", str(tmp_path / "spec.yaml"))
     failing = [g for g in spec_only["findings"] if g["status"] in FAILING]
+    print(
+        f"spec alone: verdict {spec_only['verdict']}; failing: {[(g['hosts'], g.get('basis')) for g in failing]}"
+    )
     assert all(g.get("basis") == "fleet" for g in failing), failing
