@@ -182,8 +182,8 @@ def _storage(rs: RecordSet) -> list[Figure]:
     per_host: dict[tuple[str, ...], list[float]] = {}
     single: set[tuple[str, ...]] = set()
     for r in rs.io:
-        if r.failed or r.bw_GBps <= 0:
-            continue
+        if r.failed or r.bw_GBps <= 0 or r.cache_suspect:
+            continue  # a cached figure measured memory, not the storage: no baseline
         if len(r.per_host_bw_GBps) <= 1:
             single.add((r.scope, r.path, r.workload, r.direction))
         best.setdefault((r.scope, r.path, r.workload, r.direction), []).append(r.bw_GBps)

@@ -69,7 +69,7 @@ def wait_for(c: SlurmCluster, node: str, want: str, timeout_s: float) -> tuple[s
 def test_health_check_drains_resumes_and_keeps_an_admin_drain(tmp_path: Path) -> None:
     with throttled_disk(RATE, size="512M") as disk:
         # the accepted figure: n1's check on the healthy disk, kept as a baseline whose
-        # tolerance is edited wide (0.9) so that a loaded shared machine is no fault
+        # tolerance is edited wide so that a loaded shared machine is no fault
         acc = tmp_path / "accepted"
         env_n1 = {"STOKER_HOSTNAME": "n1"}
         p = subprocess.run(
@@ -83,11 +83,14 @@ def test_health_check_drains_resumes_and_keeps_an_admin_drain(tmp_path: Path) ->
         b = tmp_path / "baseline.yaml"
         subprocess.run([*STOKER, "baseline", str(acc), "--out", str(b)], check=True, timeout=120)
         doc = yaml.safe_load(b.read_text())
+        # edited as an operator would on a machine shared with other work: judge the O_DIRECT
+        # checkpoint write only (the reads met the host's cache at acceptance) and loosely
+        doc["figures"] = [f for f in doc["figures"] if f["workload"] == "checkpoint_write"]
         for f in doc["figures"]:
-            f["tolerance"] = 0.9
+            f["tolerance"] = 0.95
         b.write_text(yaml.safe_dump(doc, sort_keys=False))
         accepted = min(f["accepted"] for f in doc["figures"])
-        assert accepted * 0.1 > 3 * RATE / 1e9, accepted  # the throttle is well past the tolerance
+        assert accepted * 0.05 > 3 * RATE / 1e9, accepted  # the throttle is well past the tolerance
 
         hc = tmp_path / "healthcheck.sh"
         cluster = SlurmCluster(
