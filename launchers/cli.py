@@ -35,6 +35,9 @@ COMMANDS: dict[str, str] = {
     "submit": "launchers.submit",
     "compare": "reports.fleet.cmd",
     "import": "reports.import_cmd",
+    "baseline": "reports.baseline_cmd",
+    "check": "launchers.check_cmd",
+    "drain": "launchers.drain_cmd",
 }
 # the launchers' own plumbing, left out of `stoker --help`: the sbatch job records each
 # phase with it (docs/launchers.md)

@@ -16,7 +16,7 @@ from launchers.profiles import PROFILES, Profile
 from reports.units import parse_size
 
 PLATFORMS = ("slurm", "k8s", "skypilot", "dstack")
-K8S_KINDS = ("job", "mpijob", "jobset")
+K8S_KINDS = ("job", "mpijob", "jobset", "check")  # check: launchers/k8s_check.py
 CPU_RANKS = 2  # ranks per node without GPUs (gloo), as everywhere else
 SHM_PER_RANK_GIB = 2  # /dev/shm: NCCL's shared-memory transport and torch's IPC, per rank
 MASTER_PORT = 29500

@@ -278,6 +278,10 @@ KINDS = {"job": indexed_job, "jobset": jobset, "mpijob": mpijob}
 
 
 def documents(job: CloudJob) -> list[dict[str, Any]]:
+    if job.kind == "check":  # `stoker check` on every node (issue 26)
+        from launchers import k8s_check
+
+        return k8s_check.documents(job)
     docs = KINDS[job.kind](job)
     cm = inputs_configmap(job)
     return ([cm] if cm else []) + docs

@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--kind",
         choices=K8S_KINDS,
         default="job",
-        help="k8s: job (Indexed Job + headless Service, default), jobset, mpijob (MPI Operator)",
+        help="k8s: job (Indexed Job + headless Service, default), jobset, mpijob (MPI Operator), "
+        "check (a DaemonSet running `stoker check` on every node; --nodes is ignored)",
     )
     g.add_argument(
         "--fabric",

@@ -25,7 +25,7 @@ Component = Literal[
     "nvlink",
     "gpu",
 ]
-Status = Literal["ok", "below_spec", "starving", "no_reference", "suspect", "unstable"]
+Status = Literal["ok", "below_spec", "starving", "no_reference", "suspect", "unstable", "regression"]
 Verdict = Literal["pass", "fail", "incomplete", "unjudged"]
 # the parts of a training job the GPUs can wait for, in the order a buyer reads them
 Part = Literal["data parallel", "tensor parallel", "pipeline", "dataloader", "checkpoint"]
@@ -37,7 +37,8 @@ FAILING: tuple[Status, ...] = (
     "below_spec",
     "starving",
     "unstable",
-)  # unstable: a soak's dip or rising error counter
+    "regression",
+)  # unstable: a soak's dip or rising error counter; regression: under the accepted baseline
 # the share of an advertised figure that passes, unless the spec says otherwise (the one place)
 DEFAULT_THRESHOLDS: dict[str, float] = {"network": 0.80, "storage": 0.80}
 
@@ -116,7 +117,7 @@ EXIT_CODES: dict[Verdict, int] = {"pass": 0, "fail": 1, "incomplete": 3, "unjudg
 
 
 def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> Verdict:
-    """docs/contract.md's order: `fail` when any finding is below_spec, starving or unstable; else
+    """docs/contract.md's order: `fail` when any finding is below_spec, starving, unstable or a regression; else
     `incomplete` when a phase that should have produced records did not (`missing`: one
     line per such phase); else `unjudged` when nothing was judged: no finding is `ok`, or one
     is `suspect` (a result the hardware cannot physically give: the measurement cannot vouch

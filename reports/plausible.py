@@ -195,6 +195,7 @@ _SETTING_LIMITS: tuple[tuple[str, float], ...] = (
     ("interval_minutes", MAX_SECONDS / 60),
     ("price_per_gpu_hour", 1e4),
     ("capacity_TiB", 1e7),
+    ("bytes", float(MAX_BYTES)),  # a message or file size (after the *_bytes / bytes_per_* above)
     ("gpus_per_node", 1024.0),
 )
 

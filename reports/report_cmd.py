@@ -50,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="judge only these runs' records (needed when DIR holds records of more than one run)",
     )
     parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="baseline YAML from `stoker baseline`: a figure under its accepted value is a regression",
+    )
+    parser.add_argument(
         "--fail-unjudged",
         action="store_true",
         help="exit 1 when nothing could be judged (the acceptance job: no reference is no acceptance)",
@@ -172,6 +177,7 @@ def collect(
     workload_arg: str | None = None,
     scope: Scope = "cluster",
     runs: str | None = None,
+    baseline_arg: str | None = None,
 ) -> Collected:
     from reports import evidence, plausible
     from reports.findings import verdict_json
@@ -217,7 +223,10 @@ def collect(
     missing = missing_phases(directory, phases, ev.net_scopes, len(ev.io), ev.ranks_per_node)
     missing += plausible.not_judged(rs.skipped)  # a suspect figure never softens a fail
     skipped = {str(p.get("phase")) for p in phases if p.get("skipped")}
-    j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped)
+    from reports.baseline_file import load as load_baseline
+
+    baseline = load_baseline(baseline_arg) if baseline_arg else None
+    j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped, baseline=baseline)
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(
         title=title,
@@ -246,19 +255,25 @@ def build(
     workload_arg: str | None = None,
     scope: Scope = "cluster",
     runs: str | None = None,
+    baseline_arg: str | None = None,
 ) -> Outcome:
     """Everything `stoker report` writes, as strings."""
     from reports.render.html import render as render_html
     from reports.render.markdown import render as render_md
 
-    c = collect(directory, spec_arg, workload_arg, scope, runs)
+    c = collect(directory, spec_arg, workload_arg, scope, runs, baseline_arg)
     return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
 
 
 def main(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
     out = build(
-        directory, args.spec, args.workload, getattr(args, "scope", "cluster"), getattr(args, "runs", None)
+        directory,
+        args.spec,
+        args.workload,
+        getattr(args, "scope", "cluster"),
+        getattr(args, "runs", None),
+        getattr(args, "baseline", None),
     )
     from reports.safe_write import write_outputs  # never over or through a file not ours
 

@@ -238,6 +238,11 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
         return None
     for i, why in suspect.items():
         bad.setdefault(i, why)
+    rid = table.column("run_id")  # a run id names a directory: letters, digits, '.', '_', '-'
+    for i in pc.indices_nonzero(
+        pc.invert(pc.match_substring_regex(rid, r"^[A-Za-z0-9._-]{1,128}$"))
+    ).to_pylist():
+        bad.setdefault(i, f"run_id {rid[i].as_py()[:40]!r} is not a run id (letters, digits, '.', '_', '-')")
     skipped = [(i + 1, bad[i]) for i in sorted(bad)]
     if bad:
         keep = pa.array([i not in bad for i in range(table.num_rows)])

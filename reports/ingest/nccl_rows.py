@@ -109,6 +109,12 @@ def figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[st
         got[key] = v
     if got["size"] != int(got["size"]) or got["size"] > 2**62:
         return got, f"size {lead.get('size')!r} is not a whole number of bytes"
+    # algbw is size / time as nccl-tests prints both (time in us, GB/s with 2 decimals): a row
+    # whose algbw disagrees was damaged (a digit lost or added), whatever it still parses as
+    if got["time"] > 0:
+        want = got["size"] / got["time"] / 1e3
+        if abs(got["algbw"] - want) > 0.02 * want + 0.011:
+            return got, f"algbw {timing.get('algbw')!r} is not size / time ({want:.2f} GB/s)"
     for key in ("wrong", "error"):
         if not is_na(timing.get(key)):
             v = number(str(timing.get(key)))

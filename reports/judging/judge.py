@@ -16,6 +16,7 @@ from typing import Any
 from reports.evidence import Evidence
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
 from reports.judging import advertised, model, savepath
+from reports.judging.baseline import Baseline, judge_evidence
 from reports.judging.compute import appetite, compute_findings, compute_notes
 from reports.judging.coverage import Scope, assess
 from reports.judging.groups import group_findings
@@ -124,6 +125,7 @@ def judge(
     *,
     scope: Scope = "cluster",
     skipped: Collection[str] = (),
+    baseline: Baseline | None = None,
 ) -> Judgement:
     """The judgement of one results directory; `missing` names the phases that should have
     produced records and did not (reports.phases), `skipped` those left out on purpose, and
@@ -157,6 +159,8 @@ def judge(
     findings += localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
     findings += group_findings(ev.search)
     findings += stability(ev.soak, ev.io, ev.counters)  # a soak's dips, drift, counters
+    if baseline is not None:  # the accepted run's figures beside the spec's (--baseline)
+        findings += judge_evidence(baseline, ev)
     inventory = judge_inventory(ev.host, spec)
     findings = explain(findings, inventory) + inventory
     findings += compute_findings(ev.compute)  # slow GPUs, the fleet against its peak

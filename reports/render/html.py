@@ -38,7 +38,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.85em}th,td{border:1px so
 text-align:left;vertical-align:top}th{background:#f6f8fa}
 .verdict{font-size:1.3em;padding:.5em .8em;border-radius:6px;display:inline-block}
 .pass{background:#dafbe1;color:#116329}.fail{background:#ffebe9;color:#a40e26}
-tr.below_spec td:first-child,tr.starving td:first-child{color:#a40e26;font-weight:600}
+tr.below_spec td:first-child,tr.starving td:first-child,tr.regression td:first-child{color:#a40e26;font-weight:600}
 tr.suspect td:first-child{color:#9a6700;font-weight:600}img{max-width:100%;display:block;margin:.5em 0}
 .muted{color:#57606a;font-size:.9em}details{margin:.4em 0}
 """

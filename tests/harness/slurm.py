@@ -23,6 +23,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 SRUN_PORT_COUNT = 70
@@ -58,8 +59,11 @@ def free_ports(count: int, low: int = 20000, high: int = 40000) -> int:
     raise RuntimeError(f"no {count} consecutive free ports between {low} and {high}")
 
 
-def _conf(d: Path, nodes: list[str], cpus: int, mpi_default: str, ports: int) -> str:
-    """`ports`: the first of len(nodes) + 1 + SRUN_PORT_COUNT free ports."""
+def _conf(
+    d: Path, nodes: list[str], cpus: int, mpi_default: str, ports: int, extra: Sequence[str] = ()
+) -> str:
+    """`ports`: the first of len(nodes) + 1 + SRUN_PORT_COUNT free ports; `extra`: more
+    slurm.conf lines (e.g. HealthCheckProgram)."""
     host = socket.gethostname()
     lines = [
         "ClusterName=stokerla",
@@ -91,6 +95,7 @@ def _conf(d: Path, nodes: list[str], cpus: int, mpi_default: str, ports: int) ->
         "KillWait=5",
         "InactiveLimit=0",
         "MinJobAge=600",
+        *extra,
     ]
     for i, n in enumerate(nodes):
         lines.append(
@@ -104,12 +109,19 @@ class SlurmCluster:
     """slurmctld + `nodes` slurmd on this machine; a context manager."""
 
     def __init__(
-        self, *, prefix: str = "la", nodes: int = 2, cpus: int | None = None, mpi_default: str = "none"
+        self,
+        *,
+        prefix: str = "la",
+        nodes: int = 2,
+        cpus: int | None = None,
+        mpi_default: str = "none",
+        extra_conf: Sequence[str] = (),
     ) -> None:
         """Every node also gets its own empty tmpfs at `self.private` (a mount namespace
         per slurmd): a results dir there is NOT shared between the nodes. `mpi_default`:
         slurm.conf MpiDefault (none, pmi2, pmix): what a plain srun step gets."""
         self.mpi_default = mpi_default
+        self.extra_conf = tuple(extra_conf)
         self.names = [f"n{i + 1}" for i in range(nodes)]
         self.cpus = cpus or os.cpu_count() or 2
         self.dir = Path(tempfile.mkdtemp(prefix=f"{prefix}-slurm-"))
@@ -145,6 +157,7 @@ class SlurmCluster:
                 self.cpus,
                 self.mpi_default,
                 free_ports(1 + len(self.names) + SRUN_PORT_COUNT),
+                self.extra_conf,
             ),
             encoding="utf-8",
         )

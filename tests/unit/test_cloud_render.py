@@ -51,6 +51,11 @@ CASES: dict[str, tuple[str, CloudJob]] = {
         ),
     ),
     "k8s-mpijob-efa.yaml": ("k8s", base_job("efa", "mpijob", namespace="acceptance")),
+    # issue 26: `stoker check` on every GPU node, a DaemonSet (launchers/k8s_check.py)
+    "k8s-check-daemonset.yaml": (
+        "k8s",
+        base_job("ib", "check", namespace="ops", node_selector=(("nvidia.com/gpu.present", "true"),)),
+    ),
     "k8s-job-roce-selector-spec.yaml": (
         "k8s",
         replace(
@@ -242,3 +247,22 @@ def test_stoker_args_pass_only_what_differs_from_the_profile() -> None:
     assert node_script(job, "dstack").startswith(
         'export NNODES="$DSTACK_NODES_NUM" NODE_RANK="$DSTACK_NODE_RANK"'
     )
+
+
+def test_check_daemonset_tolerates_its_own_taint_and_holds_no_gpu() -> None:
+    """A DaemonSet that did not tolerate stoker's taint could never untaint a node that
+    recovered; one that requested GPUs would hold them from the jobs it guards."""
+    sa, role, binding, ds = docs("k8s-check-daemonset.yaml")
+    assert [d["kind"] for d in (sa, role, binding, ds)] == [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "DaemonSet",
+    ]
+    pod = ds["spec"]["template"]["spec"]
+    assert {"key": "stoker.dev/unhealthy", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    c = container(ds)
+    assert "nvidia.com/gpu" not in str(c["resources"])
+    assert '--k8s-node "$NODE_NAME"' in c["command"][2] and "--prometheus" in c["command"][2]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
+    assert pod["serviceAccountName"] == sa["metadata"]["name"] == binding["subjects"][0]["name"]

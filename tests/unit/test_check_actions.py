@@ -1,0 +1,160 @@
+"""`stoker check`'s pure parts: the steps, the outcome, the Slurm and Kubernetes decisions,
+`stoker drain`'s culprits, and the metrics file read while it is rewritten."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from launchers import check_plan as cp
+from launchers import node_actions as na
+from launchers.drain_cmd import culprits
+from launchers.prom_export import Metric, registry, write
+from reports.findings import Finding
+
+S = ("stoker",)
+
+
+def finding(status: str = "below_spec", host: str = "n1", check: str = "gpu errors") -> Finding:
+    return Finding(
+        component="gpu",
+        check=check,
+        status=status,
+        measured=1.0,
+        expected=0.0,
+        unit="rows",
+        hosts=(host,),
+        message=f"{host} GPU3 has 1 pending row remap: reset the GPU",
+        extra={"device": "GPU3"},
+    )
+
+
+def test_steps_cpu_node_skip_the_copy_and_stay_short() -> None:
+    plan = cp.steps(which=cp.STEPS, stoker=S, out="/o", io_path="/var/tmp", gpus=0, size=0, net_timeout_s=15)
+    assert [s.name for s in plan] == ["inventory", "net", "io"]
+    assert "--no-copy" in plan[0].argv
+    net = plan[1].argv
+    assert net[net.index("--backend") + 1] == "gloo" and net[net.index("-b") + 1] == str(cp.CPU_BYTES)
+    assert plan[2].argv[plan[2].argv.index("--runtime") + 1] == "2"
+
+
+def test_steps_use_the_accepted_plateau_size_and_nccl_on_gpus() -> None:
+    (net,) = cp.steps(which=["net"], stoker=S, out="/o", io_path="/x", gpus=8, size=1 << 30, net_timeout_s=15)
+    a = net.argv
+    assert (a[a.index("--nproc") + 1], a[a.index("--backend") + 1], a[a.index("-e") + 1]) == (
+        "8",
+        "nccl",
+        str(1 << 30),
+    )
+    assert cp.steps(which=["net"], stoker=S, out="/o", io_path="/x", gpus=1, size=0, net_timeout_s=15) == []
+
+
+def test_outcome_fail_beats_incomplete_and_healthy_is_silent() -> None:
+    hung = cp.StepResult(name="io", rc=124, elapsed_s=30.0, last_line="")
+    o = cp.outcome([finding(), finding("ok")], [hung])
+    assert o.verdict == "fail" and len(o.problems) == 2 and o.failed_checks == ("gpu errors",)
+    assert o.problems[0] == "n1 gpu GPU3 below_spec: n1 GPU3 has 1 pending row remap: reset the GPU"
+    assert o.reasons == ("gpu errors GPU3 below_spec",)
+    assert cp.outcome([finding("ok")], [hung]).verdict == "incomplete"
+    healthy = cp.outcome([finding("ok"), finding("no_reference")], [])
+    assert (healthy.verdict, healthy.problems) == ("pass", ())
+
+
+def test_drain_a_failing_node_with_a_stoker_reason() -> None:
+    node = na.parse_sinfo("n1", "idle|none\n")
+    argv = na.slurm_action(node, ["n1: gpu GPU3: below_spec: pending remap"])
+    assert argv == [
+        "scontrol",
+        "update",
+        "NodeName=n1",
+        "State=DRAIN",
+        "Reason=stoker: n1: gpu GPU3: below_spec: pending remap",
+    ]
+
+
+def test_resume_only_stoker_drains() -> None:
+    ours = na.parse_sinfo("n1", "drained|stoker: n1: gpu GPU3 | pending\n")
+    assert ours.reason == "stoker: n1: gpu GPU3 | pending"
+    assert na.slurm_action(ours, []) == ["scontrol", "update", "NodeName=n1", "State=RESUME"]
+    admin = na.parse_sinfo("n2", "drained|bad DIMM, ticket 42")
+    assert na.slurm_action(admin, []) is None  # an admin's drain stays
+    assert na.slurm_action(admin, ["n2: gpu: below_spec: x"]) is None  # and keeps its reason
+    assert na.slurm_action(na.parse_sinfo("n3", "idle|none"), []) is None
+    assert na.slurm_action(na.parse_sinfo("n1", "draining|stoker: x"), ["y"])[3] == "State=DRAIN"
+
+
+def test_reason_is_bounded_and_counts_the_rest() -> None:
+    r = na.drain_reason(["x" * 500, "b", "c"])
+    assert len(r) <= na.MAX_REASON and r.startswith("stoker: x") and r.endswith("(+2 more)")
+
+
+def test_k8s_taint_label_and_removal() -> None:
+    assert na.k8s_actions("gpu-7", ["baseline: intra-node all_reduce busbw"]) == [
+        [
+            "kubectl",
+            "taint",
+            "nodes",
+            "gpu-7",
+            "stoker.dev/unhealthy=baseline-intra-node-all_reduce-busbw:NoSchedule",
+            "--overwrite",
+        ],
+        ["kubectl", "label", "nodes", "gpu-7", "stoker.dev/health=fail", "--overwrite"],
+    ]
+    assert na.k8s_actions("gpu-7", []) == [
+        ["kubectl", "taint", "nodes", "gpu-7", "stoker.dev/unhealthy:NoSchedule-"],
+        ["kubectl", "label", "nodes", "gpu-7", "stoker.dev/health=pass", "--overwrite"],
+    ]
+    assert len(na.label_value("é" * 100 + "a" * 100)) <= 63
+
+
+def test_drain_culprits_are_single_host_failing_findings() -> None:
+    verdict = {
+        "findings": [
+            {**finding().to_dict()},
+            {**finding("ok", "n2").to_dict()},
+            {**finding(host="n3").to_dict(), "hosts": ["n3", "n4"]},  # a link: no one node
+            {**finding("regression", "n5", "baseline: best pair busbw").to_dict(), "component": "node"},
+        ]
+    }
+    named = culprits(verdict)
+    assert sorted(named) == ["n1", "n5"]
+    assert named["n5"] == ["baseline: best pair busbw GPU3 regression"]
+
+
+def _metrics(v: float) -> list[Metric]:
+    return [
+        Metric(host="n1", device="", scope="intra-node", op="all_reduce", what=f"w{i}", value=v)
+        for i in range(200)
+    ]
+
+
+def test_metrics_file_parses_and_is_never_half_written(tmp_path: Path) -> None:
+    path = str(tmp_path / "stoker.prom")
+    write(path, registry("n1", _metrics(1.0), [], 1.0))
+    stop = threading.Event()
+    seen: list[int] = []
+    errors: list[str] = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            text = Path(path).read_text()
+            fams = {f.name: f for f in text_string_to_metric_families(text)}
+            n = len(fams["stoker_figure_gbps"].samples)
+            if n != 200 or "stoker_check_duration_seconds" not in fams:
+                errors.append(f"{n} samples")
+            seen.append(n)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    for k in range(300):
+        write(path, registry("n1", _metrics(float(k)), [], 1.0))
+    stop.set()
+    t.join()
+    assert not errors and len(seen) > 10
+    fams = {f.name: f for f in text_string_to_metric_families(Path(path).read_text())}
+    s = fams["stoker_figure_gbps"].samples[0]
+    assert s.labels == {"host": "n1", "device": "", "scope": "intra-node", "op": "all_reduce", "what": "w0"}
+    assert s.value == 299.0
+    assert [p.name for p in tmp_path.iterdir()] == ["stoker.prom"]  # no temp file left
