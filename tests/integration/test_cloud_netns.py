@@ -359,7 +359,7 @@ def test_mpijob_launcher_beside_worker_0_reaches_every_rank(
     assert (run / "verdict.json").is_file(), logs
     hosts = set(cluster.hosts)
     recs = read_records(run)
-    assert {h for r in recs.net for h in r.hosts} == hosts, logs
+    assert {h for r in recs.net.records() for h in r.hosts} == hosts, logs
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == hosts, logs
     fabric_env_in_every_rank(run, fabric, hosts)  # node 1's ranks had only sshd's env and -x
     # mpirun.sh's inventory phase: one task per node, each reading itself

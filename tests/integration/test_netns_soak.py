@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from reports.judging.judge import judge
 from reports.judging.stability import soak_pass
 from reports.table import read_records
 from tests.conftest import needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
+from tests.unit.recordgen import judge_records
 
 pytestmark = needs_root
 
@@ -78,7 +78,9 @@ def _passes_between(out: Path, t_from: float, t_to: float) -> set[int]:
         time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t_from)),
         time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t_to + 1)),
     )
-    return {k for r in read_records(out).net if (k := soak_pass(r)) is not None and lo <= r.ts <= hi}
+    return {
+        k for r in read_records(out).net.records() if (k := soak_pass(r)) is not None and lo <= r.ts <= hi
+    }
 
 
 def test_slow_window_and_link_flap_are_named_with_their_passes(cluster: NetnsCluster, tmp_path: Path) -> None:
@@ -90,9 +92,9 @@ def test_slow_window_and_link_flap_are_named_with_their_passes(cluster: NetnsClu
     faults.join(timeout=5)
     progress = [ln for ln in results[0][1].splitlines() if ln.startswith("soak pass ")]
     rs = read_records(tmp_path)
-    passes = sorted({k for r in rs.net if (k := soak_pass(r)) is not None})
+    passes = sorted({k for r in rs.net.records() if (k := soak_pass(r)) is not None})
     assert len(progress) == len(passes) >= 10, progress
-    found = [f for f in judge(rs).findings if f.status == "unstable"]
+    found = [f for f in judge_records(rs).findings if f.status == "unstable"]
     report = [(f.component, f.hosts, f.extra.get("window"), f.message) for f in found]
     (tmp_path / "findings.json").write_text(json.dumps(report, indent=1))
 
@@ -118,7 +120,7 @@ def test_slow_window_and_link_flap_are_named_with_their_passes(cluster: NetnsClu
 def test_healthy_soak_names_nothing(cluster: NetnsCluster, tmp_path: Path) -> None:
     _soak(cluster, tmp_path, 35.0)
     rs = read_records(tmp_path)
-    assert len({soak_pass(r) for r in rs.net}) >= 5
-    unstable: list[Any] = [f.message for f in judge(rs).findings if f.status == "unstable"]
+    assert len({soak_pass(r) for r in rs.net.records()}) >= 5
+    unstable: list[Any] = [f.message for f in judge_records(rs).findings if f.status == "unstable"]
     assert unstable == []
     assert [c for c in rs.counters if c["severity"] == "error"] == []  # a quiet veth

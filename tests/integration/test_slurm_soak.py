@@ -30,7 +30,7 @@ def slurm() -> Iterator[SlurmCluster]:
 def passes(out: Path) -> dict[int, set[str]]:
     """soak pass -> the hosts its records came from."""
     seen: dict[int, set[str]] = collections.defaultdict(set)
-    for r in read_records(out).net:
+    for r in read_records(out).net.records():
         if "soak_pass" in r.extra:
             seen[int(r.extra["soak_pass"])].update(r.hosts)
     return seen
@@ -45,7 +45,7 @@ def test_soak_job_ends_in_a_report_with_passes_from_both_nodes(slurm: SlurmClust
     phases = [json.loads(line)["phase"] for line in (out / "phases.jsonl").read_text().splitlines()]
     assert phases == ["inventory", "soak", "storage"], log[-3000:]
     seen = passes(out)
-    scopes = {r.scope for r in read_records(out).net}
+    scopes = {r.scope for r in read_records(out).net.records()}
     print(f"job {job} {state} exit {rc} in {wall:.0f} s: {len(seen)} passes, scopes {sorted(scopes)}")
     assert len(seen) >= 3 and all(hosts == {"n1", "n2"} for hosts in seen.values()), seen
     assert scopes >= {"intra-node", "inter-node", "pair"}
@@ -70,7 +70,7 @@ def test_scancel_mid_soak_keeps_every_finished_pass(slurm: SlurmCluster, tmp_pat
     done = {int(ln.split("soak pass ")[1].split(":")[0]) for ln in progress}
     assert done and done <= set(seen) and all(seen[k] == {"n1", "n2"} for k in done), (done, seen)
     scopes: dict[int, set[str]] = collections.defaultdict(set)
-    for r in read_records(out).net:
+    for r in read_records(out).net.records():
         scopes[int(r.extra["soak_pass"])].add(r.scope)
     # finished passes are whole: each reached the pair tests, the last scope of a pass
     assert all(scopes[k] >= {"intra-node", "world", "inter-node", "pair"} for k in done), scopes

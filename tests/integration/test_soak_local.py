@@ -35,9 +35,9 @@ def test_sigterm_mid_soak_keeps_and_reports_every_finished_pass(tmp_path: Path) 
     text = log.read_text()
     said = {int(ln.split("soak pass ")[1].split(":")[0]) for ln in text.splitlines() if "| soak pass " in ln}
     recs = read_records(out)
-    kept = {int(r.extra["soak_pass"]) for r in recs.net}
+    kept = {int(r.extra["soak_pass"]) for r in recs.net.records()}
     assert said <= kept and len(said) >= 3, (said, kept)
-    assert all(r.ts and r.extra["soak_pass"] >= 1 for r in recs.net)
+    assert all(r.ts and r.extra["soak_pass"] >= 1 for r in recs.net.records())
     verdict = json.loads((out / "verdict.json").read_text())
     assert (out / "report.html").is_file() and "<h2>Soak</h2>" in (out / "report.html").read_text()
     phases = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]

@@ -14,9 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reports.judging.judge import judge
 from reports.judging.workload import Workload
-from reports.records import RecordSet, read_records
+from reports.table import RecordSet, read_records
+from tests.unit.recordgen import judge_records
 from tests.validation.bed import ENV, REPO, STOKER, Training, training_of
 
 # An MLP's step is Linear layers only: forward and backward are GEMMs of the layer's shape
@@ -103,6 +103,6 @@ def predict_compute(records: RecordSet, *, params: int, ranks: int, batch: int) 
         dtype="fp32",
         matmul_efficiency=MLP_MATMUL_EFFICIENCY,
     )
-    s = judge(records, None, w).model_summary
+    s = judge_records(records, None, w).model_summary
     assert s.get("compute_figure") == "measured", s
     return float(s["compute_s"]), str(s["compute_from"])
