@@ -12,11 +12,13 @@ defined once, here in Python, none in bash).
     python -m launchers.argv --launcher mpirun --nnodes 2 exec -- test -s FILE
     python -m launchers.argv --nnodes 2 phases     # the network phases: name, scopes, name, ...
     python -m launchers.argv --launcher mpirun --hostfile hosts --nnodes 2 inventory --out /shared/r
+    STOKER_RUN_ID=r1 python -m launchers.argv claim --out /shared/r   # the dir is r1's, or exit 2
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +28,7 @@ from launchers.acceptance import net_phases
 from launchers.cli import OneLineParser
 from launchers.options import add_profile_arguments, checked_file, checked_workload, profile_from_args
 from reports.errors import StokerError
+from reports.outdir import claim
 
 
 def _parser() -> OneLineParser:
@@ -43,6 +46,7 @@ def _parser() -> OneLineParser:
     sub.add_parser("exec").add_argument("command", nargs=argparse.REMAINDER)
     sub.add_parser("phases")
     sub.add_parser("inventory").add_argument("--out", required=True)
+    sub.add_parser("claim").add_argument("--out", required=True)
     for what in ("net", "io", "report", "limits"):
         p = sub.add_parser(what)
         if what != "limits":
@@ -60,6 +64,9 @@ def _parser() -> OneLineParser:
 
 def program(args: argparse.Namespace, cwd: Path) -> list[str]:
     """The stoker command of the phase, validated (bad input raises UsageError)."""
+    if args.what == "claim":  # OUT is this run's (STOKER_RUN_ID) before its first phase, or exit 2
+        claim(Path(args.out), os.environ.get("STOKER_RUN_ID", ""))
+        return []
     if args.what == "exec":
         return list(args.command[1:] if args.command[:1] == ["--"] else args.command)
     if args.what == "phases":
