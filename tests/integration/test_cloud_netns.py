@@ -235,7 +235,9 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
     summ = summary_line(res[0][1])
     assert (summ["verdict"], summ["exit"], summ["run_id"]) == (verdict["verdict"], res[0][0], j.name), logs
     # the verdict's exit code (docs/contract.md): a spec promising GPUs on these CPU ranks is incomplete
-    assert res[0][0] == {"pass": 0, "fail": 1, "incomplete": 3}.get(verdict["verdict"], 1) and res[1][0] == 0, logs
+    assert (
+        res[0][0] == {"pass": 0, "fail": 1, "incomplete": 3}.get(verdict["verdict"], 1) and res[1][0] == 0
+    ), logs
     recs = read_records(out)
     hosts = set(cluster.hosts)
     assert {h for r in recs.net.records() for h in r.hosts} == hosts, logs

@@ -14,7 +14,7 @@ import pytest
 from reports.evidence.groups import replay
 from reports.findings import Finding
 from reports.records import NetRecord
-from reports.table import RecordSet, read_records
+from reports.table import NetTable, RecordSet, read_records
 from tests.conftest import bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
 from tests.unit.recordgen import judge_records
@@ -92,7 +92,7 @@ def test_slow_node_is_named_in_log_rounds(cluster: NetnsCluster, tmp_path: Path)
     assert named(found) == [("node", ("nsgn5",))]
     assert rounds_used(recs) <= MAX_ROUNDS
     # what the judge replayed is what the run printed it decided
-    res = replay(recs)
+    res = replay(NetTable.of(recs))
     assert res is not None and res.culprits == ["nsgn5"] and res.rounds == rounds_used(recs)
     # its pair with a cleared node is capped by its own 50 Mbit/s link: 0.00625 GB/s raw
     assert 0.8 * SLOW_MBIT / 8000 <= found[0].measured <= SLOW_MBIT / 8000

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from reports.evidence.pairs import pair_evidence
 from reports.findings import Finding
-from reports.judging.localise import localise
+from reports.judging import localise as judging
 from reports.records import NetRecord
-from reports.table import read_records
+from reports.table import NetTable, read_records
 from tests.conftest import bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
 
@@ -61,6 +62,12 @@ def pairs_run(c: NetnsCluster, out: Path, torchrun: bool = True) -> list[NetReco
     first = [r for r in recs if r.scope == "pair" and r.extra.get("pass") == 1]
     assert len(first) == 6 and all(r.wrong == 0 for r in recs)  # 3 rounds × 2 pairs
     return recs
+
+
+def localise(recs: list[NetRecord], io: list) -> list[Finding]:  # type: ignore[type-arg]
+    """The judgement's localisation of these records, through their evidence as the report builds it."""
+    frame = NetTable.of(recs).frame
+    return judging.localise(pair_evidence(frame), frame, io)
 
 
 def named(findings: list[Finding]) -> list[tuple[str, tuple[str, ...]]]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from reports.judging.stability import soak_pass
+from reports.evidence.soak import soak_pass
 from reports.table import read_records
 from tests.conftest import needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason

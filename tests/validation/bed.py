@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reports.judging.model import ModelRow
+from reports.findings import ModelRow
 from reports.judging.workload import Checkpoint, Dataloader, Workload
 from reports.table import RecordSet, read_records
 from tests.harness.blockdev import start_in_cgroup
