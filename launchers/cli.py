@@ -56,7 +56,10 @@ def _module(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS.get(name) or INTERNAL[name])
 
 
-def build_parser() -> OneLineParser:
+def build_parser(only: str | None = None) -> OneLineParser:
+    """The whole parser; with `only` (a subcommand named on the command line), that
+    subcommand's arguments alone: the others' modules are not imported (a report of a
+    1,000-node run should not pay for importing the netbench and launcher modules)."""
     parser = OneLineParser(
         prog="stoker",
         description="Will this cluster's network and storage starve its accelerators? "
@@ -65,10 +68,16 @@ def build_parser() -> OneLineParser:
     parser.add_argument("--version", action="version", version=f"stoker {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for name in COMMANDS:
+        if only is not None and name != only:
+            sub.add_parser(name)  # known, so that argparse's choices stay whole; not imported
+            continue
         mod = _module(name)
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
     for name in INTERNAL:  # no help=: argparse lists only subcommands given one
+        if only is not None and name != only:
+            sub.add_parser(name)
+            continue
         mod = _module(name)
         p = sub.add_parser(name, description=mod.HELP)
         mod.add_arguments(p)
@@ -90,7 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_list = ["run", *args_list]  # `stoker` alone is `stoker run`
     command = ""  # known once parsed; a crash while building the parser is still one line
     try:
-        args = build_parser().parse_args(args_list)
+        first = args_list[0]
+        only = first if first in COMMANDS or first in INTERNAL else None
+        args = build_parser(only).parse_args(args_list)
         command = args.command
         return int(_module(command).main(args) or 0)
     except StokerError as exc:

@@ -33,7 +33,9 @@ MAX_SECONDS = 366 * 86400.0  # one measurement longer than a year
 
 
 # a run id as reports.records.check_run_id takes it (an empty one named no run)
-_RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+# a run id names a directory: letters, digits, '.', '_', '-' (the one rule: records, tables, launchers)
+RUN_ID_PATTERN = r"[A-Za-z0-9._-]{1,128}"
+_RUN_ID = re.compile(RUN_ID_PATTERN)
 
 
 @functools.cache

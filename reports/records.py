@@ -23,6 +23,7 @@ from typing import Any, TextIO, TypeVar
 
 from reports import ops
 from reports.errors import UsageError
+from reports.plausible import RUN_ID_PATTERN
 
 SCHEMA = 1
 NET_FILE = "net.jsonl"
@@ -39,7 +40,7 @@ IO_SCOPES = ("local", "shared")
 
 # A run id names directories (stoker-results/<run_id>, <path>/.stoker-<run_id>/): one
 # path component, never "." or "..", so it cannot climb out of where it is put.
-_RUN_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+_RUN_ID = re.compile(RUN_ID_PATTERN)
 
 
 def check_run_id(run_id: str, what: str = "STOKER_RUN_ID") -> str:

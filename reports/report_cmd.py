@@ -258,9 +258,11 @@ def build(
     baseline_arg: str | None = None,
 ) -> Outcome:
     """Everything `stoker report` writes, as strings."""
+    from reports.render import plots
     from reports.render.html import render as render_html
     from reports.render.markdown import render as render_md
 
+    plots.warm()  # the HTML's figures need matplotlib: import it while the records are read
     c = collect(directory, spec_arg, workload_arg, scope, runs, baseline_arg)
     return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
 

@@ -232,16 +232,14 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
             bad.setdefault(i, f"{name_} is {col[i].as_py()!r}: expected {want}")
     # field types and physical range (one reader of numbers: reports/plausible.py); None sends
     # the file to the line reader, which names each line
-    from reports.plausible import net_table_why
+    from reports.plausible import RUN_ID_PATTERN, net_table_why
 
     if (suspect := net_table_why(table)) is None:
         return None
     for i, why in suspect.items():
         bad.setdefault(i, why)
     rid = table.column("run_id")  # a run id names a directory: letters, digits, '.', '_', '-'
-    for i in pc.indices_nonzero(
-        pc.invert(pc.match_substring_regex(rid, r"^[A-Za-z0-9._-]{1,128}$"))
-    ).to_pylist():
+    for i in pc.indices_nonzero(pc.invert(pc.match_substring_regex(rid, f"^{RUN_ID_PATTERN}$"))).to_pylist():
         bad.setdefault(i, f"run_id {rid[i].as_py()[:40]!r} is not a run id (letters, digits, '.', '_', '-')")
     skipped = [(i + 1, bad[i]) for i in sorted(bad)]
     if bad:

@@ -34,9 +34,12 @@ SOAK_S = 75.0
 
 
 def net_args(out: Path, seconds: float) -> list[str]:
+    # 2M messages: a pass at 1/4 of the link takes ~4 s, so the 25 s of shaping holds 4 or more
+    # whole passes (a node's pass score is its best pair: a pass the shaping only half covers
+    # does not count, and a dip needs 2 passes; with 4M a pass took ~9 s under shaping)
     return [
         "-m", "launchers.cli", "net", "--scopes", "world,pairs", "--ops", "all_reduce",
-        "--min-bytes", "4M", "--max-bytes", "4M", "--pair-bytes", "4M", "--iters", "3", "--warmup", "1",
+        "--min-bytes", "2M", "--max-bytes", "2M", "--pair-bytes", "2M", "--iters", "3", "--warmup", "1",
         "--backend", "gloo", "--timeout", "60", "--soak", str(seconds), "--out", str(out),
     ]  # fmt: skip
 
