@@ -251,15 +251,23 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
 def _clean_lines(path: Path, chunk: int = 16 << 20) -> int | None:
     """The number of lines of a file the column reader may take, else None. Line numbers are
     row numbers + 1 only without blank lines or carriage returns; a missing final newline is a
-    line cut short by a crash (the line reader says so). Read in chunks, never whole."""
-    lines, prev = 0, b"\n"  # as if a line ended before the file: a leading newline is a blank line
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            if b"\r" in block or b"\n\n" in block or (prev == b"\n" and block[:1] == b"\n"):
+    line cut short by a crash (the line reader says so). Read in chunks into one buffer, never
+    whole; the newlines found with numpy (half the time of bytes searches on a 300 MB file)."""
+    import numpy as np
+
+    lines, prev = 0, 10  # as if a line ended before the file: a leading newline is a blank line
+    buf = bytearray(chunk)
+    with open(path, "rb", buffering=0) as fh:
+        while n := fh.readinto(buf):
+            if buf.find(b"\r", 0, n) >= 0:
                 return None
-            lines += block.count(b"\n")
-            prev = block[-1:]
-    return lines if lines and prev == b"\n" else None
+            a = np.frombuffer(buf, np.uint8, n)
+            nl = np.flatnonzero(a == 10)
+            if len(nl) and ((prev == 10 and nl[0] == 0) or bool((np.diff(nl) == 1).any())):
+                return None  # a blank line: two newlines in a row, within a chunk or across two
+            lines += len(nl)
+            prev = int(a[-1])
+    return lines if lines and prev == 10 else None
 
 
 def _typed(table: Any) -> bool:
