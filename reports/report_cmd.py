@@ -262,8 +262,12 @@ def build(
     from reports.render.html import render as render_html
     from reports.render.markdown import render as render_md
 
-    plots.warm()  # the HTML's figures need matplotlib: import it while the records are read
-    c = collect(directory, spec_arg, workload_arg, scope, runs, baseline_arg)
+    warming = plots.warm()  # the HTML's figures need matplotlib: import it while the records are read
+    try:
+        c = collect(directory, spec_arg, workload_arg, scope, runs, baseline_arg)
+    except BaseException:
+        warming.join(timeout=10)  # bad input: exit once the import is done, never in the middle of it
+        raise
     return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,14 +25,14 @@ class Series:
     values: Sequence[float]
 
 
-def warm() -> None:
+def warm() -> threading.Thread:
     """Import matplotlib in a background thread (a second of Python on this machine's cores)
     while the caller reads records: pyarrow's reader runs without the GIL, so the two overlap.
     Call it after numpy and pandas are imported, so that the two threads import disjoint
     modules."""
-    import threading
-
-    threading.Thread(target=_plt, name="stoker-warm-matplotlib", daemon=True).start()
+    t = threading.Thread(target=_plt, name="stoker-warm-matplotlib", daemon=True)
+    t.start()
+    return t
 
 
 def _plt() -> Any:
