@@ -1,5 +1,7 @@
-"""`stoker net` across two namespaced nodes joined by a 1 Gbit/s tc-shaped link: the
-inter-node all-reduce must run at the link's speed, as iperf3 measures it in the same test."""
+"""`stoker net` across two namespaced nodes joined by a 600 Mbit/s tc-shaped link: the
+inter-node all-reduce must run at the link's speed, as iperf3 measures it in the same test.
+(At 1 Gbit/s gloo on 2 cores is close to CPU-bound: a clean-clone CI run once measured the
+link at -20% while iperf3 saw the full rate. At 600 Mbit/s the link, not the CPU, is the limit.)"""
 
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ from tests.harness.netns import NetnsCluster, unavailable_reason
 
 pytestmark = [needs_root, needs_tool("iperf3")]
 
-RATE_MBIT = 1000
-SIZE = 64 << 20
+RATE_MBIT = 600
+SIZE = 32 << 20
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +51,9 @@ def run_net(c: NetnsCluster, nproc: int, out: Path, port: int) -> list[NetRecord
         "--ops",
         "all_reduce",
         "--min-bytes",
-        "64M",
+        "32M",
         "--max-bytes",
-        "64M",
+        "32M",
         "--iters",
         "4",
         "--warmup",
@@ -76,7 +78,7 @@ def run_net(c: NetnsCluster, nproc: int, out: Path, port: int) -> list[NetRecord
 def test_inter_node_all_reduce_runs_at_link_speed(
     cluster: NetnsCluster, goodput_GBps: float, nproc: int, tmp_path: Path
 ) -> None:
-    # ~0.94-0.957 Gbit/s TCP goodput on a 1 Gbit/s tbf = 0.118-0.120 GB/s (1 GB/s = 1e9 B/s).
+    # TCP goodput is ~94-96% of the tbf rate (0.94-0.957 Gbit/s measured on 1 Gbit/s; 1 GB/s = 1e9 B/s).
     assert 0.90 * RATE_MBIT / 8000 <= goodput_GBps <= RATE_MBIT / 8000
     recs = run_net(cluster, nproc, tmp_path, port=29410 + nproc)
     by_scope = {s: [r for r in recs if r.scope == s] for s in ("world", "intra-node", "inter-node")}
