@@ -185,42 +185,29 @@ def _storage(ev: Evidence) -> list[Figure]:
         best.setdefault((r.scope, r.path, r.workload, r.direction), []).append(r.bw_GBps)
         for h, v in r.per_host_bw_GBps.items():
             per_host.setdefault((r.scope, r.path, r.workload, r.direction, h), []).append(v)
-    out = []
-    for (scope, path, wl, d), vals in sorted(best.items()):
-        if (scope, path, wl, d) in single:
-            continue  # one node's record: its node-storage figure says it
-        out.append(
-            Figure(
-                kind="storage",
-                component="local storage" if scope == "local" else "shared storage",
-                what=f"{wl} {d} on {path}",
-                value=max(vals),
-                low=min(vals),
-                high=max(vals),
-                scope=scope,
-                path=path,
-                workload=wl,
-                direction=d,
-            )
-        )
-    for (scope, path, wl, d, h), vals in sorted(per_host.items()):
-        out.append(
-            Figure(
-                kind="node-storage",
-                component="node",
-                what=f"{wl} {d} on {path}",
-                value=max(vals),
-                low=min(vals),
-                high=max(vals),
-                scope=scope,
-                path=path,
-                workload=wl,
-                direction=d,
-                host=h,
-                hosts=(h,),
-            )
-        )
-    return out
+    aggregate = [
+        _storage_figure(key, vals) for key, vals in sorted(best.items()) if key not in single
+    ]  # a key in `single` is one node's record: its node-storage figure says it
+    return aggregate + [_storage_figure(key[:4], vals, host=key[4]) for key, vals in sorted(per_host.items())]
+
+
+def _storage_figure(key: tuple[str, ...], vals: list[float], host: str | None = None) -> Figure:
+    """A storage figure (the aggregate, or one host's share with `host`), at its best repeat."""
+    scope, path, wl, d = key
+    return Figure(
+        kind="storage" if host is None else "node-storage",
+        component=("local storage" if scope == "local" else "shared storage") if host is None else "node",
+        what=f"{wl} {d} on {path}",
+        value=max(vals),
+        low=min(vals),
+        high=max(vals),
+        scope=scope,
+        path=path,
+        workload=wl,
+        direction=d,
+        host=host or "",
+        hosts=() if host is None else (host,),
+    )
 
 
 def _host_links(host_records: Sequence[Mapping[str, Any]]) -> list[Figure]:
