@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from typing import Any
 
 from launchers import check_plan as cp
 from launchers import node_actions as na
+from launchers.phases import end_group
 from launchers.run_cmd import count_gpus
 from reports.errors import UsageError
 from reports.outdir import claim
@@ -73,19 +73,6 @@ def _checks(text: str) -> list[cp.StepName]:
     return [x for x in cp.STEPS if x in items]
 
 
-def _end_group(proc: subprocess.Popen[str]) -> None:
-    for sig, wait_s in ((signal.SIGTERM, cp.KILL_GRACE_S), (signal.SIGKILL, 2.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def run_step(step: cp.Step, limit_s: float, env: dict[str, str]) -> cp.StepResult:
     """The step in its own session; TERM then KILL to its process group at `limit_s`."""
     start = time.monotonic()
@@ -102,7 +89,7 @@ def run_step(step: cp.Step, limit_s: float, env: dict[str, str]) -> cp.StepResul
         out, _ = proc.communicate(timeout=max(0.1, limit_s))
         rc = proc.returncode
     except subprocess.TimeoutExpired:
-        _end_group(proc)
+        end_group(proc, cp.KILL_GRACE_S, 2.0)
         out, rc = "", 124
     lines = [ln.strip() for ln in (out or "").splitlines() if ln.strip()]
     return cp.StepResult(

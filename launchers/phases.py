@@ -55,9 +55,10 @@ def _pump(src: TextIO, prefix: str, sink: TextIO, last: list[str]) -> None:
         sink.flush()
 
 
-def _end_group(proc: subprocess.Popen[str]) -> None:
-    """TERM the phase's whole process group (its ranks), KILL what is left later."""
-    for sig, wait_s in ((signal.SIGTERM, KILL_AFTER_S), (signal.SIGKILL, 5)):
+def end_group(proc: subprocess.Popen[str], grace_s: float = KILL_AFTER_S, kill_wait_s: float = 5) -> None:
+    """TERM a child's whole process group (a phase's ranks, a check's tool), KILL what is
+    left after `grace_s`, and wait up to `kill_wait_s` for it to go."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, kill_wait_s)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
@@ -92,11 +93,11 @@ def run_phase(
     try:
         rc = proc.wait(timeout=phase.limit_s)
     except subprocess.TimeoutExpired:
-        _end_group(proc)
+        end_group(proc)
         rc = 124
         sink.write(f"{where} {phase.name}: past its limit of {phase.limit_s} s, stopped\n")
     except KeyboardInterrupt:
-        _end_group(proc)
+        end_group(proc)
         raise
     reader.join(timeout=5)
     elapsed = time.monotonic() - start
