@@ -67,19 +67,13 @@ def build_parser(only: str | None = None) -> OneLineParser:
     )
     parser.add_argument("--version", action="version", version=f"stoker {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    for name in COMMANDS:
+    for name in (*COMMANDS, *INTERNAL):
         if only is not None and name != only:
             sub.add_parser(name)  # known, so that argparse's choices stay whole; not imported
             continue
         mod = _module(name)
-        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
-        mod.add_arguments(p)
-    for name in INTERNAL:  # no help=: argparse lists only subcommands given one
-        if only is not None and name != only:
-            sub.add_parser(name)
-            continue
-        mod = _module(name)
-        p = sub.add_parser(name, description=mod.HELP)
+        listed = {"help": mod.HELP} if name in COMMANDS else {}  # argparse lists only those given help=
+        p = sub.add_parser(name, description=mod.HELP, **listed)
         mod.add_arguments(p)
     return parser
 

@@ -32,8 +32,8 @@ MAX_COUNT = 10_000_000  # ranks, nodes, processes, GPUs
 MAX_SECONDS = 366 * 86400.0  # one measurement longer than a year
 
 
-# a run id as reports.records.check_run_id takes it (an empty one named no run)
-# a run id names a directory: letters, digits, '.', '_', '-' (the one rule: records, tables, launchers)
+# a run id names a directory: letters, digits, '.', '_', '-'; the one rule, for
+# reports.records.check_run_id and the column reader (an empty one named no run)
 RUN_ID_PATTERN = r"[A-Za-z0-9._-]{1,128}"
 _RUN_ID = re.compile(RUN_ID_PATTERN)
 

@@ -265,10 +265,9 @@ def build(
     warming = plots.warm()  # the HTML's figures need matplotlib: import it while the records are read
     try:
         c = collect(directory, spec_arg, workload_arg, scope, runs, baseline_arg)
-    except BaseException:
-        warming.join(timeout=10)  # bad input: exit once the import is done, never in the middle of it
-        raise
-    return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
+        return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
+    finally:
+        warming.join(timeout=10)  # never exit in the middle of the import (bad input, or no figure)
 
 
 def main(args: argparse.Namespace) -> int:
