@@ -77,6 +77,16 @@ FAIL_GRACE_S = 15.0  # after one rank fails, how long the others may take to not
 _PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")
 
 
+def net_argv(scopes: str, size: str = "4M") -> list[str]:
+    """`python -m launchers.cli net` on gloo for the namespaced beds: one message size for the
+    sweeps and the pairs, 3 timed iterations after 1 warm-up, a 60 s timeout."""
+    return [
+        "-m", "launchers.cli", "net", "--scopes", scopes,
+        "--min-bytes", size, "--max-bytes", size, "--pair-bytes", size,
+        "--iters", "3", "--warmup", "1", "--backend", "gloo", "--timeout", "60",
+    ]  # fmt: skip
+
+
 def unavailable_reason() -> str | None:
     """None when namespaces can be built here, else a one-line reason to skip."""
     if os.geteuid() != 0:

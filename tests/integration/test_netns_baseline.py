@@ -14,33 +14,13 @@ import pytest
 
 from reports.findings import FAILING
 from tests.conftest import STOKER, needs_root
-from tests.harness.netns import NetnsCluster, unavailable_reason
+from tests.harness.netns import NetnsCluster, net_argv, unavailable_reason
 
 pytestmark = needs_root
 
 RATE_MBIT = 400  # every node's link: 0.05 GB/s raw
 HALF_MBIT = RATE_MBIT / 2
-NET = [
-    "-m",
-    "launchers.cli",
-    "net",
-    "--scopes",
-    "pairs",
-    "--min-bytes",
-    "4M",
-    "--max-bytes",
-    "4M",
-    "--pair-bytes",
-    "4M",
-    "--iters",
-    "3",
-    "--warmup",
-    "1",
-    "--backend",
-    "gloo",
-    "--timeout",
-    "60",
-]
+NET = net_argv("pairs")
 # a spec the halved link still meets: 0.2 Gbit/s advertised per node (one rank each), so a
 # pair is expected at 0.025 GB/s and n2's ~0.024 is within the 80% threshold
 SPEC = "name: bed\ngpus_per_node: 1\nnetwork:\n  inter_node: {Gbps: 0.2}\n"

@@ -16,7 +16,7 @@ from reports.findings import Finding
 from reports.records import NetRecord
 from reports.table import NetTable, RecordSet, read_records
 from tests.conftest import bed_missing, needs_root
-from tests.harness.netns import NetnsCluster, unavailable_reason
+from tests.harness.netns import NetnsCluster, net_argv, unavailable_reason
 from tests.unit.recordgen import judge_records
 
 pytestmark = needs_root
@@ -29,27 +29,7 @@ MAX_ROUNDS = math.ceil(math.log2(NODES)) + 2
 RATE_MBIT = 200
 SLOW_MBIT = RATE_MBIT / 4
 PORT = 29470
-NET = [
-    "-m",
-    "launchers.cli",
-    "net",
-    "--scopes",
-    "groups",
-    "--min-bytes",
-    "4M",
-    "--max-bytes",
-    "4M",
-    "--pair-bytes",
-    "4M",
-    "--iters",
-    "3",
-    "--warmup",
-    "1",
-    "--backend",
-    "gloo",
-    "--timeout",
-    "60",
-]
+NET = net_argv("groups")
 
 
 @pytest.fixture

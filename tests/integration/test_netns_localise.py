@@ -14,34 +14,14 @@ from reports.judging import localise as judging
 from reports.records import NetRecord
 from reports.table import NetTable, read_records
 from tests.conftest import bed_missing, needs_root
-from tests.harness.netns import NetnsCluster, unavailable_reason
+from tests.harness.netns import NetnsCluster, net_argv, unavailable_reason
 
 pytestmark = needs_root
 
 RATE_MBIT = 400  # every node's link: 0.048 GB/s of TCP goodput
 SLOW_MBIT = RATE_MBIT / 4
 # 4 MiB per pair: 0.09 s per all-reduce on a healthy pair, 0.35 s with the slow one.
-NET = [
-    "-m",
-    "launchers.cli",
-    "net",
-    "--scopes",
-    "pairs",
-    "--min-bytes",
-    "4M",
-    "--max-bytes",
-    "4M",
-    "--pair-bytes",
-    "4M",
-    "--iters",
-    "3",
-    "--warmup",
-    "1",
-    "--backend",
-    "gloo",
-    "--timeout",
-    "60",
-]
+NET = net_argv("pairs")
 
 
 @pytest.fixture
