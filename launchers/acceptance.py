@@ -5,7 +5,7 @@ job's time limit. Pure."""
 
 from __future__ import annotations
 
-from launchers.builders import COMPUTE_LIMIT_S, INVENTORY_LIMIT_S
+from launchers.builders import INVENTORY_LIMIT_S, compute_limit_s
 from launchers.profiles import GROUPS_ABOVE_NODES, Profile
 from reports import phases
 
@@ -25,7 +25,9 @@ def net_phases(nodes: int) -> list[tuple[str, tuple[str, ...]]]:
 def job_limit_s(profile: Profile, nodes: int) -> int:
     """The whole job's limit: every phase at its outer limit, the report, and a margin."""
     secs = INVENTORY_LIMIT_S + PHASE_GRACE_S  # the node inventory, first
-    secs += COMPUTE_LIMIT_S[profile.name] + PHASE_GRACE_S  # then the matmul appetite (issue 27)
+    secs += (
+        compute_limit_s(profile.name, profile.compute_budget_s) + PHASE_GRACE_S
+    )  # then the matmul appetite (issue 27)
     secs += len(net_phases(nodes)) * (profile.net_timeout_s + PHASE_GRACE_S)
     secs += profile.io_timeout_s + PHASE_GRACE_S
     return secs + profile.report_timeout_s + JOB_MARGIN_S

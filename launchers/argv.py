@@ -8,11 +8,12 @@ defined once, here in Python, none in bash).
     python -m launchers.argv --launcher mpirun --hostfile hosts --nnodes 2 --nproc-per-node 1 \\
         io --profile quick --path /tmp/x --path /shared/x --out /shared/r
     python -m launchers.argv report --out /shared/r --spec spec.yaml
-    python -m launchers.argv limits --profile quick     # net io report inventory limits in seconds
+    python -m launchers.argv limits --profile quick     # net io report inventory compute limits, s
+    python -m launchers.argv compute --profile quick --out /shared/r   # one per node, each its own devices
     python -m launchers.argv --launcher mpirun --nnodes 2 exec -- test -s FILE
     python -m launchers.argv --nnodes 2 phases     # the network phases: name, scopes, name, ...
     python -m launchers.argv --launcher mpirun --hostfile hosts --nnodes 2 inventory --out /shared/r
-    STOKER_RUN_ID=r1 python -m launchers.argv claim --out /shared/r   # the dir is r1's, or exit 2
+    STOKER_RUN_ID=r1 python -m launchers.argv claim --out /shared/r --option OUT  # r1's, or exit 2
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ def _parser() -> OneLineParser:
     sub.add_parser("exec").add_argument("command", nargs=argparse.REMAINDER)
     sub.add_parser("phases")
     sub.add_parser("inventory").add_argument("--out", required=True)
-    sub.add_parser("claim").add_argument("--out", required=True)
-    for what in ("net", "io", "report", "limits"):
+    c = sub.add_parser("claim")
+    c.add_argument("--out", required=True)
+    c.add_argument("--option", default="--out", help="how the user gave the dir, for the error line (OUT)")
+    for what in ("net", "io", "report", "limits", "compute"):
         p = sub.add_parser(what)
         if what != "limits":
             p.add_argument("--out", required=True)
@@ -65,7 +68,7 @@ def _parser() -> OneLineParser:
 def program(args: argparse.Namespace, cwd: Path) -> list[str]:
     """The stoker command of the phase, validated (bad input raises UsageError)."""
     if args.what == "claim":  # OUT is this run's (STOKER_RUN_ID) before its first phase, or exit 2
-        claim(Path(args.out), os.environ.get("STOKER_RUN_ID", ""))
+        claim(Path(args.out), os.environ.get("STOKER_RUN_ID", ""), option=args.option)
         return []
     if args.what == "exec":
         return list(args.command[1:] if args.command[:1] == ["--"] else args.command)
@@ -83,7 +86,14 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
             str(profile.io_timeout_s),
             str(profile.report_timeout_s),
             str(b.INVENTORY_LIMIT_S),
+            str(b.compute_limit_s(profile.name, profile.compute_budget_s)),
         ]
+    if args.what == "compute":
+        return b.compute_argv(
+            b.ComputeCommand(
+                out=args.out, profile=profile.name, budget_s=profile.compute_budget_s, stoker=stoker
+            )
+        )
     if args.what == "report":
         return b.report_argv(b.ReportCommand(out=args.out, spec=spec, workload=workload, stoker=stoker))
     if args.what == "net":
@@ -106,7 +116,8 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
 
 def launched(args: argparse.Namespace, prog: list[str]) -> list[str]:
     """`prog` under the launcher asked for (report and limits always run locally; the
-    inventory under mpirun, one per node, and locally on each node that runs torchrun.sh)."""
+    inventory and the compute phase under mpirun, one per node, and locally on each node
+    that runs torchrun.sh)."""
     if args.launcher == "torchrun" and args.what in ("net", "io", "exec"):
         return b.build(
             "torchrun",
@@ -120,7 +131,7 @@ def launched(args: argparse.Namespace, prog: list[str]) -> list[str]:
                 torchrun=(sys.executable, "-m", "torch.distributed.run"),
             ),
         )
-    if args.launcher == "mpirun" and args.what in ("net", "io", "exec", "inventory"):
+    if args.launcher == "mpirun" and args.what in ("net", "io", "exec", "inventory", "compute"):
         return b.build(
             "mpirun",
             b.MpirunSpec(

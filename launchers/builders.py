@@ -77,6 +77,7 @@ class ComputeCommand:
 
     out: str
     profile: str
+    budget_s: float | None = None  # --budget: overrides the profile's
     stoker: tuple[str, ...] = STOKER
 
 
@@ -85,8 +86,14 @@ class ComputeCommand:
 COMPUTE_LIMIT_S = {"quick": 20 + 120 + 60, "standard": 60 + 120 + 60, "full": 1800 + 120 + 60}
 
 
+def compute_limit_s(profile: str, budget_s: float | None) -> int:
+    """The launcher's limit for one compute phase: the profile's, or a given budget's the same way."""
+    return COMPUTE_LIMIT_S[profile] if budget_s is None else int(budget_s) + 1 + 120 + 60
+
+
 def compute_argv(c: ComputeCommand) -> list[str]:
-    return [*c.stoker, "compute", "--profile", c.profile, "--out", c.out]
+    budget = [] if c.budget_s is None else ["--budget", f"{c.budget_s:g}"]
+    return [*c.stoker, "compute", "--profile", c.profile, *budget, "--out", c.out]
 
 
 def inventory_argv(c: InventoryCommand) -> list[str]:

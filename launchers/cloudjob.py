@@ -128,6 +128,7 @@ _KNOBS = {
     "io_runtime_s": "--io-runtime",
     "net_timeout_s": "--net-timeout",
     "io_timeout_s": "--io-timeout",
+    "compute_budget_s": "--compute-budget",
 }
 
 
@@ -137,7 +138,7 @@ def stoker_args(job: CloudJob) -> list[str]:
     args = ["--profile", p.name]
     for f in fields(p):
         value = getattr(p, f.name)
-        if f.name in _KNOBS and (base is None or value != getattr(base, f.name)):
+        if f.name in _KNOBS and value is not None and (base is None or value != getattr(base, f.name)):
             args += [_KNOBS[f.name], ",".join(value) if isinstance(value, tuple) else str(value)]
     if job.spec_text is not None:
         args += ["--spec", f"{job.inputs_dir}/spec.yaml"]

@@ -25,20 +25,6 @@ fi
 "$STOKER_PY" -c 'import launchers.argv' 2>/dev/null ||
   die2 "$STOKER_PY cannot import stoker: set STOKER_PY to the python it is installed in (./install.sh makes .venv)"
 
-# claim_out: OUT becomes stoker's before anything is written into it: it holds stoker's marker
-# (.stoker-run: a run id, or "(submitted)" that the first phase replaces with this run's id),
-# or it is new or empty and gets the marker now; a dir of someone's files is refused whatever
-# their names (reports/outdir.py decides by the marker alone).
-claim_out() {
-  [ -d "$OUT" ] && [ ! -L "$OUT/.stoker-run" ] || die2 "OUT=$OUT: not a directory stoker can use; give a new or empty directory"
-  [ -e "$OUT/.stoker-run" ] && return 0
-  local first
-  first=$(ls -A "$OUT" | head -n 1)
-  [ -z "$first" ] || die2 "OUT=$OUT exists and was not made by stoker (it holds $first); give a new or empty directory"
-  (set -o noclobber; echo "(submitted)" > "$OUT/.stoker-run") 2>/dev/null || [ -e "$OUT/.stoker-run" ] ||
-    die2 "cannot write into OUT=$OUT; give a writable directory"
-}
-
 # tokens ARRAY ARGS...: ARRAY := the NUL-separated tokens `launchers.argv ARGS` prints;
 # bad input there (a missing spec, a bad size) ends this script with its one line, exit 2.
 tokens() {

@@ -48,7 +48,7 @@ SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 tokens LIMITS limits "$@"
 INVENTORY_LIMIT=${LIMITS[3]}
 mkdir -p "$OUT" || die2 "cannot create $OUT"
-claim_out  # OUT is stoker's before anything is written into it
+tokens _ claim --out "$OUT" --option OUT  # OUT is this run's before anything is written into it
 
 # every rank gets the run's settings and the fabric's (rank_env, common.sh), wherever it runs
 L=(--launcher mpirun --nnodes "$NNODES" --export "$(rank_env)")
@@ -72,10 +72,13 @@ GRACE=120
 tokens PAIRS --nnodes "$NNODES" phases
 NAMES=() SCOPES=()
 for ((k = 0; k < ${#PAIRS[@]}; k += 2)); do NAMES+=("${PAIRS[$k]}") SCOPES+=("${PAIRS[$((k + 1))]}"); done
-PHASES=$(( 1 + ${#SCOPES[@]} + 2 ))
+PHASES=$(( 2 + ${#SCOPES[@]} + 2 ))
 # the node inventory first: one per node, each reads itself, as the sbatch job's
 tokens CMD "${L[@]}" --nproc-per-node 1 inventory --out "$OUT"
 phase inventory $((LIMITS[3] + GRACE)) "${CMD[@]}"
+# then the accelerators' appetite: one per node, each sweeps its own devices at once (issue 27)
+tokens CMD "${L[@]}" --nproc-per-node 1 compute --out "$OUT" "$@"
+phase compute $((LIMITS[4] + GRACE)) "${CMD[@]}"
 for i in "${!SCOPES[@]}"; do
   tokens CMD "${L[@]}" --nproc-per-node "$NPROC_PER_NODE" net --scopes "${SCOPES[$i]}" --backend "$BACKEND" --out "$OUT" "$@"
   phase "${NAMES[$i]}" $((LIMITS[0] + GRACE)) "${CMD[@]}"

@@ -39,6 +39,12 @@ def add_profile_arguments(parser: argparse.ArgumentParser, default: str | None) 
     g.add_argument("--io-runtime", type=int, help="seconds per timed storage workload")
     g.add_argument("--net-timeout", type=int, help="seconds one network phase may take")
     g.add_argument("--io-timeout", type=int, help="seconds the storage phase may take")
+    g.add_argument(
+        "--compute-budget",
+        type=float,
+        metavar="S",
+        help="seconds per accelerator for the compute phase's matmul sweep (default: the profile's)",
+    )
 
 
 def _csv(text: str | None) -> tuple[str, ...] | None:
@@ -84,7 +90,14 @@ def profile_from_args(args: argparse.Namespace, default: str = "standard") -> Pr
         io_runtime_s=args.io_runtime,
         net_timeout_s=args.net_timeout,
         io_timeout_s=args.io_timeout,
+        compute_budget_s=_positive(args.compute_budget, "--compute-budget"),
     )
+
+
+def _positive(value: float | None, option: str) -> float | None:
+    if value is not None and not 0 < value <= 86400:
+        raise UsageError(f"{option} {value:g}: give seconds between 0 and 86400, e.g. {option} 20")
+    return value
 
 
 def checked_file(path: str | None, option: str, cwd: Path) -> str | None:

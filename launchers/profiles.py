@@ -34,6 +34,9 @@ class Profile:
     net_timeout_s: int  # one net phase: stoker net --timeout and the launcher's limit
     io_timeout_s: int  # one io phase (all paths, all workloads)
     report_timeout_s: int = 300
+    # stoker compute --budget: seconds per device, all dtypes; None: the compute profile's own
+    # (quick ~20 s, standard ~60 s, full the whole grid)
+    compute_budget_s: float | None = None
 
 
 # Above this many nodes the acceptance job localises with the log-round groups search

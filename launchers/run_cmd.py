@@ -140,8 +140,14 @@ def plan(
     )
     compute = Phase(  # the accelerators' appetite, after the inventory, before the sweeps
         name="compute",
-        argv=tuple(b.compute_argv(b.ComputeCommand(out=out, profile=profile.name, stoker=stoker))),
-        limit_s=b.COMPUTE_LIMIT_S[profile.name],
+        argv=tuple(
+            b.compute_argv(
+                b.ComputeCommand(
+                    out=out, profile=profile.name, budget_s=profile.compute_budget_s, stoker=stoker
+                )
+            )
+        ),
+        limit_s=b.compute_limit_s(profile.name, profile.compute_budget_s),
     )
     measure = [
         inventory,

@@ -80,10 +80,12 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
     )  # one task per node: each node reads itself
     lines = [b.shell_line(["phase", "inventory", str(b.INVENTORY_LIMIT_S + PHASE_GRACE_S), *inventory])]
     # one task per node; stoker compute starts one process per GPU itself
-    limit = b.COMPUTE_LIMIT_S[p.name]
+    limit = b.compute_limit_s(p.name, p.compute_budget_s)
     compute = _srun(
         cfg,
-        b.compute_argv(b.ComputeCommand(out="$OUT", profile=p.name, stoker=cfg.stoker)),
+        b.compute_argv(
+            b.ComputeCommand(out="$OUT", profile=p.name, budget_s=p.compute_budget_s, stoker=cfg.stoker)
+        ),
         1,
         limit,
         mpi=False,

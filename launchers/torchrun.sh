@@ -61,20 +61,20 @@ tokens LIMITS limits "$@"
 # one checkpoint writer per GPU (each rank saves its shard), as `stoker run`; none: stoker io's
 [ "$(gpu_count)" -gt 0 ] && IO_WRITERS=${IO_WRITERS:-$NPROC_PER_NODE}
 mkdir -p "$OUT" "$LOCAL_IO" || die2 "cannot create $OUT or $LOCAL_IO"
-# node 0 makes OUT stoker's before anything is written there (each node its own with SHARED_OUT=0)
-{ [ "$SHARED_OUT" = 0 ] || [ "$NODE_RANK" -eq 0 ]; } && claim_out
 
 # One run id for every node, and proof that OUT is shared: node 0 writes its run id into
-# OUT, every node reads it and answers with a file of its own, node 0 waits for all.
+# OUT, every node reads it and answers with a file of its own, node 0 waits for all. Node 0
+# (each node its own with SHARED_OUT=0) first makes OUT this run's (reports/outdir.py: a dir
+# of someone else's files, or another run's, is refused) before anything is written there.
 MARK="$OUT/.stoker-run-id"
 if [ "$SHARED_OUT" = 0 ]; then
   [ -n "${STOKER_RUN_ID:-}" ] || die2 "SHARED_OUT=0 needs STOKER_RUN_ID, the same on every node"
   export STOKER_RUN_ID
-  tokens _ claim --out "$OUT"   # this node's own OUT is this run's before any phase writes there
+  tokens _ claim --out "$OUT" --option OUT
 elif [ "$NODE_RANK" -eq 0 ]; then
-  rm -f "$OUT"/.stoker-seen-*
   export STOKER_RUN_ID="${STOKER_RUN_ID:-torchrun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
-  tokens _ claim --out "$OUT"   # before the run id goes out: every node's first phase writes there
+  tokens _ claim --out "$OUT" --option OUT  # before the run id goes out: every node writes there
+  rm -f "$OUT"/.stoker-seen-*
   echo "$STOKER_RUN_ID" > "$MARK.tmp" && mv "$MARK.tmp" "$MARK"
 else
   for _ in $(seq "$SYNC_TIMEOUT"); do
@@ -110,10 +110,13 @@ GRACE=120
 tokens PAIRS --nnodes "$NNODES" phases
 NAMES=() SCOPES=()
 for ((k = 0; k < ${#PAIRS[@]}; k += 2)); do NAMES+=("${PAIRS[$k]}") SCOPES+=("${PAIRS[$((k + 1))]}"); done
-PHASES=$(( 1 + ${#SCOPES[@]} + 1 + (NODE_RANK == 0) ))
+PHASES=$(( 2 + ${#SCOPES[@]} + 1 + (NODE_RANK == 0) ))
 # the node inventory first: every node reads itself, as the sbatch job's
 tokens CMD inventory --out "$OUT"
 phase inventory $((LIMITS[3] + GRACE)) "${CMD[@]}"
+# then the accelerators' appetite: every node sweeps its own devices at once (issue 27)
+tokens CMD compute --out "$OUT" "$@"
+phase compute $((LIMITS[4] + GRACE)) "${CMD[@]}"
 i=0
 for scopes in "${SCOPES[@]}"; do
   # a port per phase: a node that starts phase i+1 early must not reach phase i's store

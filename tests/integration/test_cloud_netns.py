@@ -64,8 +64,9 @@ PROFILE = with_overrides(
     warmup=1,
     workloads=("checkpoint",),
     ckpt_bytes="8M",
-    io_runtime_s=2,
-)  # 2: iobench MIN_RUNTIME_S
+    io_runtime_s=2,  # 2: iobench MIN_RUNTIME_S
+    compute_budget_s=2.0,  # the compute phase: 2 s of matmul sweep per node, not the profile's 20
+)
 
 
 def job(tmp: Path, name: str, shared: bool = True, fabric: str = "tcp") -> CloudJob:
@@ -268,7 +269,9 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
     assert [inventoried(o + e) for _, o, e in res] == [{h} for h in cluster.hosts], logs
     assert host_records(out) <= hosts
     phases = [json.loads(x)["phase"] for x in (out / "phases.jsonl").read_text().splitlines()]
-    assert phases == ["inventory", "intra-node", "inter-node", "pairs", "storage"], phases
+    assert phases == ["inventory", "compute", "intra-node", "inter-node", "pairs", "storage"], phases
+    # the compute phase ran on every node, each sweeping its own devices (issue 27)
+    assert {r["host"] for r in recs.compute} == hosts, logs
 
 
 @pytest.mark.parametrize(
@@ -369,6 +372,7 @@ def test_mpijob_launcher_beside_worker_0_reaches_every_rank(
     assert inventoried((run / "phase-inventory.log").read_text()) == hosts, logs
     phases = [json.loads(x) for x in (run / "phases.jsonl").read_text().splitlines()]
     assert [(x["phase"], x["rc"]) for x in phases] == [
-        (n, 0) for n in ("inventory", "intra-node", "inter-node", "pairs", "storage")
+        (n, 0) for n in ("inventory", "compute", "intra-node", "inter-node", "pairs", "storage")
     ], logs
+    assert {r["host"] for r in recs.compute} == hosts, logs  # one stoker compute per node, under mpirun
     print(f"\nmpijob {fabric}: node 0 exit {rc}, fabric env {dict(FABRICS[fabric].env)} in both hosts' ranks")

@@ -48,6 +48,8 @@ SMALL = [
     "8M",
     "--io-runtime",
     "2",
+    "--compute-budget",  # the compute phase: 2 s of matmul sweep, not the profile's 20
+    "2",
 ]
 # 6 ranks on 2 shared cores: gloo's own CPU cost may take some of the rate under load, so the
 # spec passes at half of it (a threshold in the spec, as an operator would set it); measured
@@ -127,10 +129,11 @@ def test_every_phase_ran_on_all_three_nodes(results: Path) -> None:
     assert {r.scope for r in recs.net.records()} >= {"intra-node", "inter-node", "pair"}
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == {"la3n0", "la3n1", "la3n2"}
     assert len({r.run_id for r in [*recs.net.records(), *recs.io, *recs.host]}) == 1
+    assert {r["host"] for r in recs.compute} == {"la3n0", "la3n1", "la3n2"}  # each node its own sweep
     # node 0 wrote the phase list (reports/phases.py) and kept each phase's output beside it;
     # the inventory runs first (on these veth-only nodes it reads nothing, and says so)
     ran = [json.loads(x) for x in (results / "phases.jsonl").read_text().splitlines()]
-    assert [p["phase"] for p in ran] == ["inventory", "intra-node", "inter-node", "pairs", "storage"], ran
+    assert [p["phase"] for p in ran] == "inventory compute intra-node inter-node pairs storage".split(), ran
     assert all(p["rc"] == 0 and (results / p["log"]).is_file() for p in ran), ran
     for name in ("report.md", "report.html", "verdict.json"):
         assert (results / name).is_file()

@@ -33,6 +33,8 @@ SMALL = [
     "8M",
     "--io-runtime",
     "2",
+    "--compute-budget",  # the compute phase: 2 s of matmul sweep, not the profile's 20
+    "2",
 ]
 
 

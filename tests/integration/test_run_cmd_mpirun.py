@@ -32,6 +32,8 @@ SMALL = [
     "8M",
     "--io-runtime",
     "2",
+    "--compute-budget",  # the compute phase: 2 s of matmul sweep, not the profile's 20
+    "2",
 ]
 
 
@@ -63,13 +65,17 @@ def test_mpirun_script_runs_every_phase_and_exits_with_the_verdict(tmp_path: Pat
     }
     p = script("mpirun.sh", env, *SMALL, cwd=tmp_path)
     phases = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]
-    assert [(x["phase"], x["rc"]) for x in phases] == [("inventory", 0), ("intra-node", 0), ("storage", 0)], (
-        p.stdout[-3000:]
-    )
+    assert [(x["phase"], x["rc"]) for x in phases] == [
+        ("inventory", 0),
+        ("compute", 0),
+        ("intra-node", 0),
+        ("storage", 0),
+    ], p.stdout[-3000:]
     # each phase's output is kept for the report, as the sbatch job keeps it
     assert all(x["log"] == f"phase-{x['phase']}.log" and (out / x["log"]).is_file() for x in phases)
     assert (out / "host.jsonl").is_file()  # the inventory ran on the node
     recs = read_records(out)
+    assert recs.compute  # and the compute phase, under mpirun (issue 27)
     assert {r.ranks for r in recs.net.records()} == {2} and recs.io
     assert len({r.run_id for r in [*recs.net.records(), *recs.io]}) == 1
     assert all(r.run_id.startswith("mpirun-") for r in recs.net.records())

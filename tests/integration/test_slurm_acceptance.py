@@ -52,6 +52,8 @@ SMALL = [
     "16M",
     "--io-runtime",
     "2",
+    "--compute-budget",  # the compute phase: 2 s of matmul sweep, not the profile's 20
+    "2",
 ]
 # the srun MPI plugins real clusters set as MpiDefault; Debian's slurm carries all three
 # (pmix through libpmix-dev). Each sets its own PMI/PMIx variables in every rank: a variable

@@ -254,3 +254,40 @@ def test_script_argv_wraps_the_phase_in_the_launcher() -> None:
     ]
     assert tokens[10:14] == [sys.executable, "-m", "launchers.cli", "net"]
     assert tokens[tokens.index("--scopes") + 1] == "pairs"
+
+
+def _argv_tokens(*args: str) -> list[str]:
+    p = subprocess.run(
+        [sys.executable, "-m", "launchers.argv", *args], capture_output=True, text=True, check=True
+    )
+    return p.stdout.split("\0")[:-1]
+
+
+def test_compute_budget_reaches_the_compute_phase_and_its_limit() -> None:
+    assert b.compute_argv(b.ComputeCommand(out="/r", profile="quick")) == [
+        *b.STOKER, "compute", "--profile", "quick", "--out", "/r"
+    ]  # fmt: skip
+    assert b.compute_argv(b.ComputeCommand(out="/r", profile="quick", budget_s=2.5))[-4:] == [
+        "--budget", "2.5", "--out", "/r"
+    ]  # fmt: skip
+    # the profile's limit without a budget; a budget's own, with the same 180 s of start-up room
+    assert b.compute_limit_s("standard", None) == b.COMPUTE_LIMIT_S["standard"]
+    assert b.compute_limit_s("full", 2.5) == 2 + 1 + 120 + 60
+    # torchrun.sh and mpirun.sh: `compute` tokens, and the limit as the fifth `limits` value
+    assert _argv_tokens("compute", "--profile", "quick", "--compute-budget", "3", "--out", "/r")[-7:] == [
+        "compute", "--profile", "quick", "--budget", "3", "--out", "/r"
+    ]  # fmt: skip
+    assert _argv_tokens("limits", "--profile", "quick", "--compute-budget", "3")[4] == str(3 + 1 + 180)
+    under = _argv_tokens("--launcher", "mpirun", "--nnodes", "2", "compute", "--out", "/r")
+    assert under[0] == "mpirun" and under[-3:] == ["standard", "--out", "/r"]
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "1e9"])
+def test_compute_budget_out_of_range_is_one_line_exit_2(bad: str) -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "launchers.argv", "compute", "--compute-budget", bad, "--out", "/r"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "--compute-budget" in p.stderr, p.stderr

@@ -95,7 +95,7 @@ def test_every_phase_a_launcher_names_is_in_the_list() -> None:
         assert "printf" not in text
     run_cmd = (REPO / "launchers" / "run_cmd.py").read_text()
     named |= set(re.findall(r'Phase\(\s*name="([a-z-]+)"', run_cmd))
-    assert named == {"inventory", "storage", "network", "report"} and named <= set(phases.PHASES)
+    assert named == {"inventory", "compute", "storage", "network", "report"} and named <= set(phases.PHASES)
     for path in (REPO / "launchers").rglob("*"):
         if path.suffix in (".sh", ".sbatch"):
             assert '/phases.jsonl"' not in path.read_text(), path  # only reports/phases.py writes it

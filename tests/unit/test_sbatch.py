@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,15 @@ def test_job_time_adds_up_phase_limits() -> None:
         )
         == "1:53:00"
     )
+
+
+def test_compute_budget_sets_the_phase_and_its_limit() -> None:
+    cfg = CASES["two-node-quick-gloo"]
+    short = replace(cfg, profile=replace(cfg.profile, compute_budget_s=2.0))
+    (line,) = [x for x in render(short).splitlines() if x.startswith("phase compute ")]
+    # 2 s of sweep + 1 + 180 s of start-up room, + the job's 120 s grace; the default is 200 + 120
+    assert line.startswith("phase compute 303 ") and " compute --profile quick --budget 2 --out " in line
+    assert job_time(short) == "0:36:03"  # 2180 - 320 + 303 = 2163 s
 
 
 def test_given_time_and_quoted_out() -> None:
