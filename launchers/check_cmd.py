@@ -161,6 +161,7 @@ def _metrics(rs: Any, host: str, findings: list[Any]) -> tuple[list[Any], list[A
             value=f.value,
         )
         for f in figures(rs)
+        if f.unit == "GB/s"  # the gauge is stoker_figure_gbps: a TFLOPS figure is not one
     ]
     stats = [
         Metric(

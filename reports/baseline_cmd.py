@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
         )
     figs = figures(c.report.evidence)
     if not figs:
-        raise UsageError(f"{args.dir}: no figure to keep (no sweep, storage or host-link record)")
+        raise UsageError(f"{args.dir}: no figure to keep (no sweep, storage, host-link or compute record)")
     base = make(str(c.verdict.get("run_id", "?")), utc_now(), figs, tol)
     write_atomically(out, to_yaml(base))
     kinds: dict[str, int] = {}

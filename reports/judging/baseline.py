@@ -4,7 +4,7 @@ later run against it (pure; reading and writing the YAML is at the edges, `load`
 A baseline is a list of figures, each one number a later run can measure again under the same
 key: a sweep's plateau per scope and op, each node's intra-node plateau, each node's best pair
 (its own link), each storage path per workload and direction (all nodes, and per node), each
-GPU's pinned host-link copies. Beside the accepted value it keeps the spread seen (the lowest
+GPU's pinned host-link copies, each device's matmul TFLOPS per dtype (stoker compute). Beside the accepted value it keeps the spread seen (the lowest
 and highest repeat) and a tolerance: a later figure under `accepted x (1 - tolerance)` is a
 `regression`, a failing finding named by component and host. The tolerance starts at
 DEFAULT_TOLERANCE, widened to twice the relative spread seen when the run itself was noisier,
@@ -27,7 +27,7 @@ DEFAULT_TOLERANCE = 0.15  # a healthy rerun on a quiet node stays within 15% of 
 STORAGE_TOLERANCE = 0.25
 MAX_TOLERANCE = 0.5
 _KEY_FIELDS = ("kind", "scope", "op", "host", "device", "path", "workload", "direction")
-KINDS = ("sweep", "node-intra", "node-pair", "storage", "node-storage", "host-link")
+KINDS = ("sweep", "node-intra", "node-pair", "storage", "node-storage", "host-link", "compute")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -234,9 +234,44 @@ def _host_links(host_records: Sequence[Mapping[str, Any]]) -> list[Figure]:
     return out
 
 
+def _compute(records: Sequence[Mapping[str, Any]]) -> list[Figure]:
+    """Each device's best-shape median TFLOPS per dtype (the statistic judging/compute.py
+    judges), keyed by host, device slot and dtype: a GPU swapped into the slot is held to what
+    the slot gave at acceptance. The spread is the best shape's median and maximum."""
+    from reports.judging.compute import devices
+
+    out = []
+    for d in devices(records):
+        slot = f"gpu{d.gpu}" if d.gpu is not None else f"cpu{d.proc}"
+        high = d.max_tflops if isinstance(d.max_tflops, (int, float)) and d.max_tflops >= d.tflops else None
+        out.append(
+            Figure(
+                kind="compute",
+                component="gpu",
+                what=f"{d.dtype} matmul TFLOPS",
+                value=d.tflops,
+                unit="TFLOPS",
+                low=d.tflops,
+                high=None if high is None else float(high),
+                op=d.dtype,
+                host=d.host,
+                device=slot,
+                hosts=(d.host,),
+            )
+        )
+    return out
+
+
 def figures(ev: Evidence) -> list[Figure]:
     """Every figure of a run that a baseline keeps and a later run is judged on."""
-    return [*_sweeps(ev), *_node_intra(ev), *_node_pairs(ev), *_storage(ev), *_host_links(ev.host)]
+    return [
+        *_sweeps(ev),
+        *_node_intra(ev),
+        *_node_pairs(ev),
+        *_storage(ev),
+        *_host_links(ev.host),
+        *_compute(ev.compute),
+    ]
 
 
 def tolerance_for(fig: Figure, default: float = DEFAULT_TOLERANCE) -> float:

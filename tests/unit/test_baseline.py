@@ -142,3 +142,37 @@ def test_bad_baseline_names_file_and_field(tmp_path: Path, edit: tuple[str, str]
     with pytest.raises(UsageError) as e:
         load(path)
     assert str(e.value).startswith(str(path)) and says in str(e.value)
+
+
+def _compute(rs: RecordSet, gpu3: float) -> RecordSet:
+    """One 4-GPU node's bf16 compute records (hand-written, stoker compute's fields)."""
+    rs.compute += [
+        {
+            "kind": "compute", "host": "n1", "gpu": g, "proc": g, "uuid": f"GPU-{g}", "name": "NVIDIA H100 80GB HBM3",
+            "dtype": "bf16", "best_shape": "8192x8192x8192", "median_tflops": gpu3 if g == 3 else 700.0,
+            "max_tflops": (gpu3 if g == 3 else 700.0) * 1.01, "mean_tflops": 690.0,
+        }
+        for g in range(4)
+    ]  # fmt: skip
+    return rs
+
+
+def test_compute_figures_per_gpu_slot_and_a_slower_gpu_is_a_regression(tmp_path: Path) -> None:
+    figs = [f for f in figures(_compute(accepted_run(), 700.0)) if f.kind == "compute"]
+    assert [(f.host, f.device, f.op, f.unit, f.component) for f in figs] == [
+        ("n1", f"gpu{g}", "bf16", "TFLOPS", "gpu") for g in range(4)
+    ]
+    base = make("acc-1", "t", figures(_compute(accepted_run(), 700.0)))
+    path = tmp_path / "b.yaml"
+    path.write_text(to_yaml(base))
+    back = load(path)  # the unit survives the file
+    assert {a.figure.unit for a in back.figures if a.figure.kind == "compute"} == {"TFLOPS"}
+    # GPU 3 gives 20% less than it did at acceptance: past the 15% tolerance, named by slot
+    found = judge(back, figures(_compute(accepted_run(), 560.0)))
+    bad = [f for f in found if f.status == "regression"]
+    assert [(f.component, f.hosts, f.extra["device"], f.unit) for f in bad] == [
+        ("gpu", ("n1",), "gpu3", "TFLOPS")
+    ]
+    assert "560 TFLOPS against 700 accepted" in bad[0].message
+    # 10% less is inside the tolerance
+    assert not [f for f in judge(back, figures(_compute(accepted_run(), 630.0))) if f.status == "regression"]
