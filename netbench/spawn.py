@@ -88,14 +88,18 @@ def _wait(procs: Sequence[subprocess.Popen[bytes]], logs: Sequence[Path]) -> int
         codes = [p.poll() for p in procs]
         failed = [(r, c) for r, c in enumerate(codes) if c not in (None, 0)]
         if failed:
-            rank, code = failed[0]
             # rank 0 usually notices a dead peer at once and says which op failed: let it
             deadline = time.monotonic() + PEER_WAIT_S
             while procs[0].poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
             _stop(procs, signal.SIGTERM, STOP_GRACE_S)
-            if procs[0].returncode in (2, 3):
+            # Another rank that ended before rank 0 noticed is the cause (a crash: 70, a signal,
+            # or its own failed step), and rank 0's "connection reset" only its echo: name it,
+            # with its own last line. Bad input (2) is rank 0's one line alone.
+            origin = [(r, c) for r, c in failed if r]
+            if procs[0].returncode == 2 or (procs[0].returncode == 3 and not origin):
                 return int(procs[0].returncode)  # rank 0 already said why, in one line
+            rank, code = origin[0] if origin else failed[0]
             why = _last_line(logs[rank]) if rank else ""
             sys.stderr.write(
                 f"stoker net: rank {rank} {_describe(code)}; the other ranks were stopped; "

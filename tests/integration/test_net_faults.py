@@ -1,5 +1,5 @@
-"""Bad input (one line, exit 2) and faults (a hung rank, a killed rank, Ctrl-C: exit 3,
-records kept) on real `stoker net --nproc 2` runs."""
+"""Bad input (one line, exit 2) and faults (a hung rank, a killed rank, a crashed rank,
+Ctrl-C: exit 3, records kept) on real `stoker net --nproc 2` runs."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_nccl_without_gpu_says_use_gloo(tmp_path: Path) -> None:
     )
 
 
-def _start(out: Path, *extra: str) -> subprocess.Popen[str]:
+def _start(out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     # many iterations at small sizes: the run is still going when the test acts on it
     cmd = [
         *STOKER,
@@ -106,7 +106,7 @@ def _start(out: Path, *extra: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_clean_env(),
+        env={**_clean_env(), **(env or {})},
         start_new_session=True,
     )
 
@@ -203,6 +203,42 @@ def test_ctrl_c_exit_3_table_and_records_kept(tmp_path: Path) -> None:
             if ln.strip() and not ln.startswith("#")
         ]
         assert rows[0].split()[:3] == ["8", "2", "float32"]
+        assert (out / "net.jsonl").read_text().count("\n") >= 1
+    finally:
+        _kill_group(proc)
+
+
+# Loaded into every interpreter of the run through PYTHONPATH (a test's own fault, hand-written):
+# SIGUSR1 ends a rank at once with stoker's crash code (launchers.cli.CRASHED, 70: what its
+# entry point returns for an exception it has no handler for). An exception raised inside a
+# collective would not do: each step turns those into a measured abort (exit 3) by design.
+CRASH_HOOK = """
+import os, signal
+
+def _crash(signum, frame):
+    os.write(2, b"injected by the test: rank crashed\\n")
+    os._exit(70)  # at once: an interpreter teardown beside live gloo threads may abort instead
+
+signal.signal(signal.SIGUSR1, _crash)
+"""
+
+
+def test_crashed_rank_exit_70_makes_the_run_exit_3_records_kept(tmp_path: Path) -> None:
+    from launchers.cli import CRASHED
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(CRASH_HOOK, encoding="utf-8")
+    out = tmp_path / "nb-crash"
+    proc = _start(out, "--timeout", "60", env={"PYTHONPATH": str(hook)})
+    try:
+        _first_record(out, proc)
+        os.kill(_rank_pid(proc.pid, 1), signal.SIGUSR1)
+        _, err = proc.communicate(timeout=90)
+        # the launcher names the crashed rank, not only rank 0's echo of it, and ends incomplete
+        assert proc.returncode == 3, err
+        assert f"rank 1 exited with code {CRASHED}; the other ranks were stopped" in err, err
+        assert err.rstrip().endswith("injected by the test: rank crashed"), err  # the rank's own last line
         assert (out / "net.jsonl").read_text().count("\n") >= 1
     finally:
         _kill_group(proc)
