@@ -35,6 +35,16 @@ if CI:
     settings.load_profile("stoker-ci")
 
 
+def ctrl_c_default() -> None:
+    """A Popen preexec_fn for a child the test will Ctrl-C: SIGINT back to its default. A
+    shell starts background jobs with SIGINT ignored, children inherit that, and Python then
+    installs no KeyboardInterrupt handler: a suite run as `pytest ... &` would see the child
+    run to its end instead of stopping (two tests failed so)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def bed_missing(reason: str) -> NoReturn:
     """End a test whose bed is missing here: a skip on a developer's machine, a failure under
     CI=true (where install.sh provides every bed, so a missing one is a broken CI machine)."""

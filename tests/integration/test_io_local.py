@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reports.table import read_records
-from tests.conftest import REPO, STOKER, needs_tool
+from tests.conftest import REPO, STOKER, ctrl_c_default, needs_tool
 
 pytestmark = needs_tool("fio")
 
@@ -174,6 +174,7 @@ def test_interrupt_removes_the_work_dir(tmp_path: Path, sig: signal.Signals) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_default,
     )
     deadline = time.monotonic() + 60
     # wait until fio is reading its files, then stop stoker as Ctrl-C / a scheduler would

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PYTHON, STOKER
+from tests.conftest import PYTHON, STOKER, ctrl_c_default
 
 LAUNCHER_VARS = (
     "RANK",
@@ -108,6 +108,7 @@ def _start(out: Path, *extra: str, env: dict[str, str] | None = None) -> subproc
         text=True,
         env={**_clean_env(), **(env or {})},
         start_new_session=True,
+        preexec_fn=ctrl_c_default,
     )
 
 
