@@ -19,11 +19,13 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reports.errors import UsageError
-from reports.judging.coverage import Scope
-from reports.render.markdown import ReportInput
+
+if TYPE_CHECKING:  # pandas comes with them: `stoker report` starts its parse first (main)
+    from reports.judging.coverage import Scope
+    from reports.render.markdown import ReportInput
 
 HELP = "judge the records in DIR: report.md, report.html, verdict.json"
 SPEC_FILES = ("spec.yaml", "spec.yml")
@@ -183,6 +185,7 @@ def collect(
     from reports.findings import verdict_json
     from reports.ingest.importers import import_dir
     from reports.judging.judge import judge
+    from reports.render.markdown import ReportInput
     from reports.table import read_records
 
     if not directory.is_dir():
@@ -258,6 +261,10 @@ def build(
     baseline_arg: str | None = None,
 ) -> Outcome:
     """Everything `stoker report` writes, as strings."""
+    # the modules first (pandas among them), then matplotlib's in a thread: never two threads
+    # importing at once (a parse started by main() runs no Python meanwhile)
+    import reports.evidence  # noqa: F401
+    import reports.judging.judge  # noqa: F401
     from reports.render import plots
     from reports.render.html import render as render_html
     from reports.render.markdown import render as render_md
@@ -272,6 +279,9 @@ def build(
 
 def main(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
+    from reports.table import prefetch
+
+    prefetch(directory)  # pyarrow parses net.jsonl while the modules below are imported
     out = build(
         directory,
         args.spec,

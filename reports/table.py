@@ -14,6 +14,7 @@ for the rows asked for (`where`). The figures are checked by one rule table
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -195,23 +196,17 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
-        import pyarrow.json as pj
     except ImportError:
         return None
     from reports.safe_read import check_regular  # a FIFO or /dev/zero link is refused, not read
 
     check_regular(path, "records file")
-    lines = _clean_lines(path)
-    if lines is None:
+    parsed = _take_prefetched(path)
+    if parsed is _NOT_PREFETCHED:
+        parsed = _parse(path)
+    if parsed is None:
         return None
-    try:  # from the file, in blocks: the text is never held whole (peak memory is half the goal)
-        table = pj.read_json(
-            path,
-            read_options=pj.ReadOptions(block_size=16 << 20),
-            parse_options=pj.ParseOptions(explicit_schema=pa.schema([("ts", pa.string())])),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
+    lines, table = parsed
     if table.num_rows != lines or not _typed(table):
         return None
     bad: dict[int, str] = {}
@@ -246,6 +241,85 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
         keep = pa.array([i not in bad for i in range(table.num_rows)])
         table = table.filter(keep)
     return NetTable(_frame(table), table), skipped
+
+
+def _parse(path: Path) -> tuple[int, Any] | None:
+    """(lines, pyarrow table) of a file the column reader may take, else None. Only C code
+    runs here (numpy's scan, pyarrow's parser): the caller imports what both need first."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    lines = _clean_lines(path)
+    if lines is None:
+        return None
+    try:  # from the file, in blocks: the text is never held whole (peak memory is half the goal)
+        table = pj.read_json(
+            path,
+            read_options=pj.ReadOptions(block_size=16 << 20),
+            parse_options=pj.ParseOptions(explicit_schema=_required_schema()),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return lines, table
+
+
+def _required_schema() -> Any:
+    """The contract's required fields at their types, so the parser infers only the optional
+    ones (a value of another type fails the parse: the line reader then names its line). ts is
+    a string: inferred, an ISO date becomes a timestamp."""
+    import pyarrow as pa
+
+    fields = [(n, pa.string()) for n in _STRINGS] + [("hosts", pa.list_(pa.string()))]
+    fields += [(n, pa.int64() if integer else pa.float64()) for n, integer in NET_FIGURES]
+    return pa.schema(fields)
+
+
+# -- the parse started early ----------------------------------------------------------------
+# `stoker report` starts parsing net.jsonl before it imports pandas and the judging and
+# rendering modules (~1 s of Python on this machine's cores): pyarrow parses without the GIL,
+# so the two overlap. read_records takes the result; a file never read leaves a daemon thread.
+_NOT_PREFETCHED = object()
+_prefetched: dict[str, tuple[threading.Thread, list[Any]]] = {}
+
+
+def prefetch(directory: str | os.PathLike[str]) -> None:
+    """Start parsing DIR/net.jsonl in a thread (nothing when pyarrow is missing or the file is
+    not a regular file: read_records then reads, and refuses, as it would have)."""
+    path = Path(directory) / NET_FILE
+    try:
+        from reports.safe_read import check_regular
+
+        check_regular(path, "records file")  # a FIFO would block the thread for ever
+        if not path.is_file():
+            return
+        import numpy  # noqa: F401 - imported here, not in the thread: no two threads import at once
+        import pyarrow.json  # noqa: F401
+    except Exception:  # noqa: BLE001 - read_records says what is wrong, in its own words
+        return
+    box: list[Any] = []
+
+    def work() -> None:
+        try:
+            box.append(_parse(path))
+        except BaseException as exc:  # noqa: BLE001 - handed to the reader, raised there
+            box.append(exc)
+
+    t = threading.Thread(target=work, name="stoker-parse-net", daemon=True)
+    _prefetched[str(path)] = (t, box)
+    t.start()
+
+
+def _take_prefetched(path: Path) -> Any:
+    got = _prefetched.pop(str(path), None)
+    if got is None:
+        return _NOT_PREFETCHED
+    t, box = got
+    t.join()
+    if not box:
+        return _NOT_PREFETCHED
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    return box[0]
 
 
 def _clean_lines(path: Path, chunk: int = 16 << 20) -> int | None:

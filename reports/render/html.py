@@ -65,7 +65,7 @@ def bullets(lines: Iterable[str]) -> str:
     return "<ul>" + "".join(f"<li>{esc(line.removeprefix('- '))}</li>" for line in lines) + "</ul>"
 
 
-def _net(sws: Sequence[Sweep], ri: ReportInput) -> list[str]:
+def _net(sws: Sequence[Sweep], ri: ReportInput, fig: plots.Deferred) -> list[str]:
     j = ri.judgement
     out = ["<h2>Network sweeps</h2>"]
     shown = [s for s in sws if s.scope not in ("pair", "groups")]
@@ -78,7 +78,9 @@ def _net(sws: Sequence[Sweep], ri: ReportInput) -> list[str]:
         out += [
             f"<h3>{esc(scope)}</h3>",
             img(
-                plots.sweep_plot(f"{scope}: busbw vs message size", series, adv, j.thresholds["network"]),
+                fig(
+                    plots.sweep_plot, f"{scope}: busbw vs message size", series, adv, j.thresholds["network"]
+                ),
                 f"{scope} busbw vs message size",
             ),
         ]
@@ -94,7 +96,7 @@ def _net(sws: Sequence[Sweep], ri: ReportInput) -> list[str]:
 _DEMAND_PART = {"dataloader_read": "dataloader", "checkpoint_write": "checkpoint"}
 
 
-def _storage(ri: ReportInput) -> list[str]:
+def _storage(ri: ReportInput, fig: plots.Deferred) -> list[str]:
     io_all = ri.evidence.io_frame
     out = ["<h2>Storage</h2>"]
     if io_all.empty:
@@ -136,7 +138,8 @@ def _storage(ri: ReportInput) -> list[str]:
         return [*out, table(storage_table(io_all))]
     out.append(
         img(
-            plots.bar_plot(
+            fig(
+                plots.bar_plot,
                 "storage: achieved vs spec and workload demand",
                 labels,
                 list(io["bw"]),
@@ -148,7 +151,7 @@ def _storage(ri: ReportInput) -> list[str]:
     return [*out, table(storage_table(io_all))]
 
 
-def _hosts(ri: ReportInput) -> list[str]:
+def _hosts(ri: ReportInput, fig: plots.Deferred) -> list[str]:
     out = ["<h2>Localisation</h2>"]
     ph = ri.evidence.per_host
     if not ph.empty:
@@ -159,7 +162,7 @@ def _hosts(ri: ReportInput) -> list[str]:
         ]
         size = format_size(int(ph["bytes"].max()))
         title = f"intra-node busbw per host at each op's largest size (up to {size})"
-        out.append(img(plots.host_grids(title, grids), title))
+        out.append(img(fig(plots.host_grids, title, grids), title))
     for op, part in ph.groupby("op", sort=True):
         out += [
             f"<details><summary>{esc(op)}: slowest {min(MAX_ROWS, len(part))} of {len(part)} hosts</summary>"
@@ -177,7 +180,7 @@ def _hosts(ri: ReportInput) -> list[str]:
     hs, matrix, cells = pe.hosts, pe.matrix, pe.cells
     if cells:
         title = f"pair busbw at the largest size ({len(cells)} pairs, {len(hs)} hosts)"
-        out += [img(plots.matrix_plot(title, hs, matrix), title)]
+        out += [img(fig(plots.matrix_plot, title, hs, matrix), title)]
         out += [
             table(
                 pd.DataFrame(
@@ -212,8 +215,9 @@ def render(ri: ReportInput) -> str:
             "<p>No findings: give --spec (or put spec.yaml in the results directory) so that measurements "
             "can be compared with advertised figures.</p>"
         )
-    body += _net(ev.sweeps, ri)
-    body += _storage(ri)
+    fig = plots.Deferred()  # the figures are drawn together at the end, on both cores
+    body += _net(ev.sweeps, ri, fig)
+    body += _storage(ri, fig)
     body += soak_section(ev.soak, ev.io, ev.counters, j.findings, j.expected, j.thresholds["network"])
     if ev.host:
         from reports.render.inventory import host_link_table, port_table
@@ -232,7 +236,7 @@ def render(ri: ReportInput) -> str:
                 f"{k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(j.model_summary.items())
             )
         ]
-    body += _hosts(ri)
+    body += _hosts(ri, fig)
     if ri.imported or ri.import_notes:
         body += [
             "<h2>Imported results</h2>",
@@ -257,7 +261,7 @@ def render(ri: ReportInput) -> str:
         "<h2>Environment</h2>",
         bullets(manifest_summary(ev.manifests)),
     ]
-    return _page(f"stoker report: {ri.title}", body)
+    return fig.fill(_page(f"stoker report: {ri.title}", body))
 
 
 def _page(title: str, body: Sequence[str]) -> str:

@@ -69,3 +69,42 @@ def test_a_negative_figure_is_named_on_the_column_path(tmp_path: Path) -> None:
     assert [(s.file, s.line, s.reason) for s in rs.skipped] == [
         ("net.jsonl", 4, "busbw_GBps is -2.5: expected a finite number >= 0")
     ]
+
+
+def test_a_parse_started_early_gives_the_same_table(tmp_path: Path) -> None:
+    from reports import table
+
+    with RecordWriter(tmp_path / "net.jsonl") as w:
+        for r in _records():
+            w.write(r)
+    table.prefetch(tmp_path)
+    assert str(tmp_path / "net.jsonl") in table._prefetched
+    early = read_records(tmp_path).net
+    assert not table._prefetched  # taken once
+    late = read_records(tmp_path).net
+    assert early._table is not None and early._table.equals(late._table)
+    assert [to_dict(r) for r in early.records()] == [to_dict(r) for r in late.records()]
+
+
+def test_no_early_parse_of_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    import os
+
+    from reports import table
+
+    os.mkfifo(tmp_path / "net.jsonl")  # a thread reading it would wait for a writer for ever
+    table.prefetch(tmp_path)
+    table.prefetch(tmp_path / "missing")
+    assert not table._prefetched
+
+
+def test_a_typed_field_of_another_type_goes_to_the_line_reader(tmp_path: Path) -> None:
+    with RecordWriter(tmp_path / "net.jsonl") as w:
+        for r in _records():
+            w.write(r)
+    text = (tmp_path / "net.jsonl").read_text().splitlines()
+    text[2] = text[2].replace('"bytes":1048576,', '"bytes":1048576.5,')
+    assert "1048576.5" in text[2]
+    (tmp_path / "net.jsonl").write_text("\n".join(text) + "\n")
+    rs = read_records(tmp_path)
+    assert rs.net._table is None  # the explicit int64 refused the line: the line reader named it
+    assert [s.line for s in rs.skipped] == [3] and "bytes" in rs.skipped[0].reason
