@@ -28,10 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--copy-bytes", default="1G", metavar="SIZE", help="size of each copy (default 1G)")
     parser.add_argument("--sys-root", default="/sys", help=argparse.SUPPRESS)  # tests: a fixture tree
+    parser.add_argument("--proc-root", default="/proc", help=argparse.SUPPRESS)
 
 
 def main(args: argparse.Namespace) -> int:
     from netbench.inventory.copy import cuda_copier
+    from netbench.inventory.node import read_node
     from netbench.inventory.read import read_inventory
 
     run_id = new_run_id()
@@ -46,11 +48,12 @@ def main(args: argparse.Namespace) -> int:
         sys_root=args.sys_root, copier=cuda_copier() if args.copy else None, copy_bytes=copy_bytes
     )
     head = {"schema": SCHEMA, "kind": "host", "run_id": run_id, "ts": utc_now(), "host": host}
+    records = [read_node(args.proc_root, args.sys_root), *inv.records]  # the node itself, always
     with RecordWriter(out / HOST_FILE) as w:
-        for rec in inv.records:
+        for rec in records:
             w.write({**head, **rec})
     counts: dict[str, int] = {}
-    for rec in inv.records:
+    for rec in records:
         counts[rec["component"]] = counts.get(rec["component"], 0) + 1
     what = ", ".join(f"{n} {c}" for c, n in sorted(counts.items())) or "nothing"
     print(f"inventory {host}: {what} -> {out / HOST_FILE}")

@@ -207,8 +207,9 @@ def host_records(out: Path) -> set[str]:
 
 def inventoried(log: str) -> set[str]:
     """The hosts whose inventory phase reported (`inventory HOST: ...`). A namespaced node
-    has only a veth (virtual: no record) and no GPU or RDMA device, so its inventory says
-    `nothing`; records come where there is hardware (the Slurm and mpirun.sh tests)."""
+    has only a veth (virtual: no port record) and no GPU or RDMA device: its inventory is the
+    node record alone (netbench/inventory/node.py); ports, links and GPUs are recorded where
+    there is hardware (the Slurm and mpirun.sh tests)."""
     return {ln.split()[1].rstrip(":") for ln in log.splitlines() if ln.startswith("inventory ")}
 
 
@@ -265,14 +266,15 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
     if not shared:  # node 1's own dir holds nothing: rank 0 wrote every record on node 0
         assert not (tmp_path / "pod1" / j.name / "net.jsonl").exists()
     fabric_env_in_every_rank(out, fabric, hosts)
-    # the inventory phase ran on every node, each reading itself (a veth is not a record)
+    dirs = [out] if shared else [tmp_path / f"pod{i}" / j.name for i in range(2)]  # each node's OUT
+    # the inventory phase ran on every node, each reading itself into host records (its node
+    # record: a veth is no port record), into its own OUT without a shared volume
     assert [inventoried(o + e) for _, o, e in res] == [{h} for h in cluster.hosts], logs
-    assert host_records(out) <= hosts
+    assert set().union(*(host_records(d) for d in dirs)) == hosts, logs
     phases = [json.loads(x)["phase"] for x in (out / "phases.jsonl").read_text().splitlines()]
     assert phases == ["inventory", "compute", "intra-node", "inter-node", "pairs", "storage"], phases
     # the compute phase ran on every node, each sweeping its own devices into its own OUT
     # (issue 27; without a shared volume node 1's stay in its pod's dir, as its inventory does)
-    dirs = [out] if shared else [tmp_path / f"pod{i}" / j.name for i in range(2)]
     assert {r["host"] for d in dirs for r in read_records(d).compute} == hosts, logs
 
 
@@ -370,8 +372,9 @@ def test_mpijob_launcher_beside_worker_0_reaches_every_rank(
     assert {h for r in recs.net.records() for h in r.hosts} == hosts, logs
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == hosts, logs
     fabric_env_in_every_rank(run, fabric, hosts)  # node 1's ranks had only sshd's env and -x
-    # mpirun.sh's inventory phase: one task per node, each reading itself
+    # mpirun.sh's inventory phase: one task per node, each reading itself into host records
     assert inventoried((run / "phase-inventory.log").read_text()) == hosts, logs
+    assert host_records(run) == hosts, logs
     phases = [json.loads(x) for x in (run / "phases.jsonl").read_text().splitlines()]
     assert [(x["phase"], x["rc"]) for x in phases] == [
         (n, 0) for n in ("inventory", "compute", "intra-node", "inter-node", "pairs", "storage")

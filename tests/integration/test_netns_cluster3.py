@@ -130,8 +130,9 @@ def test_every_phase_ran_on_all_three_nodes(results: Path) -> None:
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == {"la3n0", "la3n1", "la3n2"}
     assert len({r.run_id for r in [*recs.net.records(), *recs.io, *recs.host]}) == 1
     assert {r["host"] for r in recs.compute} == {"la3n0", "la3n1", "la3n2"}  # each node its own sweep
+    assert {r["host"] for r in recs.host} == {"la3n0", "la3n1", "la3n2"}  # and its own inventory
     # node 0 wrote the phase list (reports/phases.py) and kept each phase's output beside it;
-    # the inventory runs first (on these veth-only nodes it reads nothing, and says so)
+    # the inventory runs first (on these veth-only nodes: each node's own node record)
     ran = [json.loads(x) for x in (results / "phases.jsonl").read_text().splitlines()]
     assert [p["phase"] for p in ran] == "inventory compute intra-node inter-node pairs storage".split(), ran
     assert all(p["rc"] == 0 and (results / p["log"]).is_file() for p in ran), ran

@@ -332,10 +332,12 @@ def test_stoker_inventory_then_report_on_a_fixture_tree(
     out = tmp_path / "res"
     assert main(["inventory", "--out", str(out), "--no-copy", "--sys-root", str(root)]) == 0
     said = capsys.readouterr().out.splitlines()
-    assert said[0].endswith(f"9 network port -> {out / 'host.jsonl'}")
+    assert said[0].endswith(f"9 network port, 1 node -> {out / 'host.jsonl'}")
     assert "skipped: GPUs: nvidia-smi absent" in said[1]
     recs = read_records(out).host
-    assert len(recs) == 9 and {r["run_id"] for r in recs} == {"inv-1"}
+    assert len(recs) == 10 and {r["run_id"] for r in recs} == {"inv-1"}
+    (node,) = [r for r in recs if r["component"] == "node"]  # the node itself, from this machine's /proc
+    assert node["cpus"] and node["mem_GiB"] and node["kernel"]
     assert main(["report", str(out)]) == 1  # the port down fails the verdict
     verdict = json.loads((out / "verdict.json").read_text())
     assert [(f["component"], f["device"], f["status"]) for f in verdict["findings"]] == [
@@ -411,3 +413,21 @@ def test_a_hardware_xid_names_its_gpu(tmp_path: Path) -> None:
     inv = read_inventory(sys_root=root, run=runner(outputs), kernel_log=lambda: log)
     (f,) = judge_inventory([{"host": "node7", **r} for r in inv.records])
     assert (f.check, f.extra["device"]) == ("gpu errors", "GPU5") and "hardware Xid 79" in f.message
+
+
+def test_node_record_from_real_proc_bytes() -> None:
+    from netbench.inventory.node import parse_node
+
+    # lines as /proc/cpuinfo and /proc/meminfo print them on Linux x86_64 (format: the kernel's
+    # arch/x86/kernel/cpu/proc.c and fs/proc/meminfo.c; hand-written values)
+    cpuinfo = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n"
+    meminfo = "MemTotal:       2113323008 kB\nMemFree:        2000000000 kB\n"
+    rec = parse_node(cpuinfo, meminfo, "6.8.0-45-generic\n", 2)
+    assert rec == {
+        "component": "node", "cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "cpus": 2,
+        "mem_GiB": 2015.42, "numa_nodes": 2, "kernel": "6.8.0-45-generic",
+    }  # fmt: skip
+    # nothing readable: the record still says the node was read, every fact None
+    assert parse_node(None, None, None, None) == {
+        "component": "node", "cpu_model": None, "cpus": None, "mem_GiB": None, "numa_nodes": None, "kernel": None
+    }  # fmt: skip
