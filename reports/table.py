@@ -14,7 +14,6 @@ for the rows asked for (`where`). The figures are checked by one rule table
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,12 +35,12 @@ from reports.records import (
     from_dict,
     iter_jsonl,
 )
+from reports.table_parse import NOT_PREFETCHED, parse, take_prefetched, typed
+from reports.table_parse import prefetch as prefetch  # `stoker report` starts the parse early
 
 if TYPE_CHECKING:
     import pandas as pd
 
-# Columns every row must have (the contract's minimum), by arrow type family.
-_STRINGS = ("run_id", "ts", "op", "scope", "backend", "dtype")
 # Columns evidence reads from the frame (hosts are reduced to `host`, `pair_a`, `pair_b`).
 FRAME_COLUMNS = (
     "run_id",
@@ -201,13 +200,13 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
     from reports.safe_read import check_regular  # a FIFO or /dev/zero link is refused, not read
 
     check_regular(path, "records file")
-    parsed = _take_prefetched(path)
-    if parsed is _NOT_PREFETCHED:
-        parsed = _parse(path)
+    parsed = take_prefetched(path)
+    if parsed is NOT_PREFETCHED:
+        parsed = parse(path)
     if parsed is None:
         return None
     lines, table = parsed
-    if table.num_rows != lines or not _typed(table):
+    if table.num_rows != lines or not typed(table):
         return None
     bad: dict[int, str] = {}
     schema = table.column("schema") if "schema" in table.column_names else None
@@ -241,130 +240,6 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
         keep = pa.array([i not in bad for i in range(table.num_rows)])
         table = table.filter(keep)
     return NetTable(_frame(table), table), skipped
-
-
-def _parse(path: Path) -> tuple[int, Any] | None:
-    """(lines, pyarrow table) of a file the column reader may take, else None. Only C code
-    runs here (numpy's scan, pyarrow's parser): the caller imports what both need first."""
-    import pyarrow as pa
-    import pyarrow.json as pj
-
-    lines = _clean_lines(path)
-    if lines is None:
-        return None
-    try:  # from the file, in blocks: the text is never held whole (peak memory is half the goal)
-        table = pj.read_json(
-            path,
-            read_options=pj.ReadOptions(block_size=16 << 20),
-            parse_options=pj.ParseOptions(explicit_schema=_required_schema()),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    return lines, table
-
-
-def _required_schema() -> Any:
-    """The contract's required fields at their types, so the parser infers only the optional
-    ones (a value of another type fails the parse: the line reader then names its line). ts is
-    a string: inferred, an ISO date becomes a timestamp."""
-    import pyarrow as pa
-
-    fields = [(n, pa.string()) for n in _STRINGS] + [("hosts", pa.list_(pa.string()))]
-    fields += [(n, pa.int64() if integer else pa.float64()) for n, integer in NET_FIGURES]
-    return pa.schema(fields)
-
-
-# -- the parse started early ----------------------------------------------------------------
-# `stoker report` starts parsing net.jsonl before it imports pandas and the judging and
-# rendering modules (~1 s of Python on this machine's cores): pyarrow parses without the GIL,
-# so the two overlap. read_records takes the result; a file never read leaves a daemon thread.
-_NOT_PREFETCHED = object()
-_prefetched: dict[str, tuple[threading.Thread, list[Any]]] = {}
-
-
-def prefetch(directory: str | os.PathLike[str]) -> None:
-    """Start parsing DIR/net.jsonl in a thread (nothing when pyarrow is missing or the file is
-    not a regular file: read_records then reads, and refuses, as it would have)."""
-    path = Path(directory) / NET_FILE
-    try:
-        from reports.safe_read import check_regular
-
-        check_regular(path, "records file")  # a FIFO would block the thread for ever
-        if not path.is_file():
-            return
-        import numpy  # noqa: F401 - imported here, not in the thread: no two threads import at once
-        import pyarrow.json  # noqa: F401
-    except Exception:  # noqa: BLE001 - read_records says what is wrong, in its own words
-        return
-    box: list[Any] = []
-
-    def work() -> None:
-        try:
-            box.append(_parse(path))
-        except BaseException as exc:  # noqa: BLE001 - handed to the reader, raised there
-            box.append(exc)
-
-    t = threading.Thread(target=work, name="stoker-parse-net", daemon=True)
-    _prefetched[str(path)] = (t, box)
-    t.start()
-
-
-def _take_prefetched(path: Path) -> Any:
-    got = _prefetched.pop(str(path), None)
-    if got is None:
-        return _NOT_PREFETCHED
-    t, box = got
-    t.join()
-    if not box:
-        return _NOT_PREFETCHED
-    if isinstance(box[0], BaseException):
-        raise box[0]
-    return box[0]
-
-
-def _clean_lines(path: Path, chunk: int = 16 << 20) -> int | None:
-    """The number of lines of a file the column reader may take, else None. Line numbers are
-    row numbers + 1 only without blank lines or carriage returns; a missing final newline is a
-    line cut short by a crash (the line reader says so). Read in chunks into one buffer, never
-    whole; the newlines found with numpy (half the time of bytes searches on a 300 MB file)."""
-    import numpy as np
-
-    lines, prev = 0, 10  # as if a line ended before the file: a leading newline is a blank line
-    buf = bytearray(chunk)
-    with open(path, "rb", buffering=0) as fh:
-        while n := fh.readinto(buf):
-            if buf.find(b"\r", 0, n) >= 0:
-                return None
-            a = np.frombuffer(buf, np.uint8, n)
-            nl = np.flatnonzero(a == 10)
-            if len(nl) and ((prev == 10 and nl[0] == 0) or bool((np.diff(nl) == 1).any())):
-                return None  # a blank line: two newlines in a row, within a chunk or across two
-            lines += len(nl)
-            prev = int(a[-1])
-    return lines if lines and prev == 10 else None
-
-
-def _typed(table: Any) -> bool:
-    """Every required column present, without nulls, of the type the contract says; else
-    the line reader gives each bad line its own reason."""
-    import pyarrow as pa
-
-    t = table.schema
-    for name in (*_STRINGS, *(n for n, _ in NET_FIGURES), "hosts"):
-        if name not in t.names or table.column(name).null_count:
-            return False
-    if not all(pa.types.is_string(t.field(n).type) for n in _STRINGS):
-        return False
-    for name, integer in NET_FIGURES:
-        kind = t.field(name).type
-        if not (pa.types.is_int64(kind) or (not integer and pa.types.is_floating(kind))):
-            return False
-    # optional statistics may be null on every line (imported results carry none)
-    optional = [t.field(n).type for n in NET_OPTIONAL if n in t.names]
-    if not all(pa.types.is_floating(x) or pa.types.is_int64(x) or pa.types.is_null(x) for x in optional):
-        return False
-    hosts = t.field("hosts").type
-    return pa.types.is_list(hosts) and pa.types.is_string(hosts.value_type)
 
 
 def _frame(table: Any) -> pd.DataFrame:

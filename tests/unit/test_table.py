@@ -72,15 +72,15 @@ def test_a_negative_figure_is_named_on_the_column_path(tmp_path: Path) -> None:
 
 
 def test_a_parse_started_early_gives_the_same_table(tmp_path: Path) -> None:
-    from reports import table
+    from reports import table, table_parse
 
     with RecordWriter(tmp_path / "net.jsonl") as w:
         for r in _records():
             w.write(r)
     table.prefetch(tmp_path)
-    assert str(tmp_path / "net.jsonl") in table._prefetched
+    assert str(tmp_path / "net.jsonl") in table_parse._prefetched
     early = read_records(tmp_path).net
-    assert not table._prefetched  # taken once
+    assert not table_parse._prefetched  # taken once
     late = read_records(tmp_path).net
     assert early._table is not None and early._table.equals(late._table)
     assert [to_dict(r) for r in early.records()] == [to_dict(r) for r in late.records()]
@@ -89,12 +89,12 @@ def test_a_parse_started_early_gives_the_same_table(tmp_path: Path) -> None:
 def test_no_early_parse_of_what_is_not_a_regular_file(tmp_path: Path) -> None:
     import os
 
-    from reports import table
+    from reports import table_parse
 
     os.mkfifo(tmp_path / "net.jsonl")  # a thread reading it would wait for a writer for ever
-    table.prefetch(tmp_path)
-    table.prefetch(tmp_path / "missing")
-    assert not table._prefetched
+    table_parse.prefetch(tmp_path)
+    table_parse.prefetch(tmp_path / "missing")
+    assert not table_parse._prefetched
 
 
 def test_a_typed_field_of_another_type_goes_to_the_line_reader(tmp_path: Path) -> None:
