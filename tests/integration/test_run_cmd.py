@@ -73,7 +73,7 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
         len({r.run_id for r in [*recs.net.records(), *recs.io]} | {r["run_id"] for r in recs.host}) == 1
     )  # one STOKER_RUN_ID for every phase
     # the inventory read this machine's network interfaces and said in one line what it skipped
-    assert recs.host and {r["component"] for r in recs.host} == {"network port"}
+    assert recs.host and {r["component"] for r in recs.host} == {"network port", "node"}
     assert (
         "inventory | inventory " in p.stdout
         and "skipped: " in p.stdout
