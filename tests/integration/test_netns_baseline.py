@@ -47,24 +47,40 @@ def report(d: Path, *extra: str) -> dict:
     return json.loads((d / "verdict.json").read_text())
 
 
-def test_half_link_is_a_regression_on_that_node_only(cluster: NetnsCluster, tmp_path: Path) -> None:
-    accepted, later = tmp_path / "accepted", tmp_path / "later"
-    pairs_run(cluster, accepted)
-    base = tmp_path / "baseline.yaml"
+def accept_then_shape(c: NetnsCluster, tmp: Path, mbit: float, *baseline_args: str) -> tuple[Path, Path]:
+    """A healthy pairs run made the baseline, then n2's link shaped to `mbit` and the same run
+    again: (the later run's dir, the baseline file); the spec is written beside them."""
+    accepted, later = tmp / "accepted", tmp / "later"
+    pairs_run(c, accepted)
+    base = tmp / "baseline.yaml"
     p = subprocess.run(
-        [*STOKER, "baseline", str(accepted), "--out", str(base)], capture_output=True, text=True, timeout=120
+        [*STOKER, "baseline", str(accepted), "--out", str(base), *baseline_args],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert p.returncode == 0, p.stderr
-    cluster.shape_node(2, HALF_MBIT)
-    pairs_run(cluster, later)
-    (tmp_path / "spec.yaml").write_text(SPEC)
-    v = report(later, "--spec", str(tmp_path / "spec.yaml"), "--baseline", str(base))
+    c.shape_node(2, mbit)
+    pairs_run(c, later)
+    (tmp / "spec.yaml").write_text(SPEC)
+    return later, base
+
+
+def n2_regression(later: Path, tmp: Path, base: Path) -> tuple[dict, dict]:
+    """The verdict with the spec and the baseline, and its one regression, which must be on n2."""
+    v = report(later, "--spec", str(tmp / "spec.yaml"), "--baseline", str(base))
     reg = [f for f in v["findings"] if f["status"] == "regression"]
     assert [(f["component"], f["hosts"]) for f in reg] == [("node", ["nxbn2"])], reg
     (f,) = reg
     print(
         f"regression: {f['hosts']} {f['check']}: {f['measured']:.4g} GB/s against {f['expected']:.4g} accepted"
     )
+    return v, f
+
+
+def test_half_link_is_a_regression_on_that_node_only(cluster: NetnsCluster, tmp_path: Path) -> None:
+    later, base = accept_then_shape(cluster, tmp_path, HALF_MBIT)
+    v, f = n2_regression(later, tmp_path, base)
     # n2's best pair is capped by its own halved link: ~0.025 GB/s raw, a little less of goodput;
     # the accepted figure was a full link's
     assert 0.8 * HALF_MBIT / 8000 <= f["measured"] <= HALF_MBIT / 8000, f
@@ -87,19 +103,7 @@ TOLERANCE = 0.10  # `stoker baseline --tolerance`: the figures of a shaped link 
 
 
 def test_a_fifth_slower_link_only_the_baseline_names(cluster: NetnsCluster, tmp_path: Path) -> None:
-    accepted, later = tmp_path / "accepted", tmp_path / "later"
-    pairs_run(cluster, accepted)
-    base = tmp_path / "baseline.yaml"
-    p = subprocess.run(
-        [*STOKER, "baseline", str(accepted), "--out", str(base), "--tolerance", str(TOLERANCE)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert p.returncode == 0, p.stderr
-    cluster.shape_node(2, SLOW_MBIT)
-    pairs_run(cluster, later)
-    (tmp_path / "spec.yaml").write_text(SPEC)
+    later, base = accept_then_shape(cluster, tmp_path, SLOW_MBIT, "--tolerance", str(TOLERANCE))
     # the spec alone fails nothing: the link is above the advertised figure and n2 is no fleet
     # outlier. (Its verdict is `incomplete`, not `pass`: a pairs-only run measures no inter-node
     # sweep, and coverage says so; a failing finding would make it `fail`.)
@@ -107,13 +111,6 @@ def test_a_fifth_slower_link_only_the_baseline_names(cluster: NetnsCluster, tmp_
     failing = [g for g in spec_only["findings"] if g["status"] in FAILING]
     print(f"spec alone: verdict {spec_only['verdict']}, failing {failing}")
     assert not failing and spec_only["verdict"] in ("pass", "incomplete"), spec_only["findings"]
-    # the baseline names n2, and only n2
-    v = report(later, "--spec", str(tmp_path / "spec.yaml"), "--baseline", str(base))
-    reg = [f for f in v["findings"] if f["status"] == "regression"]
-    assert [(f["component"], f["hosts"]) for f in reg] == [("node", ["nxbn2"])], reg
-    (f,) = reg
-    print(
-        f"regression: {f['hosts']} {f['check']}: {f['measured']:.4g} GB/s against {f['expected']:.4g} accepted"
-    )
+    v, f = n2_regression(later, tmp_path, base)  # the baseline names n2, and only n2
     assert 0.85 * SLOW_MBIT / 8000 <= f["measured"] <= SLOW_MBIT / 8000, f  # the shaped rate, not itself
     assert v["verdict"] == "fail"
