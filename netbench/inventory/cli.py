@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
     # as the net and io phases name their host, so findings on one node line up
     host = os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname()
     inv = read_inventory(
-        sys_root=args.sys_root, copier=cuda_copier() if args.copy else None, copy_bytes=copy_bytes
+        sys_root=args.sys_root, make_copier=cuda_copier if args.copy else None, copy_bytes=copy_bytes
     )
     head = {"schema": SCHEMA, "kind": "host", "run_id": run_id, "ts": utc_now(), "host": host}
     records = [read_node(args.proc_root, args.sys_root), *inv.records]  # the node itself, always

@@ -287,7 +287,10 @@ def read_inventory(
     kernel_log: Callable[[], str | None] | None = None,
     copier: Copier | None = None,
     copy_bytes: int = 1 << 30,
+    make_copier: Callable[[], Copier | None] | None = None,
 ) -> Inventory:
+    """`make_copier` builds the copier only once nvidia-smi has shown a GPU: importing
+    torch to ask CUDA costs ~2 s of CPU, which a CPU node or a pod without GPUs never needs."""
     root = Path(sys_root)
     run = run or run_keep
     inv = Inventory()
@@ -310,6 +313,8 @@ def read_inventory(
         )
     under_load: dict[int, dict[str, Any]] = {}
     copies: dict[int, dict[str, Any]] = {}
+    if copier is None and make_copier is not None:
+        copier = make_copier()
     if copier is None:
         inv.skipped.append(
             "host-link copy test: not run (no CUDA torch); GPU link state read at idle, "

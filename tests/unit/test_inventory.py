@@ -252,6 +252,21 @@ def test_cpu_only_node_records_its_ports_and_says_what_it_skipped(tmp_path: Path
     assert any(s.startswith("GPUs: nvidia-smi absent") for s in inv.skipped)
 
 
+def test_the_copier_is_built_only_where_nvidia_smi_shows_a_gpu(tmp_path: Path) -> None:
+    # building it imports torch (~2 s of CPU): a CPU node's inventory never pays for it
+    built: list[int] = []
+
+    def make() -> None:
+        built.append(1)  # and says there is no CUDA torch: the copy test is skipped
+
+    root, _ = materialise(tmp_path / "cpu", {})
+    read_inventory(sys_root=root, run=lambda args: None, make_copier=make)
+    assert built == []
+    root, outputs = materialise(tmp_path / "gpu", {})
+    inv = read_inventory(sys_root=root, run=runner(outputs), kernel_log=lambda: "", make_copier=make)
+    assert built == [1] and any(s.startswith("host-link copy test: not run") for s in inv.skipped)
+
+
 def test_spec_port_count_and_a_network_finding_pointing_at_the_port(tmp_path: Path) -> None:
     from reports.judging.spec import parse_spec
     from reports.table import RecordSet
