@@ -44,10 +44,11 @@ need_int NNODES NODE_RANK MASTER_PORT NPROC_PER_NODE SYNC_TIMEOUT SHARED_OUT
 # A node that stops here leaves its line in OUT (when OUT is shared), so node 0 stops with
 # it at once instead of waiting SYNC_TIMEOUT for a marker that never comes.
 # Only into a dir stoker has claimed (node 0 does at its start), never a stranger's: wait a
-# little for the claim, else stop without a line (node 0 then waits out SYNC_TIMEOUT).
+# little for the claim (10 s, or SYNC_TIMEOUT if shorter), else stop without a line (node 0
+# then waits out SYNC_TIMEOUT).
 bad_world() {
   if [ "${SHARED_OUT:-1}" != 0 ] && [ -n "${OUT:-}" ] && [ "${NODE_RANK:-0}" != 0 ]; then
-    for _ in 1 2 3 4 5 6 7 8 9 10; do [ -e "$OUT/.stoker-run" ] && break; sleep 1; done
+    for _ in $(seq $((SYNC_TIMEOUT < 10 ? SYNC_TIMEOUT : 10))); do [ -e "$OUT/.stoker-run" ] && break; sleep 1; done
     [ ! -e "$OUT/.stoker-run" ] || echo "$1" > "$OUT/.stoker-bad-node.$$" 2>/dev/null || true
   fi
   die2 "$1"

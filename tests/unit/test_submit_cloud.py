@@ -126,7 +126,15 @@ def test_scripts_refuse_a_world_of_the_wrong_size(
 ) -> None:
     hosts = tmp_path / "hosts"
     hosts.write_text("# the operator's hostfile\nnode0 slots=2\n")
-    full = {**os.environ, "STOKER_PY": PYTHON, "OUT": str(tmp_path / "out"), "HOSTFILE": str(hosts), **env}
+    # SYNC_TIMEOUT 1: no node 0 runs here, so a bad node 1 waits for its claim that long at most
+    full = {
+        **os.environ,
+        "STOKER_PY": PYTHON,
+        "OUT": str(tmp_path / "out"),
+        "HOSTFILE": str(hosts),
+        "SYNC_TIMEOUT": "1",
+        **env,
+    }
     p = subprocess.run(
         ["bash", str(REPO / "launchers" / script), "--profile", "quick"],
         env=full,
