@@ -1,6 +1,7 @@
 """`stoker submit --soak` on a real two-node Slurm (issue 25): the job runs passes of every
 scope from both nodes and ends in a report; scancel mid-soak (SIGTERM to every task) keeps
-every finished pass. Slow (~3 min): a 1-minute soak and a cancelled one."""
+every finished pass. Slow (~1.5 min): a 15 s soak (a pass takes ~0.5 s here: 20 or more) and a
+cancelled one."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def passes(out: Path) -> dict[int, set[str]]:
 def test_soak_job_ends_in_a_report_with_passes_from_both_nodes(slurm: SlurmCluster, tmp_path: Path) -> None:
     out = tmp_path / "results"
     t0 = time.monotonic()
-    job = submit(slurm, out, tmp_path, *SOAK, "1m", "--allow-unjudged")
+    job = submit(slurm, out, tmp_path, *SOAK, "15s", "--allow-unjudged")
     state, rc, log = finish(slurm, job, tmp_path, timeout_s=900)
     wall = time.monotonic() - t0
     phases = [json.loads(line)["phase"] for line in (out / "phases.jsonl").read_text().splitlines()]
