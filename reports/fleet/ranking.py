@@ -19,35 +19,13 @@ price, or a spec is not ranked; the headline says what it lacks and how to measu
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from reports.fleet.clusters import COMPONENTS, ClusterSummary, finite
+from reports.fleet.rows import Cell, Row, best_of, io_rows, net_rows, tie
 from reports.fleet.runs import STATISTIC, merge, recompute, spread
-from reports.units import format_size
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Cell:
-    value: float | None
-    noise: float | None = (
-        None  # relative: 0.05 = +-5%; None = unknown (one run, no iteration spread recorded)
-    )
-    note: str = ""  # e.g. "block 1M, 16 procs" or "not measured"
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Row:
-    figure: str
-    unit: str
-    kind: str  # network | storage | cost | idle
-    cells: dict[str, Cell]
-    comparable: bool
-    reasons: tuple[str, ...] = ()
-    better: str = "higher"  # higher | lower
-    best: tuple[str, ...] = ()  # the winner and those tied with it
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -79,199 +57,6 @@ def group_runs(summaries: Sequence[ClusterSummary]) -> dict[str, list[ClusterSum
     return out
 
 
-def combine(values: Sequence[tuple[float, float | None]]) -> Cell:
-    """Median over runs; noise = max(half the range / median, the records' own spread),
-    None when neither is known (one run whose records carry no iteration spread)."""
-    vals = [v for v, _ in values]
-    med = statistics.median(vals)
-    known = [c for _, c in values if c is not None]
-    if len(vals) > 1:
-        known.append((max(vals) - min(vals)) / 2 / med if med > 0 else 0.0)
-    return Cell(
-        value=med, noise=max(known) if known else None, note=f"{len(vals)} runs" if len(vals) > 1 else ""
-    )
-
-
-def tie(a: Cell, b: Cell) -> bool | None:
-    """The one rule for "tie" (and so for "best"): the noise bands overlap. True when the
-    difference fits in the bands that are known; False when both are known and it does not;
-    None (unknown) when it does not fit in the known ones and a noise is unknown — unknown
-    noise is never taken as zero."""
-    assert a.value is not None and b.value is not None
-    known = a.value * (a.noise or 0.0) + b.value * (b.noise or 0.0)
-    if abs(a.value - b.value) <= known:
-        return True
-    return None if a.noise is None or b.noise is None else False
-
-
-def _best(cells: dict[str, Cell], better: str) -> tuple[str, ...]:
-    """The best figure and every one tied with it (tie() is True); order-independent."""
-    have = {n: c for n, c in cells.items() if c.value is not None}
-    if len(have) < 2:
-        return ()
-    pick = (max if better == "higher" else min)(have, key=lambda n: (have[n].value, n))
-    return tuple(n for n in have if n == pick or tie(have[pick], have[n]) is True)
-
-
-def _net_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
-    rows = []
-    keys = sorted({k for runs in clusters.values() for s in runs for k in s.curves})
-    for scope, op in keys:
-        have = {
-            n: [s.curves[(scope, op)] for s in runs if (scope, op) in s.curves]
-            for n, runs in clusters.items()
-        }
-        members = {n: cs for n, cs in have.items() if cs}
-        reasons: list[str] = [f"{n} did not measure it" for n, cs in have.items() if not cs]
-        rpn = {n: sorted({c.ranks_per_node for c in cs}) for n, cs in members.items()}
-        common = set.intersection(*(set(c.sizes) for cs in members.values() for c in cs))
-        figure = f"{scope} {op} busbw"
-        if len({tuple(v) for v in rpn.values()}) > 1 or any(len(v) > 1 for v in rpn.values()):
-            reasons.append(
-                "ranks per node differ ("
-                + ", ".join(f"{n} {'/'.join(map(str, v))}" for n, v in rpn.items())
-                + "): not like for like"
-            )
-            cells = {
-                n: Cell(
-                    value=None,
-                    note="; ".join(
-                        f"{c.ranks_per_node} ranks/node, {max(c.busbw):.2f} GB/s best" for c in cs
-                    ),
-                )
-                for n, cs in members.items()
-            }
-            rows.append(
-                Row(
-                    figure=figure,
-                    unit="GB/s",
-                    kind="network",
-                    cells=_fill(cells, clusters),
-                    comparable=False,
-                    reasons=tuple(reasons),
-                )
-            )
-            continue
-        if not common:
-            ranges = ", ".join(
-                f"{n} {format_size(min(c.sizes[0] for c in cs))}–{format_size(max(c.sizes[-1] for c in cs))}"
-                for n, cs in members.items()
-            )
-            reasons.append(f"no message size measured by all ({ranges}): not compared")
-            rows.append(
-                Row(
-                    figure=figure,
-                    unit="GB/s",
-                    kind="network",
-                    cells=_fill({}, clusters),
-                    comparable=False,
-                    reasons=tuple(reasons),
-                )
-            )
-            continue
-        at = max(common)
-        for n, cs in members.items():
-            top = max(c.sizes[-1] for c in cs)
-            if top > at:
-                bw = statistics.median(c.busbw[c.sizes.index(top)] for c in cs if top in c.sizes)
-                reasons.append(
-                    f"{n} swept to {format_size(top)} ({bw:.2f} GB/s there), not used: "
-                    f"compared at {format_size(at)}, the largest size all measured"
-                )
-        cells = {n: combine([c.point(at) for c in cs]) for n, cs in members.items()}
-        cells = {
-            n: Cell(
-                value=c.value, noise=c.noise, note=f"at {format_size(at)}" + (f", {c.note}" if c.note else "")
-            )
-            for n, c in cells.items()
-        }
-        rows.append(
-            Row(
-                figure=f"{figure} at {format_size(at)}",
-                unit="GB/s",
-                kind="network",
-                cells=_fill(cells, clusters),
-                comparable=len(members) > 1,
-                reasons=tuple(reasons),
-                best=_best(cells, "higher"),
-            )
-        )
-    return rows
-
-
-def _io_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
-    rows = []
-    keys = sorted(
-        {(f.scope, f.workload, f.direction) for runs in clusters.values() for s in runs for f in s.storage}
-    )
-    for scope, workload, direction in keys:
-        have = {
-            n: [
-                [f for f in s.storage if (f.scope, f.workload, f.direction) == (scope, workload, direction)]
-                for s in runs
-            ]
-            for n, runs in clusters.items()
-        }
-        members = {n: [fs for fs in runs if fs] for n, runs in have.items() if any(runs)}
-        reasons = [f"{n} did not measure it" for n in clusters if n not in members]
-        shapes = [{(f.block, f.procs) for f in fs} for runs in members.values() for fs in runs]
-        common = set.intersection(*shapes)
-        figure = f"{scope} {direction} ({workload})"
-        if not common:
-
-            def what(n: str, members: dict[str, list[list[Any]]] = members) -> str:
-                return "/".join(
-                    sorted(
-                        {
-                            f"block {format_size(f.block) if f.block else '?'}, {f.procs} procs"
-                            for fs in members[n]
-                            for f in fs
-                        }
-                    )
-                )
-
-            reasons.append(
-                "block size or procs differ ("
-                + "; ".join(f"{n}: {what(n)}" for n in members)
-                + "): not like for like"
-            )
-            rows.append(
-                Row(
-                    figure=figure,
-                    unit="GB/s",
-                    kind="storage",
-                    cells=_fill({}, clusters),
-                    comparable=False,
-                    reasons=tuple(reasons),
-                )
-            )
-            continue
-        block, procs = max(common, key=lambda bp: (bp[1], bp[0]))
-        cells = {}
-        for n, runs in members.items():
-            c = combine(
-                [(max(f.bw for f in fs if (f.block, f.procs) == (block, procs)), None) for fs in runs]
-            )
-            cells[n] = Cell(value=c.value, noise=c.noise, note=", ".join(x for x in (c.note,) if x))
-        label = f"block {format_size(block)}, {procs} procs" if block else f"{procs} procs"
-        rows.append(
-            Row(
-                figure=f"{figure}, {label}",
-                unit="GB/s",
-                kind="storage",
-                cells=_fill(cells, clusters),
-                comparable=len(members) > 1,
-                reasons=tuple(reasons),
-                best=_best(cells, "higher"),
-            )
-        )
-    return rows
-
-
-def _fill(cells: dict[str, Cell], clusters: dict[str, list[ClusterSummary]]) -> dict[str, Cell]:
-    return {n: cells.get(n, Cell(value=None, note="not measured")) for n in clusters}
-
-
 def _metric_row(
     clusters: dict[str, list[ClusterSummary]],
     figure: str,
@@ -293,7 +78,7 @@ def _metric_row(
             cells[n] = Cell(
                 value=None, note="unmeasured" if kind == "idle" else "not ranked" if n not in ranked else ""
             )
-    best = _best({n: c for n, c in cells.items() if n in ranked}, better) if kind == "cost" else ()
+    best = best_of({n: c for n, c in cells.items() if n in ranked}, better) if kind == "cost" else ()
     return Row(
         figure=figure,
         unit=unit,
@@ -312,7 +97,7 @@ def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Compar
     }
     not_ranked = {n: p for n, p in not_ranked.items() if p} if workload else {}
     ranked_names = {n for n in clusters if n not in not_ranked}
-    rows = [*_net_rows(clusters), *_io_rows(clusters)]
+    rows = [*net_rows(clusters), *io_rows(clusters)]
     rank: list[Ranked] = []
     headline: list[str] = []
     if workload:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pandas as pd
 
 from reports.fleet.clusters import COMPONENTS, finite
-from reports.fleet.ranking import Cell, Comparison
+from reports.fleet.ranking import Comparison
+from reports.fleet.rows import Cell
 from reports.fleet.runs import merge
 from reports.render import plots
 from reports.render.html import _page, bullets, esc, img, table

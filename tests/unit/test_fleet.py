@@ -20,7 +20,8 @@ from reports.fleet.clusters import (
     idle_parts,
     summarise,
 )
-from reports.fleet.ranking import Cell, combine, compare, tie, to_json
+from reports.fleet.ranking import compare, to_json
+from reports.fleet.rows import Cell, combine, tie
 from tests.unit.recordgen import curves, evidence, net
 
 M = 1 << 20
