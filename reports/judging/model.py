@@ -22,12 +22,12 @@ idle budget. Dataloader and checkpoint are judged on wall time the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from reports.evidence.sweeps import Sweep
-from reports.findings import Component, ModelRow, Part, Status
-from reports.judging import catalog, savepath
+from reports.findings import Component, ModelRow
+from reports.judging.model_rows import Measured, idle_share_of, missing, row
+from reports.judging.model_storage import checkpoint_row, dataloader_row
 from reports.judging.spec import Spec
 from reports.judging.workload import DDP_FIRST_BUCKET_BYTES, Workload
 from reports.ops import bus_factor
@@ -40,27 +40,6 @@ DEFAULT_GPUS_PER_NODE = 8
 # communication time longer than the same backward under no_sync(). NCCL on a GPU runs on
 # its own stream and SMs, so GPU records get 0: this term never makes a GPU prediction worse.
 CPU_COMM_STEAL = 0.15
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Measured:
-    """What the records say, reduced to what the model needs."""
-
-    curves: dict[tuple[str, str], Sweep] = field(default_factory=dict)
-    read_GBps_per_node: float | None = None  # dataloader reads, one node's share
-    read_component: Component = "shared storage"
-    write_GBps: float | None = None  # checkpoint writes, all nodes together
-    write_component: Component = "shared storage"
-    write_backend: str = "fio"  # the record it came from: the workload's save kind (savepath.pick)
-    write_note: str = ""  # which record, and fio's stated overhead when it stood in
-    write_nodes: int = 1  # nodes in that measurement: a local path's figure is per node x nodes writing
-    cpu_ranks: bool = False  # the collectives ran on CPU ranks (gloo): the CPU-only terms apply
-    host_h2d_GBps: float | None = None  # measured host link per GPU (host.jsonl), slowest GPU
-    host_d2h_GBps: float | None = None
-    host_link_desc: str = ""
-    # issue 27: the measured matmul ceiling per device in the workload's dtype (judging/compute.py)
-    compute_tflops: float | None = None
-    compute_desc: str = ""
 
 
 def _curve(m: Measured, scope: str, op: str) -> tuple[Sweep | None, str]:
@@ -122,63 +101,8 @@ def _ddp_time(
     return bus, secs, exposed, "; ".join(dict.fromkeys(x for x in notes if x))
 
 
-def _share(exposed: float, base: float) -> float:
-    return exposed / (base + exposed) if base + exposed > 0 else 0.0
-
-
-def _row(
-    part: Part,
-    component: Component,
-    check: str,
-    required: float | None,
-    achieved: float | None,
-    unit: str,
-    exposed: float,
-    base: float,
-    budget: float,
-    usd_per_share: float | None,
-    **extra: Any,
-) -> ModelRow:
-    share = _share(exposed, base)
-    # --- issue 22: a derived figure that overflowed is refused, never judged "ok"
-    from reports.errors import UsageError
-    from reports.plausible import derived_why
-
-    if why := derived_why(f"{check}: demand", required) or derived_why(f"{check}: idle share", share):
-        raise UsageError(why)
-    # --- end issue 22
-    status: Status = "no_reference" if achieved is None else ("starving" if share > budget else "ok")
-    return ModelRow(
-        part=part,
-        component=component,
-        check=check,
-        required=required,
-        achieved=achieved,
-        unit=unit,
-        idle_share=share,
-        usd_per_day=None if usd_per_share is None else share * usd_per_share,
-        status=status,
-        extra={**extra, "exposed_s": exposed, "base_s": base},
-    )
-
-
 def _net(scope: str) -> Component:
     return "inter-node network" if scope == "inter-node" else "intra-node network"
-
-
-def _missing(part: Part, component: Component, check: str, unit: str, why: str) -> ModelRow:
-    return ModelRow(
-        part=part,
-        component=component,
-        check=check,
-        required=None,
-        achieved=None,
-        unit=unit,
-        idle_share=0.0,
-        usd_per_day=None,
-        status="no_reference",
-        extra={"why": why},
-    )
 
 
 def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None) -> list[ModelRow]:
@@ -196,7 +120,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         check = f"tensor parallel all_reduce ({t} GPUs)"
         if b is None:
             rows.append(
-                _missing(
+                missing(
                     "tensor parallel",
                     _net(tp_scope),
                     check,
@@ -206,13 +130,13 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
             )
         elif curve is None:
             rows.append(
-                _missing("tensor parallel", _net(tp_scope), check, "GB/s", f"no {tp_scope} sweep measured")
+                missing("tensor parallel", _net(tp_scope), check, "GB/s", f"no {tp_scope} sweep measured")
             )
         else:
             bus, secs, note = _time(curve, "all_reduce", t, msg, count)
             tp_window = w.tp_overlap * c
             rows.append(
-                _row(
+                row(
                     "tensor parallel",
                     _net(tp_scope),
                     check,
@@ -241,13 +165,13 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         window = w.overlap * (2 / 3) * c
         check = f"DDP gradient all_reduce ({d} ranks)"
         if curve is None:
-            return [*rows, _missing("data parallel", component, check, "GB/s", f"no {scope} sweep measured")]
+            return [*rows, missing("data parallel", component, check, "GB/s", f"no {scope} sweep measured")]
         buckets = ddp_buckets(total, w.bucket_bytes)
         bus, secs, exposed, note = _ddp_time(
             curve, d, buckets, window, CPU_COMM_STEAL if m.cpu_ranks else 0.0
         )
         rows.append(
-            _row(
+            row(
                 "data parallel",
                 component,
                 check,
@@ -280,7 +204,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
             # name only what is missing (issue 21: "lacks an all_gather + reduce_scatter sweep"
             # where all_gather was measured)
             lacking = [op for op, c in (("all_gather", ag), ("reduce_scatter", rs)) if c is None]
-            gone = _missing(
+            gone = missing(
                 "data parallel",
                 component,
                 check,
@@ -300,7 +224,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         fb = "; ".join(x for x in (fb, "CPU ranks: FSDP communication does not overlap compute") if x)
     exposed = max(0.0, secs - window)
     rows.append(
-        _row(
+        row(
             "data parallel",
             component,
             check,
@@ -318,132 +242,6 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         )
     )
     return rows
-
-
-def _dataloader_row(
-    w: Workload, spec: Spec | None, m: Measured, g: int, c: float | None, usd: float | None
-) -> ModelRow | None:
-    """Demand follows the compute time C, what the accelerators need when nothing starves
-    them; a step stretched by waiting would understate it (and the waiting with it)."""
-    dl = w.dataloader
-    if dl is None:
-        return None
-    check = f"dataloader read ({dl.name})"
-    note = ""
-    if dl.bytes_per_token is not None:
-        if c is None or w.global_batch_tokens is None or w.gpus is None:
-            return _missing(
-                "dataloader",
-                m.read_component,
-                check,
-                "GB/s",
-                "token-based dataloader needs a model (params, gpus, global_batch_tokens)",
-            )
-        demand = w.global_batch_tokens / w.gpus * g * dl.bytes_per_token / c / 1e9
-        base = c
-    else:
-        assert dl.bytes_per_sample is not None
-        if dl.samples_per_s_per_gpu is not None:
-            sps = dl.samples_per_s_per_gpu
-        else:
-            assert dl.batch is not None
-            acc = spec.accelerator.name if spec and spec.accelerator else ""
-            key = "a100" if acc.startswith("a100") else "h100"
-            if not acc.startswith(("a100", "h100")):
-                note = f"MLPerf compute time of the {key.upper()} used (none published for {acc or 'an unknown accelerator'})"
-            sps = dl.batch / dl.compute_s[key]
-        demand = sps * dl.bytes_per_sample * g / 1e9
-        base = c if c is not None else (dl.batch / sps if dl.batch else 1.0)
-    achieved = m.read_GBps_per_node
-    if achieved is None:
-        return _missing(
-            "dataloader", m.read_component, check, "GB/s per node", "no dataloader_read measurement"
-        )
-    if m.host_h2d_GBps and m.host_h2d_GBps * g < achieved:
-        # the samples still cross each GPU's host link: the slower leg sets the pace
-        achieved = m.host_h2d_GBps * g
-        note = "; ".join(
-            x
-            for x in (
-                note,
-                f"host-to-device leg at the {m.host_link_desc} {m.host_h2d_GBps:g} GB/s per GPU is the slower leg",
-            )
-            if x
-        )
-    # reads are prefetched during the step: the GPUs wait only for what the storage cannot deliver in time
-    exposed = max(0.0, base * (demand / achieved - 1))
-    return _row(
-        "dataloader",
-        m.read_component,
-        check,
-        demand,
-        achieved,
-        "GB/s per node",
-        exposed,
-        base,
-        w.idle_budget,
-        usd,
-        gpus_per_node=g,
-        note=note,
-    )
-
-
-def _checkpoint_row(
-    w: Workload, spec: Spec | None, m: Measured, usd: float | None, g: int = 1
-) -> ModelRow | None:
-    ck = w.checkpoint
-    if ck is None or w.params is None:
-        return None
-    size = w.params * ck.bytes_per_param
-    interval = ck.interval_minutes * 60
-    mode = "async" if ck.async_ else "sync"
-    check = f"checkpoint write ({size / 1e9:.0f} GB every {ck.interval_minutes:g} min, {mode})"
-    if m.write_GBps is None:
-        return _missing(
-            "checkpoint",
-            m.write_component,
-            check,
-            "GB/s",
-            f"no checkpoint_write measurement of a {ck.format} save",
-        )
-    write_GBps, scaled = savepath.job_write_GBps(
-        m.write_GBps, m.write_nodes, m.write_component == "local storage", savepath.job_nodes(w.gpus or g, g)
-    )
-    write_s = size / (write_GBps * 1e9)
-    e_max = w.idle_budget / (1 - w.idle_budget) * interval
-    note = ""
-    if not ck.async_:
-        stall, required = write_s, size / e_max / 1e9
-    else:
-        # async: the GPUs wait only for the copy to host memory (over the host link, an
-        # advertised figure, or the one the inventory measured), plus any part of the
-        # background write the interval cannot hold
-        if m.host_d2h_GBps:
-            copy_GBps, source = m.host_d2h_GBps, f"the {m.host_link_desc}"
-        else:
-            host = catalog.link(spec.accelerator.host_link if spec and spec.accelerator else "pcie5-x16")
-            copy_GBps, source = host.GBps, f"the advertised {host.name}"
-        copy_s = size / (w.gpus or 1) / (copy_GBps * 1e9)
-        stall = copy_s + max(0.0, write_s - interval)
-        required = size / interval / 1e9
-        note = f"copy-out at {source} {copy_GBps:g} GB/s per GPU: {copy_s:.2f} s"
-    src = m.write_note or f"write bandwidth from the {m.write_backend} record"
-    note = "; ".join(x for x in (src, scaled, note) if x)
-    return _row(
-        "checkpoint",
-        m.write_component,
-        check,
-        required,
-        write_GBps,
-        "GB/s",
-        stall,
-        interval,
-        w.idle_budget,
-        usd,
-        checkpoint_bytes=size,
-        write_s=write_s,
-        note=note,
-    )
 
 
 def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelRow], dict[str, Any]]:
@@ -492,12 +290,12 @@ def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelR
         if c is not None:
             rows.extend(_network_rows(w, m, g, c, usd))
     net_exposed = sum(r.extra.get("exposed_s", 0.0) for r in rows)
-    dl = _dataloader_row(w, spec, m, g, c, usd)
-    ck = _checkpoint_row(w, spec, m, usd, g)
+    dl = dataloader_row(w, spec, m, g, c, usd)
+    ck = checkpoint_row(w, spec, m, usd, g)
     rows.extend(r for r in (dl, ck) if r is not None)
     dl_exposed = dl.extra.get("exposed_s", 0.0) if dl else 0.0
     base = c if c is not None else (dl.extra.get("base_s", 0.0) if dl else 0.0)
-    busy = _share(net_exposed + dl_exposed, base)
+    busy = idle_share_of(net_exposed + dl_exposed, base)
     ck_share = ck.idle_share if ck else 0.0
     total = 1 - (1 - busy) * (1 - ck_share)  # compute share of wall time = product of both
     summary.update(

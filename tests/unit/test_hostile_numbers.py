@@ -165,7 +165,7 @@ def test_case5_overflowing_demand_refused(tmp_path: Path, field: str, value: flo
 
 
 def test_case5_derived_overflow_is_refused() -> None:
-    from reports.judging.model import _row
+    from reports.judging.model_rows import row as _row
 
     with pytest.raises(UsageError, match="overflow"):
         _row(
