@@ -30,7 +30,11 @@ CPU_RANKS = 2  # ranks per node on nodes without GPUs (gloo), as `stoker run` us
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", type=int, required=True, help="number of nodes to test")
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        help="number of nodes to test (required, except for --kind check: a DaemonSet runs on every node)",
+    )
     parser.add_argument(
         "--gpus-per-node",
         type=int,
@@ -127,6 +131,10 @@ def _stamp() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.nodes is None:
+        if getattr(args, "kind", "job") != "check":
+            raise UsageError("--nodes N is required: the number of nodes the job tests")
+        args.nodes = 1  # a DaemonSet has no node count: the field is not rendered
     if args.platform != "slurm":
         if getattr(args, "soak", None):
             raise UsageError(

@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=K8S_KINDS,
         default="job",
         help="k8s: job (Indexed Job + headless Service, default), jobset, mpijob (MPI Operator), "
-        "check (a DaemonSet running `stoker check` on every node; --nodes is ignored)",
+        "check (a DaemonSet running `stoker check` on every node; needs no --nodes)",
     )
     g.add_argument(
         "--fabric",

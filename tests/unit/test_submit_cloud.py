@@ -202,3 +202,14 @@ def test_fabric_devices_from_the_command_line(args: list[str], limits: dict[str,
     assert local["hostPath"] == {"path": "/mnt/nvme", "type": "DirectoryOrCreate"}
     env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
     assert env["LOCAL_IO"] == "/stoker-local/stoker-io"  # the storage test's local path: the node's disk
+
+
+def test_nodes_is_required_except_for_the_check_daemonset() -> None:
+    # a DaemonSet runs on every node: --kind check takes no node count; every job does
+    p = stoker("submit", "--platform", "k8s", "--kind", "check", "--image", "img:1", "--dry-run")
+    assert p.returncode == 0 and "kind: DaemonSet" in p.stdout, p.stderr
+    for platform in ("slurm", "k8s"):
+        p = stoker("submit", "--platform", platform, "--image", "img:1", "--dry-run")
+        assert p.returncode == 2 and p.stderr.strip() == (
+            "stoker submit: --nodes N is required: the number of nodes the job tests"
+        ), p.stderr
