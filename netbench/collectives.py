@@ -83,7 +83,9 @@ class Collective:
             total = sum(m[0])  # the pattern is balanced: every rank sends and receives this many
             return Layout(count=total, send=total, recv=total, splits=m)
         if self.per_rank_chunks:
-            count -= count % n
+            # nccl-tests 2.19.6 (src/all_gather.cu, reduce_scatter.cu, alltoall.cu, gather.cu,
+            # scatter.cu): each rank's chunk is count/n rounded down to a multiple of 16 bytes
+            count = alltoallv.param_count(count, n, itemsize) * n
         chunk = count // n if self.per_rank_chunks else count
         return Layout(count=count, send=chunk * self.send_chunks(n), recv=chunk * self.recv_chunks(n))
 

@@ -144,10 +144,11 @@ def test_torchrun_every_op(tmp_path: Path, nproc: int) -> None:
             1,
             "gloo",
         )
-    # by hand: all_gather at 3 ranks rounds 8 B (2 floats) down to 0 elements: no record;
-    # 128 B = 32 floats -> 30 elements = 120 B
+    # by hand, as nccl-tests: each rank's chunk is count/n rounded down to 16 B (4 floats).
+    # 8 B = 2 floats: 1 or 0 per rank -> 0: no record; at 3 ranks 128 B = 32 floats -> 10 per
+    # rank -> 8 -> 24 elements = 96 B, 2048 B -> 170 -> 168 -> 2016 B, 32768 B -> 2728 -> 32736 B
     ag = sorted(r["bytes"] for r in recs if r["op"] == "all_gather" and not r["in_place"])
-    assert ag == ([8, 128, 2048, 32768] if nproc == 2 else [120, 2040, 32760])
+    assert ag == ([128, 2048, 32768] if nproc == 2 else [96, 2016, 32736])
     gathered = sorted(r["bytes"] for r in recs if r["op"] == "gather")
     assert gathered == ag  # the root's whole output, as all_gather's
     # alltoallv by hand (nccl-tests alltoallv.cu, spread 1.0): at 3 ranks and 128 B, 32 floats

@@ -27,20 +27,24 @@ def test_bus_factor(op: str, n: int) -> None:
     assert TABLE[op].bus_factor(n) == pytest.approx(FACTORS[op][n])
 
 
-# 1000 requested bytes of float32 = 250 elements; chunked ops round down to a multiple of n.
+# 1000 requested bytes of float32 = 250 elements; chunked ops give each rank count/n rounded
+# down to a multiple of 16 bytes (4 float32), as nccl-tests 2.19.6 does in its
+# *GetCollByteCount (`base = (count/nranks) & ~(16/eltSize - 1)`, src/all_gather.cu etc.).
 # (op, n) -> (size column bytes, count, send elements, recv elements)
 LAYOUTS = {
     ("all_reduce", 3): (1000, 250, 250, 250),
     ("broadcast", 8): (1000, 250, 250, 250),
     ("reduce", 2): (1000, 250, 250, 250),
     ("sendrecv", 3): (1000, 250, 250, 250),
-    ("all_gather", 2): (1000, 250, 125, 250),
-    ("all_gather", 3): (996, 249, 83, 249),
-    ("all_gather", 8): (992, 248, 31, 248),
-    ("reduce_scatter", 3): (996, 249, 249, 83),
-    ("reduce_scatter", 8): (992, 248, 248, 31),
-    ("alltoall", 3): (996, 249, 249, 249),
-    ("alltoall", 8): (992, 248, 248, 248),
+    ("all_gather", 2): (992, 248, 124, 248),  # 125 per rank -> 124
+    ("all_gather", 3): (960, 240, 80, 240),  # 83 -> 80
+    ("all_gather", 8): (896, 224, 28, 224),  # 31 -> 28
+    ("reduce_scatter", 3): (960, 240, 240, 80),
+    ("reduce_scatter", 8): (896, 224, 224, 28),
+    ("alltoall", 3): (960, 240, 240, 240),
+    ("alltoall", 8): (896, 224, 224, 224),
+    ("gather", 3): (960, 240, 80, 240),
+    ("scatter", 3): (960, 240, 240, 80),
 }
 
 
