@@ -14,27 +14,24 @@ and is named by its line in the notes; comment markers stripped by a log viewer 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.ingest import nccl_per_iter
-from reports.ingest.nccl_rows import (
-    aligned,
-    figures,
-    header_columns,
-    is_na,
-    is_row,
-    number,
-    row_fields,
-    skipped_note,
-)
+from reports.ingest import nccl_fast, nccl_per_iter
+from reports.ingest.nccl_fast import BACKEND
+from reports.ingest.nccl_fast import Context as _Context
+from reports.ingest.nccl_log import _iter_sections, _Section
+from reports.ingest.nccl_log import _sections as _sections  # re-exported: the line reader was here
+from reports.ingest.nccl_log import looks_like_log as looks_like_log
+from reports.ingest.nccl_log import strip_prefix as strip_prefix
+from reports.ingest.nccl_rows import aligned, figures, is_na, number, row_fields, skipped_note
 from reports.ops import OPS, bus_factor, ranks_from_factor
-from reports.records import NetRecord
+from reports.records import NetRecord, to_dict
 
-BACKEND = "nccl-tests"
 # nccl-tests type names -> the dtype names stoker records use.
 _DTYPES = {
     "half": "float16",
@@ -52,18 +49,6 @@ _DTYPES = {
     "char": "int8",
     "int": "int32",
 }
-_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s)")
-_RANK = re.compile(
-    r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*?)\s*$"
-)
-_START = re.compile(r"^#?\s*Collective test starting:\s*(\S+)")
-_PARAMS = re.compile(r"warmup iters:\s*(\d+)\s+iters:\s*(\d+)")
-_GRAPH = re.compile(r"\bgraph:\s*(\d+)")  # -G N: N launches of a captured CUDA graph (absent before 2.9)
-_TESTS_VERSION = re.compile(r"^#?\s*nccl-tests version\s+(\S+)")
-_NCCL_VERSION = re.compile(r"NCCL version\s+(\S+)")
-_AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
-# the table header, with or without its '#' (log viewers strip comment markers)
-_HEADER = re.compile(r"(?:^|[#\s])(?:size|bytes)\s+(?:count|N)\s+type\b", re.M)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,6 +61,7 @@ class Parsed:
     notes: list[str] = field(default_factory=list)
 
 
+@functools.lru_cache(maxsize=256)  # asked once per table: a 250 MB log has ~50k tables
 def op_from_name(name: str) -> str | None:
     """'all_reduce_perf' / '/opt/nccl-tests/build/alltoall_perf_mpi' / 'AllReduce' -> op name."""
     base = re.sub(r"[^a-z_]", "", name.rsplit("/", 1)[-1].lower().replace("-", "_"))
@@ -120,96 +106,8 @@ def infer_op(lead: Mapping[str, Any], timing: Mapping[str, Any], ranks: int) -> 
     return None
 
 
-def strip_prefix(line: str) -> str:
-    return _PREFIX.sub("", line, count=1).rstrip("\r\n")
-
-
-def looks_like_log(text: str) -> bool:
-    head = text[:200_000]
-    return "busbw" in head and "algbw" in head and _HEADER.search(head) is not None
-
-
 def looks_like_json(obj: Any) -> bool:
     return isinstance(obj, Mapping) and isinstance(obj.get("results"), list) and "config" in obj
-
-
-@dataclass(kw_only=True, slots=True)
-class _Section:
-    """One test's worth of a log, gathered while reading."""
-
-    program: str | None = None
-    ranks: dict[int, tuple[str, str]] = field(default_factory=dict)  # rank -> (host, device name)
-    header: list[str] = field(default_factory=list)
-    rows: list[tuple[int, list[str]]] = field(default_factory=list)  # (line number, tokens)
-    warmup: int = 0
-    iters: int = 0
-    graph: bool | None = None
-
-
-def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], list[float]]:
-    versions: dict[str, str] = {}
-    avgs: list[float] = []
-    return list(_iter_sections(lines, versions, avgs)), versions, avgs
-
-
-def _iter_sections(lines: Iterable[str], versions: dict[str, str], avgs: list[float]) -> Iterator[_Section]:
-    """Each test's table as soon as the next one starts (a 250 MB log is never held whole);
-    `versions` and `avgs` are filled in as they are read."""
-    sections: list[_Section] = [_Section()]
-    for n, raw in enumerate(lines, 1):
-        line = strip_prefix(raw)
-        body = line.strip()
-        if not body:
-            continue
-        if m := _NCCL_VERSION.search(body):
-            versions.setdefault("nccl", m.group(1))
-        if "NCCL INFO" in body or "NCCL WARN" in body:
-            continue  # NCCL_DEBUG noise, most of a big log: none of the checks below can match it
-        if not body.startswith("#") and is_row(sections[-1].header, body.split()):
-            sections[-1].rows.append((n, body.split()))
-            continue
-        # a comment line, with its '#' or without (stripped by a log viewer); other
-        # lines (NCCL INFO noise, launcher chatter) match none of these
-        cur = sections[-1]
-        if m := _TESTS_VERSION.match(body):
-            versions.setdefault("nccl-tests", m.group(1))
-        elif m := _START.match(body):
-            if cur.rows or cur.program:
-                if cur.rows:
-                    yield cur
-                sections[-1] = cur = _Section()
-            cur.program = m.group(1)
-        elif m := _PARAMS.search(body):
-            if cur.rows:  # a second test in the same file without a "starting" line
-                yield cur
-                sections[-1] = cur = _Section()
-            cur.warmup, cur.iters = int(m.group(1)), int(m.group(2))
-            if g := _GRAPH.search(body):
-                cur.graph = int(g.group(1)) > 0
-        elif m := _RANK.match(body):
-            cur.ranks[int(m.group(1))] = (m.group(2), m.group(4))
-        elif m := _AVG.match(body):
-            if (avg := number(m.group(1))) is not None:
-                avgs.append(avg)
-        elif (cols := header_columns(body)) is not None:
-            cur.header = cols
-    if sections[-1].rows:
-        yield sections[-1]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Context:
-    op: str
-    run_id: str
-    ts: str
-    hosts: tuple[str, ...]
-    ranks: int
-    device: str
-    warmup: int
-    iters: int
-    source: str
-    graph: bool | None = None  # None: the log does not say
-    process_hosts: tuple[str, ...] = ()  # -J: the host of each process (per-iteration straggler view)
 
 
 def _record(
@@ -345,6 +243,20 @@ class LogState:
     all_ranks: dict[int, tuple[str, str]] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     avgs: list[float] = field(default_factory=list)
+    # a part of a log (reports/ingest/stream_chunks.py): the number of its first line, the
+    # table being read before it (in) and at its last line (out; its rows already given)
+    first_line: int = 1
+    table: _Section | None = None
+
+    def extend(self, part: LogState) -> None:
+        """Add what the next part of the same log left, as one reading of both would."""
+        self.notes += part.notes
+        self.skipped += part.skipped
+        self.total += part.total
+        self.all_ranks.update(part.all_ranks)
+        for k, v in part.versions.items():
+            self.versions.setdefault(k, v)
+        self.avgs += part.avgs
 
     def parsed(self, records: list[NetRecord], run_id: str, source_name: str) -> Parsed:
         notes = list(self.notes)
@@ -364,8 +276,41 @@ def iter_log(
 ) -> Iterator[NetRecord]:
     """parse_log's records one by one, reading `lines` as they come (a file of any size in
     the memory of one table); notes and the rest go to `state`."""
+    for ctx, got in _tables(lines, run_id=run_id, ts=ts, source_name=source_name, op=op, state=state):
+        for item in got:
+            yield item if isinstance(item, NetRecord) else nccl_fast.record(ctx, item)
+
+
+def iter_log_lines(
+    lines: Iterable[str], *, run_id: str, ts: str, source_name: str, op: str | None, state: LogState
+) -> Iterator[str]:
+    """iter_log's records as their JSON lines (json.dumps(to_dict(rec), separators=(",", ":"))),
+    a plain row's without ever making its NetRecord."""
+    fmt: nccl_fast.Lines | None = None
+    for ctx, got in _tables(lines, run_id=run_id, ts=ts, source_name=source_name, op=op, state=state):
+        if fmt is None or fmt.ctx != ctx:  # the tables of one log mostly share it: templates kept
+            fmt = nccl_fast.Lines(ctx)
+        line = fmt.line
+        for item in got:
+            yield (
+                json.dumps(to_dict(item), separators=(",", ":"))
+                if isinstance(item, NetRecord)
+                else line(item)
+            )
+
+
+def _tables(
+    lines: Iterable[str], *, run_id: str, ts: str, source_name: str, op: str | None, state: LogState
+) -> Iterator[tuple[_Context, list[NetRecord | nccl_fast.Values]]]:
+    """Each table's context and its records: a plain row's as nccl_fast values, any other's
+    as the NetRecords _record makes (the general path, which names a row it cannot use)."""
     notes, skipped, all_ranks = state.notes, state.skipped, state.all_ranks
-    for sec in _iter_sections(lines, state.versions, state.avgs):
+    layouts: dict[tuple[str, ...], nccl_fast.Layout | None] = {}
+    end: list[_Section] = []
+    sections = _iter_sections(
+        lines, state.versions, state.avgs, first=state.first_line, start=state.table, end=end
+    )
+    for sec in sections:
         name = op or op_from_name(sec.program or "") or op_from_name(source_name) or _infer(sec)
         if name is None:
             notes.append(
@@ -387,8 +332,17 @@ def iter_log(
             source=source_name,
             graph=sec.graph,
         )
+        if (key := tuple(sec.header)) not in layouts:
+            if len(layouts) > 64:  # a garbled log's ever-new headers: bounded
+                layouts.clear()
+            layouts[key] = nccl_fast.layout(sec.header)
+        lay = layouts[key]
+        out: list[NetRecord | nccl_fast.Values] = []
+        state.total += len(sec.rows)
         for n, row in sec.rows:
-            state.total += 1
+            if lay and (fast := nccl_fast.row_values(lay, row, name, ctx.ranks, _DTYPES)) is not None:
+                out += fast
+                continue
             tokens = aligned(sec.header, row)
             if isinstance(tokens, str):
                 skipped.append((f"line {n}", tokens))
@@ -398,7 +352,9 @@ def iter_log(
             if problems := [g for g in got if isinstance(g, str)]:
                 skipped.append((f"line {n}", problems[0]))  # a row is kept whole or not at all
                 continue
-            yield from (g for g in got if isinstance(g, NetRecord))
+            out += [g for g in got if isinstance(g, NetRecord)]
+        yield ctx, out
+    state.table = end[0] if end else None
 
 
 def _int(value: Any, default: int = 0) -> int:

@@ -4,19 +4,16 @@ A 250 MB log was read whole, split into lines, parsed into a list of every recor
 written with one fsync per record: over 500 s and 4.5 GB before it was stopped. Here a log
 over STREAM_BYTES is read line by line twice: once for its run id (the hash of its text, the
 same as importers.run_id_for gives for the whole text, so a second import is still seen as
-one), once to parse, each record written as it is parsed into a spool file (anonymous, in
-the temp dir); the spool is appended to DIR/net.jsonl only once every file of the command
-has been read, so a bad file still imports nothing. Memory: one table of the log.
+one), once to parse, each record's JSON line written as it is parsed into spool files
+(anonymous, in the temp dir; one per part of the log, the parts parsed on every core:
+reports/ingest/stream_chunks.py); the spools are appended to DIR/net.jsonl only once every
+file of the command has been read, so a bad file still imports nothing. Memory: one table
+of the log per core.
 """
 
 from __future__ import annotations
 
-import codecs
-import hashlib
-import json
 import os
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -53,21 +50,9 @@ def streamable(path: Path) -> bool:
 
 def run_id_of(path: Path) -> str:
     """importers.run_id_for(the file's text), without holding the text."""
-    h = hashlib.sha256()
-    dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    with open_regular(path, "file to import") as fh:
-        while chunk := fh.read(8 << 20):
-            h.update(dec.decode(chunk).encode("utf-8", "replace"))
-        h.update(dec.decode(b"", final=True).encode("utf-8", "replace"))
-    return "import-" + h.hexdigest()[:12]
+    from reports.ingest.stream_chunks import scan
 
-
-def _lines(path: Path) -> Iterator[str]:
-    # binary lines end at b"\n" only, as parse_log's text.split("\n"); "\n" is never inside a
-    # UTF-8 sequence, so decoding line by line gives what decoding the whole text gives
-    with open_regular(path, "file to import") as fh:
-        for raw in fh:
-            yield raw.decode("utf-8", errors="replace").removesuffix("\n")
+    return scan(path)[0]
 
 
 @dataclass(kw_only=True)
@@ -81,30 +66,21 @@ class Streamed:
 
 def stream_log(path: Path, op: str | None) -> Streamed:
     """The log's records in a spool file; UsageError (as import_file) when none is usable."""
+    from reports.ingest import stream_chunks
     from reports.ingest.importers import _mtime_utc
-    from reports.ingest.nccl_tests import LogState, iter_log
-    from reports.records import to_dict
 
-    run_id = run_id_of(path)
-    state = LogState()
-    spool = tempfile.TemporaryFile(prefix="stoker-import-")
-    count = 0
-    buf: list[str] = []
-    for rec in iter_log(
-        _lines(path), run_id=run_id, ts=_mtime_utc(path), source_name=path.name, op=op, state=state
-    ):
-        buf.append(json.dumps(to_dict(rec), separators=(",", ":")))
-        count += 1
-        if len(buf) >= 10_000:
-            spool.write(("\n".join(buf) + "\n").encode("utf-8"))
-            buf.clear()
-    if buf:
-        spool.write(("\n".join(buf) + "\n").encode("utf-8"))
+    with open_regular(path, "file to import") as fh:
+        size = os.fstat(fh.fileno()).st_size
+    # parts cut at the start of a test, parsed on every core (reports/ingest/stream_chunks.py)
+    cut_list = stream_chunks.cuts(path, size, stream_chunks.workers())
+    run_id, first_lines = stream_chunks.scan(path, [at for at, _ in cut_list])
+    count, state, spool = stream_chunks.parse(
+        path, cut_list, first_lines, run_id=run_id, ts=_mtime_utc(path), source_name=path.name, op=op
+    )
     parsed = state.parsed([], run_id, path.name)
     if not count:
         spool.close()
         raise UsageError(parsed.notes[0] if parsed.notes else f"{path}: no results in it; nothing imported")
-    spool.seek(0)
     return Streamed(run_id=run_id, count=count, spool=spool, notes=parsed.notes, manifest=parsed.manifest)
 
 

@@ -1,0 +1,136 @@
+"""The line reader of nccl-tests stdout logs (pure): each line stripped of its launcher prefix
+(`[1,0]<stdout>:` from `mpirun --tag-output`, `0: ` from `srun -l`), NCCL INFO/WARN noise
+skipped, and the rest gathered into one section per test: its program, ranks and hosts,
+parameters, table header and rows (as tokens, checked later: reports/ingest/nccl_rows.py).
+reports/ingest/nccl_tests.py turns sections into records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from reports.ingest.nccl_rows import header_columns, is_row, number
+
+_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s)")
+# the device name runs to the end: it is matched against a stripped line with no "\n" (a lazy
+# `(.*?)\s*$` gave the same name at twice the cost, and a log is half Rank lines)
+_RANK = re.compile(
+    r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*)$"
+)
+_START = re.compile(r"^#?\s*Collective test starting:\s*(\S+)")
+_PARAMS = re.compile(r"warmup iters:\s*(\d+)\s+iters:\s*(\d+)")
+_GRAPH = re.compile(r"\bgraph:\s*(\d+)")  # -G N: N launches of a captured CUDA graph (absent before 2.9)
+_TESTS_VERSION = re.compile(r"^#?\s*nccl-tests version\s+(\S+)")
+_NCCL_VERSION = re.compile(r"NCCL version\s+(\S+)")
+_AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
+# the table header, with or without its '#' (log viewers strip comment markers)
+_HEADER = re.compile(r"(?:^|[#\s])(?:size|bytes)\s+(?:count|N)\s+type\b", re.M)
+
+
+def strip_prefix(line: str) -> str:
+    return _PREFIX.sub("", line, count=1).rstrip("\r\n")
+
+
+def looks_like_log(text: str) -> bool:
+    head = text[:200_000]
+    return "busbw" in head and "algbw" in head and _HEADER.search(head) is not None
+
+
+@dataclass(kw_only=True, slots=True)
+class _Section:
+    """One test's worth of a log, gathered while reading."""
+
+    program: str | None = None
+    ranks: dict[int, tuple[str, str]] = field(default_factory=dict)  # rank -> (host, device name)
+    header: list[str] = field(default_factory=list)
+    rows: list[tuple[int, list[str]]] = field(default_factory=list)  # (line number, tokens)
+    warmup: int = 0
+    iters: int = 0
+    graph: bool | None = None
+
+
+def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], list[float]]:
+    versions: dict[str, str] = {}
+    avgs: list[float] = []
+    return list(_iter_sections(lines, versions, avgs)), versions, avgs
+
+
+def _iter_sections(
+    lines: Iterable[str],
+    versions: dict[str, str],
+    avgs: list[float],
+    *,
+    first: int = 1,
+    start: _Section | None = None,
+    end: list[_Section] | None = None,
+) -> Iterator[_Section]:
+    """Each test's table as soon as the next one starts (a 250 MB log is never held whole);
+    `versions` and `avgs` are filled in as they are read. A part of a log (reports/ingest/
+    stream_chunks.py) starts at line number `first`, within the table `start` was reading,
+    and leaves in `end` the table it was reading at its last line."""
+    # Every line passes here (~10^6 in a 250 MB log): each regex is tried only when a literal
+    # it cannot match without is in the line, and a row is split once.
+    cur = start or _Section()
+    prefix = _PREFIX.match
+    for n, raw in enumerate(lines, first):
+        m = prefix(raw)  # strip_prefix: the pattern is anchored, so match == sub(count=1)
+        body = (raw[m.end() :] if m else raw).strip()
+        if not body:
+            continue
+        if "NCCL " in body:  # in each of the three below: one test for the lines without
+            if "NCCL version" in body and (m := _NCCL_VERSION.search(body)):
+                versions.setdefault("nccl", m.group(1))
+            if "NCCL INFO" in body or "NCCL WARN" in body:
+                continue  # NCCL_DEBUG noise, most of a big log: none of the checks below can match it
+        if body[0] != "#" and cur.header:
+            tokens = body.split()
+            t0 = tokens[0]
+            if (t0.isascii() and t0.isdigit()) or is_row(cur.header, tokens):
+                cur.rows.append((n, tokens))
+                continue
+        # a comment line, with its '#' or without (stripped by a log viewer); other
+        # lines (NCCL INFO noise, launcher chatter) match none of these
+        if "nccl-tests version" in body and (m := _TESTS_VERSION.match(body)):
+            versions.setdefault("nccl-tests", m.group(1))
+        elif "Collective test starting:" in body and (m := _START.match(body)):
+            if cur.rows or cur.program:
+                if cur.rows:
+                    yield cur
+                cur = _Section()
+            cur.program = m.group(1)
+        elif "warmup iters:" in body and (m := _PARAMS.search(body)):
+            if cur.rows:  # a second test in the same file without a "starting" line
+                yield cur
+                cur = _Section()
+            cur.warmup, cur.iters = int(m.group(1)), int(m.group(2))
+            if g := _GRAPH.search(body):
+                cur.graph = int(g.group(1)) > 0
+        elif "Rank" in body and (m := _RANK.match(body)):
+            cur.ranks[int(m.group(1))] = (m.group(2), m.group(4))
+        elif "Avg bus bandwidth" in body and (m := _AVG.match(body)):
+            if (avg := number(m.group(1))) is not None:
+                avgs.append(avg)
+        elif "algbw" in body.lower() and (cols := header_columns(body)) is not None:
+            cur.header = cols
+    if end is not None:
+        end.append(cur)
+    if cur.rows:
+        yield cur
+
+
+def cut_kind(body: str) -> str | None:
+    """'start' / 'params' for a (prefix-stripped, stripped) line at which _iter_sections
+    starts a new section when the one before has a program or rows / has rows; None for any
+    other line. The tests are _iter_sections' own, in its order (its comment branch: a line
+    never a row, not noise); reports/ingest/stream_chunks.py cuts a log there."""
+    if not body.startswith("#") or "NCCL INFO" in body or "NCCL WARN" in body:
+        return None
+    if "nccl-tests version" in body and _TESTS_VERSION.match(body):
+        return None
+    if "Collective test starting:" in body and _START.match(body):
+        return "start"
+    if "warmup iters:" in body and _PARAMS.search(body):
+        return "params"
+    return None
