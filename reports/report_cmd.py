@@ -13,10 +13,13 @@ results directory carries what it should be judged against (`stoker compare` rel
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import importlib
 import json
 import re
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,8 +27,13 @@ from typing import TYPE_CHECKING, Any
 from reports.errors import UsageError
 
 if TYPE_CHECKING:  # pandas comes with them: `stoker report` starts its parse first (main)
+    import pandas as pd
+
+    from reports.evidence.pairs import PairEvidence
     from reports.judging.coverage import Scope
+    from reports.render.figure_process import FigureProcess
     from reports.render.markdown import ReportInput
+    from reports.render.plots import Job
 
 HELP = "judge the records in DIR: report.md, report.html, verdict.json"
 SPEC_FILES = ("spec.yaml", "spec.yml")
@@ -180,7 +188,10 @@ def collect(
     scope: Scope = "cluster",
     runs: str | None = None,
     baseline_arg: str | None = None,
+    localised: Callable[[pd.DataFrame, PairEvidence], None] | None = None,
 ) -> Collected:
+    """`localised` is called with the per-host figures and the pair evidence as soon as they
+    are computed (stoker report starts drawing their figures then: reports.evidence.build)."""
     from reports import evidence, plausible
     from reports.findings import verdict_json
     from reports.ingest.importers import import_dir
@@ -221,7 +232,7 @@ def collect(
         )
     spec, spec_notes = load_optional("spec", spec_arg, directory)
     workload, wl_notes = load_optional("workload", workload_arg, directory)
-    ev = evidence.build(rs)
+    ev = evidence.build(rs, localised)
     phases = read_phases(directory)
     missing = missing_phases(directory, phases, ev.net_scopes, len(ev.io), ev.ranks_per_node)
     missing += plausible.not_judged(rs.skipped)  # a suspect figure never softens a fail
@@ -259,37 +270,56 @@ def build(
     scope: Scope = "cluster",
     runs: str | None = None,
     baseline_arg: str | None = None,
+    figures: FigureProcess | None = None,
 ) -> Outcome:
-    """Everything `stoker report` writes, as strings."""
-    # the modules first (pandas among them), then matplotlib's in a thread: never two threads
-    # importing at once (a parse started by main() runs no Python meanwhile)
-    import reports.evidence  # noqa: F401
-    import reports.judging.judge  # noqa: F401
-    from reports.render import plots
+    """Everything `stoker report` writes, as strings; report.html's figures drawn by `figures`
+    when given (main's figure process), else here."""
+    from reports.render.html import localisation_figures
     from reports.render.html import render as render_html
     from reports.render.markdown import render as render_md
 
-    warming = plots.warm()  # the HTML's figures need matplotlib: import it while the records are read
-    try:
-        c = collect(directory, spec_arg, workload_arg, scope, runs, baseline_arg)
-        return Outcome(verdict=c.verdict, markdown=render_md(c.report), html=render_html(c.report))
-    finally:
-        warming.join(timeout=10)  # never exit in the middle of the import (bad input, or no figure)
+    def start(per_host: pd.DataFrame, pairs: PairEvidence) -> None:  # drawn while the rest is built
+        if figures is not None:
+            figures.start(list(localisation_figures(per_host, pairs).values()))
+
+    c = collect(directory, spec_arg, workload_arg, scope, runs, baseline_arg, start)
+    md: list[str] = []
+
+    def draw(jobs: Sequence[Job]) -> list[str]:  # the markdown is written while the figures are drawn
+        assert figures is not None
+        return figures.draw(jobs, meanwhile=lambda: md.append(render_md(c.report)))
+
+    html = render_html(c.report, draw if figures else None)
+    return Outcome(verdict=c.verdict, markdown=md[0] if md else render_md(c.report), html=html)
 
 
 def main(args: argparse.Namespace) -> int:
     directory = Path(args.dir)
+    # The interpreter's exit collects every object it still holds, pandas' and pyarrow's
+    # modules among them (~0.2 s); frozen, they are skipped (~0.03 s). At exit only: a caller
+    # that goes on (the tests) keeps its collector as it was. unregister: registered once.
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
+    from reports.render.figure_process import FigureProcess
     from reports.table import prefetch
 
-    prefetch(directory)  # pyarrow parses net.jsonl while the modules below are imported
-    out = build(
-        directory,
-        args.spec,
-        args.workload,
-        getattr(args, "scope", "cluster"),
-        getattr(args, "runs", None),
-        getattr(args, "baseline", None),
-    )
+    # forked first, while this process is small and has no thread: it imports matplotlib's base
+    # now (one core is idle until the parse starts) and pyplot when pyarrow is done with
+    # net.jsonl (the parse thread tells it), so the two never fight for the cores
+    figures = FigureProcess()
+    try:
+        prefetch(directory, then=figures.warm)  # pyarrow parses net.jsonl while the modules are imported
+        out = build(
+            directory,
+            args.spec,
+            args.workload,
+            getattr(args, "scope", "cluster"),
+            getattr(args, "runs", None),
+            getattr(args, "baseline", None),
+            figures,
+        )
+    finally:
+        figures.close()
     from reports.safe_write import write_outputs  # never over or through a file not ours
 
     outputs = {

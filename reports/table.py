@@ -35,37 +35,14 @@ from reports.records import (
     from_dict,
     iter_jsonl,
 )
+from reports.table_frame import ALL_COLUMNS as _ALL_COLUMNS
+from reports.table_frame import FRAME_COLUMNS as FRAME_COLUMNS  # the columns evidence reads
+from reports.table_frame import frame_of
 from reports.table_parse import NOT_PREFETCHED, parse, take_prefetched, typed
 from reports.table_parse import prefetch as prefetch  # `stoker report` starts the parse early
 
 if TYPE_CHECKING:
     import pandas as pd
-
-# Columns evidence reads from the frame (hosts are reduced to `host`, `pair_a`, `pair_b`).
-FRAME_COLUMNS = (
-    "run_id",
-    "op",
-    "scope",
-    "backend",
-    "ranks",
-    "nodes",
-    "bytes",
-    "time_s",
-    "algbw_GBps",
-    "busbw_GBps",
-    "wrong",
-    "group",
-    "in_place",
-    "pass",
-    "device",
-    "time_cv",
-    "round",
-    "per_iter",  # the record carries nccl-tests' per-iteration, per-process times (-I)
-    "soak",  # the record is one of a soak's passes (extra.soak_pass)
-)
-# host: the first; host2: the second of a two-host record; hosts: the tuple of a record of
-# more (few: world and inter-node sweeps); pair_a < pair_b: a record's two distinct hosts.
-_ALL_COLUMNS = (*FRAME_COLUMNS, "host", "host2", "hosts", "pair_a", "pair_b", "n_hosts")
 
 
 class NetTable:
@@ -243,90 +220,7 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
 
 
 def _frame(table: Any) -> pd.DataFrame:
-    import numpy as np
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    n = table.num_rows
-    if n == 0:
-        return records_frame([])
-    hosts = table.column("hosts")
-    n_hosts = pc.list_value_length(hosts)
-    cols: dict[str, Any] = {}
-    for name in FRAME_COLUMNS:
-        if name in table.column_names:
-            col = table.column(name)
-            cols[name] = col.dictionary_encode() if pa.types.is_string(col.type) else col
-    for name, value in (("group", 0), ("in_place", False), ("device", "cpu")):
-        if name not in cols:
-            cols[name] = pa.array([value] * n)
-        elif name == "device":  # fill before encoding: a dictionary column takes no plain fill
-            cols[name] = pc.fill_null(table.column(name), value).dictionary_encode()
-        else:
-            cols[name] = pc.fill_null(cols[name], value)
-    for name, kind in (("pass", pa.int64()), ("round", pa.int64()), ("time_cv", pa.float64())):
-        if name not in cols:
-            cols[name] = pa.nulls(n, kind)
-    has = table.column("stragglers") if "stragglers" in table.column_names else None
-    cols["per_iter"] = pc.is_valid(has) if has is not None else pa.array(np.zeros(n, dtype=bool))
-    soak = table.column("soak_pass") if "soak_pass" in table.column_names else None
-    cols["soak"] = pc.is_valid(soak) if soak is not None else pa.array(np.zeros(n, dtype=bool))
-    # The first host (per-node scopes) and, for two-host records, the pair in name order.
-    # An empty list has no element 0: pad it with "" first.
-    padded = pc.if_else(pc.greater(n_hosts, 0), hosts, pa.scalar([""], hosts.type))
-    cols["host"] = pc.list_element(padded, 0).dictionary_encode()
-    two = pc.equal(n_hosts, 2)
-    padded2 = pc.if_else(two, hosts, pa.scalar(["", ""], hosts.type))
-    h0, h1 = pc.list_element(padded2, 0), pc.list_element(padded2, 1)
-    cols["host2"] = pc.if_else(two, h1, None).dictionary_encode()
-    cols["hosts"] = pa.nulls(n)
-    distinct = pc.and_(two, pc.not_equal(h0, h1))
-    cols["pair_a"] = pc.if_else(distinct, pc.min_element_wise(h0, h1), None).dictionary_encode()
-    cols["pair_b"] = pc.if_else(distinct, pc.max_element_wise(h0, h1), None).dictionary_encode()
-    cols["n_hosts"] = n_hosts
-    frame = pa.table({c: cols[c] for c in _ALL_COLUMNS}).to_pandas()
-    for c in frame.columns:  # categories in name order: grouping by a name orders by it
-        if isinstance(frame[c].dtype, pd.CategoricalDtype):
-            frame[c] = frame[c].cat.reorder_categories(sorted(frame[c].cat.categories))
-    many = frame.index[frame["n_hosts"] > 2]
-    if len(many):
-        _pairs_among_many(frame, many, hosts)
-    return frame
-
-
-def _pairs_among_many(frame: pd.DataFrame, rows: Any, hosts: Any) -> None:
-    """The `hosts` tuple of records naming more than two hosts, and pair_a / pair_b of a
-    pair record among them with only two distinct names (the record path counts it).
-    A world or inter-node record names every host of the run (1,000 of them), and the
-    records of one sweep name the same list: each distinct list becomes one tuple, shared."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    lists = hosts.take(pa.array(rows, pa.int64()))
-    joined = pc.binary_join(lists, "\x00").dictionary_encode().combine_chunks()
-    distinct = [tuple(j.split("\x00")) for j in joined.dictionary.to_pylist()]
-    codes = joined.indices.to_numpy(zero_copy_only=False)
-    names = np.empty(len(distinct), dtype=object)
-    names[:] = distinct
-    frame["hosts"] = frame["hosts"].astype(object)
-    frame.loc[rows, "hosts"] = pd_series(list(names[codes]), rows)
-    scope = frame["scope"]
-    for i, code in zip(rows, codes):
-        if scope.iat[i] != "pair":
-            continue
-        two = sorted(set(distinct[code]))
-        if len(two) == 2:
-            for c, v in zip(("pair_a", "pair_b"), two):
-                frame[c] = frame[c].astype(object)
-                frame.at[i, c] = v
-
-
-def pd_series(values: list[Any], index: Any) -> Any:
-    import pandas as pd
-
-    return pd.Series(values, index=index, dtype=object)
+    return frame_of(table) if table.num_rows else records_frame([])
 
 
 # -- the directory -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ re-computing either.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,9 +64,15 @@ class Evidence:
         return {str(s) for s in self.net.frame["scope"].unique()}
 
 
-def build(rs: RecordSet) -> Evidence:
+def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None] | None = None) -> Evidence:
+    """The evidence of a record set. `localised` is called with the per-host figures and the
+    pair evidence as soon as they are computed, before the rest (stoker report starts drawing
+    their figures then, on its other core)."""
     frame = rs.net.frame
     shown = sweeps.shown(frame)
+    per_host, pair_ev = sweeps.per_host(shown), pairs.pair_evidence(frame)
+    if localised is not None:
+        localised(per_host, pair_ev)
     curves, wrong = sweeps.judged(frame)
     return Evidence(
         run_ids=rs.run_ids(),
@@ -78,8 +85,8 @@ def build(rs: RecordSet) -> Evidence:
         sweeps=sweeps.recorded(shown),
         curves=curves,
         wrong=wrong,
-        per_host=sweeps.per_host(shown),
-        pairs=pairs.pair_evidence(frame),
+        per_host=per_host,
+        pairs=pair_ev,
         search=groups.replay(rs.net),
         io_frame=storage.io_frame(rs.io),
         hardware=hosts.summarise(

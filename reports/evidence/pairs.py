@@ -22,6 +22,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 import numpy as np
 import pandas as pd
@@ -149,7 +150,8 @@ def pair_values(frame: pd.DataFrame) -> PairValues:
     pairs are dropped, so a suspect cleared by good partners leaves no slow link behind, and
     one confirmed slow is judged on the confirmation alone. The suspects are recomputed
     from the first pass exactly as `confirmation_pairs` chose them."""
-    rows = _pair_rows(frame)
+    # the columns used, before any row is taken: a 1,000-node frame has ~500k pair rows
+    rows = _pair_rows(frame[["scope", "pair_a", "pair_b", "op", "wrong", "bytes", "busbw_GBps", "pass"]])
     op = _pair_op(rows)
     recs = rows[(rows["op"] == op) & (rows["wrong"] == 0)]
     if recs.empty:
@@ -260,24 +262,52 @@ class PairEvidence:
     size: int  # the largest pair size (bytes); 0 without pair records
     hosts: list[str] = field(default_factory=list)  # the matrix's hosts, sorted
     matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # NaN: not measured
-    cells: list[tuple[float, str, str]] = field(default_factory=list)  # (busbw, a, b), slowest first
+    cells: Sequence[tuple[float, str, str]] = ()  # (busbw, a, b), slowest first
     confirmed: dict[str, list[str]] = field(default_factory=dict)
+
+
+class Cells(Sequence[tuple[float, str, str]]):
+    """The pairs as (busbw, a, b), slowest first, names breaking ties: a tuple is made only for
+    the cells asked for (a report shows 20 of a 1,000-node round-robin's ~500k)."""
+
+    def __init__(self, values: PairValues) -> None:
+        self._values = values
+        # names are sorted, so codes order as their names do: the tie-break without strings
+        self._order = np.lexsort((values.ib, values.ia, values.v))
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[float, str, str]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[float, str, str]]: ...
+    def __getitem__(self, i: int | slice) -> tuple[float, str, str] | list[tuple[float, str, str]]:
+        pv, at = self._values, np.atleast_1d(self._order[i])
+        got = list(zip(pv.v[at].tolist(), pv.names[pv.ia[at]].tolist(), pv.names[pv.ib[at]].tolist()))
+        return got if isinstance(i, slice) else got[0]
+
+    def __iter__(self) -> Iterator[tuple[float, str, str]]:
+        return iter(self[:])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return f"Cells({self[:3]}{', ...' if len(self) > 3 else ''} {len(self)} pairs)"
 
 
 def pair_evidence(frame: pd.DataFrame) -> PairEvidence:
     values = pair_values(frame)
     hosts, matrix = pair_matrix(values)
-    # the same cells as the matrix's upper triangle, slowest first (names break ties)
-    a, b, v = values.names[values.ia], values.names[values.ib], values.v
-    order = np.lexsort((b.astype(str), a.astype(str), v))
-    pair_rows = frame[frame["scope"] == "pair"]
+    pair_rows = frame["scope"] == "pair"
     return PairEvidence(
         values=values,
         scores=node_scores(values),
-        size=int(pair_rows["bytes"].max()) if len(pair_rows) else 0,
+        size=int(frame["bytes"][pair_rows].max()) if pair_rows.any() else 0,
         hosts=hosts,
         matrix=matrix,
-        cells=list(zip(v[order].tolist(), a[order].tolist(), b[order].tolist())),
+        cells=Cells(values),  # the same cells as the matrix's upper triangle
         confirmed=confirmed_with(frame),
     )
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reports.table import hosts_in
+from reports.evidence.grouped import Groups, codes
 from reports.units import format_size
 
 if TYPE_CHECKING:
@@ -104,11 +104,6 @@ class Sweep:
         return self.busbw[i], (self.cv[i] if self.cv else None)
 
 
-def _strings(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
-    # plain Python strings: arrow-backed / categorical strings are slow to group and compare
-    return df.assign(**{c: df[c].astype(str).astype(object) for c in cols})
-
-
 def shown(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows the report shows: out-of-place only where a size also has in-place results
     (nccl-tests prints both; they measure the same path). Names stay categorical (the table
@@ -128,43 +123,54 @@ def recorded(df: pd.DataFrame) -> list[Sweep]:
     pair), op, backend, ranks."""
     if df.empty:
         return []
-    keys = ["scope", "op", "backend", "ranks", "bytes"]
-    ok = df["wrong"] == 0
-    df = df.assign(bus=df["busbw_GBps"].where(ok), alg=df["algbw_GBps"].where(ok))
-    g = (
-        df.groupby(keys, sort=True, observed=True)
-        .agg(
-            t=("time_s", "median"),
-            alg=("alg", "median"),
-            bus=("bus", "median"),
-            bus_min=("bus", "min"),
-            groups=("group", "nunique"),
-            wrong=("wrong", "sum"),
-        )
-        .reset_index()
-    )
-    whole = df.groupby(keys[:4], sort=True, observed=True).agg(
-        nodes=("nodes", "max"), groups=("group", "nunique")
-    )
+    # groups by (scope, op, backend, ranks, bytes) in name and number order, as pandas'
+    # groupby(sort=True) gave them (grouped.py: the same medians); a missing name is no group
+    (scope, scopes), (op, ops), (backend, backends) = (codes(df[c]) for c in ("scope", "op", "backend"))
+    ranks, size = df["ranks"].to_numpy(dtype=np.int64), df["bytes"].to_numpy(dtype=np.int64)
+    keep = (scope >= 0) & (op >= 0) & (backend >= 0)
+    if not keep.all():
+        scope, op, backend, ranks, size = (x[keep] for x in (scope, op, backend, ranks, size))
+    wrong = df["wrong"].to_numpy(dtype=np.int64)[keep]
+    ok = wrong == 0
+    bus = np.where(ok, df["busbw_GBps"].to_numpy(dtype=float)[keep], np.nan)
+    alg = np.where(ok, df["algbw_GBps"].to_numpy(dtype=float)[keep], np.nan)
+    group, nodes = df["group"].to_numpy(dtype=np.int64)[keep], df["nodes"].to_numpy(dtype=np.int64)[keep]
+    per_size = Groups(scope, op, backend, ranks, size)
+    med = {
+        "t": per_size.median(df["time_s"].to_numpy(dtype=float)[keep]),
+        "alg": per_size.median(alg),
+        "bus": per_size.median(bus),
+        "bus_min": per_size.min(bus),
+    }
+    groups, wrongs = per_size.nunique(group), per_size.sum(wrong)
+    sizes = per_size.first(size)
+    # a sweep's sizes are contiguous groups (key order): the sweeps are their runs
+    keys = [k[per_size.rows[per_size.starts]] for k in (scope, op, backend, ranks)]
+    change = np.zeros(len(per_size), dtype=bool)
+    change[:1] = True
+    for k in keys:
+        change[1:] |= k[1:] != k[:-1]
+    whole = per_size.runs(change)
+    whole_nodes, whole_groups = whole.max(nodes), whole.nunique(group)
+    bounds = np.append(np.flatnonzero(change), len(per_size))
     out: list[Sweep] = []
-    for key, part in g.groupby(keys[:4], sort=True, observed=True):
-        scope, op, backend, ranks = key
-        nodes, groups = whole.loc[key]  # a group key of the same keys
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        row = whole.rows[whole.starts[k]]
         out.append(
             Sweep(
-                scope=str(scope),
-                op=str(op),
-                backend=str(backend),
-                ranks=int(ranks),
-                nodes=int(nodes),
-                groups=int(groups),
-                sizes=tuple(int(b) for b in part["bytes"]),
-                busbw=tuple(float(x) for x in part["bus"]),
-                time_us=tuple(float(x) * 1e6 for x in part["t"]),
-                algbw=tuple(float(x) for x in part["alg"]),
-                busbw_min=tuple(float(x) for x in part["bus_min"]),
-                groups_per_size=tuple(int(x) for x in part["groups"]),
-                wrong=tuple(int(x) for x in part["wrong"]),
+                scope=str(scopes[scope[row]]),
+                op=str(ops[op[row]]),
+                backend=str(backends[backend[row]]),
+                ranks=int(ranks[row]),
+                nodes=int(whole_nodes[k]),
+                groups=int(whole_groups[k]),
+                sizes=tuple(int(x) for x in sizes[a:b]),
+                busbw=tuple(float(x) for x in med["bus"][a:b]),
+                time_us=tuple(float(x) * 1e6 for x in med["t"][a:b]),
+                algbw=tuple(float(x) for x in med["alg"][a:b]),
+                busbw_min=tuple(float(x) for x in med["bus_min"][a:b]),
+                groups_per_size=tuple(int(x) for x in groups[a:b]),
+                wrong=tuple(int(x) for x in wrongs[a:b]),
             )
         )
     order = {s: i for i, s in enumerate(SCOPE_ORDER)}
@@ -176,53 +182,125 @@ def judged(frame: pd.DataFrame) -> tuple[dict[tuple[str, str], Sweep], int]:
     because their correctness check failed (their bandwidth means nothing)."""
     if frame.empty:
         return {}, 0
-    wrong = int((frame["wrong"] != 0).sum())
+    import pandas as pd
+
+    wrong_col = frame["wrong"].to_numpy()
+    wrong = int((wrong_col != 0).sum())
+    (scope, scopes), (op, ops), (backend, backends) = (_names(frame[c]) for c in ("scope", "op", "backend"))
+    busbw, nodes = frame["busbw_GBps"].to_numpy(dtype=float), frame["nodes"].to_numpy(dtype=np.int64)
     # a NaN or infinite figure never becomes a bandwidth (the reader refuses them too)
-    use = frame[
-        (frame["wrong"] == 0)
-        & (frame["time_s"] > 0)
-        & np.isfinite(frame["busbw_GBps"].to_numpy(dtype=float))
-        & ~frame["scope"].isin(("pair", "groups"))
-        & (frame["ranks"] >= 2)
-    ]
-    use = _strings(use, "scope", "op", "backend")
-    scope = use["scope"].to_numpy()
-    from_world = scope == "world"
-    eff = np.where(from_world, np.where(use["nodes"].to_numpy() <= 1, "intra-node", "inter-node"), scope)
-    use = use.assign(eff=eff.astype(object), from_world=from_world)
-    rails = use["eff"].eq("inter-node") & ~use["from_world"]
-    curves: dict[tuple[str, str], Sweep] = {}
-    parts: list[tuple[tuple[str, str, bool], pd.DataFrame, pd.Series]] = []
+    use = (
+        (wrong_col == 0)
+        & (frame["time_s"].to_numpy(dtype=float) > 0)
+        & np.isfinite(busbw)
+        & ~np.isin(scopes, ["pair", "groups"])[scope]
+        & (frame["ranks"].to_numpy() >= 2)
+    )
+    rows = np.flatnonzero(use)
+    # the effective scope: a world sweep is intra-node on one node and crosses nodes otherwise
+    names = np.append(scopes, np.array(["intra-node", "inter-node"], dtype=object))
+    from_world = scope[rows] == _index(scopes, "world")
+    eff = np.where(from_world, len(scopes) + (nodes[rows] > 1), scope[rows])
+    rails = ~from_world & (scope[rows] == _index(scopes, "inter-node"))
+    parts: list[tuple[tuple[str, str, bool], np.ndarray, np.ndarray, np.ndarray]] = []
     # keys in the order the records first show them (the findings' order), rails after
-    for (sc, op, w), part in use[~rails].groupby(["eff", "op", "from_world"], sort=False):
+    sizes_all = frame["bytes"].to_numpy(dtype=np.int64)
+    plain = rows[~rails]
+    for part in _first_seen(eff[~rails], op[plain], from_world[~rails].astype(np.int64), rows=plain):
+        per_size = Groups(sizes_all[part])
+        w = bool(scope[part[0]] == _index(scopes, "world"))
+        sc = str(names[len(scopes) + (nodes[part[0]] > 1)] if w else names[scope[part[0]]])
         parts.append(
-            ((str(sc), str(op), bool(w)), part, part.groupby("bytes", sort=False)["busbw_GBps"].median())
+            (
+                (sc, str(ops[op[part[0]]]), w),
+                part,
+                per_size.first(sizes_all[part]),
+                per_size.median(busbw[part]),
+            )
         )
-    for op, part in use[rails].groupby("op", sort=False):
-        per_run = part.groupby(["bytes", "run_id", "in_place"], sort=False, observed=True)["busbw_GBps"].min()
+    run, _ = codes(frame["run_id"])
+    in_place = frame["in_place"].to_numpy().astype(np.int64)
+    railed = rows[rails]
+    for part in _first_seen(op[railed], rows=railed):
+        # the rails of a run run at once: the slowest rail per run and size, then the median over runs
+        ok = part[run[part] >= 0]
+        per_run = Groups(sizes_all[ok], run[ok], in_place[ok])
+        mins, run_size = per_run.min(busbw[ok]), per_run.first(sizes_all[ok])
+        per_size = Groups(run_size)
         parts.append(
-            (("inter-node", str(op), False), part, per_run.groupby(level="bytes", sort=False).median())
+            (
+                ("inter-node", str(ops[op[part[0]]]), False),
+                part,
+                per_size.first(run_size),
+                per_size.median(mins),
+            )
         )
+    host_index = _Hosts(frame)
+    ranks, groups = frame["ranks"].to_numpy(dtype=np.int64), frame["group"].to_numpy()
+    cv_all = frame["time_cv"].to_numpy(dtype=float)
+    curves: dict[tuple[str, str], Sweep] = {}
     # world-derived first, so an explicit sweep of the same (scope, op) replaces it
-    for (sc, op, _), part, med in sorted(parts, key=lambda p: p[0][2], reverse=True):
-        med = med.sort_index()
-        widest = part.sort_values(["ranks", "nodes"], kind="stable").iloc[-1]
-        cv = part["time_cv"]
-        cvs = part[cv.notna() & (cv >= 0)].groupby("bytes")["time_cv"].mean()
-        sizes = tuple(int(b) for b in med.index)
-        curves[(sc, op)] = Sweep(
+    for (sc, op_name, _), part, sizes, med in sorted(parts, key=lambda p: p[0][2], reverse=True):
+        widest = part[np.lexsort((nodes[part], ranks[part]))[-1]]  # stable: the last of the widest
+        cv = cv_all[part]
+        valid = ~np.isnan(cv) & (cv >= 0)
+        cvs = pd.Series(cv[valid]).groupby(sizes_all[part][valid]).mean() if valid.any() else None
+        curves[(sc, op_name)] = Sweep(
             scope=sc,
-            op=op,
-            backend=str(part["backend"].iloc[-1]),
-            ranks=int(widest["ranks"]),
-            nodes=int(widest["nodes"]),
-            groups=int(part["group"].nunique()),
-            sizes=sizes,
+            op=op_name,
+            backend=str(backends[backend[part[-1]]]),
+            ranks=int(ranks[widest]),
+            nodes=int(nodes[widest]),
+            groups=int(len(pd.unique(groups[part]))),
+            sizes=tuple(int(b) for b in sizes),
             busbw=tuple(float(x) for x in med),
-            hosts=tuple(sorted(hosts_in(part))),
-            cv=tuple(float(cvs[s]) if s in cvs.index else None for s in sizes),
+            hosts=tuple(sorted(host_index.named_by(part))),
+            cv=tuple(float(cvs[s]) if cvs is not None and s in cvs.index else None for s in sizes),
         )
     return curves, wrong
+
+
+def _names(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """codes() of a name column; a missing name is the string "nan" / "None", as str() makes it."""
+    got = codes(col)
+    return got if (got[0] >= 0).all() else codes(col.astype(str).astype(object))
+
+
+def _index(names: np.ndarray, name: str) -> int:
+    """The code of `name` among `names`, -2 (no row's code) when absent."""
+    hit = np.flatnonzero(names == name)
+    return int(hit[0]) if len(hit) else -2
+
+
+def _first_seen(*keys: np.ndarray, rows: np.ndarray) -> list[np.ndarray]:
+    """`rows` grouped by `keys`, the groups in the order their first row comes, each in row order."""
+    if not len(rows):
+        return []
+    g = Groups(*keys)
+    firsts = g.rows[g.starts]
+    return [rows[g.rows[g.starts[k] : g.starts[k] + g.sizes[k]]] for k in np.argsort(firsts, kind="stable")]
+
+
+class _Hosts:
+    """Every host named by a set of rows (table.hosts_in, by codes): the first host of a row
+    naming any, the second of a two-host row, the tuple of a row naming more."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.host, self.host_names = codes(frame["host"])
+        self.host[frame["n_hosts"].to_numpy() <= 0] = -1
+        self.host2, self.host2_names = codes(frame["host2"])
+        many = frame["hosts"]
+        self.many_rows = np.flatnonzero(many.notna().to_numpy())
+        self.many = many.to_numpy(dtype=object)
+
+    def named_by(self, rows: np.ndarray) -> set[str]:
+        out: set[str] = set()
+        for code, names in ((self.host[rows], self.host_names), (self.host2[rows], self.host2_names)):
+            seen = np.bincount(code[code >= 0], minlength=len(names)) > 0  # a count, not a sort
+            out.update(str(h) for h in names[seen])
+        for t in {id(t): t for t in self.many[np.intersect1d(rows, self.many_rows)]}.values():
+            out.update(t)
+        return out
 
 
 def main_op(curves: dict[tuple[str, str], Sweep], scope: str, prefer: str = "all_reduce") -> Sweep | None:

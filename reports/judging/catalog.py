@@ -65,10 +65,15 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_\s.]", "", str(name).lower())
 
 
+# libyaml's parser when PyYAML has it: the same documents (the constructor is the same), ~10x
+# faster; a 1,000-node report read the four files in ~0.1 s with the Python one
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @functools.cache
 def _load(filename: str, key: str) -> _Table:
     with open(CATALOG_DIR / filename, encoding="utf-8") as fh:
-        entries: dict[str, dict[str, Any]] = yaml.safe_load(fh)[key]
+        entries: dict[str, dict[str, Any]] = yaml.load(fh, Loader=_LOADER)[key]  # a safe loader either way
     index: dict[str, str] = {}
     for name, entry in entries.items():
         for alias in (name, *entry.get("aliases", ())):

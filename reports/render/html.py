@@ -6,11 +6,12 @@ records, specs or imported files goes through html.escape.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import groupby
 
 import pandas as pd
 
+from reports.evidence.pairs import PairEvidence
 from reports.evidence.storage import REAL_SAVE_BACKENDS
 from reports.evidence.sweeps import Sweep, expected_for
 from reports.render import plots
@@ -23,6 +24,7 @@ from reports.render.markdown import (
     manifest_summary,
     model_table,
     plateau_line,
+    rows,
     storage_table,
     sweep_table,
     verdict_line,
@@ -50,11 +52,11 @@ def esc(x: object) -> str:
 
 def table(df: pd.DataFrame, row_class: Sequence[str] | None = None) -> str:
     head = "".join(f"<th>{esc(c)}</th>" for c in df.columns)
-    rows = []
-    for i, row in enumerate(df.itertuples(index=False)):
+    body = []
+    for i, row in enumerate(rows(df)):
         cls = f' class="{esc(row_class[i])}"' if row_class else ""
-        rows.append(f"<tr{cls}>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        body.append(f"<tr{cls}>" + "".join(f"<td>{esc(v)}</td>" for v in row) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def img(b64: str, alt: str) -> str:
@@ -151,9 +153,10 @@ def _storage(ri: ReportInput, fig: plots.Deferred) -> list[str]:
     return [*out, table(storage_table(io_all))]
 
 
-def _hosts(ri: ReportInput, fig: plots.Deferred) -> list[str]:
-    out = ["<h2>Localisation</h2>"]
-    ph = ri.evidence.per_host
+def localisation_figures(ph: pd.DataFrame, pe: PairEvidence) -> dict[str, plots.Job]:
+    """The figures drawn from the evidence alone, by name: the per-host grids and the pair
+    matrix (`stoker report` starts them before it judges: report_cmd.build)."""
+    out: dict[str, plots.Job] = {}
     if not ph.empty:
         grids = [
             (str(op), list(o["host"]), list(o["busbw"]))
@@ -162,7 +165,20 @@ def _hosts(ri: ReportInput, fig: plots.Deferred) -> list[str]:
         ]
         size = format_size(int(ph["bytes"].max()))
         title = f"intra-node busbw per host at each op's largest size (up to {size})"
-        out.append(img(fig(plots.host_grids, title, grids), title))
+        out["hosts"] = (plots.host_grids, (title, grids))
+    if pe.cells:
+        title = f"pair busbw at the largest size ({len(pe.cells)} pairs, {len(pe.hosts)} hosts)"
+        out["pairs"] = (plots.matrix_plot, (title, pe.hosts, pe.matrix))
+    return out
+
+
+def _hosts(ri: ReportInput, fig: plots.Deferred) -> list[str]:
+    out = ["<h2>Localisation</h2>"]
+    ph = ri.evidence.per_host
+    figures = localisation_figures(ph, ri.evidence.pairs)
+    if "hosts" in figures:
+        fn, args = figures["hosts"]
+        out.append(img(fig(fn, *args), args[0]))
     for op, part in ph.groupby("op", sort=True):
         out += [
             f"<details><summary>{esc(op)}: slowest {min(MAX_ROWS, len(part))} of {len(part)} hosts</summary>"
@@ -176,11 +192,10 @@ def _hosts(ri: ReportInput, fig: plots.Deferred) -> list[str]:
             )
             + "</details>",
         ]
-    pe = ri.evidence.pairs
-    hs, matrix, cells = pe.hosts, pe.matrix, pe.cells
-    if cells:
-        title = f"pair busbw at the largest size ({len(cells)} pairs, {len(hs)} hosts)"
-        out += [img(fig(plots.matrix_plot, title, hs, matrix), title)]
+    cells = ri.evidence.pairs.cells
+    if "pairs" in figures:
+        fn, args = figures["pairs"]
+        out += [img(fig(fn, *args), args[0])]
         out += [
             table(
                 pd.DataFrame(
@@ -193,7 +208,9 @@ def _hosts(ri: ReportInput, fig: plots.Deferred) -> list[str]:
     return out
 
 
-def render(ri: ReportInput) -> str:
+def render(ri: ReportInput, draw: Callable[[Sequence[plots.Job]], list[str]] | None = None) -> str:
+    """The page; its figures drawn by `draw` (plots.draw_all unless given: stoker report
+    hands them to its figure process)."""
     j, ev = ri.judgement, ri.evidence
     verdict = verdict_line(j).replace("**", "")
     body = [
@@ -215,7 +232,7 @@ def render(ri: ReportInput) -> str:
             "<p>No findings: give --spec (or put spec.yaml in the results directory) so that measurements "
             "can be compared with advertised figures.</p>"
         )
-    fig = plots.Deferred()  # the figures are drawn together at the end, on both cores
+    fig = plots.Deferred(draw=draw)  # drawn together when the page is built, on both cores
     body += _net(ev.sweeps, ri, fig)
     body += _storage(ri, fig)
     body += soak_section(ev.soak, ev.io, ev.counters, j.findings, j.expected, j.thresholds["network"])

@@ -14,13 +14,15 @@ import math
 import os
 import re
 import select
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 _DPI = 96
+
+
+Job = tuple[Callable[..., str], tuple[Any, ...]]  # a figure to draw: function, arguments
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -30,31 +32,30 @@ class Series:
     values: Sequence[float]
 
 
-def warm() -> threading.Thread:
-    """Import matplotlib in a background thread (a second of Python on this machine's cores)
-    while the caller reads records: pyarrow's reader runs without the GIL, so the two overlap.
-    Call it after numpy and pandas are imported, so that the two threads import disjoint
-    modules."""
-    t = threading.Thread(target=_plt, name="stoker-warm-matplotlib", daemon=True)
-    t.start()
-    return t
+def warm_up() -> None:
+    """Import matplotlib and draw small figures, thrown away: the imports, fonts, text caches
+    and image code are then ready for the first real figure (figure_process.FigureProcess)."""
+    bar_plot("warm-up", ["a"], [1.0], [("spec", [2.0])])
+    host_grid("warm-up", ["a", "b"], [1.0, 2.0])  # imshow and a colour bar: the grids and the matrix
 
 
 @dataclass
 class Deferred:
-    """Figures asked for while a page is built, drawn together when it is done (`fill`): half
-    of them in a forked process, half here. Drawing is Python under the GIL (matplotlib's
+    """Figures asked for while a page is built, drawn together when it is done (`fill`), by
+    `draw` (default draw_all: half of them in a forked process, half here; `stoker report`
+    hands them to its figure process). Drawing is Python under the GIL (matplotlib's
     artists), so a process, not a thread, puts the second core to work; a 1,000-node report
     spends over a second in its figures. The bytes are the same wherever a figure is drawn."""
 
-    jobs: list[tuple[Callable[..., str], tuple[Any, ...]]] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    draw: Callable[[Sequence[Job]], list[str]] | None = None
 
     def __call__(self, fn: Callable[..., str], *args: Any) -> str:
         self.jobs.append((fn, args))
         return f"\x00figure{len(self.jobs) - 1}\x00"
 
     def fill(self, text: str) -> str:
-        pngs = draw_all(self.jobs)
+        pngs = (self.draw or draw_all)(self.jobs)
         return re.sub("\x00figure(\\d+)\x00", lambda m: pngs[int(m.group(1))], text)
 
 
@@ -63,12 +64,12 @@ _COST = {"matrix_plot": 3, "host_grids": 2, "host_grid": 2}
 CHILD_LIMIT_S = 120.0  # a child that has not answered by then is killed and its half drawn here
 
 
-def draw_all(jobs: Sequence[tuple[Callable[..., str], tuple[Any, ...]]]) -> list[str]:
+def draw_all(jobs: Sequence[Job]) -> list[str]:
     """Each job's base64 PNG, in order (see Deferred). Without fork, with one figure, or when
     the child fails, everything is drawn in this process."""
     if len(jobs) < 2 or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         return [fn(*args) for fn, args in jobs]
-    _plt()  # matplotlib imported before the fork (the warm thread's import, if still running, ends)
+    _plt()  # matplotlib imported before the fork: the child needs no import of its own
     order = sorted(range(len(jobs)), key=lambda i: -_COST.get(jobs[i][0].__name__, 1))
     halves: tuple[list[int], list[int]] = ([], [])
     load = [0, 0]
@@ -87,9 +88,7 @@ def draw_all(jobs: Sequence[tuple[Callable[..., str], tuple[Any, ...]]]) -> list
     return [x or "" for x in out]
 
 
-def _in_child(
-    jobs: Sequence[tuple[Callable[..., str], tuple[Any, ...]]], which: list[int]
-) -> Callable[[], dict[int, str]]:
+def _in_child(jobs: Sequence[Job], which: list[int]) -> Callable[[], dict[int, str]]:
     """Fork a process drawing `which`; returns a function that collects its figures ({} when
     the child failed or ran past CHILD_LIMIT_S: the caller draws them)."""
     r, w = os.pipe()
