@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -129,31 +131,24 @@ def test_an_aborted_phase_still_gets_a_report_and_exit_3(tmp_path: Path) -> None
 
 def test_sigterm_is_ctrl_c(tmp_path: Path) -> None:
     # issue 22 case 4: `timeout`, scancel and Kubernetes send SIGTERM; it used to leave no report,
-    # no phase line for the running phase and the scratch behind (exit 124). A real `timeout -s TERM`
-    # lands in a phase (storage runs for minutes here), the run stops it and reports: incomplete, 3.
+    # no phase line for the running phase and the scratch behind (exit 124). The TERM is sent once
+    # the storage phase has started (a fixed clock once missed every phase on a faster machine),
+    # with --io-runtime 120 keeping that phase busy; the run stops it and reports: incomplete, 3.
     out = tmp_path / "results"
-    p = subprocess.run(
-        [
-            "timeout",
-            "--preserve-status",
-            "-s",
-            "TERM",
-            "-k",
-            "120",
-            "25",
-            *STOKER,
-            "run",
-            "--out",
-            str(out),
-            *SMALL[:-1],
-            "300",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
-    assert p.returncode == 3, p.stdout[-3000:] + p.stderr[-2000:]
+    args = [*STOKER, "run", "--out", str(out), *SMALL]
+    args[args.index("--io-runtime") + 1] = "120"
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    seen: list[str] = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "storage: started" in line:
+            time.sleep(3)  # into fio's timed run, past the scratch directory's creation
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest, _ = proc.communicate(timeout=400)
+    output = "".join(seen) + rest
+    assert proc.returncode == 3, output[-5000:]
     ran = phases(out)
     assert 130 in ran.values() and "report" in ran, ran  # the interrupted phase has its line
     assert json.loads((out / "verdict.json").read_text())["verdict"] == "incomplete"
