@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from reports.errors import UsageError
+from reports.ingest.json_shapes import list_at, mapping_at
 from reports.records import IoRecord, utc_now
 from reports.units import parse_size
 
@@ -123,8 +124,8 @@ def load_document(text: str) -> dict[str, Any]:
 def _percentiles(
     stats: Mapping[str, Any], scale_to_ms: float
 ) -> tuple[float | None, float | None, dict[int, int]]:
-    pct = stats.get("percentile") if isinstance(stats.get("percentile"), Mapping) else {}
-    bins_raw = stats.get("bins") if isinstance(stats.get("bins"), Mapping) else {}
+    pct = mapping_at(stats, "percentile")
+    bins_raw = mapping_at(stats, "bins")
     try:
         bins = {int(k): int(v) for k, v in bins_raw.items()} if scale_to_ms == 1e-6 else {}
     except (TypeError, ValueError):
@@ -250,7 +251,7 @@ def parse_document(doc: Mapping[str, Any], host: str | None = None) -> FioDoc:
             parts += _parts_of(e, label, global_options)
             error = error or int(_number(e.get("error")))
     else:
-        jobs = doc.get("jobs") if isinstance(doc.get("jobs"), list) else []
+        jobs = list_at(doc, "jobs")
         for e in (j for j in jobs if isinstance(j, Mapping)):
             parts += _parts_of(e, local_host, global_options)
             error = error or int(_number(e.get("error")))
@@ -307,9 +308,9 @@ def merge_latency(parts: Sequence[LatencyPart]) -> tuple[float | None, float | N
             for k, v in p.bins.items():
                 merged[k] = merged.get(k, 0) + v
         return percentile_from_bins(merged, 50.0), percentile_from_bins(merged, 99.0), merged
-    with_p50 = [p for p in parts if p.p50_ms is not None and p.ios > 0]
-    weight = sum(p.ios for p in with_p50)
-    p50 = sum(p.p50_ms * p.ios for p in with_p50) / weight if weight else None  # type: ignore[operator]
+    with_p50 = [(p.p50_ms, p.ios) for p in parts if p.p50_ms is not None and p.ios > 0]
+    weight = sum(ios for _, ios in with_p50)
+    p50 = sum(ms * ios for ms, ios in with_p50) / weight if weight else None
     p99s = [p.p99_ms for p in parts if p.p99_ms is not None]
     return p50, (max(p99s) if p99s else None), {}
 

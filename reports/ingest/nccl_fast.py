@@ -1,4 +1,4 @@
-"""The fast path of an nccl-tests table row (pure): what `nccl_tests._record` makes of a plain
+"""The fast path of an nccl-tests table row (pure): what `nccl_records._record` makes of a plain
 row — every figure a finite number, in range, algbw agreeing with size / time — computed
 from the row's tokens by column index, without the per-row dicts of `row_fields`/`figures`;
 and its JSON line, written from a per-table template without a NetRecord or `to_dict`.

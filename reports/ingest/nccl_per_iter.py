@@ -15,9 +15,18 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from reports.ingest.nccl_rows import number
+
+
+class IterStats(TypedDict, total=False):
+    """The NetRecord fields per-iteration timing fills (keyword arguments of NetRecord)."""
+
+    time_min_s: float
+    time_p50_s: float
+    time_p99_s: float
+    time_cv: float
 
 
 def _us(v: Any) -> float | None:
@@ -25,24 +34,22 @@ def _us(v: Any) -> float | None:
     return x * 1e-6 if x is not None and x >= 0 else None
 
 
-def stats(timing: Mapping[str, Any]) -> dict[str, float]:
+def stats(timing: Mapping[str, Any]) -> IterStats:
     """time_min_s / time_p50_s / time_p99_s / time_cv of a timing group (log columns or the
     JSON per_iter object under the key "per_iter"); only what the input has."""
-    out: dict[str, float] = {}
     j = timing.get("per_iter")
     if isinstance(j, Mapping):
-        pairs = (
-            ("time_min_s", j.get("min_us")),
-            ("time_p50_s", j.get("p50_us")),
-            ("time_p99_s", j.get("p99_us")),
-        )
-        cv = number(str(j.get("cv_pct"))) if j.get("cv_pct") is not None else None
-    else:
-        pairs = (("time_min_s", timing.get("i_min")), ("time_p99_s", timing.get("i_p99")))
-        cv = number(str(timing.get("i_cv%"))) if timing.get("i_cv%") is not None else None
-    for key, v in pairs:
-        if (s := _us(v)) is not None:
-            out[key] = s
+        low, mid, high, cv_raw = j.get("min_us"), j.get("p50_us"), j.get("p99_us"), j.get("cv_pct")
+    else:  # the log's columns: no median
+        low, mid, high, cv_raw = timing.get("i_min"), None, timing.get("i_p99"), timing.get("i_cv%")
+    out = IterStats()
+    if (s := _us(low)) is not None:
+        out["time_min_s"] = s
+    if (s := _us(mid)) is not None:
+        out["time_p50_s"] = s
+    if (s := _us(high)) is not None:
+        out["time_p99_s"] = s
+    cv = number(str(cv_raw)) if cv_raw is not None else None
     if cv is not None and cv >= 0:
         out["time_cv"] = cv / 100
     return out

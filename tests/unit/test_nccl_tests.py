@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.ingest import nccl_tests
+from reports.ingest import nccl_json, nccl_tests
 from reports.ingest.nccl_tests import op_from_name, parse_text, ranks_from_factor, strip_prefix
 from tests.conftest import DATA
 
@@ -193,7 +193,7 @@ def test_samples_exist() -> None:
 def test_json_op_from_experiment_name_when_args_are_missing() -> None:
     obj = json.loads((SAMPLES / "v2.17_all_reduce.json").read_text())
     obj["args"] = []
-    p = nccl_tests.parse_json(obj, run_id="r", ts="t", source_name="out.json")
+    p = nccl_json.parse_json(obj, run_id="r", ts="t", source_name="out.json")
     assert {r.op for r in p.records} == {"all_reduce"}  # experiment_name "AllReduce"
 
 
