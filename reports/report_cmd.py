@@ -31,9 +31,9 @@ if TYPE_CHECKING:  # pandas comes with them: `stoker report` starts its parse fi
 
     from reports.evidence.pairs import PairEvidence
     from reports.judging.coverage import Scope
+    from reports.render.figure_jobs import Job
     from reports.render.figure_process import FigureProcess
     from reports.render.markdown import ReportInput
-    from reports.render.plots import Job
 
 HELP = "judge the records in DIR: report.md, report.html, verdict.json"
 SPEC_FILES = ("spec.yaml", "spec.yml")

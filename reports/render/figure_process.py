@@ -15,7 +15,7 @@ is built (`draw`: heaviest first, each to whichever process comes free, so the t
 together; drawing is Python under the GIL: two processes, two cores). `draw(jobs)` returns every
 job's base64 PNG, those started already included — the bytes any process draws
 (tests/unit/test_figure_process.py). Whatever goes wrong (a process died, ran past LIMIT_S, a
-job would not pickle), the figures it lacks are drawn here, as plots.draw_all would.
+job would not pickle), the figures it lacks are drawn here, as figure_jobs.draw_all would.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reports.render.plots import Job
+    from reports.render.figure_jobs import Job
 
 LIMIT_S = 120.0  # a process that has not answered by then is left; its figures are drawn here
 _HEAD = struct.Struct("<Q")
@@ -134,9 +134,9 @@ class FigureProcess:
             self._collect({k for k, _ in numbered}, todo, meanwhile)
             missing = [k for k in dict.fromkeys(k for k, _ in numbered) if k not in self._done]
         if missing:
-            from reports.render import plots
+            from reports.render import figure_jobs
 
-            for k, png in zip(missing, plots.draw_all([self._jobs[k] for k in missing])):
+            for k, png in zip(missing, figure_jobs.draw_all([self._jobs[k] for k in missing])):
                 self._done[k] = png
         return [self._done[k] for k, _ in numbered]
 

@@ -14,7 +14,7 @@ import pandas as pd
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.storage import REAL_SAVE_BACKENDS
 from reports.evidence.sweeps import Sweep, expected_for
-from reports.render import plots
+from reports.render import figure_jobs, plots
 from reports.render.markdown import (
     LEGEND,
     MAX_ROWS,
@@ -67,7 +67,7 @@ def bullets(lines: Iterable[str]) -> str:
     return "<ul>" + "".join(f"<li>{esc(line.removeprefix('- '))}</li>" for line in lines) + "</ul>"
 
 
-def _net(sws: Sequence[Sweep], ri: ReportInput, fig: plots.Deferred) -> list[str]:
+def _net(sws: Sequence[Sweep], ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
     j = ri.judgement
     out = ["<h2>Network sweeps</h2>"]
     shown = [s for s in sws if s.scope not in ("pair", "groups")]
@@ -98,7 +98,7 @@ def _net(sws: Sequence[Sweep], ri: ReportInput, fig: plots.Deferred) -> list[str
 _DEMAND_PART = {"dataloader_read": "dataloader", "checkpoint_write": "checkpoint"}
 
 
-def _storage(ri: ReportInput, fig: plots.Deferred) -> list[str]:
+def _storage(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
     io_all = ri.evidence.io_frame
     out = ["<h2>Storage</h2>"]
     if io_all.empty:
@@ -153,10 +153,10 @@ def _storage(ri: ReportInput, fig: plots.Deferred) -> list[str]:
     return [*out, table(storage_table(io_all))]
 
 
-def localisation_figures(ph: pd.DataFrame, pe: PairEvidence) -> dict[str, plots.Job]:
+def localisation_figures(ph: pd.DataFrame, pe: PairEvidence) -> dict[str, figure_jobs.Job]:
     """The figures drawn from the evidence alone, by name: the per-host grids and the pair
     matrix (`stoker report` starts them before it judges: report_cmd.build)."""
-    out: dict[str, plots.Job] = {}
+    out: dict[str, figure_jobs.Job] = {}
     if not ph.empty:
         grids = [
             (str(op), list(o["host"]), list(o["busbw"]))
@@ -172,7 +172,7 @@ def localisation_figures(ph: pd.DataFrame, pe: PairEvidence) -> dict[str, plots.
     return out
 
 
-def _hosts(ri: ReportInput, fig: plots.Deferred) -> list[str]:
+def _hosts(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
     out = ["<h2>Localisation</h2>"]
     ph = ri.evidence.per_host
     figures = localisation_figures(ph, ri.evidence.pairs)
@@ -208,8 +208,8 @@ def _hosts(ri: ReportInput, fig: plots.Deferred) -> list[str]:
     return out
 
 
-def render(ri: ReportInput, draw: Callable[[Sequence[plots.Job]], list[str]] | None = None) -> str:
-    """The page; its figures drawn by `draw` (plots.draw_all unless given: stoker report
+def render(ri: ReportInput, draw: Callable[[Sequence[figure_jobs.Job]], list[str]] | None = None) -> str:
+    """The page; its figures drawn by `draw` (figure_jobs.draw_all unless given: stoker report
     hands them to its figure process)."""
     j, ev = ri.judgement, ri.evidence
     verdict = verdict_line(j).replace("**", "")
@@ -232,7 +232,7 @@ def render(ri: ReportInput, draw: Callable[[Sequence[plots.Job]], list[str]] | N
             "<p>No findings: give --spec (or put spec.yaml in the results directory) so that measurements "
             "can be compared with advertised figures.</p>"
         )
-    fig = plots.Deferred(draw=draw)  # drawn together when the page is built, on both cores
+    fig = figure_jobs.Deferred(draw=draw)  # drawn together when the page is built, on both cores
     body += _net(ev.sweeps, ri, fig)
     body += _storage(ri, fig)
     body += soak_section(ev.soak, ev.io, ev.counters, j.findings, j.expected, j.thresholds["network"])

@@ -1,11 +1,11 @@
-"""The report's figures drawn on two cores (plots.Deferred, a forked child draws half): the
+"""The report's figures drawn on two cores (figure_jobs.Deferred, a forked child draws half): the
 same bytes as drawn inline, and drawn here when the child fails."""
 
 from __future__ import annotations
 
 import os
 
-from reports.render import plots
+from reports.render import figure_jobs, plots
 
 SERIES = [
     plots.Series(
@@ -26,7 +26,7 @@ def _jobs() -> list[tuple[object, tuple[object, ...]]]:
 
 def test_two_processes_draw_the_bytes_one_would() -> None:
     inline = [fn(*args) for fn, args in _jobs()]  # type: ignore[operator]
-    fig = plots.Deferred()
+    fig = figure_jobs.Deferred()
     page = "|".join(fig(fn, *args) for fn, args in _jobs())  # type: ignore[arg-type]
     assert "\x00figure3\x00" in page
     assert fig.fill(page).split("|") == inline
@@ -40,4 +40,4 @@ def _only_here(title: str) -> str:
 
 def test_a_failed_child_leaves_its_figures_to_this_process() -> None:
     jobs = [(_only_here, (t,)) for t in "abcd"]
-    assert plots.draw_all(jobs) == [plots.sweep_plot(t, SERIES) for t in "abcd"]
+    assert figure_jobs.draw_all(jobs) == [plots.sweep_plot(t, SERIES) for t in "abcd"]
