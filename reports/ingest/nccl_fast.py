@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reports.ingest.nccl_rows import row_fields
 from reports.ops import ranks_from_factor
 from reports.records import NetRecord, to_dict
 
@@ -115,15 +116,7 @@ class Layout:
 
 def layout(header: Sequence[str]) -> Layout | None:
     """None when the header names no size or no time (header_columns lets neither through)."""
-    lead: dict[str, int] = {}
-    groups: list[dict[str, int]] = []
-    for i, name in enumerate(header):
-        if name == "time":
-            groups.append({})
-        if groups:
-            groups[-1].setdefault(name, i)
-        else:
-            lead[name] = i
+    lead, groups = row_fields(header, range(len(header)))
     if "size" not in lead or not groups:
         return None
     cols = [lead["size"]]
@@ -234,15 +227,35 @@ def row_values(
     return out
 
 
-def record(ctx: Context, v: Values) -> NetRecord:
-    """The NetRecord _record makes of the same row."""
+def context_extra(ctx: Context) -> dict[str, Any]:
+    """The extra keys every record of the table carries, first in each record's extra."""
     extra: dict[str, Any] = {"source": ctx.source}
     if ctx.graph is not None:
         extra["graph"] = ctx.graph
-    if v[14] is not None:
-        extra["max_error"] = v[14]
-    elif v[15]:
-        extra["check"] = "off"
+    return extra
+
+
+def world_record(
+    ctx: Context,
+    extra: dict[str, Any],
+    *,
+    ranks: int,
+    dtype: str,
+    bytes: int,
+    time_s: float,
+    algbw_GBps: float,
+    busbw_GBps: float,
+    wrong: int,
+    count: int,
+    redop: str,
+    root: int,
+    in_place: bool,
+    time_min_s: float | None = None,
+    time_p50_s: float | None = None,
+    time_p99_s: float | None = None,
+    time_cv: float | None = None,
+) -> NetRecord:
+    """One row's NetRecord, the table's shared fields from ctx: both paths build it here."""
     return NetRecord(
         run_id=ctx.run_id,
         ts=ctx.ts,
@@ -250,8 +263,40 @@ def record(ctx: Context, v: Values) -> NetRecord:
         nodes=len(set(ctx.hosts)),
         op=ctx.op,
         scope="world",
-        ranks=v[0],
+        ranks=ranks,
         backend=BACKEND,
+        dtype=dtype,
+        bytes=bytes,
+        time_s=time_s,
+        algbw_GBps=algbw_GBps,
+        busbw_GBps=busbw_GBps,
+        wrong=wrong,
+        count=count,
+        redop=redop,
+        root=root,
+        in_place=in_place,
+        iters=ctx.iters,
+        warmup=ctx.warmup,
+        device=ctx.device,
+        extra=extra,
+        time_min_s=time_min_s,
+        time_p50_s=time_p50_s,
+        time_p99_s=time_p99_s,
+        time_cv=time_cv,
+    )
+
+
+def record(ctx: Context, v: Values) -> NetRecord:
+    """The NetRecord nccl_records._record makes of the same row."""
+    extra = context_extra(ctx)
+    if v[14] is not None:
+        extra["max_error"] = v[14]
+    elif v[15]:
+        extra["check"] = "off"
+    return world_record(
+        ctx,
+        extra,
+        ranks=v[0],
         dtype=v[1],
         bytes=v[2],
         time_s=v[3],
@@ -262,10 +307,6 @@ def record(ctx: Context, v: Values) -> NetRecord:
         redop=v[8],
         root=v[9],
         in_place=v[10],
-        iters=ctx.iters,
-        warmup=ctx.warmup,
-        device=ctx.device,
-        extra=extra,
         time_min_s=v[11],
         time_p99_s=v[12],
         time_cv=v[13],

@@ -11,11 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports.ingest import nccl_per_iter
-from reports.ingest.nccl_fast import BACKEND
+from reports.ingest.nccl_fast import BACKEND, context_extra, world_record
 from reports.ingest.nccl_fast import Context as _Context
-from reports.ingest.nccl_log import _sections as _sections  # re-exported: the line reader was here
-from reports.ingest.nccl_log import looks_like_log as looks_like_log
-from reports.ingest.nccl_log import strip_prefix as strip_prefix
 from reports.ingest.nccl_rows import figures, is_na, number
 from reports.ops import OPS, bus_factor, ranks_from_factor
 from reports.records import NetRecord
@@ -105,9 +102,7 @@ def _record(
     if problem:
         return problem
     dtype = str(lead.get("type", "unknown"))
-    extra: dict[str, Any] = {"source": ctx.source}
-    if ctx.graph is not None:
-        extra["graph"] = ctx.graph
+    extra = context_extra(ctx)
     if "error" in f:  # versions before 2.10 printed the largest error, not a count
         extra["max_error"] = f["error"]
     elif "wrong" not in f:
@@ -121,15 +116,10 @@ def _record(
         if slow is not None:
             extra["stragglers"] = slow
     redop = str(lead.get("redop") or "none")
-    return NetRecord(
-        run_id=ctx.run_id,
-        ts=ctx.ts,
-        hosts=ctx.hosts,
-        nodes=len(set(ctx.hosts)),
-        op=ctx.op,
-        scope="world",
+    return world_record(
+        ctx,
+        extra,
         ranks=ranks,
-        backend=BACKEND,
         dtype=_DTYPES.get(dtype, dtype),
         bytes=int(f["size"]),
         time_s=f["time"] * 1e-6,
@@ -140,10 +130,6 @@ def _record(
         redop=redop,
         root=int(f.get("root", -1)),
         in_place=in_place,
-        iters=ctx.iters,
-        warmup=ctx.warmup,
-        device=ctx.device,
-        extra=extra,
         **nccl_per_iter.stats(timing),
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 _COLS = {
     "size": "size",
@@ -75,10 +75,14 @@ def is_row(header: Sequence[str], tokens: Sequence[str]) -> bool:
     return len(tokens) >= len(header) - 1 and 2 * sum(number(t) is not None for t in tokens) >= len(tokens)
 
 
-def row_fields(header: Sequence[str], row: Sequence[str]) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """Split a row by the header into its leading columns and one timing group per mode."""
-    lead: dict[str, str] = {}
-    groups: list[dict[str, str]] = []
+T = TypeVar("T")
+
+
+def row_fields(header: Sequence[str], row: Sequence[T]) -> tuple[dict[str, T], list[dict[str, T]]]:
+    """Split a row by the header into its leading columns and one timing group per mode (a
+    row of positions gives where each column is: nccl_fast.layout)."""
+    lead: dict[str, T] = {}
+    groups: list[dict[str, T]] = []
     for name, tok in zip(header, row):
         if name == "time":
             groups.append({})

@@ -20,22 +20,9 @@ from dataclasses import dataclass, field
 
 from reports.ingest import nccl_fast
 from reports.ingest.nccl_fast import Context as _Context
-
-# re-exported: these were defined here before the -J reader had its own module
-from reports.ingest.nccl_json import looks_like_json as looks_like_json
-from reports.ingest.nccl_json import parse_json as parse_json
-from reports.ingest.nccl_log import _iter_sections, _Section
-from reports.ingest.nccl_log import _sections as _sections  # re-exported: the line reader was here
-from reports.ingest.nccl_log import looks_like_log as looks_like_log
-from reports.ingest.nccl_log import strip_prefix as strip_prefix
-from reports.ingest.nccl_records import _DTYPES as _DTYPES
-from reports.ingest.nccl_records import Parsed as Parsed
-from reports.ingest.nccl_records import _hosts_of as _hosts_of
-from reports.ingest.nccl_records import _manifest as _manifest
-from reports.ingest.nccl_records import _record as _record
-from reports.ingest.nccl_records import infer_op as infer_op
-from reports.ingest.nccl_records import nccl_version as nccl_version
-from reports.ingest.nccl_records import op_from_name as op_from_name
+from reports.ingest.nccl_json import looks_like_json, parse_json
+from reports.ingest.nccl_log import _iter_sections, _Section, looks_like_log
+from reports.ingest.nccl_records import _DTYPES, Parsed, _hosts_of, _manifest, _record, infer_op, op_from_name
 from reports.ingest.nccl_rows import aligned, figures, number, row_fields, skipped_note
 from reports.ops import ranks_from_factor
 from reports.records import NetRecord, to_dict

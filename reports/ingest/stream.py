@@ -32,7 +32,7 @@ def _head(path: Path) -> str:
 
 def streamable(path: Path) -> bool:
     """A file too large to read whole whose start is an nccl-tests stdout log."""
-    from reports.ingest import importers, nccl_tests
+    from reports.ingest import importers, nccl_log
 
     try:
         if not path.is_file() or path.stat().st_size <= STREAM_BYTES:
@@ -44,7 +44,7 @@ def streamable(path: Path) -> bool:
         not head.lstrip().startswith("{")
         and not importers._is_stoker_output(head)
         and not importers._looks_like_fio(head)
-        and nccl_tests.looks_like_log(head)
+        and nccl_log.looks_like_log(head)
     )
 
 

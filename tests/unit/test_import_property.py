@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from launchers import cli
+from reports.ingest import nccl_log
 from reports.ingest import nccl_rows as nr
-from reports.ingest import nccl_tests as nt
 from reports.ingest.fio_json import _documents, parse_document, rate
 from reports.ingest.importers import import_text
 from reports.records import IoRecord, NetRecord
@@ -67,7 +67,7 @@ def _truth(path: Path) -> tuple[set[tuple], set[tuple]]:
                 t = r.get(mode) or {}
                 if all(isinstance(t.get(k), (int, float)) for k in ("time", "alg_bw", "bus_bw")):
                     net.add((r["size"], in_place, round(t["time"] * 1e-6, 12), t["alg_bw"], t["bus_bw"]))
-        sections, _, _ = nt._sections(text.splitlines())  # the list form of _iter_sections
+        sections, _, _ = nccl_log._sections(text.splitlines())  # the list form of _iter_sections
         for sec in sections:
             for _, row in sec.rows:
                 tokens = nr.aligned(sec.header, row)

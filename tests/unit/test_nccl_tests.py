@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from reports.ingest import nccl_json, nccl_tests
-from reports.ingest.nccl_tests import op_from_name, parse_text, ranks_from_factor, strip_prefix
+from reports.ingest import nccl_json, nccl_records
+from reports.ingest.nccl_log import strip_prefix
+from reports.ingest.nccl_records import op_from_name
+from reports.ingest.nccl_tests import parse_text, ranks_from_factor
 from tests.conftest import DATA
 
 SAMPLES = DATA / "nccl_tests"
 
 
-def _parse(name: str, op: str | None = None) -> nccl_tests.Parsed:
+def _parse(name: str, op: str | None = None) -> nccl_records.Parsed:
     parsed = parse_text(
         (SAMPLES / name).read_text(), run_id="r", ts="2026-01-01T00:00:00Z", source_name=name, op=op
     )
@@ -139,7 +141,7 @@ def test_ambiguous_unnamed_table_is_noted_not_guessed() -> None:
     ],
 )
 def test_infer_op(lead: dict[str, str], timing: dict[str, str], ranks: int, op: str | None) -> None:
-    assert nccl_tests.infer_op(lead, timing, ranks) == op
+    assert nccl_records.infer_op(lead, timing, ranks) == op
 
 
 def test_ranks_from_bus_factor_when_device_lines_are_missing() -> None:
@@ -183,7 +185,7 @@ def test_neither_format_is_none() -> None:
 
 
 def test_nccl_version_codes() -> None:
-    assert nccl_tests.nccl_version(22703) == "2.27.3" and nccl_tests.nccl_version(2804) == "2.8.4"
+    assert nccl_records.nccl_version(22703) == "2.27.3" and nccl_records.nccl_version(2804) == "2.8.4"
 
 
 def test_samples_exist() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from netbench import alltoallv
 from netbench.collectives import TABLE, fill
-from reports.ingest.nccl_tests import op_from_name
+from reports.ingest.nccl_records import op_from_name
 
 
 def test_alltoallv_pattern_by_hand() -> None:
