@@ -22,7 +22,7 @@ from reports.judging.coverage import Scope, assess
 from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
-from reports.judging.needs import need_lines, place, runs_on
+from reports.judging.needs import need_lines, pick_io, place, runs_on
 from reports.judging.spec import Spec, fill_from_hardware
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
@@ -35,11 +35,6 @@ _FIX = {
     "dataloader": "stage the dataset on local NVMe, add storage bandwidth, or add dataloader workers",
     "checkpoint": "checkpoint asynchronously, less often, or to faster storage",
 }
-
-
-def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> IoRecord | None:
-    """The best record of `workload` at its place."""
-    return max(place(io, workload, path, spec), key=lambda r: r.bw_GBps, default=None)
 
 
 def _component(r: IoRecord | None, spec: Spec | None) -> Component:
@@ -172,7 +167,7 @@ def judge(
     if workload is not None:
         dl_path = workload.dataloader.path if workload.dataloader else None
         ck_path = workload.checkpoint.path if workload.checkpoint else None
-        rd = _pick_io(ev.io, "dataloader_read", dl_path, spec)
+        rd = pick_io(ev.io, "dataloader_read", dl_path, spec)
         # the save the workload makes, at its place (issue 21: never the faster of two)
         ck_fmt = workload.checkpoint.format if workload.checkpoint else "torch.save"
         save = savepath.pick(place(ev.io, "checkpoint_write", ck_path, spec), ck_fmt)

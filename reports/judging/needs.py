@@ -45,6 +45,11 @@ def place(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | 
     return shared or recs
 
 
+def pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> IoRecord | None:
+    """The best record of `workload` at its place (the one the model takes)."""
+    return max(place(io, workload, path, spec), key=lambda r: r.bw_GBps, default=None)
+
+
 def runs_on(w: Workload, spec: Spec | None) -> str | None:
     """The accelerator the workload runs on: its own `accelerator`, else the spec's (as given or
     detected), else None (a GPU, model not named)."""

@@ -15,8 +15,8 @@ from typing import Any
 
 from reports.judging.workload import Workload, load_workload, parse_workload
 from reports.records import write_all
-from reports.table import RecordSet
 from reports.report_cmd import build
+from reports.table import RecordSet
 from tests.unit.recordgen import io, judge_records, net
 
 CPU_RECORD: dict[str, Any] = {
