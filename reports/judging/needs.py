@@ -168,12 +168,7 @@ def _accelerator(
         )
     else:
         why = _skipped("compute", skipped) or f"no {w.dtype} matmul was measured on {on}"
-    if (
-        not w.compute_s
-        and spec is not None
-        and spec.accelerator is not None
-        and target == spec.accelerator.name
-    ):
+    if spec is not None and spec.accelerator is not None and target == spec.accelerator.name:
         why += " (the model assumes the catalog's peak x MFU)"
     where = "a node of the cluster" if target != CPU else "the machine"
     how = f"stoker compute on {where} (a phase of stoker run), or compute_s in the workload"

@@ -12,14 +12,19 @@ from reports.judging.spec import parse_spec
 from reports.render import plots
 from reports.render.html import render as render_html
 from reports.render.markdown import ReportInput
-from reports.table import RecordSet
+from reports.table import NetTable, RecordSet
 from tests.unit.recordgen import evidence, judge_records, net
 
 
 @pytest.fixture
 def figs(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     out: list[Any] = []
-    monkeypatch.setattr(plots, "_encode", lambda fig, tight=True: out.append(fig) or "")
+
+    def keep(fig: Any, tight: bool = True) -> str:
+        out.append(fig)
+        return ""
+
+    monkeypatch.setattr(plots, "_encode", keep)
     return out
 
 
@@ -42,8 +47,13 @@ def test_a_world_chart_of_one_and_two_nodes_draws_each_scopes_line(monkeypatch: 
         {"gpus_per_node": 8, "network": {"intra_node": {"GBps": 450}, "inter_node": {"GBps": 400}}}, "s.yaml"
     )
     calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(plots, "sweep_plot", lambda *a: calls.append(a) or "")
-    rs = RecordSet(net=[*one, *two])
+
+    def sweep_plot(*a: Any) -> str:
+        calls.append(a)
+        return ""
+
+    monkeypatch.setattr(plots, "sweep_plot", sweep_plot)
+    rs = RecordSet(net=NetTable.of([*one, *two]))
     render_html(
         ReportInput(title="t", evidence=evidence(net=[*one, *two]), judgement=judge_records(rs, spec))
     )

@@ -15,7 +15,7 @@ from reports.fleet.facts import Fed, RunFacts, gpus_fed, tool_advice, why_not_pa
 from reports.fleet.ranking import compare, to_json
 from reports.fleet.render import render_md
 from reports.judging.workload import Dataloader, Workload
-from reports.table import RecordSet
+from reports.table import NetTable, RecordSet
 from tests.unit.recordgen import evidence, io, judge_records, net
 
 # a deciding finding whose message has colons in it: the cell shows all of it
@@ -138,7 +138,7 @@ def test_the_advice_names_the_tool_the_files_came_from() -> None:
     command, not only stoker's."""
     recs = [net("world", "all_reduce", 2**k, 300.0, ("n1",), backend="nccl-tests") for k in range(20, 31)]
     w = Workload(name="w", params=8e9, gpus=16, gpus_per_node=8, data="ddp", compute_s=1.0)
-    j = judge_records(RecordSet(net=recs), None, w)
+    j = judge_records(RecordSet(net=NetTable.of(recs)), None, w)
     advice = tool_advice(evidence(net=recs), j)
     assert advice == (
         "with nccl-tests, as this run's files were: `mpirun -np 16 -N 8 all_reduce_perf -b 8 -e 8G -f 2 -g 1 "
