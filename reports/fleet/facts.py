@@ -31,8 +31,8 @@ from reports.judging.needs import pick_io
 # again with that tool; {op} an op name, {g} GPUs per node, {n} ranks of two nodes
 NET_TOOL = {
     "nccl-tests": {
-        "intra-node": "{op}_perf -b 8 -e 8G -f 2 -g {g} on one node",
-        "inter-node": "mpirun -np {n} -N {g} {op}_perf -b 8 -e 8G -f 2 -g 1 on two nodes",
+        "intra-node": ("{op}_perf -b 8 -e 8G -f 2 -g {g}", "on one node"),
+        "inter-node": ("mpirun -np {n} -N {g} {op}_perf -b 8 -e 8G -f 2 -g 1", "on two nodes"),
     },
 }
 IO_TOOL = {
@@ -170,8 +170,9 @@ def tool_advice(ev: Evidence, j: Judgement) -> tuple[str, ...]:
             ["all_gather", "reduce_scatter"] if str(r.check).startswith("FSDP") else ["all_reduce"]
         )
         for tool in sorted(net_tools & set(NET_TOOL)):
-            cmds = " and ".join(f"`{NET_TOOL[tool][scope].format(op=op, g=g, n=2 * g)}`" for op in ops)
-            out.append(f"with {tool}, as this run's files were: {cmds}")
+            cmd, where = NET_TOOL[tool][scope]
+            cmds = " and ".join(f"`{cmd.format(op=op, g=g, n=2 * g)}`" for op in ops)
+            out.append(f"with {tool}, as this run's files were: {cmds} {where}")
     return tuple(dict.fromkeys(out))
 
 

@@ -274,3 +274,26 @@ def test_the_basic_trials_say_they_failed_and_what_they_cost_waiting(tmp_path: P
     md = (out / "compare.md").read_text()
     row = next(line for line in md.splitlines() if line.startswith("| neo-b | fail"))
     assert "under the 80% threshold: check NIC link rates (ibstat)" in row  # past the first colon
+
+
+def test_nccl_tests_logs_get_nccl_tests_advice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Clusters known only from an nccl-tests log of 2 nodes (the fixture's all_reduce_perf.log):
+    the tensor-parallel sweep inside a node is missing, and the advice is nccl-tests' own command
+    (-g 8: one process drives the node's 8 GPUs) beside stoker's; nothing ranked: exit 2."""
+    dirs = []
+    for name, price in (("x", 2.49), ("y", 1.99)):
+        d = tmp_path / name
+        shutil.copytree(DATA / "reports" / "basic", d)
+        (d / "net.jsonl").unlink()
+        (d / "spec.yaml").write_text(
+            (d / "spec.yaml").read_text().replace("golden-h100", name).replace("2.49", str(price))
+        )
+        dirs.append(d)
+    out = tmp_path / "o"
+    assert stoker(["compare", *map(str, dirs), "--workload", "llama-70b", "--out", str(out)]) == 2
+    md = (out / "compare.md").read_text()
+    assert (
+        "- x is not ranked: lacks an intra-node all_reduce sweep (tensor parallel): run `stoker net --scopes "
+        "intra-node --ops all_reduce`; with nccl-tests, as this run's files were: `all_reduce_perf -b 8 -e 8G -f 2 "
+        "-g 8` on one node."
+    ) in md

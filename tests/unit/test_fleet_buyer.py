@@ -141,8 +141,8 @@ def test_the_advice_names_the_tool_the_files_came_from() -> None:
     j = judge_records(RecordSet(net=NetTable.of(recs)), None, w)
     advice = tool_advice(evidence(net=recs), j)
     assert advice == (
-        "with nccl-tests, as this run's files were: `mpirun -np 16 -N 8 all_reduce_perf -b 8 -e 8G -f 2 -g 1 "
-        "on two nodes`",
+        "with nccl-tests, as this run's files were: `mpirun -np 16 -N 8 all_reduce_perf -b 8 -e 8G -f 2 -g 1` "
+        "on two nodes",
     )
     ev = evidence(net=[replace(r, backend="nccl") for r in recs])
     assert tool_advice(ev, j) == ()  # stoker's own records: stoker's command says it
