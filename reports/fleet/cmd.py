@@ -5,13 +5,15 @@ Each DIR is a results directory as `stoker report` reads it. Its cluster is name
 else by the directory name; directories whose specs share a name are runs of one cluster
 (their spread is the comparison's noise). `--workload` models the same job on every
 cluster (else each DIR's own `workload.yaml`, which must then name the same workload in
-all). Writes compare.md, compare.html and compare.json into --out (default: .).
+all). Writes compare.md, compare.html and compare.json into --out (default: .). Exit 2 when a
+workload was given and no cluster could be ranked on it (the files still say why).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from reports.errors import UsageError
@@ -98,6 +100,7 @@ def refuse_results_dir(out: Path) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from reports.fleet.clusters import summarise
+    from reports.fleet.facts import run_facts
     from reports.fleet.ranking import compare, to_json
     from reports.fleet.render import render_html, render_md
     from reports.fleet.runs import RunIdentity, by_dir, check_alike
@@ -112,6 +115,7 @@ def main(args: argparse.Namespace) -> int:
     refuse_results_dir(out)
     summaries = []
     identities = []
+    facts = []
     for d, p in zip(args.dirs, paths):
         try:
             c = collect(p, None, args.workload)
@@ -122,6 +126,7 @@ def main(args: argparse.Namespace) -> int:
             ) from None
         s = summarise(c.report.title, d, c.report.evidence, c.report.judgement, c.spec, c.workload)
         summaries.append(s)
+        facts.append(run_facts(d, c.report.evidence, c.report.judgement, c.spec, c.workload))
         identities.append(
             RunIdentity(
                 name=s.name,
@@ -136,7 +141,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         check_alike(identities)  # one line, exit 2: runs under one name bought something else
     wname = summaries[0].workload
-    cmp = compare(summaries, wname)
+    cmp = compare(summaries, wname, facts)
     # never over or through a file stoker did not write (reports/safe_write.py)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -155,4 +160,11 @@ def main(args: argparse.Namespace) -> int:
     )
     for line in cmp.headline:
         print(line)
+    if wname and not cmp.ranking:
+        print(
+            "stoker compare: no cluster could be ranked (see the lines above): give each a spec with "
+            "price_per_gpu_hour and every measurement the workload needs",
+            file=sys.stderr,
+        )
+        return 2
     return 0

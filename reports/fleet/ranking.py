@@ -14,7 +14,9 @@ of them measured. Where that fails the row says what differs and ranks nothing.
 The ranking, under a workload: $ per billion tokens (training workloads: the model's step
 time prices the work, so an H200 hour and an H100 hour are set against what they buy),
 else $ per useful GPU-hour. A cluster whose run lacks a component the workload needs, a
-price, or a spec is not ranked; the headline says what it lacks and how to measure it.
+price, or a spec is not ranked; the headline says what it lacks and how to measure it (with
+the command of the tool its files came from). The headline's first sentence says whether the
+cheapest passed, and why not; the cheapest that passed follows it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports.fleet.clusters import COMPONENTS, ClusterSummary, finite
+from reports.fleet.facts import Fed, RunFacts, merged_fed
 from reports.fleet.rows import Cell, Row, best_of, io_rows, net_rows, tie
 from reports.fleet.runs import STATISTIC, merge, recompute, spread
 
@@ -46,6 +49,26 @@ class Comparison:
     ranking: list[Ranked]
     not_ranked: dict[str, tuple[str, ...]] = field(default_factory=dict)
     headline: list[str] = field(default_factory=list)
+    facts: dict[str, list[RunFacts]] = field(default_factory=dict)  # name -> its runs' facts
+
+    def passed(self, name: str) -> bool:
+        return passed(self.clusters[name])
+
+    def why_not(self, name: str) -> str:
+        return why_not(self.clusters[name], self.facts.get(name, []))
+
+
+def passed(runs: Sequence[ClusterSummary]) -> bool:
+    """A cluster passed when every run of it did."""
+    return all(r.verdict == "pass" for r in runs)
+
+
+def why_not(runs: Sequence[ClusterSummary], facts: Sequence[RunFacts]) -> str:
+    """Why the cluster did not pass: each run's reason once ("" when it passed)."""
+    whys = [f.why_not_pass for f in facts if f.why_not_pass]
+    if whys:
+        return "; ".join(dict.fromkeys(whys))
+    return "; ".join(dict.fromkeys(r.verdict for r in runs if r.verdict != "pass"))
 
 
 def group_runs(summaries: Sequence[ClusterSummary]) -> dict[str, list[ClusterSummary]]:
@@ -90,10 +113,22 @@ def _metric_row(
     )
 
 
-def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Comparison:
+def lost_per_day(s: ClusterSummary) -> float | None:
+    """$ lost per day to waiting = price x GPUs x 24 x GPU idle share."""
+    day = s.usd_per_day
+    return None if day is None or s.idle_share is None else day * s.idle_share
+
+
+def compare(
+    summaries: Sequence[ClusterSummary], workload: str | None, facts: Sequence[RunFacts] = ()
+) -> Comparison:
     clusters = group_runs(summaries)
+    by_run = {f.run: f for f in facts}
+    run_facts = {n: [by_run[s.run] for s in runs if s.run in by_run] for n, runs in clusters.items()}
     not_ranked = {
-        n: tuple(dict.fromkeys(p for s in runs for p in s.problems)) for n, runs in clusters.items()
+        n: tuple(dict.fromkeys(p for s in runs for p in s.problems))
+        + tuple(dict.fromkeys(a for f in run_facts[n] for a in f.advice))
+        for n, runs in clusters.items()
     }
     not_ranked = {n: p for n, p in not_ranked.items() if p} if workload else {}
     ranked_names = {n for n in clusters if n not in not_ranked}
@@ -116,6 +151,7 @@ def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Compar
                     ("$ per step", "$", lambda s: s.usd_per_step, "lower"),
                     ("billion tokens per day", "", lambda s: s.billion_tokens_per_day, "higher"),
                     ("$ per day at the workload's scale", "$", lambda s: s.usd_per_day, "lower"),
+                    ("$ lost per day to waiting", "$", lost_per_day, "lower"),
                 )
             ],
             _metric_row(
@@ -162,7 +198,9 @@ def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Compar
                 )
             )
         accs = sorted({s.accelerator or "unknown" for runs in clusters.values() for s in runs})
-        headline = _headline(rank, not_ranked, clusters, workload, metric, accs)
+        ok = {n for n, runs in clusters.items() if passed(runs)}
+        whys = {n: why_not(runs, run_facts[n]) for n, runs in clusters.items()}
+        headline = _headline(rank, not_ranked, clusters, workload, metric, accs, ok, whys)
     else:
         headline = [
             "No workload given: nothing is ranked on cost. Give --workload (a preset such as llama-70b, or a "
@@ -175,13 +213,20 @@ def compare(summaries: Sequence[ClusterSummary], workload: str | None) -> Compar
         ranking=rank,
         not_ranked=not_ranked,
         headline=headline,
+        facts=run_facts,
     )
 
 
-def _why(runs: list[ClusterSummary]) -> str:
-    s = merge(runs)
+def limited_by(s: ClusterSummary) -> str | None:
+    """The component the GPUs wait for most (None when none waits, or a part is unmeasured)."""
+    if any(v is None for v in s.idle_by_component.values()):
+        return None
     parts = {c: v for c, v in s.idle_by_component.items() if v is not None and v > 0}
-    top = max(parts, key=lambda c: parts[c], default=None)
+    return max(parts, key=lambda c: parts[c], default=None)
+
+
+def _why(runs: list[ClusterSummary]) -> str:
+    top = limited_by(merge(runs))
     return f"most of it {top}" if top else "none of it exposed"
 
 
@@ -192,10 +237,25 @@ def _headline(
     workload: str,
     metric: str,
     accs: list[str],
+    ok_names: set[str],
+    whys: dict[str, str],
 ) -> list[str]:
     out = []
+
+    def failed(n: str) -> str:
+        word = "failed" if any(r.verdict == "fail" for r in clusters[n]) else "did not pass"
+        return f"{word} ({whys[n]})"
+
     if rank:
         b = rank[0]
+        verdict = "" if b.name in ok_names else f"; but {b.name} {failed(b.name)}"
+        ok = next((r for r in rank if r.name in ok_names), None)
+        if b.name not in ok_names:
+            verdict += (
+                f"; the cheapest that passed is {ok.name} at ${ok.value:,.2f}"
+                if ok is not None
+                else "; no ranked cluster passed"
+            )
         s = merge(clusters[b.name])
         winners = [r.name for r in rank if r.rank == 1]
         lead = (
@@ -204,7 +264,7 @@ def _headline(
             else f"Tie for the cheapest {metric.removeprefix('$ ')} of {workload}: {', '.join(winners)} "
             f"(equal, or apart by less than their noise); {b.name} at ${b.value:,.2f}"
         )
-        out.append(f"{lead} = {recompute(s, metric)}; {_why(clusters[b.name])}.")
+        out.append(f"{lead} = {recompute(s, metric)}; {_why(clusters[b.name])}{verdict}.")
         for r in rank[1:]:
             more = r.value / b.value - 1 if b.value > 0 else 0.0
             tie_txt = f", a tie with {', '.join(r.tied_with)} (inside the noise)" if r.tied_with else ""
@@ -213,9 +273,10 @@ def _headline(
                 and tie(Cell(value=b.value, noise=b.noise), Cell(value=r.value, noise=r.noise)) is None
             ):
                 tie_txt = ", noise unknown (one run: no run-to-run spread), so not known to be outside it"
+            fails = "" if r.name in ok_names else f"; {failed(r.name)}"
             out.append(
                 f"{r.name}: ${r.value:,.2f} {metric.removeprefix('$ ')} = {recompute(merge(clusters[r.name]), metric)}, "
-                f"{more:.0%} more{tie_txt}."
+                f"{more:.0%} more{tie_txt}{fails}."
             )
         if metric.endswith("useful GPU-hour") and len(accs) > 1:
             out.append(
@@ -228,6 +289,11 @@ def _headline(
         out.append(
             "No cluster could be ranked: each needs a spec with price_per_gpu_hour and every measurement the "
             "workload needs."
+        )
+    elif any(r.noise is None for r in rank):
+        out.append(
+            "± unknown: one run per cluster gives no run-to-run spread; take 3 or more runs of each cluster "
+            "(one results directory each, under one spec name) to know whether the ranking is outside the noise."
         )
     return out
 
@@ -262,6 +328,12 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
                 ),
                 "ranked": n not in cmp.not_ranked and any(r.name == n for r in cmp.ranking),
                 "not_ranked_because": list(cmp.not_ranked.get(n, ())),
+                "passed": cmp.passed(n),
+                "why_not_passed": cmp.why_not(n) or None,
+                "usd_lost_per_day": _num(lost_per_day(s), 2),
+                "limited_by": limited_by(s),
+                "gpus_fed": _fed(merged_fed(cmp.facts.get(n, []))),
+                "extrapolated": list(dict.fromkeys(x for f in cmp.facts.get(n, []) for x in f.extrapolated)),
             }
         )
     rows = [
@@ -288,6 +360,7 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
             "value": _num(r.value),
             "noise": _noise(r.noise),
             "tied_with": list(r.tied_with),
+            "passed": cmp.passed(r.name),
         }
         for r in cmp.ranking
     ]
@@ -298,4 +371,11 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
         "clusters": clusters,
         "rows": rows,
         "ranking": ranking,
+        "cheapest_passed": next((r.name for r in cmp.ranking if cmp.passed(r.name)), None),
     }
+
+
+def _fed(f: Fed | None) -> dict[str, Any] | None:
+    if f is None:
+        return None
+    return {"value": _num(f.gpus, 1), "per_node": f.per_node, "floor": f.floor, "note": f.note}

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pandas as pd
 
 from reports.fleet.clusters import COMPONENTS, finite
-from reports.fleet.ranking import Comparison
+from reports.fleet.facts import merged_fed
+from reports.fleet.ranking import Comparison, limited_by, lost_per_day
 from reports.fleet.rows import Cell
 from reports.fleet.runs import merge
 from reports.render import plots
@@ -38,6 +39,11 @@ COMPARE_LEGEND = (
     "other parts read — (the split is shown only where every part was measured: a part of a total with a hole in "
     "it is no part).",
     "- GB/s per $ = the figure divided by the price per GPU-hour.",
+    "- $ lost per day to waiting = price × GPUs × 24 × GPU idle share. GPUs fed at the idle budget b = measured "
+    "read rate / ((1 − b) × per-GPU dataloader demand) (MLPerf Storage's maximum accelerators at AU ≥ 90%, at b); "
+    "≥ where shared storage was measured from fewer nodes than the job has (a floor), per node for local storage. "
+    "limited by = the component the GPUs wait for most. extrapolated = a figure the model takes for the whole "
+    "job from fewer nodes than it has.",
 )
 
 
@@ -124,10 +130,17 @@ def why_table(cmp: Comparison) -> pd.DataFrame:
         for c in COMPONENTS:
             v = s.idle_by_component.get(c, "absent")
             row[c] = "—" if v == "absent" else ("unmeasured" if v is None else f"{v:.1%}")
-        row["compute figure"] = s.appetite or "—"  # issue 27: each cluster's measured appetite
-        # the finding's first clause says what is wrong; its report says what to do
+        row["compute figure"] = s.appetite or "—"
+        lost = lost_per_day(s)
+        row["$ lost per day to waiting"] = "—" if lost is None else f"${lost:,.0f}"
+        fed = merged_fed(cmp.facts.get(n, []))
+        row["GPUs fed at the idle budget"] = fed.text if fed else "—"
+        row["limited by"] = limited_by(s) or ("unmeasured" if s.lacks else "nothing waits")
+        extra = list(dict.fromkeys(x for f in cmp.facts.get(n, []) for x in f.extrapolated))
+        row["extrapolated"] = "; ".join(extra) or "—"
+        # the whole finding: what is wrong and what to do
         row["deciding findings"] = (
-            " / ".join(dict.fromkeys(m.split(": ")[0] for r in runs for m in r.deciding)) or "none failing"
+            " / ".join(dict.fromkeys(m for r in runs for m in r.deciding)) or "none failing"
         )
         rows.append(row)
     return pd.DataFrame(rows)

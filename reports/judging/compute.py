@@ -7,7 +7,10 @@ findings, and the figure the starvation model uses.
   the GPU index and UUID, and the clocks, power and throttle reasons read during its sweep;
 - the fleet against its accelerator: the median device's share of the catalog's dense peak,
   beside what a healthy one reaches (the catalog's `mamf`, a published mamf-finder figure)
-  -> `below_spec` under HEALTHY_SHARE of that figure, else `ok`; `no_reference` without one.
+  -> `below_spec` under HEALTHY_SHARE of that figure, else `ok`; `no_reference` without one;
+- which accelerator was measured (`measured_on`): a figure stands for the accelerator a workload
+  runs on only when it was measured on one — a CPU process's matmul never stands for a GPU's,
+  and a GPU of another model never for the named one.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ MIN_GAP = 0.10
 # on ROCm 6.1 vs 6.2).
 HEALTHY_SHARE = 0.80
 DTYPE_ORDER = ("bf16", "fp16", "fp8", "fp32")
+# a workload that runs on CPU processes (the test bed's training) names this accelerator
+CPU = "cpu"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -252,13 +257,37 @@ class Appetite:
     desc: str
 
 
-def appetite(compute: Sequence[Mapping[str, Any]], dtype: str) -> Appetite | None:
+def measured_on(d: Device, accelerator: str | None) -> bool:
+    """Whether `d`'s figure stands for `accelerator`, what a workload runs on: CPU for a CPU
+    process only; a catalog accelerator name for a GPU of that model only; None (a GPU whose
+    model nobody named) for any GPU. A CPU's matmul never stands for a GPU's."""
+    if accelerator == CPU:
+        return d.gpu is None
+    if d.gpu is None:
+        return False
+    if accelerator is None:
+        return True
+    got = catalog.match_gpu_name(d.name)
+    return got is not None and got.name == accelerator
+
+
+def measured_devices(
+    compute: Sequence[Mapping[str, Any]], dtype: str, accelerator: str | None
+) -> list[Device]:
+    """The devices whose `dtype` figure stands for `accelerator` (measured_on)."""
+    return [d for d in devices(compute) if d.dtype == dtype and measured_on(d, accelerator)]
+
+
+def appetite(
+    compute: Sequence[Mapping[str, Any]], dtype: str, accelerator: str | None = None
+) -> Appetite | None:
     """The slowest device's sustained TFLOPS in `dtype` (its best shape's mean iteration, else
     its median where a record has no mean): synchronous data-parallel training waits for its
     slowest rank every step (ml-engineering compute/accelerator/README.md: for achievable MFU
     "pick the value of the slowest accelerator"), and a step's time counts every stall, as a
-    mean does. None when not measured."""
-    devs = [d for d in devices(compute) if d.dtype == dtype]
+    mean does. Only devices of the accelerator the workload runs on count (`measured_on`;
+    None: any GPU). None when not measured there."""
+    devs = measured_devices(compute, dtype, accelerator)
     if not devs:
         return None
 

@@ -1,4 +1,5 @@
-"""Coverage: every promise of the spec against what the run measured (pure; issue 21).
+"""Coverage: every promise of the spec, and every need of the workload, against what the run
+measured (pure).
 
 Acceptance signs the whole spec, not the part that happened to run. Each promise the spec
 makes is one line: the intra-node link (when a node has more than one GPU), the inter-node
@@ -8,6 +9,8 @@ model the hosts showed differs: a failing finding), `unmeasured` (the verdict ca
 `pass`: it is `incomplete`, and verdict.json's `unmeasured` says what, why and how to measure
 it), `out_of_scope` (`--scope node`: only the node was under test; the report still names it),
 or `nothing_to_measure` (an intra-node link with one GPU per node: not a missing phase).
+A workload's needs (reports.judging.needs: the network scopes its parallelism crosses, the
+storage it reads and writes, the accelerator its compute figure assumes) are lines too.
 
 The rule (docs/contract.md): `pass` needs every promise in scope measured and met.
 """
@@ -259,10 +262,12 @@ def assess(
     manifests: Sequence[Mapping[str, Any]] = (),
     scope: Scope = "cluster",
     skipped: Collection[str] = (),
+    needs: Sequence[Line] = (),
 ) -> Coverage:
     """Every promise of `spec` (as the user wrote it, before detection filled it in) against
     the evidence (the scopes of the judged curves, the nodes spanned, the storage records) and
-    what the hosts showed (their detected `hardware`, the ranks' manifests)."""
+    what the hosts showed (their detected `hardware`, the ranks' manifests); `needs` are the
+    workload's (reports.judging.needs), judged by the same rule."""
     lines: list[Line] = []
     findings: list[Finding] = []
     if spec is not None:
@@ -270,6 +275,7 @@ def assess(
         lines += [_storage_line(e, io, skipped, scope) for e in spec.storage]
         gpu_lines, findings = _gpu(spec, gpus_seen(hardware, manifests), skipped)
         lines += gpu_lines
+    lines += needs
     # a phase left out that no promise names is still said (nothing in the spec needed it)
     named = {p for p in skipped if any(_skipped(p, skipped) in ln.why for ln in lines if ln.why)}
     for p in sorted(set(skipped) - named):

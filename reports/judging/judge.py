@@ -22,6 +22,7 @@ from reports.judging.coverage import Scope, assess
 from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
+from reports.judging.needs import need_lines, pick_io, place, runs_on
 from reports.judging.spec import Spec, fill_from_hardware
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
@@ -34,28 +35,6 @@ _FIX = {
     "dataloader": "stage the dataset on local NVMe, add storage bandwidth, or add dataloader workers",
     "checkpoint": "checkpoint asynchronously, less often, or to faster storage",
 }
-
-
-def _place(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> list[IoRecord]:
-    """The records of `workload` at its place: on `path` if the workload names one, else on
-    shared storage if any, else anywhere."""
-    recs = [r for r in io if r.workload == workload and not r.failed]
-    if path:
-        recs = [r for r in recs if r.path == path or r.path.startswith(path.rstrip("/") + "/")]
-    else:
-
-        def kind(r: IoRecord) -> str:
-            e = advertised.match_storage(r.path, spec.storage) if spec else None
-            return e.kind if e else r.scope
-
-        shared = [r for r in recs if kind(r) == "shared"]
-        recs = shared or recs
-    return recs
-
-
-def _pick_io(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> IoRecord | None:
-    """The best record of `workload` at its place."""
-    return max(_place(io, workload, path, spec), key=lambda r: r.bw_GBps, default=None)
 
 
 def _component(r: IoRecord | None, spec: Spec | None) -> Component:
@@ -104,8 +83,9 @@ def _model_finding(row: ModelRow, wname: str, budget: float, price: float | None
     )
 
 
-def _appetite(ev: Evidence, workload: Workload) -> dict[str, Any]:
-    a = appetite(ev.compute, workload.dtype)
+def _appetite(ev: Evidence, workload: Workload, spec: Spec | None) -> dict[str, Any]:
+    """The matmul ceiling measured on the accelerator the workload runs on (never another's)."""
+    a = appetite(ev.compute, workload.dtype, runs_on(workload, spec))
     return {} if a is None else {"compute_tflops": a.tflops, "compute_desc": a.desc}
 
 
@@ -131,20 +111,37 @@ def judge(
     produced records and did not (reports.phases), `skipped` those left out on purpose, and
     `scope` what was under test (the whole cluster, or one node): with the spec's promises
     not measured (reports.judging.coverage), the verdict is decided here once."""
-    # every promise of the spec as the user wrote it (before detection fills it in)
+    notes = _skipped_notes(ev.skipped)
+    hardware = ev.hardware
+    written = spec  # the spec as the user wrote it: its promises are what coverage holds
+    spec = fill_from_hardware(spec, hardware) if hardware else spec
+    scopes = {sc for sc, _ in ev.curves}
+    nodes = int(ev.net.frame["nodes"].max()) if len(ev.net) else 0
+    needs = (
+        need_lines(
+            workload,
+            spec,
+            scopes=scopes,
+            nodes=nodes,
+            io=ev.io,
+            compute=ev.compute,
+            skipped=skipped,
+            scope=scope,
+        )
+        if workload is not None
+        else []
+    )
     cov = assess(
-        spec,
-        {sc for sc, _ in ev.curves},
-        int(ev.net.frame["nodes"].max()) if len(ev.net) else 0,
+        written,
+        scopes,
+        nodes,
         ev.io,
         ev.hardware,
         manifests=ev.manifests,
         scope=scope,
         skipped=skipped,
+        needs=needs,
     )
-    notes = _skipped_notes(ev.skipped)
-    hardware = ev.hardware
-    spec = fill_from_hardware(spec, hardware) if hardware else spec
     if spec is not None and spec.detected:
         notes.append("from hardware detection: " + ", ".join(spec.detected))
     notes.extend(hardware.get("disagreements", []))
@@ -170,10 +167,10 @@ def judge(
     if workload is not None:
         dl_path = workload.dataloader.path if workload.dataloader else None
         ck_path = workload.checkpoint.path if workload.checkpoint else None
-        rd = _pick_io(ev.io, "dataloader_read", dl_path, spec)
+        rd = pick_io(ev.io, "dataloader_read", dl_path, spec)
         # the save the workload makes, at its place (issue 21: never the faster of two)
         ck_fmt = workload.checkpoint.format if workload.checkpoint else "torch.save"
-        save = savepath.pick(_place(ev.io, "checkpoint_write", ck_path, spec), ck_fmt)
+        save = savepath.pick(place(ev.io, "checkpoint_write", ck_path, spec), ck_fmt)
         wr = save.record if save else None
         measured = model.Measured(
             curves=ev.curves,
@@ -187,7 +184,7 @@ def judge(
             # gloo on CPU ranks shares the cores with compute; NCCL on GPUs does not
             cpu_ranks=ev.cpu_ranks,
             **host_link_figures(ev.host),
-            **_appetite(ev, workload),  # the measured matmul ceiling
+            **_appetite(ev, workload, spec),  # the measured matmul ceiling
         )
         rows, summary = model.starvation(workload, spec, measured)
         if "why" in summary:

@@ -63,6 +63,9 @@ class Workload:
     mfu: float = 0.40
     compute_s: float | None = None  # measured compute time of one step; replaces the FLOPs estimate
     dtype: str = "bf16"
+    # what the job runs on: a catalog accelerator name, "cpu", or None (the spec's accelerator,
+    # else a GPU of any model); a compute figure counts only when measured on it
+    accelerator: str | None = None
     # issue 27: the real step's FLOPS over the measured matmul ceiling (stoker compute), used when
     # compute records exist and compute_s is not given; 0.5 = MFU 0.40 / H100 MAMF 0.80 (docs/model.md)
     matmul_efficiency: float = 0.5
@@ -110,6 +113,7 @@ _KEYS = (
     "matmul_efficiency",
     "compute_s",
     "dtype",
+    "accelerator",
     "grad_bytes",
     "bucket_bytes",
     "overlap",
@@ -216,6 +220,11 @@ def parse_workload(data: Mapping[str, Any], file: str) -> Workload:
         kw["idle_budget"] = f.number(data["idle_budget"], "idle_budget", maximum=0.99)
     if "dtype" in data:
         kw["dtype"] = f.text(data["dtype"], "dtype")
+    if "accelerator" in data:
+        acc = f.text(data["accelerator"], "accelerator")
+        kw["accelerator"] = (
+            "cpu" if acc.lower() == "cpu" else f.catalog_name("accelerator", acc, "accelerator")
+        )
     par = f.mapping(data.get("parallelism", {}), "parallelism")
     f.known_keys(par, "parallelism", ("data", "tensor"))
     if "data" in par:

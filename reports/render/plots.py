@@ -51,6 +51,20 @@ def _encode(fig: Any, tight: bool = True) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+# a tick label or legend entry longer than this is cut in the middle: a long path would take the
+# width from the plot area (the layout keeps the figure's size and shrinks the axes)
+LABEL_CHARS = 40
+
+
+def fit(label: str, limit: int = LABEL_CHARS) -> str:
+    """`label` cut in its middle to `limit` characters, keeping its start (what it is) and its
+    end (which path: the last directories tell paths apart)."""
+    if len(label) <= limit:
+        return label
+    head = (limit - 1) // 3
+    return label[:head] + "…" + label[len(label) - (limit - 1 - head) :]
+
+
 def _size_label(n: float, _pos: Any = None) -> str:
     for suffix, unit in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n >= unit:
@@ -59,27 +73,36 @@ def _size_label(n: float, _pos: Any = None) -> str:
 
 
 def sweep_plot(
-    title: str, series: Sequence[Series], advertised: float | None = None, threshold: float | None = None
+    title: str,
+    series: Sequence[Series],
+    advertised: float | Sequence[tuple[str, float]] | None = None,
+    threshold: float | None = None,
 ) -> str:
     """busbw against message size (log2 x), the advertised line and the passing band
-    between threshold × advertised and advertised."""
+    between threshold × advertised and advertised. `advertised` is one figure, or one
+    (scope, GB/s) per scope the curves show: each scope its own line, so that an
+    intra-node (NVLink) curve is never drawn against the inter-node (InfiniBand) line."""
     plt = _plt()
     from matplotlib.ticker import FuncFormatter
 
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
     for s in series:
-        ax.plot(list(s.sizes), list(s.values), marker="o", markersize=3, linewidth=1.5, label=s.label)
-    if advertised:
-        ax.axhline(
-            advertised, color="black", linestyle="--", linewidth=1, label=f"advertised {advertised:g} GB/s"
-        )
+        ax.plot(list(s.sizes), list(s.values), marker="o", markersize=3, linewidth=1.5, label=fit(s.label))
+    if isinstance(advertised, (int, float)):
+        lines: list[tuple[str, float]] = [("", float(advertised))] if advertised else []
+    else:
+        lines = [(scope, float(v)) for scope, v in dict(advertised or ()).items() if v]
+    for i, (scope, adv) in enumerate(lines):
+        color = "black" if len(lines) == 1 else ("black", "tab:purple", "tab:brown")[i % 3]
+        name = f"{scope} advertised" if scope else "advertised"
+        ax.axhline(adv, color=color, linestyle="--", linewidth=1, label=f"{name} {adv:g} GB/s")
         if threshold:
             ax.axhspan(
-                advertised * threshold,
-                advertised,
-                color="tab:green",
-                alpha=0.12,
-                label=f"passes (≥ {threshold:.0%} of advertised)",
+                adv * threshold,
+                adv,
+                color="tab:green" if len(lines) == 1 else color,
+                alpha=0.12 if len(lines) == 1 else 0.06,
+                label=f"{scope + ' ' if scope else ''}passes (≥ {threshold:.0%} of advertised)",
             )
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
@@ -101,15 +124,20 @@ def bar_plot(
     achieved: Sequence[float],
     marks: Sequence[tuple[str, Sequence[float | None]]] = (),
 ) -> str:
-    """Horizontal bars of achieved GB/s with tick marks at references (spec, demand)."""
+    """Horizontal bars of achieved GB/s with tick marks at references (spec, demand). The title
+    names only the references drawn ("title vs spec and workload demand"); each mark's value is
+    written beside it, so that a demand far below the bars (an LLM's text, KB/s against GB/s)
+    is read, not lost on the axis."""
     plt = _plt()
     n = len(labels)
     fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.35 * n))
     ys = list(range(n))
     ax.barh(ys, list(achieved), color="tab:blue", alpha=0.8, label="achieved")
+    drawn = []
     for (name, values), color in zip(marks, ("tab:red", "tab:orange", "tab:purple")):
         pts = [(y, v) for y, v in zip(ys, values) if v]
         if pts:
+            drawn.append(name)
             ax.scatter(
                 [v for _, v in pts],
                 [y for y, _ in pts],
@@ -120,11 +148,20 @@ def bar_plot(
                 label=name,
                 zorder=3,
             )
+            for y, v in pts:
+                ax.annotate(
+                    f"{name} {v:.3g}",
+                    (v, y),
+                    xytext=(3, -9),
+                    textcoords="offset points",
+                    fontsize=6,
+                    color=color,
+                )
     ax.set_yticks(ys)
-    ax.set_yticklabels(list(labels), fontsize=7)
+    ax.set_yticklabels([fit(x) for x in labels], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("GB/s")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title + (" vs " + " and ".join(drawn) if drawn else ""), fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over a mark
     return _encode(fig)
@@ -231,7 +268,7 @@ def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence
             markersize=4 + (i % 3),
             linewidth=1.5,
             linestyle=("-", "-.", ":")[i % 3],
-            label=s.label,
+            label=fit(s.label),
             color=color,
         )
         if adv:
@@ -240,7 +277,7 @@ def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence
                 color=color,
                 linestyle="--",
                 linewidth=1,
-                label=f"{s.label.split(' (')[0]} advertised {adv:g} GB/s",
+                label=f"{fit(s.label.split(' (')[0])} advertised {adv:g} GB/s",
             )
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
@@ -284,7 +321,7 @@ def cost_stack(
     for y, t in zip(ys, totals):
         ax.text(t, y, f" ${t:,.2f}", va="center", fontsize=8)
     ax.set_yticks(ys)
-    ax.set_yticklabels(list(names), fontsize=8)
+    ax.set_yticklabels([fit(x) for x in names], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(unit)
     ax.set_xlim(right=max(totals) * 1.2 if totals else 1)
@@ -316,12 +353,12 @@ def grouped_bars(
             vals,
             height=h,
             color=f"C{j % 10}",
-            label=name,
+            label=fit(name),
             xerr=err if any(err) else None,
             capsize=2,
         )
     ax.set_yticks([i + 0.4 - h / 2 for i in range(n)])
-    ax.set_yticklabels(list(groups), fontsize=7)
+    ax.set_yticklabels([fit(x) for x in groups], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("GB/s")
     ax.set_title(title, fontsize=10)

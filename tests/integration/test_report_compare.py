@@ -239,3 +239,61 @@ def test_real_gloo_sweeps_of_different_ranges(tmp_path: Path) -> None:
             at[mid] if len(at) % 2 else (at[mid - 1] + at[mid]) / 2, abs=1e-6
         )
         assert row["values"][name]["noise"] == pytest.approx(sum(cv) / len(cv), abs=1e-4)
+
+
+def test_nothing_ranked_is_exit_2_and_the_files_say_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a, b = _trial(tmp_path, "a", 0), _trial(tmp_path, "b", 0)
+    out = tmp_path / "o"
+    assert stoker(["compare", str(a), str(b), "--workload", "llama-70b", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no cluster could be ranked" in err, err
+    md = (out / "compare.md").read_text()
+    assert "- a is not ranked: price_per_gpu_hour 0.0 is not a positive price." in md
+    assert "No cluster could be ranked" in md
+
+
+def test_the_basic_trials_say_they_failed_and_what_they_cost_waiting(tmp_path: Path) -> None:
+    """The fixture run fails (a slow link, an inter-node plateau at 72%): the headline says so in
+    its first sentence; every row has $ lost per day and GPUs fed; the deciding cell is whole."""
+    dirs = [_trial(tmp_path, "neo-a", 2.49), _trial(tmp_path, "neo-b", 1.99)]
+    out = tmp_path / "o"
+    assert stoker(["compare", *map(str, dirs), "--workload", "llama-70b", "--out", str(out)]) == 0
+    got = json.loads((out / "compare.json").read_text())
+    assert "; but neo-b failed (" in got["headline"][0] and got["headline"][0].endswith(
+        "no ranked cluster passed."
+    )
+    j = collect(dirs[1], None, "llama-70b").report.judgement
+    idle = j.model_summary["idle_share"]
+    for c in got["clusters"]:
+        price = 2.49 if c["name"] == "neo-a" else 1.99
+        assert c["usd_lost_per_day"] == pytest.approx(price * 512 * 24 * idle, abs=0.01)
+        assert c["gpus_fed"]["value"] > 0 and c["gpus_fed"]["floor"]  # 4 nodes measured of 64
+        assert "inter-node network measured on 4 of the job's 64 nodes" in c["extrapolated"]
+    md = (out / "compare.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| neo-b | fail"))
+    assert "under the 80% threshold: check NIC link rates (ibstat)" in row  # past the first colon
+
+
+def test_nccl_tests_logs_get_nccl_tests_advice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Clusters known only from an nccl-tests log of 2 nodes (the fixture's all_reduce_perf.log):
+    the tensor-parallel sweep inside a node is missing, and the advice is nccl-tests' own command
+    (-g 8: one process drives the node's 8 GPUs) beside stoker's; nothing ranked: exit 2."""
+    dirs = []
+    for name, price in (("x", 2.49), ("y", 1.99)):
+        d = tmp_path / name
+        shutil.copytree(DATA / "reports" / "basic", d)
+        (d / "net.jsonl").unlink()
+        (d / "spec.yaml").write_text(
+            (d / "spec.yaml").read_text().replace("golden-h100", name).replace("2.49", str(price))
+        )
+        dirs.append(d)
+    out = tmp_path / "o"
+    assert stoker(["compare", *map(str, dirs), "--workload", "llama-70b", "--out", str(out)]) == 2
+    md = (out / "compare.md").read_text()
+    assert (
+        "- x is not ranked: lacks an intra-node all_reduce sweep (tensor parallel): run `stoker net --scopes "
+        "intra-node --ops all_reduce`; with nccl-tests, as this run's files were: `all_reduce_perf -b 8 -e 8G -f 2 "
+        "-g 8` on one node."
+    ) in md

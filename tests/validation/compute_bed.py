@@ -104,6 +104,7 @@ def predict_compute(records: RecordSet, *, params: int, ranks: int, batch: int) 
         grad_bytes=4.0,
         global_batch_tokens=float(batch * ranks),  # an MLP's "tokens": samples, batch per rank
         dtype="fp32",
+        accelerator="cpu",  # the bed trains on CPU processes: their matmul is the one it runs on
         matmul_efficiency=MLP_MATMUL_EFFICIENCY,
     )
     s = judge_records(records, None, w).model_summary

@@ -1,0 +1,166 @@
+"""compare as a buyer signs it: who failed, $ lost per day, GPUs fed, what limits each cluster,
+what stands for more nodes than were measured, the tool's own command — every expected value
+worked out by hand (reports/fleet/facts.py, ranking.py, render.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from reports.findings import Finding
+from reports.fleet.clusters import ClusterSummary
+from reports.fleet.facts import Fed, RunFacts, gpus_fed, tool_advice, why_not_pass
+from reports.fleet.ranking import compare, to_json
+from reports.fleet.render import render_md
+from reports.judging.workload import Dataloader, Workload
+from reports.table import NetTable, RecordSet
+from tests.unit.recordgen import evidence, io, judge_records, net
+
+# a deciding finding whose message has colons in it: the cell shows all of it
+IB = (
+    "inter-node all_reduce busbw plateau 18.5 GB/s at 1G is only 37% of the advertised 50 GB/s (8 x ib-ndr "
+    "over 8 GPUs), under the 80% threshold: check NIC link rates (ibstat), GPUDirect RDMA and NCCL_IB_HCA"
+)
+
+
+def _c(name: str, price: float, verdict: str, idle: float, **kw: Any) -> ClusterSummary:
+    return ClusterSummary(
+        name=name,
+        run=name,
+        verdict=verdict,
+        failing=4 if verdict == "fail" else 0,
+        findings=9,
+        deciding=(IB,) if verdict == "fail" else (),
+        accelerator="h100-sxm",
+        price_per_gpu_hour=price,
+        workload="llama-70b",
+        gpus=512,
+        tokens_per_step=4e6,
+        compute_s=8.0,
+        idle_share=idle,
+        idle_by_component={"data parallel": idle * 0.25, "checkpoint": idle * 0.75},
+        **kw,
+    )
+
+
+def _facts(run: str, why: str, fed: float) -> RunFacts:
+    return RunFacts(
+        run=run,
+        verdict="fail" if why else "pass",
+        why_not_pass=why,
+        fed=Fed(gpus=fed, per_node=False, floor=True, note="shared storage /data, from 1 node"),
+        extrapolated=("inter-node network measured on 2 of the job's 64 nodes",),
+        advice=(),
+    )
+
+
+def test_a_cheaper_failing_cluster_is_named_failed_beside_the_dearer_one_that_passed() -> None:
+    beta = _c("neo-beta", 1.50, "fail", 0.20)
+    alpha = _c("neo-alpha", 2.50, "pass", 0.10)
+    why = "4 failing findings, first below_spec inter-node network: all_reduce busbw plateau at 37% of 50"
+    cmp = compare(
+        [beta, alpha], "llama-70b", [_facts("neo-beta", why, 120.0), _facts("neo-alpha", "", 480.0)]
+    )
+    # by hand: $ per billion tokens = price x 512 x 8 / (1 - idle) / 3600 x 1e9 / 4e6
+    beta_cost = 1.50 * 512 * 8 / 0.8 / 3600 * 1e9 / 4e6  # 533.33
+    alpha_cost = 2.50 * 512 * 8 / 0.9 / 3600 * 1e9 / 4e6  # 790.12
+    assert [r.name for r in cmp.ranking] == ["neo-beta", "neo-alpha"]
+    assert cmp.ranking[0].value == pytest.approx(beta_cost)
+    head = cmp.headline[0]
+    assert head.startswith(f"Cheapest per billion tokens of llama-70b: neo-beta at ${beta_cost:,.2f}")
+    assert (
+        f"but neo-beta failed ({why}); the cheapest that passed is neo-alpha at ${alpha_cost:,.2f}." in head
+    )
+    assert "3 or more runs" in cmp.headline[-1]  # one run each: ± unknown
+    got = to_json(cmp)
+    assert got["cheapest_passed"] == "neo-alpha"
+    c = {x["name"]: x for x in got["clusters"]}
+    # $ lost per day to waiting = price x 512 GPUs x 24 h x idle share
+    assert c["neo-beta"]["usd_lost_per_day"] == pytest.approx(1.50 * 512 * 24 * 0.20)  # 3,686.40
+    assert c["neo-alpha"]["usd_lost_per_day"] == pytest.approx(2.50 * 512 * 24 * 0.10)  # 3,072.00
+    assert (c["neo-beta"]["passed"], c["neo-alpha"]["passed"]) == (False, True)
+    assert c["neo-beta"]["why_not_passed"] == why and c["neo-alpha"]["why_not_passed"] is None
+    assert c["neo-beta"]["gpus_fed"]["value"] == 120.0 and c["neo-beta"]["gpus_fed"]["floor"]
+    assert c["neo-beta"]["limited_by"] == "checkpoint"  # 0.15 of the 0.20
+    assert c["neo-beta"]["extrapolated"] == ["inter-node network measured on 2 of the job's 64 nodes"]
+    md = render_md(cmp)
+    beta_row = next(line for line in md.splitlines() if line.startswith("| neo-beta | fail"))
+    alpha_row = next(line for line in md.splitlines() if line.startswith("| neo-alpha | pass"))
+    assert "| $3,686 |" in beta_row and "| $3,072 |" in alpha_row
+    assert "≥ 120 (shared storage /data" in beta_row and "≥ 480 (shared storage /data" in alpha_row
+    assert "| checkpoint |" in beta_row
+    assert IB in beta_row  # the whole finding, past its colons
+    lost = next(r for r in got["rows"] if r["figure"] == "$ lost per day to waiting")
+    assert lost["values"]["neo-beta"]["value"] == pytest.approx(3686.4)
+
+
+def test_nothing_passed_is_said_in_the_same_sentence() -> None:
+    cmp = compare(
+        [_c("a", 1.0, "fail", 0.2), _c("b", 2.0, "incomplete", 0.2)],
+        "llama-70b",
+        [
+            _facts("a", "1 failing finding", 1.0),
+            _facts("b", "incomplete: inter-node network not measured", 1.0),
+        ],
+    )
+    assert cmp.headline[0].endswith("; but a failed (1 failing finding); no ranked cluster passed.")
+    assert cmp.headline[1].endswith("; did not pass (incomplete: inter-node network not measured).")
+
+
+def test_gpus_fed_by_hand() -> None:
+    """Demand 100 samples/s x 1 MB per GPU = 0.1 GB/s; shared storage 9 GB/s from 2 nodes;
+    idle budget 0.1: 9 / (0.9 x 0.1) = 100 GPUs, a floor for a job of 64 GPUs on 8 nodes."""
+    w = Workload(
+        name="dl",
+        gpus=64,
+        gpus_per_node=8,
+        dataloader=Dataloader(name="x", bytes_per_sample=1e6, samples_per_s_per_gpu=100.0),
+        idle_budget=0.1,
+    )
+    recs = RecordSet(io=[io("dataloader_read", "read", "/data", 9.0)])
+    j = judge_records(recs, None, w)
+    fed = gpus_fed(evidence(io=recs.io), j, None, w)
+    assert fed is not None and fed.gpus == pytest.approx(100.0) and fed.floor and not fed.per_node
+    assert (
+        fed.text.startswith("≥ 100 (shared storage /data, 9 GB/s from 2 nodes")
+        and "job has 8 nodes" in fed.text
+    )
+    local = RecordSet(io=[io("dataloader_read", "read", "/nvme", 9.0, scope="local")])
+    fed = gpus_fed(evidence(io=local.io), judge_records(local, None, w), None, w)
+    # local: each node feeds its own: 4.5 GB/s per node / 0.09 = 50 per node
+    assert fed is not None and fed.gpus == pytest.approx(50.0) and fed.per_node and not fed.floor
+
+
+def test_the_advice_names_the_tool_the_files_came_from() -> None:
+    """An nccl-tests log of one node (its inter-node sweep missing): the advice is nccl-tests' own
+    command, not only stoker's."""
+    recs = [net("world", "all_reduce", 2**k, 300.0, ("n1",), backend="nccl-tests") for k in range(20, 31)]
+    w = Workload(name="w", params=8e9, gpus=16, gpus_per_node=8, data="ddp", compute_s=1.0)
+    j = judge_records(RecordSet(net=NetTable.of(recs)), None, w)
+    advice = tool_advice(evidence(net=recs), j)
+    assert advice == (
+        "with nccl-tests, as this run's files were: `mpirun -np 16 -N 8 all_reduce_perf -b 8 -e 8G -f 2 -g 1` "
+        "on two nodes",
+    )
+    ev = evidence(net=[replace(r, backend="nccl") for r in recs])
+    assert tool_advice(ev, j) == ()  # stoker's own records: stoker's command says it
+
+
+def test_why_not_pass_is_one_clause() -> None:
+    f = Finding(
+        component="inter-node network",
+        check="all_reduce busbw plateau",
+        status="below_spec",
+        measured=18.5,
+        expected=50.0,
+        unit="GB/s",
+        hosts=(),
+        message=IB,
+    )
+    j = judge_records(RecordSet(), None, None)
+    assert why_not_pass(replace(j, verdict="fail", findings=[f])) == (
+        "1 failing finding, first below_spec inter-node network: all_reduce busbw plateau at 37% of 50"
+    )
+    assert why_not_pass(replace(j, verdict="pass")) == ""
