@@ -274,7 +274,7 @@ def _matched_none(baseline: Baseline, figs: list[Figure], whys: list[str]) -> Fi
     """One finding for a baseline that matches no figure of the run (another host, another
     cluster, entries without a host): nothing was judged, and the reasons, once each."""
     named = baseline.file or f"run {baseline.run_id}"
-    reasons = list(dict.fromkeys(whys))
+    reasons = list(dict.fromkeys(part for why in whys for part in why.split("; ")))
     said = "; ".join(reasons[:3]) + (f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else "")
     hosts = tuple(sorted({h for f in figs for h in (f.hosts or ((f.host,) if f.host else ()))}))
     comps = {f.component for f in figs}
@@ -289,7 +289,7 @@ def _matched_none(baseline: Baseline, figs: list[Figure], whys: list[str]) -> Fi
         message=(
             f"not comparable: the baseline {named} matches none of the {len(figs)} figure(s) measured here"
             + (f": {said}" if said else " (it has no figure of what was measured)")
-            + "; nothing was judged against it (check the accepted path, or give this node's own baseline)."
+            + "; nothing was judged against it (give this node's own baseline, taken by this stoker on the path checked)."
         ),
         extra={"basis": "baseline", "comparable": False, "matched_none": True},
     )
