@@ -41,7 +41,11 @@ KINDS = ("sweep", "node-intra", "node-pair", "storage", "node-storage", "host-li
 STORAGE_KINDS = ("storage", "node-storage")
 # how a figure of each kind was measured: a later figure differing in one of these is another figure
 IDENTITY: dict[str, tuple[str, ...]] = {
-    "sweep": ("backend", "ranks", "nodes", "bytes"),
+    "sweep": (
+        "backend",
+        "ranks",
+        "nodes",
+    ),  # its plateau size is the best of the largest 3: kept, not matched
     "node-intra": ("backend", "ranks", "bytes"),
     "node-pair": (),
     "storage": ("backend", "procs", "block", "nodes"),

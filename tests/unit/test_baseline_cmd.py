@@ -79,3 +79,10 @@ def test_report_says_when_the_baseline_matches_nothing(tmp_path: Path) -> None:
     said = [f for f in c.verdict["findings"] if f["check"] == "baseline: matches no figure"]
     assert len(said) == 1 and "host n1 is not in the baseline (its figure is of n7)" in said[0]["message"]
     assert c.verdict["verdict"] != "fail"
+
+
+def test_check_help_says_a_dry_run_still_measures(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--dry-run still measures (every step runs); only the actions" in text

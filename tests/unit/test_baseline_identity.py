@@ -4,6 +4,7 @@ measured the same way (pure logic; every expected value is worked out by hand he
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,19 @@ def test_the_same_figure_twice_is_refused(tmp_path: Path) -> None:
         write(tmp_path, [node_io("checkpoint_write", 3.0)], ("tolerance: 0.25", "tolerance: 0.5"))
     ).figures
     assert a.tolerance == MAX_TOLERANCE == 0.5
+
+
+def test_a_sweep_plateau_at_another_of_its_top_sizes_is_still_the_same_figure() -> None:
+    """A sweep's plateau is the best of its 3 largest sizes: 1 GiB at acceptance, 512 MiB later
+    is the same sweep (compared: 90 against 100 is within 15%); a node-intra figure is taken at
+    one size, and another size is another figure."""
+    sweep = Figure(
+        kind="sweep", component="inter-node network", what="inter-node all_reduce busbw", value=100.0,
+        scope="inter-node", op="all_reduce", bytes=1 << 30, backend="nccl", ranks=16, nodes=2,
+    )  # fmt: skip
+    base = make("acc", "t", [sweep, intra(100.0, size=1 << 28)])
+    later = [replace(sweep, value=90.0, bytes=1 << 29), intra(100.0, size=1 << 22)]
+    found = {f.extra["figure"]: f for f in judge(base, later)}
+    assert found["sweep"].status == "ok"
+    assert found["node-intra"].status == "no_reference"
+    assert "message size 4M here, 256M accepted" in found["node-intra"].message
