@@ -61,7 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prometheus", metavar="FILE", help="write the result as a node_exporter textfile (.prom)"
     )
-    parser.add_argument("--dry-run", action="store_true", help="print the actions instead of taking them")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="still measures (every step runs); only the actions (drain, taint, metrics file) are printed, not taken",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="also print a line when healthy")
 
 
@@ -206,8 +210,7 @@ def main(args: argparse.Namespace) -> int:
             stoker=(sys.executable, "-m", "launchers.cli"),
             out=str(out),
             io_path=args.path,
-            gpus=gpus,
-            size=baseline.size_for(host) if baseline else 0,
+            how=cp.measure_like(baseline, host, args.path, gpus),  # as the accepted run measured
             net_timeout_s=max(5, int(args.limit / 3)),
         )
         env = {**os.environ, "STOKER_HOSTNAME": host, "STOKER_RUN_ID": run_id}

@@ -4,22 +4,32 @@ later run against it (pure; reading and writing the YAML is at the edges, `load`
 A baseline is a list of figures, each one number a later run can measure again under the same
 key: a sweep's plateau per scope and op, each node's intra-node plateau, each node's best pair
 (its own link), each storage path per workload and direction (all nodes, and per node), each
-GPU's pinned host-link copies, each device's matmul TFLOPS per dtype (stoker compute). Beside the accepted value it keeps the spread seen (the lowest
-and highest repeat) and a tolerance: a later figure under `accepted x (1 - tolerance)` is a
-`regression`, a failing finding named by component and host. The tolerance starts at
-DEFAULT_TOLERANCE, widened to twice the relative spread seen when the run itself was noisier,
-and a person may edit it in the file.
+GPU's pinned host-link copies, each device's matmul TFLOPS per dtype (stoker compute).
+
+A figure is compared only with a figure measured the same way: beside its key (where it was
+measured) it carries its identity (how: the tool, the ranks and nodes, the writers or workers
+per node, the block or message size; IDENTITY per kind). A later figure whose key or identity
+differs is "not comparable", never a regression; an entry that does not record a field its
+kind needs to be compared (REQUIRED: a file from an older stoker) is not comparable either.
+
+Beside the accepted value an entry keeps the spread of its own repeats (the lowest and
+highest) and a tolerance: a later figure under `accepted x (1 - tolerance)` is a `regression`,
+a failing finding named by component and host. The tolerance starts at DEFAULT_TOLERANCE,
+widened to twice the relative spread seen when the run itself was noisier, and a person may
+edit it in the file.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from reports.evidence import Evidence
 from reports.findings import Component, Finding
+from reports.units import format_size
+
+if TYPE_CHECKING:
+    from reports.evidence import Evidence
 
 VERSION = 1
 DEFAULT_TOLERANCE = 0.15  # a healthy rerun on a quiet node stays within 15% of its plateau
@@ -28,11 +38,31 @@ STORAGE_TOLERANCE = 0.25
 MAX_TOLERANCE = 0.5
 _KEY_FIELDS = ("kind", "scope", "op", "host", "device", "path", "workload", "direction")
 KINDS = ("sweep", "node-intra", "node-pair", "storage", "node-storage", "host-link", "compute")
+STORAGE_KINDS = ("storage", "node-storage")
+# how a figure of each kind was measured: a later figure differing in one of these is another figure
+IDENTITY: dict[str, tuple[str, ...]] = {
+    "sweep": (
+        "backend",
+        "ranks",
+        "nodes",
+    ),  # its plateau size is the best of the largest 3: kept, not matched
+    "node-intra": ("backend", "ranks", "bytes"),
+    "node-pair": (),
+    "storage": ("backend", "procs", "block", "nodes"),
+    "node-storage": ("backend", "procs", "block"),
+    "host-link": (),
+    "compute": (),
+}
+# what an accepted entry must record to be compared at all: a storage figure scales with its
+# writers or workers, and an older file mixed fio with torch.save under one figure
+REQUIRED: dict[str, tuple[str, ...]] = {"storage": ("backend", "procs"), "node-storage": ("backend", "procs")}
+assert set(IDENTITY) == set(KINDS) and set(REQUIRED) <= set(KINDS)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Figure:
-    """One figure of a run, keyed so that a later run's same figure meets it."""
+    """One figure of a run, keyed so that a later run's same figure meets it, with the
+    identity of how it was measured (0 or "": not recorded)."""
 
     kind: str  # one of KINDS
     component: Component  # a reports.findings component
@@ -50,13 +80,50 @@ class Figure:
     direction: str = ""
     bytes: int = 0  # the message size the figure was taken at (network)
     hosts: tuple[str, ...] = ()
+    backend: str = ""  # the tool: nccl, gloo, fio, torch.save, torch.dcp
+    ranks: int = 0  # network: ranks of the collective
+    nodes: int = 0  # nodes the figure spans (sweeps, storage of all nodes together)
+    procs: int = 0  # storage: processes per node (checkpoint writers, dataloader workers)
+    block: int = 0  # storage: bytes per I/O (the checkpoint block, the dataloader sample)
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind
 
     @property
     def key(self) -> tuple[str, ...]:
+        """Where the figure was measured."""
         return tuple(str(getattr(self, f)) for f in _KEY_FIELDS)
+
+    @property
+    def identity(self) -> tuple[str, ...]:
+        """Where and how: two entries of a baseline never share it."""
+        return self.key + tuple(str(getattr(self, f)) for f in IDENTITY[self.kind])
+
+
+def _label(fig: Figure, field: str) -> str:
+    if field == "procs":
+        return {"checkpoint": "writers per node", "dataloader": "workers per node"}.get(
+            fig.workload.split("_")[0], "processes per node"
+        )
+    return {"backend": "tool", "block": "block size", "bytes": "message size"}.get(field, field)
+
+
+def _shown(field: str, value: object) -> str:
+    return format_size(int(str(value))) if field in ("block", "bytes") else str(value)
+
+
+def differences(accepted: Figure, later: Figure) -> list[str]:
+    """How `later` was measured unlike `accepted` (empty: alike). A field the accepted entry
+    does not record is unknown and alike, unless its kind REQUIRES it."""
+    out = []
+    for field in IDENTITY[later.kind]:
+        a, b = getattr(accepted, field), getattr(later, field)
+        if not a:
+            if b and field in REQUIRED.get(later.kind, ()):
+                out.append(f"the accepted entry does not record its {_label(later, field)}")
+        elif b and a != b:
+            out.append(f"{_label(later, field)} {_shown(field, b)} here, {_shown(field, a)} accepted")
+    return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -66,212 +133,75 @@ class Accepted:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Match:
+    """A later figure against a baseline: the accepted entry it is compared with, or why it
+    is not comparable; neither when the baseline has no such figure."""
+
+    accepted: Accepted | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Baseline:
     run_id: str
     created: str
     figures: tuple[Accepted, ...]
     file: str = ""
 
+    def match(self, fig: Figure) -> Match:
+        """The one accepted entry at the same key whose identity is alike; else why not."""
+        same = [a for a in self.figures if a.figure.key == fig.key]
+        alike = [a for a in same if not differences(a.figure, fig)]
+        if len(alike) == 1:
+            return Match(accepted=alike[0])
+        if alike:
+            return Match(why=f"{len(alike)} accepted entries fit it and none is named more closely")
+        if same:
+            return Match(why="; ".join(differences(same[0].figure, fig)))
+        elsewhere = sorted(
+            {a.figure.path for a in self.figures if replace(a.figure, path=fig.path).key == fig.key}
+        )
+        if elsewhere and fig.kind in STORAGE_KINDS:
+            return Match(why=f"measured on {fig.path}, accepted on {', '.join(elsewhere)} (another disk)")
+        others = sorted(
+            {
+                a.figure.host or "(no host)"
+                for a in self.figures
+                if replace(a.figure, host=fig.host).key == fig.key
+            }
+        )
+        if fig.host and others:
+            return Match(
+                why=f"host {fig.host} is not in the baseline (its figure is of {', '.join(others[:5])})"
+            )
+        return Match()
+
     def find(self, fig: Figure) -> Accepted | None:
-        exact = {a.figure.key: a for a in self.figures}.get(fig.key)
-        if exact is not None or fig.kind not in ("storage", "node-storage"):
-            return exact
-        # a check tests its own scratch dir: the same workload and direction on this node's
-        # only accepted path of that scope stands in for the path
-        same = [
-            a
+        """The accepted entry `fig` is compared with, if any (never one on another path)."""
+        return self.match(fig).accepted
+
+    def like(self, kind: str, host: str, **where: str) -> list[Figure]:
+        """The accepted figures of `kind` matching `where` (e.g. path=...), this host's when
+        it has any, else every host's (a fleet's baseline taken on identical nodes)."""
+        figs = [
+            a.figure
             for a in self.figures
-            if dataclasses.replace(a.figure, path="").key == dataclasses.replace(fig, path="").key
+            if a.figure.kind == kind and all(getattr(a.figure, k) == v for k, v in where.items())
         ]
-        return same[0] if len(same) == 1 else None
+        own = [f for f in figs if f.host == host]
+        return own or figs
 
     def size_for(self, host: str, op: str = "all_reduce") -> int:
         """The message size the accepted run's intra-node plateau of `host` was at (0: none)."""
-        for a in self.figures:
-            if a.figure.kind == "node-intra" and a.figure.op == op and a.figure.host in (host, ""):
-                return a.figure.bytes
-        return next((a.figure.bytes for a in self.figures if a.figure.kind == "node-intra"), 0)
-
-
-# -- figures of a run -------------------------------------------------------------------
-def _spread(rows: Any) -> list[float]:
-    """busbw of each repeat at the figure's size (the run's spread; one record: none)."""
-    return [float(v) for v in rows["busbw_GBps"]]
-
-
-def _sweeps(ev: Evidence) -> list[Figure]:
-    curves, df = ev.curves, ev.net.frame
-    out = []
-    for (scope, op), c in curves.items():
-        if scope == "intra-node" and len(c.hosts) <= 1:
-            continue  # one node's sweep: its node-intra figure says it
-        size, bw = c.plateau()
-        comp: Component = "intra-node network" if scope == "intra-node" else "inter-node network"
-        at = df[(df["op"] == op) & (df["bytes"] == size) & (df["wrong"] == 0)]
-        vals = _spread(at) or [bw]
-        out.append(
-            Figure(
-                kind="sweep",
-                component=comp,
-                what=f"{scope} {op} busbw",
-                value=bw,
-                low=min(vals),
-                high=max(vals),
-                scope=scope,
-                op=op,
-                bytes=size,
-                hosts=c.hosts,
-            )
-        )
-    return out
-
-
-def _node_intra(ev: Evidence) -> list[Figure]:
-    """Each node's own intra-node plateau: records on one host (an `intra-node` sweep, or a
-    `world` sweep of one node, as `stoker check` and `stoker run` take)."""
-    df = ev.net.frame
-    if df.empty:
-        return []
-    rows = df[(df["n_hosts"] == 1) & (df["wrong"] == 0) & (df["ranks"] >= 2) & (df["time_s"] > 0)]
-    rows = rows[rows["scope"].isin(("intra-node", "world"))]
-    out = []
-    for (host, op), part in rows.groupby([rows["host"].astype(str), rows["op"].astype(str)], sort=True):
-        size = int(part["bytes"].max())
-        at = part[part["bytes"] == size]
-        best = float(at["busbw_GBps"].max())
-        vals = _spread(at)
-        out.append(
-            Figure(
-                kind="node-intra",
-                component="node",
-                what=f"intra-node {op} busbw",
-                value=best,
-                low=min(vals),
-                high=max(vals),
-                op=op,
-                host=host,
-                bytes=size,
-                hosts=(host,),
-            )
-        )
-    return out
-
-
-def _node_pairs(ev: Evidence) -> list[Figure]:
-    scores = ev.pairs.scores
-    return [
-        Figure(
-            kind="node-pair",
-            component="node",
-            what="best pair busbw (its own link)",
-            value=v,
-            scope="pair",
-            host=h,
-            hosts=(h,),
-        )
-        for h, v in sorted(scores.items())
-    ]
-
-
-def _storage(ev: Evidence) -> list[Figure]:
-    best: dict[tuple[str, ...], list[float]] = {}
-    per_host: dict[tuple[str, ...], list[float]] = {}
-    single: set[tuple[str, ...]] = set()
-    for r in ev.io:
-        if r.failed or r.bw_GBps <= 0 or r.cache_suspect:
-            continue  # a cached figure measured memory, not the storage: no baseline
-        if len(r.per_host_bw_GBps) <= 1:
-            single.add((r.scope, r.path, r.workload, r.direction))
-        best.setdefault((r.scope, r.path, r.workload, r.direction), []).append(r.bw_GBps)
-        for h, v in r.per_host_bw_GBps.items():
-            per_host.setdefault((r.scope, r.path, r.workload, r.direction, h), []).append(v)
-    aggregate = [
-        _storage_figure(key, vals) for key, vals in sorted(best.items()) if key not in single
-    ]  # a key in `single` is one node's record: its node-storage figure says it
-    return aggregate + [_storage_figure(key[:4], vals, host=key[4]) for key, vals in sorted(per_host.items())]
-
-
-def _storage_figure(key: tuple[str, ...], vals: list[float], host: str | None = None) -> Figure:
-    """A storage figure (the aggregate, or one host's share with `host`), at its best repeat."""
-    scope, path, wl, d = key
-    return Figure(
-        kind="storage" if host is None else "node-storage",
-        component=("local storage" if scope == "local" else "shared storage") if host is None else "node",
-        what=f"{wl} {d} on {path}",
-        value=max(vals),
-        low=min(vals),
-        high=max(vals),
-        scope=scope,
-        path=path,
-        workload=wl,
-        direction=d,
-        host=host or "",
-        hosts=() if host is None else (host,),
-    )
-
-
-def _host_links(host_records: Sequence[Mapping[str, Any]]) -> list[Figure]:
-    out = []
-    for r in host_records:
-        if r.get("component") != "host link":
-            continue
-        for field in ("h2d_pinned_GBps", "d2h_pinned_GBps"):
-            v = r.get(field)
-            if isinstance(v, (int, float)) and v > 0:
-                host, dev = str(r.get("host", "")), str(r.get("device", ""))
-                out.append(
-                    Figure(
-                        kind="host-link",
-                        component="host link",
-                        what=f"{field.split('_')[0]} pinned copy",
-                        value=float(v),
-                        op=field.split("_")[0],
-                        host=host,
-                        device=dev,
-                        hosts=(host,),
-                    )
-                )
-    return out
-
-
-def _compute(records: Sequence[Mapping[str, Any]]) -> list[Figure]:
-    """Each device's best-shape median TFLOPS per dtype (the statistic judging/compute.py
-    judges), keyed by host, device slot and dtype: a GPU swapped into the slot is held to what
-    the slot gave at acceptance. The spread is the best shape's median and maximum."""
-    from reports.judging.compute import devices
-
-    out = []
-    for d in devices(records):
-        slot = f"gpu{d.gpu}" if d.gpu is not None else f"cpu{d.proc}"
-        high = d.max_tflops if isinstance(d.max_tflops, (int, float)) and d.max_tflops >= d.tflops else None
-        out.append(
-            Figure(
-                kind="compute",
-                component="gpu",
-                what=f"{d.dtype} matmul TFLOPS",
-                value=d.tflops,
-                unit="TFLOPS",
-                low=d.tflops,
-                high=None if high is None else float(high),
-                op=d.dtype,
-                host=d.host,
-                device=slot,
-                hosts=(d.host,),
-            )
-        )
-    return out
+        return next((f.bytes for f in self.like("node-intra", host, op=op)), 0)
 
 
 def figures(ev: Evidence) -> list[Figure]:
-    """Every figure of a run that a baseline keeps and a later run is judged on."""
-    return [
-        *_sweeps(ev),
-        *_node_intra(ev),
-        *_node_pairs(ev),
-        *_storage(ev),
-        *_host_links(ev.host),
-        *_compute(ev.compute),
-    ]
+    """Every figure of a run that a baseline keeps and a later run is judged on
+    (reports.judging.baseline_figures)."""
+    from reports.judging.baseline_figures import run_figures
+
+    return run_figures(ev)
 
 
 def tolerance_for(fig: Figure, default: float = DEFAULT_TOLERANCE) -> float:
@@ -296,50 +226,106 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _compared(baseline: Baseline, fig: Figure, acc: Accepted) -> Finding:
+    floor = acc.figure.value * (1 - acc.tolerance)
+    bad = fig.value < floor
+    where = f"{fig.host} " if fig.host else ""
+    dev = f" {fig.device}" if fig.device else ""
+    msg = (
+        f"{where}{fig.what}{dev}: {_fmt(fig.value)} {fig.unit} against {_fmt(acc.figure.value)} accepted "
+        f"(run {baseline.run_id}), "
+        + (
+            f"{1 - fig.value / acc.figure.value:.0%} lower, past the {acc.tolerance:.0%} tolerance: "
+            "it degraded since acceptance; drain it and look at what changed."
+            if bad
+            else f"within the {acc.tolerance:.0%} tolerance."
+        )
+    )
+    return Finding(
+        component=fig.component,
+        check=f"baseline: {fig.what}",
+        status="regression" if bad else "ok",
+        measured=fig.value,
+        expected=acc.figure.value,
+        unit=fig.unit,
+        hosts=fig.hosts or ((fig.host,) if fig.host else ()),
+        message=msg,
+        extra={
+            "basis": "baseline",
+            "figure": fig.kind,
+            "tolerance": acc.tolerance,
+            **({"device": fig.device} if fig.device else {}),
+        },
+    )
+
+
+def _not_comparable(fig: Figure, why: str) -> Finding:
+    where = f"{fig.host} " if fig.host else ""
+    return Finding(
+        component=fig.component,
+        check=f"baseline: {fig.what}",
+        status="no_reference",
+        measured=fig.value,
+        expected=None,
+        unit=fig.unit,
+        hosts=fig.hosts or ((fig.host,) if fig.host else ()),
+        message=f"not comparable: {where}{fig.what}: {why}; not judged against the baseline.",
+        extra={"basis": "baseline", "figure": fig.kind, "comparable": False},
+    )
+
+
+def _matched_none(baseline: Baseline, figs: list[Figure], whys: list[str]) -> Finding:
+    """One finding for a baseline that matches no figure of the run (another host, another
+    cluster, entries without a host): nothing was judged, and the reasons, once each."""
+    named = baseline.file or f"run {baseline.run_id}"
+    reasons = list(dict.fromkeys(part for why in whys for part in why.split("; ")))
+    said = "; ".join(reasons[:3]) + (f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else "")
+    hosts = tuple(sorted({h for f in figs for h in (f.hosts or ((f.host,) if f.host else ()))}))
+    comps = {f.component for f in figs}
+    return Finding(
+        component=comps.pop() if len(comps) == 1 else "node",
+        check="baseline: matches no figure",
+        status="no_reference",
+        measured=None,
+        expected=None,
+        unit="",
+        hosts=hosts,
+        message=(
+            f"not comparable: the baseline {named} matches none of the {len(figs)} figure(s) measured here"
+            + (f": {said}" if said else " (it has no figure of what was measured)")
+            + "; nothing was judged against it (give this node's own baseline, taken by this stoker on the path checked)."
+        ),
+        extra={"basis": "baseline", "comparable": False, "matched_none": True},
+    )
+
+
 def judge(baseline: Baseline, figs: Iterable[Figure]) -> list[Finding]:
-    """One finding per figure the baseline also has: `regression` when it fell under the
-    accepted value by more than the tolerance, else `ok`. Figures the baseline lacks are
-    not judged here (the spec still judges them)."""
-    out = []
+    """One finding per figure the baseline also has, measured alike: `regression` when it fell
+    under the accepted value by more than the tolerance, else `ok`; `no_reference` ("not
+    comparable: ...") when the baseline has the figure measured another way or elsewhere.
+    Figures the baseline lacks are not judged here (the spec still judges them). When the run
+    measured figures and not one met its entry, one finding says so (`matched_none`)."""
+    figs = list(figs)
+    compared: list[Finding] = []
+    other: list[Finding] = []
+    whys: list[str] = []
     for fig in figs:
-        acc = baseline.find(fig)
-        if acc is None:
-            continue
-        floor = acc.figure.value * (1 - acc.tolerance)
-        bad = fig.value < floor
-        where = f"{fig.host} " if fig.host else ""
-        dev = f" {fig.device}" if fig.device else ""
-        msg = (
-            f"{where}{fig.what}{dev}: {_fmt(fig.value)} {fig.unit} against {_fmt(acc.figure.value)} accepted "
-            f"(run {baseline.run_id}), "
-            + (
-                f"{1 - fig.value / acc.figure.value:.0%} lower, past the {acc.tolerance:.0%} tolerance: "
-                "it degraded since acceptance; drain it and look at what changed."
-                if bad
-                else f"within the {acc.tolerance:.0%} tolerance."
-            )
-        )
-        out.append(
-            Finding(
-                component=fig.component,
-                check=f"baseline: {fig.what}",
-                status="regression" if bad else "ok",
-                measured=fig.value,
-                expected=acc.figure.value,
-                unit=fig.unit,
-                hosts=fig.hosts or ((fig.host,) if fig.host else ()),
-                message=msg,
-                extra={
-                    "basis": "baseline",
-                    "figure": fig.kind,
-                    "tolerance": acc.tolerance,
-                    **({"device": fig.device} if fig.device else {}),
-                },
-            )
-        )
-    return out
+        m = baseline.match(fig)
+        if m.accepted is not None:
+            compared.append(_compared(baseline, fig, m.accepted))
+        elif m.why:
+            whys.append(m.why)
+            other.append(_not_comparable(fig, m.why))
+    if figs and not compared:
+        return [_matched_none(baseline, figs, whys)]
+    return compared + other
 
 
 def judge_evidence(baseline: Baseline, ev: Evidence) -> list[Finding]:
     """The one call the judgement makes with --baseline: this run's figures against the baseline."""
     return judge(baseline, figures(ev))
+
+
+def matched_none(findings: Iterable[Finding]) -> bool:
+    """Whether a baseline was given and matched no figure the run measured."""
+    return any(f.extra.get("matched_none") for f in findings)

@@ -85,13 +85,15 @@ def test_bad_input_one_line_exit_2(argv: list[str], says: str) -> None:
     assert len(lines) == 1 and says in lines[0], lines
 
 
-def _impossible_baseline(tmp_path: Path, host: str) -> Path:
-    """A baseline whose accepted local write is far above any disk: the check must regress."""
+def _impossible_baseline(tmp_path: Path, host: str, path: Path) -> Path:
+    """A baseline whose accepted local write on `path` (fio, one writer) is far above any disk:
+    the check must regress."""
     b = tmp_path / "baseline.yaml"
     b.write_text(
         "stoker_baseline: 1\nrun_id: accepted-1\ncreated: '2026-11-24T00:00:00Z'\nfigures:\n"
-        f"- {{kind: node-storage, component: node, what: checkpoint_write write on /x, scope: local, host: {host},\n"
-        "   path: /x, workload: checkpoint_write, direction: write, accepted: 10000, unit: GB/s, tolerance: 0.2}\n"
+        f"- {{kind: node-storage, component: node, what: checkpoint_write write on {path}, scope: local,\n"
+        f"   host: {host}, path: {path}, workload: checkpoint_write, direction: write, backend: fio,\n"
+        "   procs_per_node: 1, accepted: 10000, unit: GB/s, tolerance: 0.2}\n"
     )
     return b
 
@@ -100,10 +102,10 @@ def test_kubernetes_taint_label_and_untaint_against_a_recording_kubectl(tmp_path
     bin_dir, log = tmp_path / "bin", tmp_path / "kubectl.log"
     tool(bin_dir, "kubectl", RECORDER.format(log=log))
     host = "gpu-7"
-    base = _impossible_baseline(tmp_path, host)
     prom = tmp_path / "stoker.prom"
     scratch = tmp_path / "scratch"
     scratch.mkdir()
+    base = _impossible_baseline(tmp_path, host, scratch)
     env_host = {"STOKER_HOSTNAME": host}
     os.environ.update(env_host)
     try:

@@ -87,10 +87,13 @@ def test_health_check_drains_resumes_and_keeps_an_admin_drain(tmp_path: Path) ->
         # checkpoint write only (the reads met the host's cache at acceptance) and loosely
         doc["figures"] = [f for f in doc["figures"] if f["workload"] == "checkpoint_write"]
         for f in doc["figures"]:
-            f["tolerance"] = 0.95
+            f["tolerance"] = 0.5  # the widest a baseline allows
+        # n2 was accepted on the same disk: its own entries (a baseline of another host's
+        # figures only judges nothing, an incomplete check)
+        doc["figures"] += [{**f, "host": "n2"} for f in doc["figures"]]
         b.write_text(yaml.safe_dump(doc, sort_keys=False))
         accepted = min(f["accepted"] for f in doc["figures"])
-        assert accepted * 0.05 > 3 * RATE / 1e9, accepted  # the throttle is well past the tolerance
+        assert accepted * 0.5 > 3 * RATE / 1e9, accepted  # the throttle is well past the tolerance
 
         hc = tmp_path / "healthcheck.sh"
         cluster = SlurmCluster(

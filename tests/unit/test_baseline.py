@@ -117,13 +117,15 @@ def test_within_tolerance_is_ok_and_spread_widens_it() -> None:
     assert tolerance_for(st) == STORAGE_TOLERANCE
 
 
-def test_check_scratch_dir_meets_the_accepted_local_path() -> None:
-    base = make("acc-1", "t", figures(accepted_run()))
+def test_check_on_another_path_is_not_comparable_and_names_both_paths() -> None:
+    base = make("acc-1", "t", figures(accepted_run()))  # n1's only local path is /nvme
     later = RecordSet(
         io=[io("checkpoint_write", "write", "/var/tmp", 1.0, scope="local", per_host={"n1": 1.0})]
     )
-    (f,) = judge(base, figures(later))
-    assert (f.status, f.hosts, f.expected) == ("regression", ("n1",), 3.0)
+    (f,) = judge(base, figures(later))  # one figure, nothing comparable: one finding says so
+    assert (f.status, f.hosts, f.extra["matched_none"]) == ("no_reference", ("n1",), True)
+    assert "measured on /var/tmp, accepted on /nvme" in f.message
+    assert base.find(figures(later)[0]) is None
 
 
 @pytest.mark.parametrize(
