@@ -126,9 +126,8 @@ def _gpu_identity(index: int) -> str:
     """The physical GPU behind a CUDA device index (see gpu_identity)."""
     props = torch.cuda.get_device_properties(index)
     uuid = getattr(props, "uuid", None)
-    return gpu_identity(
-        str(uuid) if uuid else None, (props.pci_domain_id, props.pci_bus_id, props.pci_device_id)
-    )
+    pci = tuple(int(getattr(props, f"pci_{k}_id", 0)) for k in ("domain", "bus", "device"))
+    return gpu_identity(str(uuid) if uuid else None, (pci[0], pci[1], pci[2]))
 
 
 class _Comm:
