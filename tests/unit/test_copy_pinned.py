@@ -44,11 +44,18 @@ class FakeTorch:
         self._C = SimpleNamespace(**({"_host_emptyCache": self.free.clear} if self.host_empty_cache else {}))
         self.cuda = SimpleNamespace(
             cudart=lambda: SimpleNamespace(
-                cudaHostRegister=lambda ptr, n, flags: self.registered.append(ptr) or 0,
-                cudaHostUnregister=lambda ptr: self.registered.remove(ptr) or 0,
+                cudaHostRegister=self._register, cudaHostUnregister=self._unregister
             ),
             empty_cache=lambda: None,  # device memory only: the host cache keeps its blocks
         )
+
+    def _register(self, ptr: int, n: int, flags: int) -> int:
+        self.registered.append(ptr)
+        return 0  # cudaSuccess
+
+    def _unregister(self, ptr: int) -> int:
+        self.registered.remove(ptr)
+        return 0
 
     def empty(self, n: int, dtype: Any = None, pin_memory: bool = False) -> Tensor:
         assert pin_memory
