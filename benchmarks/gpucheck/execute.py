@@ -126,7 +126,10 @@ def run_step(
         except OSError as exc:
             status, note = "failed", f"{cmd.argv[0]}: {exc.strerror or exc}"
             break
-        if rc != 0:  # the step's other commands still run: one op's failure is not all of them
+        if rc != 0 and cmd.may_fail:
+            note = f"{note}; " if note else ""
+            note += f"{' '.join(cmd.argv[:2])} exited {rc}"
+        elif rc != 0:  # the step's other commands still run: one op's failure is not all of them
             status, note = "failed", f"{Path(cmd.argv[0]).name} ... exited {rc} (OUT/logs/{step.name}.log)"
     return _done(
         ctx,

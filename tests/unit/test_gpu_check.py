@@ -167,7 +167,7 @@ def test_a_whole_run_with_a_fake_gpu(
     gpu_check: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "OUT"
-    run = fake_run({"compute": "hang", "inventory": 1})
+    run = fake_run({"compute": "hang", "inventory": 1, "dmesg": 1})
     rc = gpu_check.main(["--out", str(out)], gpu_probe=lambda: FAKE_GPU, run=run)
     printed = capsys.readouterr().out.splitlines()
     assert rc == 1  # the inventory failed and compute ran past its share
@@ -177,6 +177,7 @@ def test_a_whole_run_with_a_fake_gpu(
     assert rows["inventory"].startswith("| inventory | failed |")
     assert rows["nccl-tests"].startswith("| nccl-tests | skipped |") and "not carried" in rows["nccl-tests"]
     assert rows["matmul"].startswith("| matmul | ok |")
+    assert rows["raw"].startswith("| raw | ok |") and "dmesg exited 1" in rows["raw"]  # refused: a finding
     assert "bf16: stoker compute n/a TFLOPS vs bare loop 701.2" in rows["compute"]
     assert (out / "summary.txt").read_text().splitlines() == printed[-13:]
     assert not (out / "work").exists()  # build and scratch space removed
