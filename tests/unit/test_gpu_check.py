@@ -217,3 +217,24 @@ def test_a_step_stops_at_its_share(tmp_path: Path) -> None:
 
     o = run_step(step, ctx(tmp_path / "OUT"), run, lambda: next(clock))
     assert isinstance(o, Outcome) and (o.status, ran) == ("timeout", ["a"])
+
+
+def test_summary_sets_stoker_graph_beside_nccl_tests_at_the_smallest_and_largest_size(tmp_path: Path) -> None:
+    from benchmarks.gpucheck.summary import net_lines
+
+    out = tmp_path / "OUT"
+    (out / "nccl-tests").mkdir(parents=True)
+    (out / "net-graph").mkdir()
+    # nccl-tests 2.19.6's output format (tests/data/nccl_tests, hand-written in its printf formats)
+    log = (ROOT / "tests" / "data" / "nccl_tests" / "v2.19_per_iter_all_reduce.log").read_text()
+    (out / "nccl-tests" / "all_reduce-G3.log").write_text(log)
+    recs = [
+        {"op": "all_reduce", "bytes": 1048576, "time_s": 50e-6},
+        {"op": "all_reduce", "bytes": 268435456, "time_s": 4800e-6},
+    ]
+    (out / "net-graph" / "net.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    # by hand: 50 / 53.04 = 0.943; 4800 / 4773.60 = 1.006
+    assert list(net_lines(out)) == [
+        "all_reduce 1048576 B: graph 50.00 us vs nccl-tests -G 3 53.04 (x0.94), -G 1 0.00; eager 0.00 vs plain 0.00 (n/a)",
+        "all_reduce 268435456 B: graph 4800.00 us vs nccl-tests -G 3 4773.60 (x1.01), -G 1 0.00; eager 0.00 vs plain 0.00 (n/a)",
+    ]

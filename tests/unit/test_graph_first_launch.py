@@ -91,3 +91,47 @@ def test_a_device_without_a_uuid_is_named_by_its_pci_address() -> None:
     assert torch_dist.gpu_identity("4f3c1a2b-0000-1111-2222-333344445555", (0, 1, 0)) == (
         "GPU-4f3c1a2b-0000-1111-2222-333344445555"
     )
+
+
+class _Graph:
+    def replay(self) -> None:
+        pass
+
+
+def _backend(monkeypatch: pytest.MonkeyPatch, bound: str, fail_inside: bool) -> Any:
+    """A TorchBackend as __init__ leaves it on a GPU rank, without one: the CUDA calls capture()
+    makes are replaced by a scripted graph that fails inside, as NCCL's error would."""
+    torch = pytest.importorskip("torch")
+    from contextlib import contextmanager
+
+    @contextmanager
+    def graph(g: Any, capture_error_mode: str = "") -> Any:
+        yield g
+        if fail_inside:
+            raise RuntimeError("NCCL error in: ProcessGroupNCCL.cpp:3356, unhandled cuda error\ndetail")
+
+    monkeypatch.setattr(torch.cuda.nccl, "version", lambda: (2, 28, 9))
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _Graph)
+    monkeypatch.setattr(torch.cuda, "graph", graph)
+    b = object.__new__(torch_dist.TorchBackend)
+    b._dev, b._bound = torch.device("cuda", 0), bound
+    return b
+
+
+def test_torch_capture_failing_inside_nccl_aborts_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    b = _backend(monkeypatch, "all_reduce", fail_inside=True)
+    with pytest.raises(
+        MeasurementAborted, match=r"^CUDA graph capture failed inside NCCL \(RuntimeError: NCCL error"
+    ):
+        b.capture(lambda: None, 4)
+
+
+def test_torch_capture_of_sendrecv_before_2_7_is_ruled_out_beforehand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(torch_dist.torch, "__version__", "2.6.0+cu126")
+    b = _backend(monkeypatch, "sendrecv", fail_inside=True)
+    with pytest.raises(RuntimeError, match=r"needs torch >= 2.7") as err:
+        b.capture(lambda: None, 4)
+    assert not isinstance(err.value, MeasurementAborted)  # the harness times it eagerly
+    assert _backend(monkeypatch, "all_reduce", fail_inside=False).capture(lambda: None, 4) is not None
