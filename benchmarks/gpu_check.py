@@ -82,13 +82,13 @@ def main(argv: list[str] | None = None, *, gpu_probe=probe, run=None) -> int:  #
     if a.plan:
         print("\n".join(pl.plan_lines(steps, carried)))
         return 0
-    where = a.out or os.environ.get("OUT")
-    if not where:
-        print("gpu_check: give --out DIR (or set OUT): every file it writes goes there", file=sys.stderr)
-        return 2
     gpu = gpu_probe()
     if isinstance(gpu, str):
         print(f"gpu_check: needs {NEEDS}; {gpu}: run it on a GPU machine", file=sys.stderr)
+        return 2
+    where = a.out or os.environ.get("OUT")
+    if not where:
+        print("gpu_check: give --out DIR (or set OUT): every file it writes goes there", file=sys.stderr)
         return 2
     out = Path(where).resolve()
     out.mkdir(parents=True, exist_ok=True)
