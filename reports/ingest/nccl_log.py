@@ -34,8 +34,23 @@ def strip_prefix(line: str) -> str:
 
 
 def looks_like_log(text: str) -> bool:
-    head = text[:200_000]
-    return "busbw" in head and "algbw" in head and _HEADER.search(head) is not None
+    """The text holds an nccl-tests table header, wherever it is: NCCL_DEBUG=INFO noise or
+    the device lines of thousands of ranks may fill the first megabytes of a log."""
+    return "busbw" in text and "algbw" in text and _HEADER.search(text) is not None
+
+
+def log_in_blocks(blocks: Iterable[str]) -> bool:
+    """looks_like_log of the text these blocks make, read one block at a time (a file of any
+    size in the memory of two blocks): the header is one line, so each block is searched
+    with the unfinished last line of the block before it."""
+    rest = ""
+    for block in blocks:
+        text = rest + block
+        cut = text.rfind("\n")
+        if looks_like_log(text):
+            return True
+        rest = text[cut + 1 :] if cut >= 0 else text[-4096:]
+    return False
 
 
 @dataclass(kw_only=True, slots=True)
