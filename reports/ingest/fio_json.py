@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from reports.errors import UsageError
 from reports.ingest.json_shapes import list_at, mapping_at
-from reports.records import IoRecord, utc_now
+from reports.records import IoRecord, hosts_why, utc_now
 from reports.units import parse_size
 
 DIRECTIONS = ("read", "write")
@@ -82,6 +82,7 @@ class FioDoc:
     error: int  # first non-zero job error (errno), 0 when none
     parts: tuple[FioPart, ...]
     global_options: Mapping[str, str]
+    refused: tuple[str, ...] = ()  # why entries were left out: a host name not one plain node
 
 
 # ---- finding the document ---------------------------------------------------------------
@@ -240,21 +241,23 @@ def parse_document(doc: Mapping[str, Any], host: str | None = None) -> FioDoc:
     global_options = _options(doc.get("global options"))
     local_host = host or str(doc.get("hostname") or "unknown")
     parts: list[FioPart] = []
+    refused: list[str] = []
     error = 0
     if "client_stats" in doc:
         stats = doc["client_stats"] if isinstance(doc["client_stats"], list) else []
         entries = [e for e in stats if isinstance(e, Mapping) and e.get("jobname") != ALL_CLIENTS]
+        # a host is the node: two servers on one host (different ports) are that one host
         names = [str(e.get("hostname") or local_host) for e in entries]
-        for e, name in zip(entries, names):
-            # two servers on one host (different ports) must stay two hosts
-            label = f"{name}:{e.get('port')}" if names.count(name) > 1 and e.get("port") else name
-            parts += _parts_of(e, label, global_options)
-            error = error or int(_number(e.get("error")))
     else:
-        jobs = list_at(doc, "jobs")
-        for e in (j for j in jobs if isinstance(j, Mapping)):
-            parts += _parts_of(e, local_host, global_options)
-            error = error or int(_number(e.get("error")))
+        entries = [j for j in list_at(doc, "jobs") if isinstance(j, Mapping)]
+        names = [local_host] * len(entries)
+    for e, name in zip(entries, names):
+        # a name the document gives is checked here, the caller's by the reader of records
+        if (host is None or "client_stats" in doc) and (why := hosts_why([name])):
+            refused.append(why)
+            continue
+        parts += _parts_of(e, name, global_options)
+        error = error or int(_number(e.get("error")))
     ts_ms = int(_number(doc.get("timestamp_ms")) or _number(doc.get("timestamp")) * 1000)
     return FioDoc(
         version=str(doc.get("fio version", "unknown")),
@@ -262,6 +265,7 @@ def parse_document(doc: Mapping[str, Any], host: str | None = None) -> FioDoc:
         error=error,
         parts=tuple(parts),
         global_options=global_options,
+        refused=tuple(dict.fromkeys(refused)),
     )
 
 
@@ -367,23 +371,29 @@ def option_size(options: Mapping[str, str], name: str) -> int:
 
 def procs_of(s: FioSum) -> int:
     """Processes behind a sum: clones are listed one by one without group_reporting; with
-    it, `numjobs` per host says how many there were."""
+    it, each part (one per fio server) stands for `numjobs` of them."""
     try:
         numjobs = max(1, int(_number(s.options.get("numjobs", "1"))))
     except ValueError:
         numjobs = 1
-    return max(s.parts, numjobs * len(s.hosts))
+    grouped = s.options.get("group_reporting", "") not in ("", "0")
+    return max(s.parts, numjobs * (s.parts if grouped else len(s.hosts)))
 
 
 def exceeds_physical_bound(per_host_bw_GBps: Mapping[str, float]) -> bool:
     return any(v > PHYSICAL_MAX_HOST_GBPS for v in per_host_bw_GBps.values())
 
 
-def records_from_fio_output(text: str, *, run_id: str, source_name: str) -> list[IoRecord]:
+def records_from_fio_output(
+    text: str, *, run_id: str, source_name: str, notes: list[str] | None = None
+) -> list[IoRecord]:
     """Records of a foreign fio output file, one per job name and direction with I/O.
     The window is the longest runtime among its parts (fio starts clones and, in client
-    mode, servers together), so bw = total bytes / that window."""
+    mode, servers together), so bw = total bytes / that window. Entries of a host whose
+    name is not one plain node name are left out, each reason added to `notes`."""
     doc = parse_fio(text)
+    if notes is not None:
+        notes += [f"{source_name}: skipped the entries of {why}" for why in doc.refused]
     out = []
     for s in group_parts(doc.parts):
         per_host = {h: round(rate(b, s.per_host_runtime_ms[h]) / 1e9, 6) for h, b in s.per_host_bytes.items()}

@@ -83,8 +83,10 @@ def _fio(text: str, *, run_id: str, source_name: str) -> tuple[list[IoRecord], s
         mod = importlib.import_module("reports.ingest.fio_json")
     except ImportError:
         return [], f"{source_name}: fio JSON found but this stoker has no fio parser yet; skipped"
+    notes: list[str] = []
     try:
-        return list(mod.records_from_fio_output(text, run_id=run_id, source_name=source_name)), None
+        recs = list(mod.records_from_fio_output(text, run_id=run_id, source_name=source_name, notes=notes))
+        return recs, "; ".join(notes) or None
     except UsageError:  # no complete document: cut short, or not fio's JSON after all
         return [], (
             f"{source_name}: no complete fio JSON document in it (cut short?); expected the whole "
