@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reports.ingest.nccl_rows import row_fields
-from reports.ops import ranks_from_factor
+from reports.ops import bus_factor, ranks_from_factor
 from reports.records import NetRecord, to_dict
 
 BACKEND = "nccl-tests"
@@ -180,6 +180,7 @@ def row_values(
     type_tok = row[lay.type] if lay.type >= 0 else "unknown"
     dtype = dtypes.get(type_tok, type_tok)
     redop = row[lay.redop] if lay.redop >= 0 else "none"
+    factor = bus_factor(op, ranks) if ranks > 0 else 0.0
     out: list[Values] = []
     for gi, (ti, ai, bi, wi, ei, i_min, i_max, i_p99, i_cv) in enumerate(lay.groups):
         t, a, b = v[ti], v[ai], v[bi]
@@ -193,6 +194,8 @@ def row_values(
             want = size / t / 1e3
             if abs(a - want) > 0.02 * want + 0.011:
                 return None
+        if ranks > 0 and abs(b - a * factor) > 0.005 * factor + 0.005 + 1e-9 * max(a * factor, b):
+            return None  # nccl_rows.busbw_why names it
         wrong, error, tmin, tmax, tp99, tcv = v[wi], v[ei], v[i_min], v[i_max], v[i_p99], v[i_cv]
         if wrong is not None and (wrong < 0 or wrong != int(wrong) or wrong > _MAX):
             return None
