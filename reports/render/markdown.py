@@ -251,6 +251,7 @@ def _localisation(ev: Evidence) -> list[str]:
             f"Pair busbw (largest size): {len(cells)} pairs among {len(ev.pairs.hosts)} hosts. Slowest first:",
             "",
         ]
+        out += [ev.pairs.matrix_note, ""] if ev.pairs.matrix_note else []
         out += [
             md_table(
                 pd.DataFrame(
