@@ -105,3 +105,21 @@ def test_a_figure_not_drawn_is_a_note_in_the_page() -> None:
     fig = Deferred(draw=lambda jobs: [NOT_DRAWN, "QUJD"])
     page = img(fig(_fast, "x"), "pair <matrix>") + img(fig(_fast, "y"), "sweep")
     assert fig.fill(page) == NOT_DRAWN_NOTE + '<img alt="sweep" src="data:image/png;base64,QUJD">'
+
+
+def test_a_groups_record_with_a_huge_round_number_is_no_round() -> None:
+    from dataclasses import replace
+
+    from reports.evidence.groups import recorded_rounds
+
+    four = [
+        replace(
+            net("groups", "all_reduce", G, 40.0, (f"h{2 * i}", f"h{2 * i + 1}"), group=i), extra={"round": 0}
+        )
+        for i in range(4)
+    ]
+    hostile = replace(four[0], extra={"round": 10**12})  # main: a list of 10^12 rounds (MemoryError)
+    t0 = time.monotonic()
+    got = recorded_rounds([*four, hostile])
+    assert time.monotonic() - t0 < 5
+    assert got == [{frozenset((f"h{2 * i}", f"h{2 * i + 1}")): 40.0 for i in range(4)}]
