@@ -80,7 +80,7 @@ def _looks_like_fio(text: str) -> bool:
 def _fio(text: str, *, run_id: str, source_name: str) -> tuple[list[IoRecord], str | None]:
     """fio JSON through the iobench parser; imported lazily so that reports works without it."""
     try:
-        mod = importlib.import_module("reports.ingest.fio_json")
+        mod = importlib.import_module("reports.ingest.fio_records")
     except ImportError:
         return [], f"{source_name}: fio JSON found but this stoker has no fio parser yet; skipped"
     notes: list[str] = []
