@@ -132,3 +132,21 @@ def test_nccl_json_device_named_all_is_named_and_skipped(tmp_path: Path) -> None
         UsageError, match=r"^ar.json: skipped: config.devices host 'ALL' is the scheduler keyword"
     ):
         import_file(tmp_path / "ar.json")
+
+
+def test_mamf_finder_output_of_a_hostlist_host_is_named_and_not_imported(tmp_path: Path) -> None:
+    import argparse
+
+    from reports import import_cmd
+
+    text = (DATA / "compute" / "mamf-finder-gfx1151.txt").read_text()  # real mamf-finder output
+    assert text.count("Linux fe5b1b32a344 ") == 1
+    (tmp_path / "mamf.txt").write_text(text.replace("Linux fe5b1b32a344 ", "Linux gpu[1-4] "))
+    with pytest.raises(UsageError) as err:
+        import_cmd.main(
+            argparse.Namespace(files=[str(tmp_path / "mamf.txt")], out=str(tmp_path / "out"), op=None)
+        )
+    assert str(err.value) == (
+        f"{tmp_path / 'mamf.txt'}: mamf-finder output not imported: host 'gpu[1-4]' {PLAIN_WHY}"
+    )
+    assert not (tmp_path / "out" / "compute.jsonl").exists()
