@@ -27,7 +27,8 @@ STREAM_BYTES = 32 << 20
 _HEAD = 1 << 20
 
 
-def _head(path: Path) -> str:
+def head_text(path: Path) -> str:
+    """The file's first _HEAD bytes as text."""
     with open_regular(path, "file to import") as fh:
         return fh.read(_HEAD).decode("utf-8", errors="replace")
 
@@ -41,7 +42,7 @@ def streamable(path: Path) -> bool:
             return False
     except OSError:
         return False
-    head = _head(path)
+    head = head_text(path)
     return (
         not head.lstrip().startswith("{")
         and not importers._is_stoker_output(head)

@@ -67,3 +67,22 @@ def test_import_finds_the_table_past_the_noise_whole_or_streamed(
     streamed = (tmp_path / "streamed" / "net.jsonl").read_text().splitlines()
     assert [json.loads(x) for x in streamed] == [json.loads(x) for x in whole]
     capsys.readouterr()
+
+
+def test_report_names_a_log_too_large_for_it_instead_of_skipping_it_silently(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reports.ingest import importers
+
+    (tmp_path / "all_reduce.log").write_text(_noisy())
+    monkeypatch.setattr(importers, "_MAX_BYTES", 100_000)  # 256 MiB in use; the log is ~400 KB
+    monkeypatch.setattr(stream, "STREAM_BYTES", 0)
+    got = import_dir(tmp_path)
+    assert not got.net
+    size = (tmp_path / "all_reduce.log").stat().st_size
+    assert got.notes == [
+        f"all_reduce.log: {size / 1e6:.1f} MB, more than the 0.1 MB `stoker report` reads; not judged: run "
+        f"`stoker import {tmp_path / 'all_reduce.log'} --out {tmp_path}` (it streams it)"
+    ]
+    # once imported (its run id among the directory's records), nothing more is said
+    assert import_dir(tmp_path, known_run_ids=[stream.run_id_of(tmp_path / "all_reduce.log")]).notes == []
