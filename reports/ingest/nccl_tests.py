@@ -170,6 +170,7 @@ def _tables(
             iters=sec.iters,
             source=source_name,
             graph=sec.graph,
+            split=len(sec.groups) > 1,
         )
         if (key := tuple(sec.header)) not in layouts:
             if len(layouts) > 64:  # a garbled log's ever-new headers: bounded
@@ -179,7 +180,11 @@ def _tables(
         out: list[NetRecord | nccl_fast.Values] = []
         state.total += len(sec.rows)
         for n, row in sec.rows:
-            if lay and (fast := nccl_fast.row_values(lay, row, name, ctx.ranks, _DTYPES)) is not None:
+            if (
+                lay
+                and (fast := nccl_fast.row_values(lay, row, name, ctx.ranks, _DTYPES, not ctx.split))
+                is not None
+            ):
                 out += fast
                 continue
             tokens = aligned(sec.header, row)

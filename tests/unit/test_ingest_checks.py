@@ -126,3 +126,16 @@ def test_no_file_is_left_behind_when_the_disk_fills(tmp_path: Path) -> None:
         assert not [n for n in os.listdir(disk) if n.startswith(".stoker-tmp-")]
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_split_run_is_not_checked_against_one_bus_factor(tmp_path: Path) -> None:
+    # NCCL_TESTS_SPLIT: ranks 8-15 in Group 1, two communicators of 8 ranks: a row's factor
+    # is 2*7/8 = 1.75 (23.14 x 1.75 = 40.495), not that of the 16 device lines
+    text = LOG.read_text()
+    for r in range(8, 16):
+        text = text.replace(f"Rank {r:2d} Group  0 ", f"Rank {r:2d} Group  1 ")
+    assert text.count("Group  1 ") == 8
+    text = text.replace("  2900.00   23.14   43.39       0", "  2900.00   23.14   40.50       0")
+    (tmp_path / "all_reduce.log").write_text(text)
+    got = import_file(tmp_path / "all_reduce.log")
+    assert len(got.net) == 12 and not got.notes and 40.5 in [r.busbw_GBps for r in got.net]
