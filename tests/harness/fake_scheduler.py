@@ -118,7 +118,16 @@ def _kubectl(st: dict[str, Any], args: list[str]) -> int:
         return 1
     if verb == "get":
         meta = {"name": name, "labels": node.get("labels", {})}
-        print(json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": {"taints": node.get("taints", [])}}))
+        print(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": meta,
+                    "spec": {"taints": node.get("taints", [])},
+                }
+            )
+        )
         return 0
     (change,) = [a for a in args[3:] if not a.startswith("--")]
     if verb == "label":

@@ -12,12 +12,12 @@ from launchers import check_plan as cp
 from launchers import node_actions as na
 from launchers.drain_cmd import culprits
 from launchers.prom_export import Metric, registry, write
-from reports.findings import Finding
+from reports.findings import Finding, Status
 
 S = ("stoker",)
 
 
-def finding(status: str = "below_spec", host: str = "n1", check: str = "gpu errors") -> Finding:
+def finding(status: Status = "below_spec", host: str = "n1", check: str = "gpu errors") -> Finding:
     return Finding(
         component="gpu",
         check=check,
