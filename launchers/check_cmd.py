@@ -69,7 +69,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prometheus", metavar="FILE", help="write the result as a node_exporter textfile (.prom)"
     )
-    parser.add_argument("--dry-run", action="store_true", help="print the actions instead of taking them")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="measure as usual, but run no scheduler command (not even sinfo) and write no metrics: "
+        "print what it would run instead",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="also print a line when healthy")
 
 
