@@ -4,17 +4,22 @@ Runs the steps of launchers.check_plan as child processes under one overall time
 step past its share is ended with its whole process group: a hung nvidia-smi or fio never
 blocks a prolog), judges the inventory's findings and, with --baseline, every figure against
 the accepted one. Quiet when healthy; one line per problem on stdout otherwise. Exit: 0 pass,
-1 fail, 3 incomplete (a step did not end cleanly), 2 bad input (docs/contract.md).
+1 fail, 3 incomplete (a step did not end cleanly; also SIGTERM or Ctrl-C: the steps' process
+groups are ended and the temp dir removed), 2 bad input (every option checked before anything
+runs), 4 a passing check whose action failed (docs/contract.md).
 
-Actions, each opt-in, each printed instead of done with --dry-run: --drain (Slurm),
---k8s-node (taint and label), --prometheus FILE (node_exporter textfile).
+Actions, each opt-in, under the rules of launchers/node_actions.py: --drain (Slurm),
+--k8s-node (taint and label), --prometheus FILE (node_exporter textfile, through the one
+writer). --dry-run runs no scheduler command and prints the ones it would run.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -24,15 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from launchers import check_plan as cp
-from launchers import node_actions as na
+from launchers.action_io import ACTION_FAILED, Actor, k8s, slurm
+from launchers.check_actions import baseline_step, plan
 from launchers.phases import end_group
 from launchers.run_cmd import count_gpus
 from reports.errors import UsageError
+from reports.hostnames import why_not_plain
 from reports.outdir import claim
 from reports.records import new_run_id
 
 HELP = "per-node health check in under a minute: inventory, short all_reduce, short disk test; opt-in drain/taint/metrics"
-TOOL_TIMEOUT_S = 10.0  # one scontrol / sinfo / kubectl call
+WHO = "stoker check"
+MAX_LIMIT_S = 3600.0  # a health check, not a benchmark
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run",
         action="store_true",
-        help="still measures (every step runs); only the actions (drain, taint, metrics file) are printed, not taken",
+        help="still measures (every step runs); only the actions are dry: no scheduler command (not "
+        "even sinfo) runs and no metrics file is written, what would run is printed instead",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="also print a line when healthy")
 
@@ -95,6 +104,9 @@ def run_step(step: cp.Step, limit_s: float, env: dict[str, str]) -> cp.StepResul
     except subprocess.TimeoutExpired:
         end_group(proc, cp.KILL_GRACE_S, 2.0)
         out, rc = "", 124
+    except KeyboardInterrupt:  # SIGTERM or Ctrl-C: the step's whole group goes with the check
+        end_group(proc, cp.KILL_GRACE_S, 2.0)
+        raise
     lines = [ln.strip() for ln in (out or "").splitlines() if ln.strip()]
     return cp.StepResult(
         name=step.name,
@@ -102,52 +114,6 @@ def run_step(step: cp.Step, limit_s: float, env: dict[str, str]) -> cp.StepResul
         elapsed_s=time.monotonic() - start,
         last_line=(lines[-1] if lines else "")[:200],
     )
-
-
-def _tool(argv: list[str], dry_run: bool, deadline: float) -> str:
-    """Run an action (or print it); its failure is one line on stderr, never a crash."""
-    if dry_run:
-        print("would run: " + " ".join(_quote(a) for a in argv))
-        return ""
-    try:
-        p = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=max(1.0, min(TOOL_TIMEOUT_S, deadline - time.monotonic())),
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        print(f"stoker check: {argv[0]} failed: {exc}", file=sys.stderr)
-        return ""
-    # removing a taint the node does not have is kubectl's "not found": nothing to say
-    if p.returncode != 0 and not (argv[-1].endswith("-") and "not found" in p.stderr):
-        print(
-            f"stoker check: {' '.join(argv[:3])} exited {p.returncode}: {p.stderr.strip()[:200]}",
-            file=sys.stderr,
-        )
-    return p.stdout
-
-
-def _quote(a: str) -> str:
-    return a if a and all(c.isalnum() or c in "-_=./:,@" for c in a) else "'" + a.replace("'", "'\\''") + "'"
-
-
-def slurm_act(node: str, problems: list[str], dry_run: bool, deadline: float) -> None:
-    """Drain or resume, from the node's state as sinfo shows it now (also under --dry-run)."""
-    try:
-        q = subprocess.run(na.sinfo_argv(node), capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
-        state = na.parse_sinfo(node, q.stdout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        print(f"stoker check: sinfo failed: {exc}; node {node} left as it is", file=sys.stderr)
-        return
-    if not state.state:
-        print(f"stoker check: sinfo knows no node {node!r}; give --node NAME", file=sys.stderr)
-        return
-    argv = na.slurm_action(state, problems)
-    if argv is None and problems and state.drained:
-        print(f"{node}: already drained by someone else ({state.reason}); left as it is")
-    if argv:
-        _tool(argv, dry_run, deadline)
 
 
 def _metrics(rs: Any, host: str, findings: list[Any]) -> tuple[list[Any], list[Any]]:
@@ -182,11 +148,46 @@ def _metrics(rs: Any, host: str, findings: list[Any]) -> tuple[list[Any], list[A
     return figs, stats
 
 
+def _host_name(what: str, name: str) -> str:
+    """`name` when it is one plain node name (reports/hostnames.py), else bad input."""
+    if why := why_not_plain(name):
+        raise UsageError(f"{what} {name!a} {why}; give the node's own name")
+    return name
+
+
+def _limit(value: float) -> float:
+    low = cp.ACTION_RESERVE_S + 5
+    if not (math.isfinite(value) and low <= value <= MAX_LIMIT_S):
+        raise UsageError(f"--limit {value:g}: give at least {low:g} and at most {MAX_LIMIT_S:g} seconds")
+    return value
+
+
+def _prometheus_target(path: str) -> None:
+    """--prometheus checked before anything is measured: a file name in a directory stoker
+    can write into, not a file stoker did not write (reports/safe_write.py)."""
+    from reports.safe_write import check_outputs
+
+    p = Path(path)
+    if p.is_dir() or not p.name:
+        raise UsageError(
+            f"--prometheus {path}: is a directory; give a file in it, such as {p / 'stoker.prom'}"
+        )
+    parent = p.resolve().parent
+    if not parent.is_dir():
+        raise UsageError(f"--prometheus {path}: its directory {parent} does not exist")
+    check_outputs(parent, [p.name], "give another --prometheus file")
+    try:
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=".stoker-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"--prometheus {path}: cannot write in {parent} ({exc.strerror or exc})") from None
+
+
 def main(args: argparse.Namespace) -> int:
     started = time.monotonic()
     which = _checks(args.checks)
-    if args.limit <= cp.ACTION_RESERVE_S + 5:
-        raise UsageError(f"--limit {args.limit:g}: give at least {cp.ACTION_RESERVE_S + 5:g} seconds")
+    limit = _limit(args.limit)
     baseline = None
     if args.baseline:
         from reports.baseline_file import load
@@ -194,67 +195,124 @@ def main(args: argparse.Namespace) -> int:
         baseline = load(args.baseline)
     if "io" in which and not Path(args.path).is_dir():
         raise UsageError(f"--path {args.path}: no such directory; give a local directory for the disk test")
-    if args.prometheus and not Path(args.prometheus).resolve().parent.is_dir():
-        raise UsageError(f"--prometheus {args.prometheus}: its directory does not exist")
-    host = os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname()
-    node = args.node or os.environ.get("SLURMD_NODENAME", "").strip() or host.split(".")[0]
+    if args.prometheus:
+        _prometheus_target(args.prometheus)
+    host = _host_name(
+        "host name (set STOKER_HOSTNAME)",
+        os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname(),
+    )
+    node = args.node or os.environ.get("SLURMD_NODENAME", "").strip() or host
+    if args.drain or args.node is not None:
+        _host_name("--node", node)
+    if args.k8s_node is not None:
+        _host_name("--k8s-node", args.k8s_node)
+    old_term = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM ends it as Ctrl-C does
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="stoker-check-"))
-    run_id = new_run_id()
-    claim(out, run_id)  # the steps write into it as one run
-    deadline = started + args.limit
-    measure_until = deadline - cp.ACTION_RESERVE_S
     try:
-        gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
-        plan = cp.steps(
-            which=which,
-            stoker=(sys.executable, "-m", "launchers.cli"),
-            out=str(out),
-            io_path=args.path,
-            how=cp.measure_like(baseline, host, args.path, gpus),  # as the accepted run measured
-            net_timeout_s=max(5, int(args.limit / 3)),
-        )
-        env = {**os.environ, "STOKER_HOSTNAME": host, "STOKER_RUN_ID": run_id}
-        results = []
-        for i, step in enumerate(plan):
-            left = measure_until - time.monotonic() - cp.KILL_GRACE_S
-            # what is left, shared by the steps still to run (the inventory takes seconds)
-            share = left if i == len(plan) - 1 else left * (0.3 if step.name == "inventory" else 0.6)
-            results.append(run_step(step, share, env))
-        from reports import evidence
-        from reports.judging.inventory import judge_inventory
-        from reports.table import read_records
-
-        rs = evidence.build(read_records(out))
-        findings = judge_inventory(rs.host)
-        if baseline is not None:
-            from reports.judging.baseline import judge_evidence
-
-            findings += judge_evidence(baseline, rs)
-        findings += _wrong_results(rs, host)
-        o = cp.outcome(findings, results)
-        for line in o.problems:
-            print(line)
-        if args.drain:
-            slurm_act(node, list(o.reasons), args.dry_run, deadline)
-        if args.k8s_node and o.verdict != "incomplete":
-            for argv in na.k8s_actions(args.k8s_node, list(o.failed_checks)):
-                _tool(argv, args.dry_run, deadline)
-        if args.prometheus:
-            from launchers.prom_export import registry, write
-
-            figs, stats = _metrics(rs, host, findings)
-            reg = registry(host, figs, stats, time.monotonic() - started)
-            if args.dry_run:
-                print(f"would write {len(figs)} figures and {len(stats)} statuses to {args.prometheus}")
-            else:
-                write(args.prometheus, reg)
-        if args.verbose or o.verdict != "pass":
-            steps = ", ".join(f"{r.name} {r.elapsed_s:.1f} s" for r in results)
-            print(f"stoker check {node}: {o.verdict} after {time.monotonic() - started:.1f} s ({steps})")
-        return cp.EXIT[o.verdict]
+        return _check(args, which, limit, baseline, host, node, out, started)
     finally:
+        signal.signal(signal.SIGTERM, old_term)
         if not args.out:
             shutil.rmtree(out, ignore_errors=True)  # the temp dir this run made
+
+
+def _check(
+    args: argparse.Namespace,
+    which: list[cp.StepName],
+    limit: float,
+    baseline: Any,
+    host: str,
+    node: str,
+    out: Path,
+    started: float,
+) -> int:
+    run_id = new_run_id()
+    claim(out, run_id)  # the steps write into it as one run
+    deadline = started + limit
+    measure_until = deadline - cp.ACTION_RESERVE_S
+    gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
+    plan = cp.steps(
+        which=which,
+        stoker=(sys.executable, "-m", "launchers.cli"),
+        out=str(out),
+        io_path=args.path,
+        how=cp.measure_like(baseline, host, args.path, gpus),  # as the accepted run measured
+        net_timeout_s=max(5, int(limit / 3)),
+    )
+    env = {**os.environ, "STOKER_HOSTNAME": host, "STOKER_RUN_ID": run_id}
+    results = []
+    for i, step in enumerate(plan):
+        left = measure_until - time.monotonic() - cp.KILL_GRACE_S
+        # what is left, shared by the steps still to run (the inventory takes seconds)
+        share = left if i == len(plan) - 1 else left * (0.3 if step.name == "inventory" else 0.6)
+        results.append(run_step(step, share, env))
+    from reports import evidence
+    from reports.judging.inventory import judge_inventory
+    from reports.table import read_records
+
+    rs = evidence.build(read_records(out))
+    tagged = [("inventory", f) for f in judge_inventory(rs.host)]
+    if baseline is not None:
+        from reports.judging.baseline import judge_evidence
+
+        tagged += [(baseline_step(f), f) for f in judge_evidence(baseline, rs)]
+    tagged += [("net", f) for f in _wrong_results(rs, host)]
+    findings = [f for _, f in tagged]
+    o = cp.outcome(findings, results)
+    for line in o.problems:
+        print(line)
+    failed = _act(args, o, tagged, results, rs, node, deadline)
+    if args.prometheus:
+        failed += _export(args, rs, host, findings, time.monotonic() - started)
+    if args.verbose or o.verdict != "pass":
+        steps = ", ".join(f"{r.name} {r.elapsed_s:.1f} s" for r in results)
+        print(f"stoker check {node}: {o.verdict} after {time.monotonic() - started:.1f} s ({steps})")
+    if failed and o.verdict == "pass":
+        return ACTION_FAILED
+    return cp.EXIT[o.verdict]
+
+
+def _act(
+    args: argparse.Namespace,
+    o: cp.Outcome,
+    tagged: list[tuple[str, Any]],
+    results: list[cp.StepResult],
+    rs: Any,
+    node: str,
+    deadline: float,
+) -> int:
+    """Drain/resume and taint/label under the rules (docs/check.md); the number of failures.
+    Nothing on an incomplete check: a tool that hung proves nothing about the node."""
+    if o.verdict == "incomplete" or not (args.drain or args.k8s_node):
+        return 0
+    scopes = {r.scope for r in rs.io}
+    p = plan(tagged, o, results, io_scope="local" if scopes == {"local"} else None)
+    actor = Actor(WHO, args.dry_run, deadline)
+    for line in p.left:
+        actor.say(line)
+    if o.verdict == "fail" and not p.drain or o.verdict == "pass" and not p.passed:
+        return 0  # nothing of the node's own failed, or nothing ran that could clear a fault
+    if args.drain:
+        slurm(actor, node, p.drain, p.passed)
+    if args.k8s_node:
+        k8s(actor, args.k8s_node, p.taint, p.passed)
+    return len(actor.failed)
+
+
+def _export(args: argparse.Namespace, rs: Any, host: str, findings: list[Any], took: float) -> int:
+    from launchers.prom_export import registry, write
+
+    figs, stats = _metrics(rs, host, findings)
+    reg = registry(host, figs, stats, took)
+    if args.dry_run:
+        print(f"would write {len(figs)} figures and {len(stats)} statuses to {args.prometheus}")
+        return 0
+    try:
+        write(args.prometheus, reg)
+    except UsageError as exc:
+        print(f"{WHO}: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _wrong_results(rs: Any, host: str) -> list[Any]:

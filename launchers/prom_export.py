@@ -1,8 +1,9 @@
 """`stoker check --prometheus FILE`: the check's figures and statuses in node_exporter's
 textfile-collector format, written with the Prometheus Python client (prometheus_client).
 
-`write_to_textfile` writes a temp file beside FILE and renames it over FILE, so node_exporter
-never reads half a file. One gauge per measured figure (`stoker_figure_gbps`) and per check
+The file is written through stoker's one writer (reports/safe_write.py): a temp file beside
+FILE renamed over it, so node_exporter never reads half a file; never over a file stoker did
+not write; mode 0644 whatever the umask, so node_exporter (another user) can read it. One gauge per measured figure (`stoker_figure_gbps`) and per check
 status (`stoker_check_failing`, 1 failing, 0 passing), each labelled by host, device, scope and
 op; plus the time of the run and how long it took.
 """
@@ -12,8 +13,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
-from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 LABELS = ("host", "device", "scope", "op", "what")
 
@@ -56,5 +58,12 @@ def registry(
     return reg
 
 
+MODE = 0o644
+
+
 def write(path: str, reg: CollectorRegistry) -> None:
-    write_to_textfile(path, reg)  # temp file + os.replace, in the library
+    from reports.safe_write import write_outputs
+
+    p = Path(path).resolve()
+    text = generate_latest(reg).decode("utf-8")
+    write_outputs(p.parent, {p.name: text}, "give another --prometheus file", mode=MODE)

@@ -19,7 +19,7 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from reports.errors import UsageError
@@ -76,10 +76,12 @@ def _why_not(directory: Path, name: str, ours: Mapping[str, str]) -> str:
     return ""
 
 
-def _write_aside(directory: Path, name: str, data: bytes) -> Path:
+def _write_aside(directory: Path, name: str, data: bytes, mode: int | None = None) -> Path:
     tmp = directory / f".stoker-tmp-{secrets.token_hex(6)}-{name}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)  # whatever the umask: a file another program must read
         with os.fdopen(fd, "wb", closefd=False) as fh:
             fh.write(data)
     except BaseException:  # a full disk, say: the part written aside goes too
@@ -103,19 +105,28 @@ def _link_or_create(tmp: Path, target: Path, data: bytes) -> None:
             fh.write(data)
 
 
-def write_outputs(directory: Path, files: Mapping[str, str], hint: str = "give another directory") -> None:
+def check_outputs(directory: Path, names: Iterable[str], hint: str = "give another directory") -> None:
+    """Raise UsageError naming the first of `names` that may not be written in `directory`."""
+    ours = ledger(Path(directory))
+    for name in names:
+        if why := _why_not(Path(directory), name, ours):
+            raise UsageError(f"{Path(directory) / name}: {why}; move it away or {hint}")
+
+
+def write_outputs(
+    directory: Path, files: Mapping[str, str], hint: str = "give another directory", mode: int | None = None
+) -> None:
     """Write each `name: text` into `directory` under the rules above, or raise UsageError
-    (before writing anything) naming the first file that may not be written."""
+    (before writing anything) naming the first file that may not be written. `mode`: the
+    files' permissions whatever the umask (a metrics file node_exporter reads)."""
     directory = Path(directory)
+    check_outputs(directory, files, hint)
     ours = ledger(directory)
-    for name in files:
-        if why := _why_not(directory, name, ours):
-            raise UsageError(f"{directory / name}: {why}; move it away or {hint}")
     done = dict(ours)
     try:
         for name, text in files.items():
             data = text.encode("utf-8")
-            tmp = _write_aside(directory, name, data)
+            tmp = _write_aside(directory, name, data, mode)
             try:
                 if name in ours and os.path.lexists(directory / name):
                     os.replace(tmp, directory / name)  # ours (checked above): replace the entry

@@ -1,6 +1,6 @@
 """`stoker check` as a process on this machine: silent when healthy and well under a minute,
 a hung tool killed at the time limit, bad input in one line, and the Kubernetes and Prometheus
-actions against a recording kubectl and the Prometheus client's own parser."""
+actions against the fake kubectl (tests/harness/fake_scheduler.py) and the Prometheus client's own parser."""
 
 from __future__ import annotations
 
@@ -13,11 +13,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import STOKER
+from tests.harness.fake_scheduler import FakeScheduler
 
 # A recorder, hand-written: it imitates no tool's output, it only keeps the arguments it got.
-RECORDER = (
-    '#!/bin/sh\n# hand-written test double: records its argv, one line per call\necho "$*" >> "{log}"\n'
-)
 # A hung tool, hand-written: nvidia-smi that never answers (a GPU in a bad state can do that).
 HUNG = '#!/bin/sh\n# hand-written test double: a tool that hangs\necho $$ > "{pid}"\nexec sleep 300\n'
 
@@ -85,72 +83,71 @@ def test_bad_input_one_line_exit_2(argv: list[str], says: str) -> None:
     assert len(lines) == 1 and says in lines[0], lines
 
 
-def _impossible_baseline(tmp_path: Path, host: str, path: Path) -> Path:
-    """A baseline whose accepted local write on `path` (fio, one writer) is far above any disk:
-    the check must regress."""
-    b = tmp_path / "baseline.yaml"
+def _baseline(tmp_path: Path, host: str, accepted: float, path: Path) -> Path:
+    """A baseline of one local write figure: 10000 GB/s is above any disk (the check must
+    regress), 1e-6 GB/s below any (it must pass)."""
+    b = tmp_path / f"baseline-{accepted:g}.yaml"
     b.write_text(
         "stoker_baseline: 1\nrun_id: accepted-1\ncreated: '2026-11-24T00:00:00Z'\nfigures:\n"
-        f"- {{kind: node-storage, component: node, what: checkpoint_write write on {path}, scope: local,\n"
-        f"   host: {host}, path: {path}, workload: checkpoint_write, direction: write, backend: fio,\n"
-        "   procs_per_node: 1, accepted: 10000, unit: GB/s, tolerance: 0.2}\n"
+        f"- {{kind: node-storage, component: node, what: checkpoint_write write on {path}, scope: local, host: {host},\n"
+        f"   path: {path}, workload: checkpoint_write, direction: write, backend: fio, procs_per_node: 1,\n"
+        f"   accepted: {accepted:g}, unit: GB/s, tolerance: 0.2}}\n"
     )
     return b
 
 
-def test_kubernetes_taint_label_and_untaint_against_a_recording_kubectl(tmp_path: Path) -> None:
-    bin_dir, log = tmp_path / "bin", tmp_path / "kubectl.log"
-    tool(bin_dir, "kubectl", RECORDER.format(log=log))
+def test_kubernetes_taint_label_and_untaint_against_a_fake_kubectl(tmp_path: Path) -> None:
     host = "gpu-7"
+    fake = FakeScheduler(tmp_path, k8s={host: {}})
     prom = tmp_path / "stoker.prom"
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    base = _impossible_baseline(tmp_path, host, scratch)
-    env_host = {"STOKER_HOSTNAME": host}
-    os.environ.update(env_host)
-    try:
-        p = check(
-            "--checks",
-            "io",
-            "--path",
-            str(scratch),
-            "--baseline",
-            str(base),
-            "--k8s-node",
-            host,
-            "--prometheus",
-            str(prom),
-            path_dirs=(bin_dir,),
-        )
-        assert p.returncode == 1, (p.stdout, p.stderr)
-        (line,) = [ln for ln in p.stdout.splitlines() if "regression" in ln]
-        assert line.startswith("gpu-7 node regression: gpu-7 checkpoint_write write")
-        assert log.read_text().splitlines() == [
-            "taint nodes gpu-7 stoker.dev/unhealthy=regression-node-storage:NoSchedule --overwrite",
-            "label nodes gpu-7 stoker.dev/health=fail --overwrite",
-        ]
-        fams = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
-        failing = [s for s in fams["stoker_check_failing"].samples if s.value == 1.0]
-        assert [s.labels["host"] for s in failing] == ["gpu-7"]
-        figs = fams["stoker_figure_gbps"].samples
-        assert {s.labels["op"] for s in figs} >= {"checkpoint_write", "checkpoint_read", "dataloader_read"}
-        assert all(s.labels["host"] == "gpu-7" and s.value > 0 for s in figs)
-        # the node passes again (no baseline to miss): the taint goes, the label says pass
-        log.unlink()
-        p = check("--checks", "inventory", "--k8s-node", host, path_dirs=(bin_dir,))
-        assert (p.returncode, p.stdout) == (0, ""), (p.stdout, p.stderr)
-        assert log.read_text().splitlines() == [
-            "taint nodes gpu-7 stoker.dev/unhealthy:NoSchedule-",
-            "label nodes gpu-7 stoker.dev/health=pass --overwrite",
-        ]
-        # --dry-run says what it would do and calls nothing
-        log.unlink()
-        p = check("--checks", "inventory", "--k8s-node", host, "--dry-run", path_dirs=(bin_dir,))
-        assert p.stdout.splitlines() == [
-            "would run: kubectl taint nodes gpu-7 stoker.dev/unhealthy:NoSchedule-",
-            "would run: kubectl label nodes gpu-7 stoker.dev/health=pass --overwrite",
-        ]
-        assert not log.exists()
-    finally:
-        for k in env_host:
-            os.environ.pop(k, None)
+    io = ("--checks", "io", "--path", str(scratch), "--k8s-node", host)
+    p = run_check(
+        fake, *io, "--baseline", str(_baseline(tmp_path, host, 10000, scratch)), "--prometheus", str(prom)
+    )
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    (line,) = [ln for ln in p.stdout.splitlines() if "regression" in ln and not ln.startswith("stoker")]
+    assert line.startswith("gpu-7 node regression: gpu-7 checkpoint_write write")
+    assert fake.calls() == [
+        ["kubectl", "get", "nodes", "gpu-7", "-o", "json"],
+        [
+            "kubectl",
+            "taint",
+            "nodes",
+            "gpu-7",
+            "stoker.dev/unhealthy=io.regression-node-storage:NoSchedule",
+            "--overwrite",
+        ],
+        ["kubectl", "label", "nodes", "gpu-7", "stoker.dev/health=fail", "--overwrite"],
+    ]
+    fams = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
+    failing = [s for s in fams["stoker_check_failing"].samples if s.value == 1.0]
+    assert [s.labels["host"] for s in failing] == ["gpu-7"]
+    figs = fams["stoker_figure_gbps"].samples
+    assert {s.labels["op"] for s in figs} >= {"checkpoint_write", "checkpoint_read", "dataloader_read"}
+    assert all(s.labels["host"] == "gpu-7" and s.value > 0 for s in figs)
+    # the disk test passes again against a figure it meets: the taint goes, the label says pass
+    fake.log.unlink()
+    p = run_check(fake, *io, "--baseline", str(_baseline(tmp_path, host, 1e-6, scratch)))
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert fake.calls()[1:] == [
+        ["kubectl", "taint", "nodes", "gpu-7", "stoker.dev/unhealthy:NoSchedule-"],
+        ["kubectl", "label", "nodes", "gpu-7", "stoker.dev/health=pass", "--overwrite"],
+    ]
+    assert fake.k8s_node(host) == {"taints": [], "labels": {"stoker.dev/health": "pass"}}
+    # healthy and already labelled pass: only the query, nothing said
+    fake.log.unlink()
+    p = run_check(fake, "--checks", "inventory", "--k8s-node", host)
+    assert (p.returncode, p.stdout) == (0, ""), (p.stdout, p.stderr)
+    assert [c[1] for c in fake.calls()] == ["get"]
+
+
+def run_check(fake: FakeScheduler, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*STOKER, "check", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=fake.env(STOKER_HOSTNAME="gpu-7"),
+    )

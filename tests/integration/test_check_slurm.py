@@ -117,7 +117,7 @@ def test_health_check_drains_resumes_and_keeps_an_admin_drain(tmp_path: Path) ->
             (tmp_path / "FAULT").touch()
             (tmp_path / "BASELINE").touch()  # the health checks start
             state, reason = wait_for(c, "n1", "drain", timeout_s=150)
-            assert reason.startswith("stoker: baseline: ") and "regression" in reason, reason
+            assert reason.startswith("stoker: [io] baseline: ") and "regression" in reason, reason
             sinfo_r = c.run(["sinfo", "-R", "-h", "-o", "%N|%E"]).stdout
             print(c.run(["sinfo", "-R"]).stdout)
             assert f"n1|{reason}" in sinfo_r and f"n2|{ADMIN_REASON}" in sinfo_r, sinfo_r
@@ -134,8 +134,9 @@ def test_health_check_drains_resumes_and_keeps_an_admin_drain(tmp_path: Path) ->
 
 
 def test_stoker_drain_drains_the_culprits_a_report_named(tmp_path: Path) -> None:
-    """`stoker drain DIR` on a verdict that names n1 (a node finding) and a link (two hosts:
-    no one node to drain): n1 drained with a stoker reason, n2 untouched; --dry-run first."""
+    """`stoker drain DIR` on a verdict that names n1 (a node finding), a link (two hosts: no
+    one node to drain), a hostlist and n2, which an admin drained: n1 drained with a stoker
+    reason, n2 keeps the admin's; --dry-run first, which runs no Slurm command."""
     verdict = {
         "verdict": "fail",
         "findings": [
@@ -161,17 +162,28 @@ def test_stoker_drain_drains_the_culprits_a_report_named(tmp_path: Path) -> None
             },
         ],
     }
+    # never acted on: a hostlist, and a node an admin drained (its reason stays)
+    verdict["findings"] += [
+        {**verdict["findings"][0], "hosts": ["n[1-2]"]},
+        {**verdict["findings"][0], "hosts": ["n2"]},
+    ]
     (tmp_path / "verdict.json").write_text(json.dumps(verdict))
+    reason = "stoker: [report] baseline: best pair busbw (its own link) regression (0.024 < 0.048 GB/s)"
     with SlurmCluster(prefix="i26d", nodes=2) as c:
+        c.run(["scontrol", "update", "NodeName=n2", "State=DRAIN", f"Reason={ADMIN_REASON}"])
         dry = c.run([*STOKER, "drain", str(tmp_path), "--dry-run"])
-        assert dry.stdout.splitlines() == [
-            "would run: scontrol update NodeName=n1 State=DRAIN "
-            "'Reason=stoker: baseline: best pair busbw (its own link) regression (0.024 < 0.048 GB/s)'"
-        ]
+        lines = dry.stdout.splitlines()
+        assert lines[-4:] == [
+            "would run: sinfo -h -N -n n1 -o '%N|%T|%E'",
+            "would run, if sinfo answers for n1 alone and it is idle, mixed or allocated: "
+            f"scontrol update NodeName=n1 State=DRAIN 'Reason={reason}'",
+            "would run: sinfo -h -N -n n2 -o '%N|%T|%E'",
+            "would run, if sinfo answers for n2 alone and it is idle, mixed or allocated: "
+            f"scontrol update NodeName=n2 State=DRAIN 'Reason={reason}'",
+        ], lines
         assert node_line(c, "n1")[0] == "idle"
-        c.run([*STOKER, "drain", str(tmp_path)])
-        assert node_line(c, "n1") == (
-            "drained",
-            "stoker: baseline: best pair busbw (its own link) regression (0.024 < 0.048 GB/s)",
-        )
-        assert node_line(c, "n2")[0] == "idle"
+        real = c.run([*STOKER, "drain", str(tmp_path)])
+        assert "'n[1-2]' is not one plain node name" in real.stdout, real.stdout
+        assert f"n2 already drained by someone else ({ADMIN_REASON}); left as it is" in real.stdout
+        assert node_line(c, "n1") == ("drained", reason)
+        assert node_line(c, "n2") == ("drained", ADMIN_REASON)

@@ -12,12 +12,12 @@ from launchers import check_plan as cp
 from launchers import node_actions as na
 from launchers.drain_cmd import culprits
 from launchers.prom_export import Metric, registry, write
-from reports.findings import Finding
+from reports.findings import Finding, Status
 
 S = ("stoker",)
 
 
-def finding(status: str = "below_spec", host: str = "n1", check: str = "gpu errors") -> Finding:
+def finding(status: Status = "below_spec", host: str = "n1", check: str = "gpu errors") -> Finding:
     return Finding(
         component="gpu",
         check=check,
@@ -62,54 +62,61 @@ def test_outcome_fail_beats_incomplete_and_healthy_is_silent() -> None:
     assert (healthy.verdict, healthy.problems) == ("pass", ())
 
 
-def test_drain_a_failing_node_with_a_stoker_reason() -> None:
-    node = na.parse_sinfo("n1", "idle|none\n")
-    argv = na.slurm_action(node, ["n1: gpu GPU3: below_spec: pending remap"])
-    assert argv == [
+def test_drain_a_failing_node_with_a_stoker_reason_naming_its_check() -> None:
+    node = na.parse_sinfo("n1", "n1|idle|none\n")
+    assert isinstance(node, na.SlurmNode)
+    d = na.slurm_decision(node, [("inventory", "gpu errors GPU3 below_spec")], frozenset())
+    assert d.argv == (
         "scontrol",
         "update",
         "NodeName=n1",
         "State=DRAIN",
-        "Reason=stoker: n1: gpu GPU3: below_spec: pending remap",
-    ]
+        "Reason=stoker: [inventory] gpu errors GPU3 below_spec",
+    )
 
 
-def test_resume_only_stoker_drains() -> None:
-    ours = na.parse_sinfo("n1", "drained|stoker: n1: gpu GPU3 | pending\n")
-    assert ours.reason == "stoker: n1: gpu GPU3 | pending"
-    assert na.slurm_action(ours, []) == ["scontrol", "update", "NodeName=n1", "State=RESUME"]
-    admin = na.parse_sinfo("n2", "drained|bad DIMM, ticket 42")
-    assert na.slurm_action(admin, []) is None  # an admin's drain stays
-    assert na.slurm_action(admin, ["n2: gpu: below_spec: x"]) is None  # and keeps its reason
-    assert na.slurm_action(na.parse_sinfo("n3", "idle|none"), []) is None
-    assert na.slurm_action(na.parse_sinfo("n1", "draining|stoker: x"), ["y"])[3] == "State=DRAIN"
+def test_resume_only_stoker_drains_whose_checks_passed() -> None:
+    ours = na.parse_sinfo("n1", "n1|drained|stoker: [inventory] gpu errors | pending\n")
+    assert isinstance(ours, na.SlurmNode) and ours.reason == "stoker: [inventory] gpu errors | pending"
+    resume = ("scontrol", "update", "NodeName=n1", "State=RESUME")
+    assert na.slurm_decision(ours, [], frozenset({"inventory"})).argv == resume
+    assert na.slurm_decision(ours, [], frozenset({"io"})).argv is None  # its check did not run
+    admin = na.parse_sinfo("n2", "n2|drained|bad DIMM, ticket 42")
+    assert isinstance(admin, na.SlurmNode)
+    assert na.slurm_decision(admin, [], frozenset(na.TAGS)).argv is None  # an admin's drain stays
+    assert na.slurm_decision(admin, [("io", "x")], frozenset()).argv is None  # and keeps its reason
+    idle = na.parse_sinfo("n3", "n3|idle|none")
+    assert isinstance(idle, na.SlurmNode) and na.slurm_decision(idle, [], frozenset(na.TAGS)).argv is None
 
 
 def test_reason_is_bounded_and_counts_the_rest() -> None:
-    r = na.drain_reason(["x" * 500, "b", "c"])
-    assert len(r) <= na.MAX_REASON and r.startswith("stoker: x") and r.endswith("(+2 more)")
+    r = na.drain_reason(frozenset({"io"}), ["x" * 500, "b", "c"])
+    assert len(r) <= na.MAX_REASON and r.startswith("stoker: [io] x") and r.endswith("(+2 more)")
 
 
 def test_k8s_taint_label_and_removal() -> None:
-    assert na.k8s_actions("gpu-7", ["baseline: intra-node all_reduce busbw"]) == [
-        [
+    fresh = na.K8sNode(name="gpu-7", taint=None, health=None)
+    got = na.k8s_decisions(fresh, [("net", "baseline: intra-node all_reduce busbw")], frozenset())
+    assert [d.argv for d in got] == [
+        (
             "kubectl",
             "taint",
             "nodes",
             "gpu-7",
-            "stoker.dev/unhealthy=baseline-intra-node-all_reduce-busbw:NoSchedule",
+            "stoker.dev/unhealthy=net.baseline-intra-node-all_reduce-busbw:NoSchedule",
             "--overwrite",
-        ],
-        ["kubectl", "label", "nodes", "gpu-7", "stoker.dev/health=fail", "--overwrite"],
+        ),
+        ("kubectl", "label", "nodes", "gpu-7", "stoker.dev/health=fail", "--overwrite"),
     ]
-    assert na.k8s_actions("gpu-7", []) == [
-        ["kubectl", "taint", "nodes", "gpu-7", "stoker.dev/unhealthy:NoSchedule-"],
-        ["kubectl", "label", "nodes", "gpu-7", "stoker.dev/health=pass", "--overwrite"],
+    tainted = na.K8sNode(name="gpu-7", taint="net.regression-node-intra", health="fail")
+    assert [d.argv for d in na.k8s_decisions(tainted, [], frozenset({"inventory", "net"}))] == [
+        ("kubectl", "taint", "nodes", "gpu-7", "stoker.dev/unhealthy:NoSchedule-"),
+        ("kubectl", "label", "nodes", "gpu-7", "stoker.dev/health=pass", "--overwrite"),
     ]
     assert len(na.label_value("é" * 100 + "a" * 100)) <= 63
 
 
-def test_drain_culprits_are_single_host_failing_findings() -> None:
+def test_drain_culprits_are_one_node_own_failing_findings() -> None:
     verdict = {
         "findings": [
             {**finding().to_dict()},
@@ -119,8 +126,8 @@ def test_drain_culprits_are_single_host_failing_findings() -> None:
         ]
     }
     named = culprits(verdict)
-    assert sorted(named) == ["n1", "n5"]
-    assert named["n5"] == ["baseline: best pair busbw GPU3 regression"]
+    assert sorted(named.hosts) == ["n1", "n5"]
+    assert named.hosts["n5"] == ["baseline: best pair busbw GPU3 regression"]
 
 
 def _metrics(v: float) -> list[Metric]:
@@ -157,4 +164,5 @@ def test_metrics_file_parses_and_is_never_half_written(tmp_path: Path) -> None:
     s = fams["stoker_figure_gbps"].samples[0]
     assert s.labels == {"host": "n1", "device": "", "scope": "intra-node", "op": "all_reduce", "what": "w0"}
     assert s.value == 299.0
-    assert [p.name for p in tmp_path.iterdir()] == ["stoker.prom"]  # no temp file left
+    # no temp file left; the one writer's ledger says the file is stoker's
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".stoker-outputs", "stoker.prom"]

@@ -1,0 +1,217 @@
+"""`stoker drain DIR` and the scheduler calls at the argv level, against the fake sinfo,
+scontrol and kubectl of tests/harness/fake_scheduler.py (each call logged as it was made)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from launchers import action_io
+from launchers.cli import main
+from tests.harness.fake_scheduler import FakeScheduler
+
+SINFO = ["sinfo", "-h", "-N", "-n"]
+
+
+def gpu_finding(host: str, **over: Any) -> dict[str, Any]:
+    return {
+        "component": "gpu",
+        "check": "gpu errors",
+        "status": "below_spec",
+        "measured": 1,
+        "expected": 0,
+        "unit": "rows",
+        "hosts": [host],
+        "message": f"{host} GPU3 has 1 pending row remap",
+        "device": "GPU3",
+        **over,
+    }
+
+
+def write_verdict(d: Path, findings: list[Any], **top: Any) -> Path:
+    (d / "verdict.json").write_text(json.dumps({"verdict": "fail", "findings": findings, **top}))
+    return d
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeScheduler:
+    f = FakeScheduler(
+        tmp_path,
+        slurm={
+            "n1": ("idle", "none"),
+            "n2": ("idle", "none"),
+            "n3": ("drained*", "bad DIMM, ticket 42"),
+            "n4": ("down*", "Not responding"),
+        },
+        sinfo_lines={"n9": ["n9|idle|none", "n10|drained|bad DIMM"]},
+    )
+    monkeypatch.setenv("PATH", f.env()["PATH"])
+    return f
+
+
+def test_drain_drains_one_plain_short_name_with_a_report_reason(fake: FakeScheduler, tmp_path: Path) -> None:
+    write_verdict(tmp_path, [gpu_finding("n1.cluster.example.org")])
+    assert main(["drain", str(tmp_path)]) == 0
+    reason = "Reason=stoker: [report] gpu errors GPU3 below_spec (1 < 0 rows)"
+    assert fake.calls() == [
+        [*SINFO, "n1", "-o", "%N|%T|%E"],  # the short name, never the FQDN
+        ["scontrol", "update", "NodeName=n1", "State=DRAIN", reason.replace(" (1 < 0 rows)", "")],
+    ]
+    assert fake.node("n1")[0] == "drained"
+
+
+@pytest.mark.parametrize(
+    "host", ["gpu[001-512]", "n1,n2", "n1 n2", "n1\nn2", "ALL", "unknown", "localhost", "-n1", "10.0.0.1"]
+)
+def test_drain_never_acts_on_a_name_that_is_not_one_plain_node(
+    fake: FakeScheduler, tmp_path: Path, host: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_verdict(tmp_path, [gpu_finding(host)])
+    assert main(["drain", str(tmp_path)]) == 0
+    assert fake.calls() == []  # not even sinfo
+    line, *rest = capsys.readouterr().out.splitlines()  # one line, the name quoted on it
+    assert rest in ([], [f"stoker drain: {tmp_path / 'verdict.json'} names no node to drain; nothing to do"])
+    assert line.startswith("stoker drain: ") and ascii(host) in line
+    assert line.endswith(("not drained", "left as it is"))
+
+
+def test_drain_acts_only_when_sinfo_answers_for_that_one_node(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_verdict(tmp_path, [gpu_finding("n9"), gpu_finding("n7")])
+    assert main(["drain", str(tmp_path)]) == action_io.ACTION_FAILED
+    assert [c[0] for c in fake.calls()] == ["sinfo", "sinfo"]  # no scontrol
+    err = capsys.readouterr().err
+    assert "sinfo answered for n10, n9, not for n9 alone" in err and "sinfo knows no node n7" in err
+
+
+def test_drain_keeps_admin_states_and_reasons(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_verdict(tmp_path, [gpu_finding("n3"), gpu_finding("n4")])
+    assert main(["drain", str(tmp_path)]) == 0
+    assert [c[0] for c in fake.calls()] == ["sinfo", "sinfo"]
+    assert fake.node("n3") == ("drained*", "bad DIMM, ticket 42")
+    assert fake.node("n4") == ("down*", "Not responding")
+    out = capsys.readouterr().out
+    assert "n3 already drained by someone else (bad DIMM, ticket 42); left as it is" in out
+    assert "n4 is down* (Not responding): not stoker's to change" in out
+
+
+def test_one_node_run_shared_storage_and_scope_findings_drain_nothing(
+    fake: FakeScheduler, tmp_path: Path
+) -> None:
+    findings = [
+        {**gpu_finding("n1"), "component": "shared storage", "check": "checkpoint_write write bandwidth"},
+        {**gpu_finding("n1"), "component": "intra-node network", "check": "all_reduce busbw plateau"},
+        {**gpu_finding("n1"), "component": "node", "check": "baseline: w on /mnt", "figure": "node-storage"},
+    ]
+    write_verdict(tmp_path, findings)
+    assert main(["drain", str(tmp_path)]) == 0
+    assert fake.calls() == []
+
+
+def test_an_imported_host_is_not_drained(fake: FakeScheduler, tmp_path: Path) -> None:
+    write_verdict(tmp_path, [gpu_finding("n1"), gpu_finding("n2")], imported=["fio.json"])
+    (tmp_path / "host.jsonl").write_text(
+        json.dumps({"kind": "host", "host": "n2", "component": "node"}) + "\n"
+    )
+    assert main(["drain", str(tmp_path)]) == 0
+    assert [c[4] for c in fake.calls() if c[0] == "sinfo"] == ["n2"]  # n1 came only from the import
+
+
+def test_dry_run_runs_no_scheduler_command_and_prints_the_argv(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_verdict(tmp_path, [gpu_finding("n1")])
+    assert main(["drain", str(tmp_path), "--dry-run"]) == 0
+    assert fake.calls() == []
+    assert capsys.readouterr().out.splitlines() == [
+        "would run: sinfo -h -N -n n1 -o '%N|%T|%E'",
+        "would run, if sinfo answers for n1 alone and it is idle, mixed or allocated: scontrol update "
+        "NodeName=n1 State=DRAIN 'Reason=stoker: [report] gpu errors GPU3 below_spec'",
+    ]
+
+
+def test_a_failed_scontrol_is_named_and_exits_non_zero(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # sinfo knows n5, scontrol does not (a hand-made disagreement): the drain fails
+    st = fake.state()
+    st["sinfo_lines"]["n5"] = ["n5|idle|none"]
+    fake.save(st)
+    write_verdict(tmp_path, [gpu_finding("n5")])
+    assert main(["drain", str(tmp_path)]) == action_io.ACTION_FAILED
+    out, err = capsys.readouterr()
+    assert "stoker drain: running: scontrol update NodeName=n5 State=DRAIN" in out
+    assert err.startswith("stoker drain: `scontrol update NodeName=n5 State=DRAIN") and "exited 1" in err
+    assert "stoker check" not in out + err
+
+
+BAD_SHAPES = [
+    "[]",
+    '{"findings": {}}',
+    '{"findings": [1]}',
+    '{"findings": [{"component": "gpu", "status": "below_spec", "hosts": "n1"}]}',
+    '{"findings": [{"component": "gpu", "status": "below_spec", "hosts": [1]}]}',
+    '{"findings": [{"component": "gpu", "status": 1, "hosts": ["n1"]}]}',
+    '{"findings": [{"component": "disk", "status": "below_spec", "hosts": ["n1"]}]}',
+    '{"findings": [{"component": "gpu", "status": "below_spec", "hosts": ["n1"], "check": ["x"]}]}',
+    '{"findings": [{"component": "gpu", "status": "below_spec", "hosts": ["n1"], "measured": "fast"}]}',
+    '{"findings": [{"component": "gpu", "status": "below_spec", "hosts": ["n1"], "expected": true}]}',
+    '{"imported": "fio.json", "findings": []}',
+    '{"findings": [{"component": "gpu", "status": "below_spec", "hosts": ["\\udc80"]}]}',  # lone surrogate
+    '{"findings": [',
+]
+
+
+@pytest.mark.parametrize("text", BAD_SHAPES)
+def test_a_bad_verdict_is_one_line_exit_2_and_nothing_acted_on(
+    fake: FakeScheduler, tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a good finding first: it must not be drained before the bad one is seen
+    good = json.dumps(gpu_finding("n1"))
+    body = (
+        text.replace('"findings": [', '"findings": [' + good + ", ", 1) if '"findings": [' in text else text
+    )
+    (tmp_path / "verdict.json").write_text(body)
+    assert main(["drain", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("stoker drain: "), err
+    assert fake.calls() == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "devzero", "dir"])
+def test_verdict_that_is_no_regular_file_is_refused_at_once(
+    fake: FakeScheduler, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    v = tmp_path / "verdict.json"
+    if kind == "fifo":
+        os.mkfifo(v)
+    elif kind == "devzero":
+        v.symlink_to("/dev/zero")
+    else:
+        v.mkdir()
+    t = time.monotonic()
+    assert main(["drain", str(tmp_path)]) == 2
+    assert time.monotonic() - t < 5
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert fake.calls() == []
+
+
+def test_a_hung_sinfo_is_stopped_at_the_time_left(fake: FakeScheduler, tmp_path: Path) -> None:
+    st = fake.state()
+    st["hang"] = ["sinfo"]
+    fake.save(st)
+    actor = action_io.Actor("stoker check", dry_run=False, deadline=time.monotonic() + 2.0)
+    t = time.monotonic()
+    action_io.slurm(actor, "n1", [("io", "x")], frozenset())
+    assert time.monotonic() - t < 5 and actor.failed
+    pid = int((tmp_path / "sinfo.pid").read_text())
+    assert not Path(f"/proc/{pid}").exists() or "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    assert fake.node("n1") == ("idle", "none")

@@ -1,0 +1,218 @@
+"""The action rules (launchers/node_actions.py, launchers/check_actions.py), table-driven: which
+node name, which sinfo answer, which state, which finding lets stoker drain, resume, taint or
+untaint. sinfo lines below are hand-written in sinfo's `-o '%N|%T|%E'` format."""
+
+from __future__ import annotations
+
+import pytest
+
+from launchers import check_actions as ca
+from launchers import check_plan as cp
+from launchers import node_actions as na
+from reports.findings import Finding
+
+
+@pytest.mark.parametrize(
+    ("host", "short"),
+    [
+        ("n1", "n1"),
+        ("gpu-001.cluster.example.org", "gpu-001"),  # scontrol and sinfo get the short name
+        ("gpu[001-512]", ""),
+        ("n1,n2", ""),
+        ("n1 n2", ""),
+        ("n1\nn2", ""),
+        ("ALL", ""),
+        ("all", ""),
+        ("unknown", ""),  # a placeholder: never acted on
+        ("localhost", ""),
+        ("10.0.0.5", ""),  # an address: its "short name" 10 could be another node
+        ("-n1", ""),
+        ("", ""),
+    ],
+)
+def test_only_one_plain_node_name_is_acted_on(host: str, short: str) -> None:
+    name, why = na.slurm_name(host)
+    assert name == short and bool(why) == (not short), (name, why)
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("n1|idle|none\n", True),
+        ("n1|idle|none\nn1|idle|none\n", True),  # one node in two partitions: the same line twice
+        ("", False),  # sinfo knows no such node
+        ("n1|idle|none\nn2|drained|bad DIMM\n", False),  # an answer for a range
+        ("n10|idle|none\n", False),  # another node
+        ("n1|idle|none\nn1|drained|x\n", False),  # two different answers
+        ("idle|none\n", False),  # no name printed: not confirmed
+    ],
+)
+def test_sinfo_must_answer_for_exactly_that_one_node(text: str, ok: bool) -> None:
+    got = na.parse_sinfo("n1", text)
+    assert isinstance(got, na.SlurmNode) == ok, got
+
+
+# state as sinfo %T prints it -> what stoker does on a failing check with a plain finding
+STATES = [
+    ("idle", "none", "drain"),
+    ("mixed", "none", "drain"),
+    ("allocated", "none", "drain"),
+    ("idle*", "none", "drain"),  # not responding, no admin state
+    ("down", "Not responding", "keep"),
+    ("down*", "Not responding", "keep"),
+    ("fail", "bad PSU", "keep"),
+    ("failing", "bad PSU", "keep"),
+    ("maint", "none", "keep"),
+    ("idle$", "none", "keep"),  # a maintenance reservation
+    ("reboot^", "none", "keep"),
+    ("drained", "bad DIMM, ticket 42", "keep"),
+    ("drained*", "bad DIMM", "keep"),
+    ("draining", "bad DIMM", "keep"),
+    ("mixed+drain", "bad DIMM", "keep"),
+    ("down+drain", "stoker: [net] x", "keep"),  # down too: not stoker's to change
+    ("drained", "stoker: [net] x", "drain"),  # stoker's drain: the new check is added
+    ("drained", "stoker: [io] x", "keep"),  # already drained by stoker for io
+    ("drained", "stoker: baseline: x", "keep"),  # an untagged stoker reason: unsure
+    ("future", "none", "keep"),  # a state the table does not know
+]
+
+
+@pytest.mark.parametrize(("state", "reason", "does"), STATES)
+def test_a_failing_check_drains_only_a_state_stoker_may_change(state: str, reason: str, does: str) -> None:
+    node = na.SlurmNode(name="n1", state=state, reason=reason)
+    d = na.slurm_decision(node, [("io", "baseline: w regression")], frozenset())
+    assert ("drain" if d.argv else "keep") == does, d
+    if d.argv is None:
+        assert d.why  # said, never silent
+    else:
+        assert d.argv[3] == "State=DRAIN" and d.argv[4].startswith("Reason=stoker: [")
+
+
+def test_a_stoker_drain_for_another_check_keeps_both_names() -> None:
+    node = na.SlurmNode(name="n1", state="drained", reason="stoker: [net] wrong elements")
+    d = na.slurm_decision(node, [("io", "w regression")], frozenset())
+    assert d.argv is not None and d.argv[4] == "Reason=stoker: [net,io] w regression"
+
+
+# (state, reason, checks that ran and passed) -> resumed?
+RESUMES = [
+    ("drained", "stoker: [io] w regression", {"inventory"}, False),  # inventory must not clear io
+    ("drained", "stoker: [io] w regression", {"inventory", "io"}, True),
+    ("draining", "stoker: [inventory,io] x", {"io"}, False),
+    ("drained*", "stoker: [inventory] x", {"inventory"}, True),
+    ("drained", "stoker: [report] pair busbw", {"inventory", "net", "io"}, False),  # stoker drain's
+    ("drained", "stoker: baseline: x", {"inventory", "net", "io"}, False),  # untagged
+    ("drained", "bad DIMM", {"inventory", "net", "io"}, False),
+    ("down+drain", "stoker: [io] x", {"io"}, False),
+    ("maint", "stoker: [io] x", {"io"}, False),
+    ("idle", "none", {"io"}, False),
+]
+
+
+@pytest.mark.parametrize(("state", "reason", "passed", "resumed"), RESUMES)
+def test_resume_only_what_stoker_drained_when_its_checks_passed(
+    state: str, reason: str, passed: set[str], resumed: bool
+) -> None:
+    d = na.slurm_decision(na.SlurmNode(name="n1", state=state, reason=reason), [], frozenset(passed))
+    assert (d.argv == ("scontrol", "update", "NodeName=n1", "State=RESUME")) == resumed, d
+
+
+@pytest.mark.parametrize(
+    ("taint", "passed", "untainted"),
+    [
+        ("io.regression-node-storage", {"inventory"}, False),
+        ("io.regression-node-storage", {"inventory", "io"}, True),
+        ("inventory_net.gpu-errors", {"inventory"}, False),
+        ("regression-node-storage", {"inventory", "net", "io"}, False),  # names no checks
+        ("report.x", {"inventory", "net", "io"}, False),
+    ],
+)
+def test_untaint_only_when_the_checks_the_taint_names_passed(
+    taint: str, passed: set[str], untainted: bool
+) -> None:
+    node = na.K8sNode(name="gpu-7", taint=taint, health="fail")
+    argvs = [d.argv for d in na.k8s_decisions(node, [], frozenset(passed)) if d.argv]
+    assert (("kubectl", "taint", "nodes", "gpu-7", "stoker.dev/unhealthy:NoSchedule-") in argvs) == untainted
+    assert bool(argvs) == untainted  # no `pass` label while stoker's taint stays
+
+
+def test_a_taint_keeps_the_checks_already_named() -> None:
+    node = na.K8sNode(name="gpu-7", taint="io.regression-node-storage", health="fail")
+    (d,) = na.k8s_decisions(node, [("inventory", "gpu errors")], frozenset())
+    assert d.argv == (
+        "kubectl",
+        "taint",
+        "nodes",
+        "gpu-7",
+        "stoker.dev/unhealthy=inventory_io.gpu-errors:NoSchedule",
+        "--overwrite",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ('{"kind": "Node", "metadata": {"name": "gpu-7"}, "spec": {}}', True),
+        ('{"kind": "Node", "metadata": {"name": "gpu-8"}, "spec": {}}', False),
+        ('{"kind": "List", "items": []}', False),
+        ("", False),
+    ],
+)
+def test_kubectl_must_answer_for_that_node(text: str, ok: bool) -> None:
+    assert isinstance(na.parse_k8s_node("gpu-7", text), na.K8sNode) == ok
+
+
+@pytest.mark.parametrize(
+    ("component", "extra", "scope", "own"),
+    [
+        ("gpu", {}, None, True),
+        ("network port", {}, None, True),
+        ("node", {"figure": "node-pair"}, None, True),
+        ("local storage", {}, None, True),
+        ("shared storage", {}, None, False),
+        ("intra-node network", {}, None, False),
+        ("inter-node network", {}, None, False),
+        ("link", {}, None, False),
+        ("node", {"figure": "node-storage"}, None, False),  # a node's share of which storage?
+        ("node", {"figure": "node-storage"}, "shared", False),
+        ("node", {"figure": "node-storage"}, "local", True),
+    ],
+)
+def test_only_the_node_own_findings_drain(
+    component: str, extra: dict[str, str], scope: str | None, own: bool
+) -> None:
+    assert (na.not_node_own(component, extra, scope) == "") == own
+
+
+def _f(status: str, figure: str, component: str = "node") -> Finding:
+    return Finding(
+        component=component,  # type: ignore[arg-type]
+        check=f"baseline: {figure}",
+        status=status,  # type: ignore[arg-type]
+        measured=1.0,
+        expected=2.0,
+        unit="GB/s",
+        hosts=("n1",),
+        message="m",
+        extra={"figure": figure},
+    )
+
+
+def test_check_plan_passes_only_steps_that_ran_and_judged() -> None:
+    tagged = [("io", _f("ok", "node-storage"))]
+    ran = [cp.StepResult(name=n, rc=0, elapsed_s=1.0) for n in ("inventory", "io")]
+    p = ca.plan(tagged, cp.outcome([f for _, f in tagged], ran), ran, io_scope="local")
+    assert p.passed == {"inventory", "io"} and p.drain == ()
+    # io ran without a baseline figure: nothing judged, nothing it can clear
+    p = ca.plan([], cp.outcome([], ran), ran, io_scope="local")
+    assert p.passed == {"inventory"}
+
+
+def test_check_plan_never_drains_for_shared_storage() -> None:
+    tagged = [("io", _f("regression", "node-storage"))]
+    ran = [cp.StepResult(name="io", rc=0, elapsed_s=1.0)]
+    o = cp.outcome([f for _, f in tagged], ran)
+    assert ca.plan(tagged, o, ran, io_scope=None).drain == ()
+    local = ca.plan(tagged, o, ran, io_scope="local")
+    assert local.drain == (("io", "baseline: node-storage regression (1 < 2 GB/s)"),)
+    assert local.passed == frozenset()
