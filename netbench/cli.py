@@ -306,7 +306,9 @@ def main(args: argparse.Namespace) -> int:
             )
         _check_world(args.nproc, s)
         # the ranks resolve `auto` themselves: importing torch here would only delay them
-        return supervise(args.nproc, rank_argv(args))
+        return supervise(
+            args.nproc, rank_argv(args), patient=s.soak_s is not None or s.soak_passes is not None
+        )
     le = detect(os.environ)
     _check_world(le.world, s)
     from netbench.runner import execute

@@ -1,6 +1,9 @@
 """A watchdog thread in every rank: a collective that exceeds --timeout, or Ctrl-C while
 the main thread is stuck inside one, ends the process with exit 3. Records are fsynced
-one by one as they are written, so nothing measured is lost by exiting hard."""
+one by one as they are written, so nothing measured is lost by exiting hard.
+
+A soak defers the signals to its own handler (`defer_signals`): SIGTERM and SIGINT then let
+the pass in flight finish (netbench/soak.py), and only --timeout ends a rank from here."""
 
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ class Watchdog:
         self._lock = threading.Lock()
         self._deadline: float | None = None
         self._what = ""
+        self._deferred = False  # a soak's handler takes SIGTERM/SIGINT: the pass in flight finishes
+        self._told = False
         # A blocked collective never returns to the interpreter, so Python's SIGINT
         # handler would not run; the wakeup fd is written by the C-level handler at once.
         self._rfd, wfd = os.pipe()
@@ -41,6 +46,10 @@ class Watchdog:
         with self._lock:
             self._deadline = None
 
+    def defer_signals(self, on: bool) -> None:
+        with self._lock:
+            self._deferred = on
+
     def _die(self, line: str) -> None:
         if self._speak:
             sys.stdout.flush()
@@ -54,7 +63,16 @@ class Watchdog:
             if ready:
                 sig = os.read(self._rfd, 64)
                 if signal.SIGINT in sig or signal.SIGTERM in sig:
-                    self._die("interrupted")
+                    with self._lock:
+                        deferred = self._deferred
+                    if not deferred:
+                        self._die("interrupted")
+                    if self._speak and not self._told:
+                        self._told = True
+                        sys.stderr.write(
+                            "stoker net: stop asked; the pass in flight finishes, then the soak stops\n"
+                        )
+                        sys.stderr.flush()
             with self._lock:
                 late = self._deadline is not None and time.monotonic() > self._deadline
                 what = self._what
