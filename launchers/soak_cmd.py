@@ -133,13 +133,14 @@ class _Duties:
 def _ended(r: PhaseResult, stop: StopSignals, scratch: Path, out: Path) -> PhaseResult:
     """The phase line of a phase a stop signal or a failed checkpoint write ended."""
     if r.interrupted and r.name.startswith("network"):
-        said = f"stopped by {stop.name}: the pass in flight finished; passes up to {passes_done(out)} kept"
-        return replace(r, rc=INTERRUPTED, last_line=said)
+        k = passes_done(out)
+        how = "the pass in flight finished" if r.ok else f"a second signal cut pass {k} (exit {r.rc})"
+        return replace(r, rc=INTERRUPTED, last_line=f"stopped by {stop.name}: {how}; passes up to {k} kept")
     if r.interrupted:
         return replace(r, rc=INTERRUPTED, last_line=f"stopped by {stop.name} ({r.last_line})"[:300])
     if r.name == "checkpoint" and not r.ok:
-        why = f"checkpoint writes to {scratch} ended after pass {passes_done(out)} ({r.last_line[:160]})"
-        return replace(r, last_line=f"{why}; the soak's network passes went on without them")
+        said = f"checkpoint writes ended after pass {passes_done(out)}, the network passes went on"
+        return replace(r, last_line=f"{said}: {r.last_line or f'writing to {scratch} failed'}"[:300])
     return r
 
 

@@ -153,9 +153,7 @@ def soak(
                 for rec in moved:
                     writer.write(rec)
                 last = Path(out_dir) / LAST_FILE
-                last.write_text(
-                    json.dumps({"run_id": r.run_id, "soak_pass": k, "hosts": after}), encoding="utf-8"
-                )
+                last.write_text(json.dumps({"run_id": r.run_id, "hosts": after}), encoding="utf-8")
                 print(_progress(k, secs, r.lowest, moved), flush=True)
             before = after
             more = not stop.asked and (s.soak_passes is None or done < s.soak_passes)

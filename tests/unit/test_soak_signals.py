@@ -105,7 +105,7 @@ def test_stoker_net_soak_finishes_the_pass_in_flight_on_a_signal(tmp_path: Path)
         "--max-bytes",
         "4M",
         "--iters",
-        "60",
+        "150",
         "--soak-passes",
         "500",
         "--out",
