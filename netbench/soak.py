@@ -7,7 +7,8 @@ that moved over pass k go to counters.jsonl as `kind: "counter"` records, writte
 rank 0 from what each node's leader read. Global rank 0 decides, after each pass, whether
 another fits before the deadline (the last pass's length is the estimate) or a stop was
 asked (SIGTERM/SIGINT: the pass in flight finishes, every finished pass is on disk; the
-watchdog defers the signal to the soak meanwhile, and --timeout still ends a step that hangs);
+watchdog defers the signal to the soak meanwhile, --timeout still ends a step that hangs, and
+under Slurm a pass not over SLURM_STOP_GRACE_S after the signal is cut);
 all ranks hear the decision, so they stop together.
 
 A port or GPU read before a pass and gone after it is a `vanished` counter record of that
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from netbench.runner import _Run
 
 LAST_FILE = ".counters-last.json"  # the last snapshot: the next soak phase of this run counts on from it
+SLURM_STOP_GRACE_S = 20.0  # the pass in flight's time after scancel; the job's epilogue gets the rest
 VANISHED = "vanished"  # the counter of a device read before a pass and missing after it
 # interfaces that come and go with containers and VMs, not hardware: their going is no finding
 TRANSIENT_IFACES = ("veth", "docker", "br-", "virbr", "cali", "flannel", "cni", "vxlan", "tun", "tap", "lxc")
@@ -52,7 +54,8 @@ class _Stop:
     def __enter__(self) -> _Stop:
         for sig in (signal.SIGTERM, signal.SIGINT):
             self._old[sig] = signal.signal(sig, self._handle)
-        self._wd.defer_signals(True)
+        # under Slurm, scancel's KILL follows its TERM after KillWait (30 s by default)
+        self._wd.defer_signals(True, SLURM_STOP_GRACE_S if "SLURM_JOB_ID" in os.environ else None)
         return self
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:

@@ -171,3 +171,34 @@ def test_a_vanished_port_or_gpu_is_a_finding_naming_host_and_component() -> None
 def test_a_device_that_stays_or_appears_is_no_vanishing() -> None:
     later = {"node1": {**BEFORE["node1"], "eth2": {"rx_errors": 0.0}}}
     assert counter_records("r1", 8, BEFORE, later, "2026-01-01T00:00:00Z") == []
+
+
+# -- the ranks' watchdog while a soak holds the signals ---------------------------------------
+WATCHED = """
+import os, signal, sys, time
+from netbench.watchdog import Watchdog
+signal.signal(signal.SIGTERM, lambda *a: None)  # the soak's own handler: it only notes the stop
+wd = Watchdog(60, speak=True, where="records kept")
+wd.defer_signals(True, {grace})
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(2.0)  # the pass in flight
+print("pass finished", flush=True)
+"""
+
+
+def _watched(grace: float | None) -> subprocess.CompletedProcess[str]:
+    code = WATCHED.format(grace=grace)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, env=env)
+
+
+def test_the_watchdog_leaves_a_stop_to_the_soak() -> None:
+    p = _watched(None)
+    assert p.returncode == 0 and "pass finished" in p.stdout, (p.returncode, p.stdout, p.stderr)
+    assert "stop asked; the pass in flight finishes, then the soak stops" in p.stderr
+
+
+def test_the_watchdog_ends_a_pass_not_over_within_the_grace() -> None:
+    p = _watched(0.5)  # the pass needs 2 s
+    assert p.returncode == 3 and "pass finished" not in p.stdout, (p.returncode, p.stdout, p.stderr)
+    assert "did not finish within 0.5 s of the stop" in p.stderr
