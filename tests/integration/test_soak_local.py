@@ -62,7 +62,9 @@ def test_sigterm_mid_pass_lets_it_finish_then_reports_every_pass(tmp_path: Path)
     assert phases[-1]["phase"] == "report" and net["rc"] == 130, phases  # stopped, then reported
     assert "stopped by SIGTERM: the pass in flight finished" in str(net["error"]), net
     assert float(net["elapsed_s"]) >= 1.0, net  # its real time (start-up and 3 passes), not 0.0
-    assert rc == 3 and "writing the report on the passes kept" in text, (rc, text[-2000:])
+    assert "writing the report on the passes kept" in text, text[-2000:]
+    # exit 3: stopped; 1 when a dip of CPU ranks on this shared machine failed the passes kept
+    assert rc == (1 if verdict["verdict"] == "fail" else 3), (rc, verdict["verdict"], text[-2000:])
     print(f"SIGTERM in pass 3: {len(per_pass)} passes kept whole, verdict {verdict['verdict']}, exit {rc}")
 
 
@@ -77,10 +79,14 @@ def test_sigterm_while_the_report_is_written_lets_it_finish_exit_3(tmp_path: Pat
     )
     text = log.read_text()
     phases = _phases(out)
-    assert [p["phase"] for p in phases][-1] == "report" and phases[-1]["rc"] == 0, phases
-    assert (out / "report.md").is_file() and (out / "verdict.json").is_file()
+    # the report ran to its verdict: 0 (unjudged) or 1 (a dip of CPU ranks on this shared
+    # machine is an `unstable` finding), never ended by the signal
+    verdict = json.loads((out / "verdict.json").read_text())["verdict"]
+    assert phases[-1]["phase"] == "report" and phases[-1]["rc"] == (1 if verdict == "fail" else 0), phases
+    assert (out / "report.md").is_file()
     assert "report | verdict:" in text and "SIGTERM asked; it finishes first" in text, text[-2000:]
-    assert rc == 3, (rc, text[-2000:])
+    # the soak was stopped: exit 3, unless the passes kept fail (1, as `stoker run`)
+    assert rc == (1 if verdict == "fail" else 3), (rc, verdict, text[-2000:])
 
 
 @pytest.mark.root
