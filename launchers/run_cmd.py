@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from launchers.options import (
     keep_inputs,
     profile_from_args,
 )
-from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
+from launchers.phases import Phase, PhaseResult, StopSignals, exit_code, record_phase, run_phase
 from launchers.precheck import check_phases
 from launchers.profiles import Profile, default_profile
 from reports.errors import UsageError
@@ -289,16 +290,22 @@ def main(args: argparse.Namespace) -> int:
             flush=True,
         )
     results: list[PhaseResult] = []
+    stopped = False
     try:
         for i, phase in enumerate(phases, 1):
             if i < len(phases) and any(r.rc == INTERRUPTED for r in results):
                 continue  # Ctrl-C: skip to the report on what was measured
             started = time.monotonic()
             try:
-                results.append(run_phase(phase, i, len(phases), env))
+                if i == len(phases):  # the report: a signal now lets it finish, a second ends it
+                    with StopSignals() as stop:
+                        results.append(run_phase(replace(phase, on_stop="wait"), i, i, env, stop=stop))
+                    stopped = stop.count > 0
+                else:
+                    results.append(run_phase(phase, i, len(phases), env))
             except KeyboardInterrupt:
                 if i == len(phases):
-                    raise  # a second Ctrl-C, in the report itself
+                    raise
                 print(
                     f"\n[{i}/{len(phases)}] {phase.name}: interrupted; writing the report on what was measured",
                     flush=True,
@@ -312,5 +319,5 @@ def main(args: argparse.Namespace) -> int:
             shutil.rmtree(scratch, ignore_errors=True)
     verdict = json.loads(verdict_file.read_text(encoding="utf-8")) if verdict_file.is_file() else None
     print("\n" + summary(results, verdict, out), flush=True)
-    aborted = any(not r.ok for r in results[:-1])
+    aborted = stopped or any(not r.ok for r in results[:-1])
     return exit_code(results[-1].rc, verdict is not None, aborted)

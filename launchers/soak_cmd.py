@@ -4,8 +4,14 @@ The acceptance's phases, repeated: the node inventory once, then network phases 
 `stoker net --soak` (the same ranks run pass after pass at the bandwidth plateau, counters
 read between passes) each followed by a checkpoint write (`stoker io --workloads
 checkpoint`, its records tagged with the pass it follows: STOKER_SOAK_PASS), until the
-duration is spent; then the report. Ctrl-C or SIGTERM ends the phase in flight (its
-finished passes are on disk) and goes straight to the report. Exit codes as `stoker run`.
+duration is spent; then the report. Exit codes as `stoker run`.
+
+SIGTERM or Ctrl-C, wherever it lands, is counted, never raised (launchers.phases.StopSignals):
+a network phase hears TERM and finishes the pass in flight, the inventory or a checkpoint
+write is ended, the report is written (one that is being written finishes first); a second
+signal ends the phase at once. Exit 3 (1 when the passes kept fail). A checkpoint write that
+fails (a full `--path`) ends the checkpoint duty, not the soak: its phase line says so and
+the network passes go on.
 """
 
 from __future__ import annotations
@@ -14,14 +20,12 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import FrameType
 
 from launchers import builders as b
 from launchers.options import (
@@ -31,7 +35,7 @@ from launchers.options import (
     parse_duration,
     profile_from_args,
 )
-from launchers.phases import Phase, PhaseResult, exit_code, record_phase, run_phase
+from launchers.phases import Phase, PhaseResult, StopSignals, exit_code, record_phase, run_phase
 from launchers.profiles import Profile, default_profile, plateau
 from launchers.run_cmd import CPU_RANKS, INTERRUPTED, count_gpus, summary
 from reports.errors import UsageError
@@ -86,6 +90,7 @@ def net_phase(
         name=f"network {chunk.first}..",
         argv=tuple(argv),
         limit_s=int(chunk.seconds) + profile.net_timeout_s + GRACE_S,
+        on_stop="tell",
     )
 
 
@@ -117,15 +122,34 @@ def passes_done(out: Path) -> int:
     return last
 
 
-class _Interrupted(KeyboardInterrupt):
-    """SIGTERM (a job's time limit, scancel) handled as Ctrl-C: report what was measured."""
+@dataclass(kw_only=True, slots=True)
+class _Duties:
+    """What the soak still does: checkpoint writes end at the first that fails; a stop ends all."""
+
+    stop: StopSignals
+    checkpoints: bool
 
 
-def _on_term(_signum: int, _frame: FrameType | None) -> None:
-    raise _Interrupted()
+def _ended(r: PhaseResult, stop: StopSignals, scratch: Path, out: Path) -> PhaseResult:
+    """The phase line of a phase a stop signal or a failed checkpoint write ended."""
+    if r.interrupted and r.name.startswith("network"):
+        k = passes_done(out)
+        how = "the pass in flight finished" if r.ok else f"a second signal cut pass {k} (exit {r.rc})"
+        return replace(r, rc=INTERRUPTED, last_line=f"stopped by {stop.name}: {how}; passes up to {k} kept")
+    if r.interrupted:
+        return replace(r, rc=INTERRUPTED, last_line=f"stopped by {stop.name} ({r.last_line})"[:300])
+    if r.name == "checkpoint" and not r.ok:
+        said = f"checkpoint writes ended after pass {passes_done(out)}, the network passes went on"
+        return replace(r, last_line=f"{said}: {r.last_line or f'writing to {scratch} failed'}"[:300])
+    return r
 
 
 def main(args: argparse.Namespace) -> int:
+    with StopSignals() as stop:  # from the start: a stop is never an exception here
+        return _soak(args, stop)
+
+
+def _soak(args: argparse.Namespace, stop: StopSignals) -> int:
     duration = parse_duration(args.duration)
     if args.io_every < 0:
         raise UsageError("--io-every must be 0 (no storage) or a number of passes")
@@ -154,44 +178,62 @@ def main(args: argparse.Namespace) -> int:
         f"results in {out}",
         flush=True,
     )
+    results = _measure(out, profile, nproc, args, scratch, gpus, stoker, env, stop, duration)
+    if stop.count:
+        print(f"\nsoak: stopped by {stop.name}; writing the report on the passes kept", flush=True)
+    report = Phase(
+        name="report",
+        argv=tuple(b.report_argv(b.ReportCommand(out=str(out), spec=spec, stoker=stoker))),
+        limit_s=profile.report_timeout_s,
+        on_stop="wait",
+    )
+    results.append(run_phase(report, len(results) + 1, 0, env, stop=stop))
+    record_phase(out, results[-1])
+    verdict_file = out / "verdict.json"
+    verdict = json.loads(verdict_file.read_text(encoding="utf-8")) if verdict_file.is_file() else None
+    print(f"\nsoak: {passes_done(out)} passes", flush=True)
+    print(summary(_merged(results), verdict, out), flush=True)
+    aborted = stop.count > 0 or any(not r.ok for r in results[:-1])
+    return exit_code(results[-1].rc, verdict is not None, aborted)
+
+
+def _measure(
+    out: Path,
+    profile: Profile,
+    nproc: int,
+    args: argparse.Namespace,
+    scratch: Path,
+    gpus: int,
+    stoker: tuple[str, ...],
+    env: dict[str, str],
+    stop: StopSignals,
+    duration: float,
+) -> list[PhaseResult]:
+    """The inventory, network phases and checkpoint writes until the duration or a stop."""
     results: list[PhaseResult] = []
-    old = signal.signal(signal.SIGTERM, _on_term)
     deadline = time.monotonic() + duration
+    duties = _Duties(stop=stop, checkpoints=bool(args.io_every))
     try:
         inventory = Phase(
             name="inventory",
             argv=tuple(b.inventory_argv(b.InventoryCommand(out=str(out), stoker=stoker))),
             limit_s=b.INVENTORY_LIMIT_S,
         )
-        n = 0
-        for phase in _phases(inventory, profile, out, nproc, args, scratch, gpus, stoker, deadline):
-            n += 1
-            try:
-                results.append(run_phase(phase, n, 0, env | _pass_env(phase, out)))
-            except KeyboardInterrupt:
-                print(f"\n{phase.name}: interrupted; writing the report on the passes finished", flush=True)
-                results.append(PhaseResult(name=phase.name, rc=INTERRUPTED, elapsed_s=0.0))
-                record_phase(out, results[-1])
-                break
+        for n, phase in enumerate(
+            _phases(inventory, profile, out, nproc, args, scratch, gpus, stoker, deadline, duties), 1
+        ):
+            got = run_phase(phase, n, 0, env | _pass_env(phase, out), stop=stop)
+            results.append(_ended(got, stop, scratch, out))
             record_phase(out, results[-1])
-            if not results[-1].ok:
+            if phase.name == "checkpoint" and not got.ok and not got.interrupted:
+                duties.checkpoints = False
+                print(f"soak: {results[-1].last_line}", flush=True)
+            elif not got.ok and not got.interrupted:
                 break  # a phase that failed would fail again: report what there is
     finally:
-        signal.signal(signal.SIGTERM, old)
         if not args.path:
             shutil.rmtree(scratch, ignore_errors=True)
-    report = Phase(
-        name="report",
-        argv=tuple(b.report_argv(b.ReportCommand(out=str(out), spec=spec, stoker=stoker))),
-        limit_s=profile.report_timeout_s,
-    )
-    results.append(run_phase(report, len(results) + 1, 0, env))
-    record_phase(out, results[-1])
-    verdict_file = out / "verdict.json"
-    verdict = json.loads(verdict_file.read_text(encoding="utf-8")) if verdict_file.is_file() else None
-    print(f"\nsoak: {passes_done(out)} passes", flush=True)
-    print(summary(_merged(results), verdict, out), flush=True)
-    return exit_code(results[-1].rc, verdict is not None, any(not r.ok for r in results[:-1]))
+    return results
 
 
 def _pass_env(phase: Phase, out: Path) -> dict[str, str]:
@@ -208,10 +250,13 @@ def _phases(
     gpus: int,
     stoker: tuple[str, ...],
     deadline: float,
+    duties: _Duties,
 ) -> Iterator[Phase]:
     """The phases, decided one at a time (the next chunk starts where the last pass ended)."""
+    if duties.stop.count:
+        return
     yield inventory
-    while (left := deadline - time.monotonic()) > 1:
+    while (left := deadline - time.monotonic()) > 1 and not duties.stop.count:
         first = passes_done(out) + 1
         yield net_phase(
             profile,
@@ -221,9 +266,9 @@ def _phases(
             Chunk(first=first, passes=args.io_every or None, seconds=left),
             stoker,
         )
-        if passes_done(out) < first:
-            return  # the network phase measured no pass: nothing to gain from another
-        if args.io_every and deadline - time.monotonic() > 1:
+        if passes_done(out) < first or duties.stop.count:
+            return  # the network phase measured no pass (nothing to gain from another), or a stop
+        if duties.checkpoints and deadline - time.monotonic() > 1:
             yield io_phase(profile, str(out), str(scratch), gpus, stoker)
 
 

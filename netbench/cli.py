@@ -306,12 +306,15 @@ def main(args: argparse.Namespace) -> int:
             )
         _check_world(args.nproc, s)
         # the ranks resolve `auto` themselves: importing torch here would only delay them
-        return supervise(args.nproc, rank_argv(args))
+        return supervise(
+            args.nproc, rank_argv(args), patient=s.soak_s is not None or s.soak_passes is not None
+        )
     le = detect(os.environ)
     _check_world(le.world, s)
     from netbench.runner import execute
 
-    b = open_backend(resolve(args.backend), le, s.dtype, s.timeout_s)
+    backend = resolve(args.backend)
+    b = open_backend(backend, le, s.dtype, s.timeout_s)
     try:
         _check_world(b.world, s)
         code = execute(b, s, "stoker --nproc" if os.environ.get(CHILD_ENV) else le.launcher)
@@ -322,4 +325,11 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         os._exit(exc.exit_code)
     b.close()
+    if (s.soak_s is not None or s.soak_passes is not None) and backend != "mpi":
+        # a soak stopped by scancel has until the scheduler's KILL (KillWait) for the pass in
+        # flight and for the job's own epilogue: its records are fsynced, skip the teardown
+        # (not MPI's: mpi4py finalises MPI at exit, and mpirun counts a rank that did not)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code

@@ -6,8 +6,14 @@ Every record of pass k carries `extra.soak_pass = k` (and its wall-clock `ts`); 
 that moved over pass k go to counters.jsonl as `kind: "counter"` records, written by global
 rank 0 from what each node's leader read. Global rank 0 decides, after each pass, whether
 another fits before the deadline (the last pass's length is the estimate) or a stop was
-asked (SIGTERM/SIGINT: the pass in flight finishes, every finished pass is on disk); all
-ranks hear the decision, so they stop together.
+asked (SIGTERM/SIGINT: the pass in flight finishes, every finished pass is on disk; the
+watchdog defers the signal to the soak meanwhile, --timeout still ends a step that hangs, and
+under Slurm a pass not over SLURM_STOP_GRACE_S after the signal is cut);
+all ranks hear the decision, so they stop together.
+
+A port or GPU read before a pass and gone after it is a `vanished` counter record of that
+pass (an error: the judge names the component and host); interfaces that containers create
+and remove, and the Xid tallies of the kernel log, are not ports that can vanish.
 """
 
 from __future__ import annotations
@@ -21,32 +27,42 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from netbench.inventory.counters import Snapshot, deltas, read_snapshot
+from netbench.inventory.counters import Delta, Snapshot, deltas, read_snapshot
 from netbench.topology import Topology
+from netbench.watchdog import Watchdog
 from reports.records import COUNTER_FILE, SCHEMA, RecordWriter, utc_now
 
 if TYPE_CHECKING:
     from netbench.runner import _Run
 
 LAST_FILE = ".counters-last.json"  # the last snapshot: the next soak phase of this run counts on from it
+SLURM_STOP_GRACE_S = 20.0  # the pass in flight's time after scancel; the job's epilogue gets the rest
+VANISHED = "vanished"  # the counter of a device read before a pass and missing after it
+# interfaces that come and go with containers and VMs, not hardware: their going is no finding
+TRANSIENT_IFACES = ("veth", "docker", "br-", "virbr", "cali", "flannel", "cni", "vxlan", "tun", "tap", "lxc")
 
 
 class _Stop:
-    """Set by SIGTERM (scancel, a job's time limit, `stoker soak` ending a phase) or SIGINT."""
+    """Set by SIGTERM (scancel, a job's time limit, `stoker soak` ending a phase) or SIGINT;
+    the watchdog leaves these signals to it while it is installed."""
 
-    def __init__(self) -> None:
+    def __init__(self, wd: Watchdog) -> None:
         self.asked = ""
+        self._wd = wd
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> _Stop:
         for sig in (signal.SIGTERM, signal.SIGINT):
             self._old[sig] = signal.signal(sig, self._handle)
+        # under Slurm, scancel's KILL follows its TERM after KillWait (30 s by default)
+        self._wd.defer_signals(True, SLURM_STOP_GRACE_S if "SLURM_JOB_ID" in os.environ else None)
         return self
 
     def _handle(self, signum: int, _frame: FrameType | None) -> None:
-        self.asked = signal.Signals(signum).name
+        self.asked = self.asked or signal.Signals(signum).name  # the first: a supervisor forwards TERM
 
     def __exit__(self, *exc: object) -> None:
+        self._wd.defer_signals(False)
         for sig, old in self._old.items():
             signal.signal(sig, old)
 
@@ -59,13 +75,23 @@ def _load_last(out_dir: str, run_id: str) -> dict[str, Snapshot]:
     return obj.get("hosts", {}) if isinstance(obj, dict) and obj.get("run_id") == run_id else {}
 
 
+def vanished(before: Snapshot, after: Snapshot) -> list[Delta]:
+    """The ports and GPUs of `before` that `after` lacks, as one `vanished` rise each (pure)."""
+    return [
+        Delta(device=dev, counter=VANISHED, value=0.0, delta=1.0, severity="error")
+        for dev in sorted(set(before) - set(after))
+        if not dev.startswith(("gpu@", *TRANSIENT_IFACES))
+    ]
+
+
 def counter_records(
     run_id: str, soak_pass: int, before: dict[str, Snapshot], after: dict[str, Snapshot], ts: str
 ) -> list[dict[str, Any]]:
-    """The `kind: "counter"` records of one pass: what moved on each host (pure)."""
+    """The `kind: "counter"` records of one pass: what moved on each host, and what vanished (pure)."""
     out = []
     for host in sorted(after):
-        for d in deltas(before.get(host, {}), after[host]):
+        was = before.get(host, {})
+        for d in [*deltas(was, after[host]), *vanished(was, after[host])]:
             out.append(
                 {
                     "kind": "counter",
@@ -117,7 +143,7 @@ def soak(
     writer = RecordWriter(os.path.join(out_dir, COUNTER_FILE)) if rank0 else None
     r.quiet = True
     k, done = s.soak_first, 0
-    with _Stop() as stop:
+    with _Stop(r.wd) as stop:
         while True:
             t0 = time.monotonic()
             r.tag, r.lowest = {"soak_pass": k}, {}

@@ -1,6 +1,8 @@
 """`stoker net --nproc N`: start N local ranks of the same command with a torchrun-style
 environment, stream rank 0's output, and supervise them: when one rank dies the others
-are stopped and the run ends with exit 3 (records written so far stay)."""
+are stopped and the run ends with exit 3 (records written so far stay). SIGTERM is taken as
+Ctrl-C; a soak's ranks (`patient`) hear it and finish the pass in flight, a second signal
+ends them at once."""
 
 from __future__ import annotations
 
@@ -23,10 +25,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _stop(procs: Sequence[subprocess.Popen[bytes]], sig: int, grace_s: float) -> None:
+def _stop(procs: Sequence[subprocess.Popen[bytes]], sig: int, grace_s: float, kill: bool = True) -> None:
     for p in procs:
         if p.poll() is None:
             p.send_signal(sig)
+    if not kill:
+        return
     deadline = time.monotonic() + grace_s
     for p in procs:
         while p.poll() is None and time.monotonic() < deadline:
@@ -45,7 +49,11 @@ def _describe(code: int) -> str:
     return f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
 
 
-def supervise(nproc: int, argv: Sequence[str]) -> int:
+def _term_as_interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def supervise(nproc: int, argv: Sequence[str], patient: bool = False) -> int:
     """Run `python -m launchers.cli net <argv>` as ranks 0..nproc-1; returns the exit code."""
     port = free_port()
     cmd = [sys.executable, "-m", "launchers.cli", "net", *argv]
@@ -69,12 +77,21 @@ def supervise(nproc: int, argv: Sequence[str]) -> int:
             else:
                 with open(logs[rank], "wb") as err:
                     procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err))
+        old = signal.signal(signal.SIGTERM, _term_as_interrupt)
         try:
             return _wait(procs, logs)
         except KeyboardInterrupt:
+            if patient:
+                try:  # a soak: the ranks finish the pass in flight and stop by themselves
+                    _stop(procs, signal.SIGTERM, 0.0, kill=False)
+                    return _wait(procs, logs)
+                except KeyboardInterrupt:
+                    pass
             _stop(procs, signal.SIGINT, 5.0)
             sys.stderr.write("stoker net: interrupted; records measured so far are kept\n")
             return 3
+        finally:
+            signal.signal(signal.SIGTERM, old)
 
 
 # after a rank fails: how long rank 0 may take to say which op failed, then how long the

@@ -1,6 +1,11 @@
 """A watchdog thread in every rank: a collective that exceeds --timeout, or Ctrl-C while
 the main thread is stuck inside one, ends the process with exit 3. Records are fsynced
-one by one as they are written, so nothing measured is lost by exiting hard."""
+one by one as they are written, so nothing measured is lost by exiting hard.
+
+A soak defers the signals to its own handler (`defer_signals`): SIGTERM and SIGINT then let
+the pass in flight finish (netbench/soak.py); --timeout still ends a step that hangs, and a
+grace, when given, ends a pass that is not over that long after the first signal (a
+scheduler's KILL follows its TERM: the job needs the rest of that time to close)."""
 
 from __future__ import annotations
 
@@ -22,6 +27,10 @@ class Watchdog:
         self._lock = threading.Lock()
         self._deadline: float | None = None
         self._what = ""
+        self._deferred = False  # a soak's handler takes SIGTERM/SIGINT: the pass in flight finishes
+        self._grace: float | None = None  # ... for at most this long after the first signal
+        self._stop_by: float | None = None
+        self._told = False
         # A blocked collective never returns to the interpreter, so Python's SIGINT
         # handler would not run; the wakeup fd is written by the C-level handler at once.
         self._rfd, wfd = os.pipe()
@@ -41,6 +50,10 @@ class Watchdog:
         with self._lock:
             self._deadline = None
 
+    def defer_signals(self, on: bool, grace_s: float | None = None) -> None:
+        with self._lock:
+            self._deferred, self._grace, self._stop_by = on, grace_s, None
+
     def _die(self, line: str) -> None:
         if self._speak:
             sys.stdout.flush()
@@ -54,9 +67,29 @@ class Watchdog:
             if ready:
                 sig = os.read(self._rfd, 64)
                 if signal.SIGINT in sig or signal.SIGTERM in sig:
-                    self._die("interrupted")
+                    self._stop_asked()
             with self._lock:
                 late = self._deadline is not None and time.monotonic() > self._deadline
+                over = self._deferred and self._stop_by is not None and time.monotonic() > self._stop_by
                 what = self._what
             if late:
                 self._die(f"timeout: {what} did not finish within {self._timeout:g} s (--timeout)")
+            if over:
+                self._die(
+                    f"interrupted: the pass in flight did not finish within {self._grace:g} s of the stop"
+                )
+
+    def _stop_asked(self) -> None:
+        with self._lock:
+            deferred, first = self._deferred, not self._told
+            self._told = True
+            if deferred and self._stop_by is None and self._grace is not None:
+                self._stop_by = time.monotonic() + self._grace
+        if not deferred:
+            self._die("interrupted")
+        if self._speak and first:
+            within = f" (within {self._grace:g} s)" if self._grace is not None else ""
+            sys.stderr.write(
+                f"stoker net: stop asked; the pass in flight finishes{within}, then the soak stops\n"
+            )
+            sys.stderr.flush()

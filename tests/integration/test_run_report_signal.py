@@ -1,0 +1,35 @@
+"""`stoker run` stopped while its report is written: the report finishes (the verdict the
+contract promises after a stop), exit 3. The network and storage phases are left out (--skip),
+so the run reaches its report after the inventory and the matmul appetite (~15-30 s here)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import STOKER
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_a_signal_during_the_report_lets_it_finish_exit_3(sig: signal.Signals, tmp_path: Path) -> None:
+    out, log = tmp_path / "r", tmp_path / "log"
+    argv = [*STOKER, "run", "--out", str(out), "--profile", "quick", "--skip", "network,storage"]
+    with open(log, "w") as fh:
+        p = subprocess.Popen(argv, cwd=tmp_path, stdout=fh, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 200
+        while "report: started" not in log.read_text() and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        time.sleep(0.2)  # the report takes 2-5 s here
+        p.send_signal(sig)
+        rc = p.wait(timeout=200)
+    text = log.read_text()
+    lines = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]
+    verdict = json.loads((out / "verdict.json").read_text())["verdict"]
+    assert lines[-1]["phase"] == "report" and (out / "report.md").is_file(), lines
+    assert f"report: {sig.name} asked; it finishes first" in text, text[-2000:]
+    assert rc == (1 if verdict == "fail" else 3), (rc, verdict, text[-2000:])
