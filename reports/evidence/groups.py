@@ -138,7 +138,8 @@ def _links(
 # -- the search replayed on recorded rounds ---------------------------------------------
 def recorded_rounds(net: Sequence[NetRecord]) -> list[dict[frozenset[str], float]]:
     """busbw per group (by its hosts) of each round of `scope: "groups"` records, for the op
-    and size the search used (all_reduce preferred, the largest size)."""
+    and size the search used (all_reduce preferred, the largest size); a group measured on
+    several rails is its slowest rail, as the run decided."""
     recs = [r for r in net if r.scope == "groups" and r.wrong == 0 and isinstance(r.extra.get("round"), int)]
     if not recs:
         return []
@@ -148,8 +149,9 @@ def recorded_rounds(net: Sequence[NetRecord]) -> list[dict[frozenset[str], float
     size = max(r.bytes for r in recs)
     out: list[dict[frozenset[str], float]] = [{} for _ in range(1 + max(r.extra["round"] for r in recs))]
     for r in recs:
-        if r.bytes == size:
-            out[r.extra["round"]][frozenset(r.hosts)] = r.busbw_GBps
+        if r.bytes == size:  # a group is as fast as its slowest rail (one record per rail)
+            rnd, key = out[r.extra["round"]], frozenset(r.hosts)
+            rnd[key] = min(rnd.get(key, r.busbw_GBps), r.busbw_GBps)
     return out
 
 
