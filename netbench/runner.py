@@ -352,7 +352,7 @@ def _scope(r: _Run, topo: Topology, scope: str) -> None:
         return
     _warn_untested(r, topo, "pairs")
     first = _pairs(r, topo, rounds, 1)
-    from reports.evidence.pairs import rail_confirmation_pairs
+    from reports.evidence.rails import rail_confirmation_pairs
 
     with _step(r.wd, "sharing the confirmation pairs"):
         again = r.b.bcast(rail_confirmation_pairs(first) if r.writer is not None else None)

@@ -16,10 +16,7 @@ partner, while every pair of a node with a slow NIC is capped by it. So
 
 A fleet comparison needs 3 hosts.
 
-Rails: a node of several ranks has one NIC per local rank (rail j is local rank j), and a pair
-test runs every rail of a pair at once, one record per rail (`rail`; records without it are
-rail 0). Each rail is its own fleet: the pair matrix, the scores and the outlier rule are
-computed rail by rail, so a slow NIC is a low outlier on its rail alone.
+Rails (several ranks per node) are judged rail by rail: reports.evidence.rails.
 """
 
 from __future__ import annotations
@@ -179,53 +176,6 @@ def pair_values(frame: pd.DataFrame) -> PairValues:
     return first
 
 
-def rail_of(frame: pd.DataFrame) -> np.ndarray:
-    """Each row's rail (a record without `rail` is rail 0)."""
-    return (
-        frame["rail"].fillna(0).to_numpy(dtype=np.int64)
-        if "rail" in frame
-        else np.zeros(len(frame), np.int64)
-    )
-
-
-def rail_values(frame: pd.DataFrame) -> dict[int, PairValues]:
-    """pair_values rail by rail: {rail: values} for every rail with pair records."""
-    pair = (frame["scope"] == "pair").to_numpy()
-    rail = rail_of(frame)
-    rails = sorted(set(rail[pair].tolist())) or [0]
-    if rails == [0]:
-        return {0: pair_values(frame)}
-    return {j: pair_values(frame[pair & (rail == j)]) for j in rails}
-
-
-def slowest_rail(rails: Mapping[int, PairValues]) -> PairValues:
-    """Per host pair, its slowest rail's busbw (one rail: that rail's values)."""
-    if len(rails) == 1:
-        return next(iter(rails.values()))
-    names = np.asarray(sorted({str(h) for pv in rails.values() for h in pv.names}), dtype=object)
-    ia, ib, v = [], [], []
-    for pv in rails.values():
-        code = np.searchsorted(names, pv.names) if len(pv.names) else np.array([], np.int64)
-        ia.append(code[pv.ia] if len(pv.ia) else pv.ia)
-        ib.append(code[pv.ib] if len(pv.ib) else pv.ib)
-        v.append(pv.v)
-    key = np.concatenate(ia) * len(names) + np.concatenate(ib)
-    vals = np.concatenate(v)
-    order = np.lexsort((vals, key))  # per key, the smallest value first
-    key, vals = key[order], vals[order]
-    first = np.ones(len(key), dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    return PairValues(names, key[first] // len(names), key[first] % len(names), vals[first])
-
-
-def untested_rails(rails: Mapping[int, PairValues]) -> dict[str, tuple[int, ...]]:
-    """{host: rails it has no pair record on} where some host was measured on them."""
-    seen = {j: set(pv.names[pv.ia].tolist()) | set(pv.names[pv.ib].tolist()) for j, pv in rails.items()}
-    hosts = sorted(set().union(*seen.values())) if seen else []
-    out = {h: tuple(j for j in sorted(seen) if h not in seen[j]) for h in hosts}
-    return {h: js for h, js in out.items() if js}
-
-
 def pair_matrix(values: PairValues) -> tuple[list[str], np.ndarray]:
     """Hosts (sorted) and the symmetric matrix of pair busbw (GB/s) at the largest size;
     NaN where a pair was not measured."""
@@ -354,6 +304,8 @@ class Cells(Sequence[tuple[float, str, str]]):
 def pair_evidence(frame: pd.DataFrame) -> PairEvidence:
     """The values, scores, matrix and cells are each pair's slowest rail (its only rail on
     nodes of one rank); `rails` holds every rail's own values for the judgement."""
+    from reports.evidence.rails import rail_values, slowest_rail, untested_rails
+
     rails = rail_values(frame)
     values = slowest_rail(rails)
     hosts, matrix = pair_matrix(values)
@@ -414,11 +366,6 @@ def confirmation_pairs(
         meet(a, 1)
         meet(b, 1)
     return list(dict.fromkeys(out))
-
-
-def rail_confirmation_pairs(by_rail: Mapping[int, dict[Pair, float]]) -> list[Pair]:
-    """The confirmation pairs of every rail together (a re-pairing runs on all rails at once)."""
-    return list(dict.fromkeys(p for j in sorted(by_rail) for p in confirmation_pairs(by_rail[j])))
 
 
 def rounds(pairs: Iterable[Pair]) -> list[list[Pair]]:

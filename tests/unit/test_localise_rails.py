@@ -5,13 +5,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from netbench.topology import Topology, pair_rounds, round_robin, schedule_rounds, scope_groups
-from reports.evidence.groups import recorded_rounds
-from reports.evidence.pairs import pair_evidence, rail_confirmation_pairs
+from reports.evidence.groups import group_search, recorded_rounds, replay
+from reports.evidence.pairs import pair_evidence
+from reports.evidence.rails import rail_confirmation_pairs
 from reports.judging import localise as judging
+from reports.judging.groups import group_findings
 from reports.records import NetRecord, from_dict, rail_of, to_dict
 from reports.table import NetTable
 
@@ -141,3 +144,44 @@ def test_groups_replay_takes_a_groups_slowest_rail(rails: int) -> None:
     recs = [rec("a", "b", SLOW, 0, scope="groups")]  # rail 0 slow, then healthy rails
     recs += [rec("a", "b", F, j, scope="groups") for j in range(1, rails + 1)]
     assert recorded_rounds(recs) == [{frozenset(("a", "b")): SLOW}]
+
+
+# -- the groups search on rails -------------------------------------------------------
+def search_records(slow: dict[tuple[str, int], float], rails: int = 2) -> list[NetRecord]:
+    """The groups search on 8 hosts × `rails`, each group measured on every rail at once (a
+    group runs at its slowest member's NIC on that rail), as `stoker net --scopes groups`
+    records it; the run's measure takes a group's slowest rail."""
+    out: list[NetRecord] = []
+
+    def measure(groups: list[tuple[str, ...]]) -> list[float]:
+        rnd = 1 + max((r.extra["round"] for r in out), default=-1)
+        values = []
+        for k, g in enumerate(groups):
+            per = [min(slow.get((h, j), F) for h in g) for j in range(rails)]
+            for j, v in enumerate(per):
+                r = rec(g[0], g[1], v, j, scope="groups", rnd=rnd)
+                out.append(replace(r, hosts=g, nodes=len(g), group=k * rails + j))
+            values.append(min(per))
+        return values
+
+    group_search([f"h{i}" for i in range(8)], measure)
+    return out
+
+
+def group_named(recs: list[NetRecord]) -> list[tuple[str, tuple[str, ...], int | None, float | None]]:
+    res = replay(NetTable.of(recs))
+    assert res is not None
+    return [(f.component, f.hosts, f.extra.get("rail"), f.measured) for f in group_findings(res)]
+
+
+def test_groups_search_names_the_slow_nic_by_rail() -> None:
+    # h5's rail 1 at a quarter: the groups holding h5 are slow on rail 1 only; its final pair
+    # with a cleared node measures 2.5 on rail 1 and 10 on rail 0
+    assert group_named(search_records({("h5", 1): SLOW})) == [("node", ("h5",), 1, SLOW)]
+
+
+def test_groups_search_every_rail_slow_names_the_node() -> None:
+    recs = search_records({("h5", 0): SLOW, ("h5", 1): SLOW})
+    assert group_named(recs) == [("node", ("h5",), None, SLOW)]
+    res = replay(NetTable.of(recs))
+    assert res is not None and group_findings(res)[0].extra["rails"] == [0, 1]
