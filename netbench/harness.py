@@ -10,12 +10,15 @@ shows on ops the host cannot enqueue fast enough (8 bytes): there the headline l
 only its two end events, and the statistics come from a second loop with one per op.
 
 With `graph` (NCCL's default, nccl-tests -G): after the check and warm-up, the `iters` ops are
-captured as one CUDA graph, launched once untimed (the first launch uploads it), then
-GRAPH_REPLAYS times between marks: t = mean replay time / iters, and the statistics are over
-the replays' per-op means (single ops inside a graph cannot be timed). The host's per-call
+captured as one CUDA graph and launched GRAPH_REPLAYS times between marks, the first launch
+(which uploads the graph) included, as nccl-tests -G N times its N launches from the first:
+t = mean launch time / iters (nccl-tests `-G 3`), and the statistics are over the launches'
+per-op means (single ops inside a graph cannot be timed). The host's per-call
 cost (~25-30 us in torch) leaves the timed loop, which is what nccl-tests -G measures. A
 backend without graphs (gloo, MPI) times eagerly; a capture that fails does too, and the
-result says why (`graph_error`). Graph or eager is agreed by every rank of the group before
+result says why (`graph_error`). A capture that fails inside NCCL leaves the communicator in
+error (NCCL's ncclCommEnsureReady), so the backend raises a StokerError instead, which ends the
+run with one line rather than an eager fallback that would abort on that communicator. Graph or eager is agreed by every rank of the group before
 timing (an all-reduce of "captured here"): a capture that fails on one rank only would otherwise
 have graph ranks run iters x launches collectives while eager ranks run another count, and the
 job hang. In graph mode the check runs after timing, as nccl-tests does it: buffers refilled,
@@ -39,9 +42,10 @@ import numpy as np
 from netbench.backends import Backend, Timer
 from netbench.collectives import Collective, Layout, count_wrong
 from netbench.sweep import IterStats, iter_stats
+from reports.errors import StokerError
 
 ROOT = 0  # nccl-tests' default root (-r 0), as a rank of the group
-GRAPH_REPLAYS = 3  # timed launches of the captured graph: enough for a min and a median
+GRAPH_REPLAYS = 3  # timed launches of the captured graph, the first included (nccl-tests -G 3)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -140,7 +144,7 @@ def measure(
     if use_graph and not b.agree(comm, replay is not None):  # every rank of the group takes one path
         replay, graph_error = None, graph_error or "capture failed on another rank of the group"
     if replay is not None:
-        replay()  # the first launch uploads the graph: untimed
+        # the first launch (it uploads the graph) is timed with the others, as nccl-tests -G does
         per_op = [t / iters for t in _timed_loop(b, comm, replay, GRAPH_REPLAYS, every_op=True).intervals()]
         if check:  # the replayed path, checked: one op launched from its own graph (nccl-tests)
             one, _ = _capture(b, ops[0], 1)
@@ -164,6 +168,8 @@ def _capture(b: Backend, op: Any, iters: int) -> tuple[Any, str]:
     """(replay call or None, why capture failed or "")."""
     try:
         return b.capture(op, iters), ""
+    except StokerError:
+        raise  # the backend says the run cannot go on (a communicator left in error)
     except Exception as exc:  # a failed capture must cost the graph, never the measurement
         b.sync()
         first = (str(exc).strip().splitlines() or [""])[0][:160]

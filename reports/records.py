@@ -24,6 +24,7 @@ from typing import Any, TextIO, TypeVar
 
 from reports import ops
 from reports.errors import UsageError
+from reports.hostnames import why_not_plain
 from reports.plausible import RUN_ID_PATTERN
 
 SCHEMA = 1
@@ -275,10 +276,23 @@ def check_figures(kind: str, obj: Mapping[str, Any]) -> str:
         for k, v in value.items():
             if v is not None and (why := _bad_number(f"{name}.{k}", v)):
                 return why
+    if why := hosts_why(obj.get("hosts") or ()):
+        return why
+    if kind != "net" and (why := hosts_why(obj.get("per_host_bw_GBps") or {})):
+        return why
     # --- issue 22: field types and physical range (one reader of numbers: reports/plausible.py)
     from reports.plausible import record_why
 
     return record_why(kind, obj)
+
+
+def hosts_why(hosts: Iterable[str]) -> str:
+    """Why a record's host names cannot be judged or acted on (reports/hostnames.py: one
+    plain node name each, at most MAX_HOST_LEN characters), or "" when they are fine."""
+    for h in hosts:
+        if why := why_not_plain(h):
+            return f"host {str(h)[:40]!r} {why}"
+    return ""
 
 
 # json.dumps(obj, separators=(",", ":")) without making a JSONEncoder per call (a tenth of

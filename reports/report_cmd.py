@@ -219,7 +219,7 @@ def collect(
     rs.net.extend(imp.net)
     rs.io += imp.io
     rs.manifests += imp.manifests
-    if not len(rs.net) and not rs.io and not rs.host:
+    if not len(rs.net) and not rs.io and not rs.host and not rs.compute:
         first = rs.skipped[0] if rs.skipped else None
         skipped = (
             f" ({len(rs.skipped)} unreadable lines; first {first.file}:{first.line}: {first.reason})"

@@ -82,6 +82,9 @@ def _write_aside(directory: Path, name: str, data: bytes) -> Path:
     try:
         with os.fdopen(fd, "wb", closefd=False) as fh:
             fh.write(data)
+    except BaseException:  # a full disk, say: the part written aside goes too
+        tmp.unlink(missing_ok=True)
+        raise
     finally:
         os.close(fd)
     return tmp
@@ -123,7 +126,10 @@ def write_outputs(directory: Path, files: Mapping[str, str], hint: str = "give a
                     tmp.unlink()
             done[name] = _sha(data)
         tmp = _write_aside(directory, LEDGER, (json.dumps(done, indent=1, sort_keys=True) + "\n").encode())
-        os.replace(tmp, directory / LEDGER)
+        try:
+            os.replace(tmp, directory / LEDGER)
+        finally:
+            tmp.unlink(missing_ok=True)
     except FileExistsError:
         raise UsageError(f"{directory}: a file appeared while stoker wrote its outputs; {hint}") from None
     except OSError as exc:

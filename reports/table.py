@@ -33,6 +33,7 @@ from reports.records import (
     NetRecord,
     check_figures,
     from_dict,
+    hosts_why,
     iter_jsonl,
 )
 from reports.table_frame import ALL_COLUMNS as _ALL_COLUMNS
@@ -202,6 +203,8 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
             wrong = pc.or_(wrong, pc.invert(pc.is_finite(col)))
         for i in pc.indices_nonzero(pc.fill_null(wrong, False)).to_pylist():
             bad.setdefault(i, f"{name_} is {col[i].as_py()!r}: expected {want}")
+    for i, why in _host_names_why(table.column("hosts")).items():  # records.hosts_why, as columns
+        bad.setdefault(i, why)
     # field types and physical range (one reader of numbers: reports/plausible.py); None sends
     # the file to the line reader, which names each line
     from reports.plausible import RUN_ID_PATTERN, net_table_why
@@ -218,6 +221,43 @@ def _read_columns(path: Path) -> tuple[NetTable, list[tuple[int, str]]] | None:
         keep = pa.array([i not in bad for i in range(table.num_rows)])
         table = table.filter(keep)
     return NetTable(_frame(table), table), skipped
+
+
+def _host_names_why(hosts: Any) -> dict[int, str]:
+    """Row -> reason for the rows of a `hosts` column (pyarrow lists of strings) naming a host
+    that is not one plain node name (reports/hostnames.py), the reason records.hosts_why gives."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from reports.hostnames import KEYWORDS, MAX_HOST_LEN, PLAIN_HOST
+
+    flat = pc.list_flatten(hosts)
+    if not len(flat):
+        return {}
+    # each distinct name checked once: a 1,000-node run names ~2.5M hosts, ~1,000 of them distinct
+    enc = (flat.combine_chunks() if hasattr(flat, "combine_chunks") else flat).dictionary_encode()
+    names = enc.dictionary
+    good = pc.and_(
+        pc.less_equal(pc.utf8_length(names), MAX_HOST_LEN),
+        pc.match_substring_regex(names, f"^(?:{PLAIN_HOST.pattern})$"),
+    )
+    good = pc.and_(good, pc.invert(pc.is_in(pc.utf8_lower(names), value_set=_strings(KEYWORDS))))
+    bad_names = np.flatnonzero(~np.asarray(pc.fill_null(good, False), dtype=bool))
+    if not len(bad_names):
+        return {}
+    wrong = np.flatnonzero(np.isin(np.asarray(enc.indices), bad_names))
+    rows = np.asarray(pc.list_parent_indices(hosts))[wrong]
+    out: dict[int, str] = {}
+    for i, row in zip(wrong.tolist(), rows.tolist()):
+        if row not in out:
+            out[row] = hosts_why([flat[i].as_py()])
+    return out
+
+
+def _strings(words: Iterable[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(sorted(words), pa.string())
 
 
 def _frame(table: Any) -> pd.DataFrame:
@@ -283,6 +323,8 @@ def _read_objects(path: Path, kind: str, skipped: list[SkippedLine]) -> list[dic
     for n, obj, reason in iter_jsonl(path):
         if obj is None or (kind != "manifest" and obj.get("kind") != kind):
             skipped.append(SkippedLine(file=path.name, line=n, reason=reason or f"not a kind: {kind} record"))
+        elif kind != "manifest" and "host" in obj and (why := hosts_why([obj["host"]])):
+            skipped.append(SkippedLine(file=path.name, line=n, reason=why))
         else:
             out.append(obj)
     return out

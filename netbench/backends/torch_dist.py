@@ -25,7 +25,7 @@ import torch.distributed as dist
 from netbench.backends import Backend, PerfCounterTimer, Timer, agreement_problem, pick_device
 from netbench.launch_env import LaunchEnv, require_rendezvous
 from netbench.spawn import free_port
-from reports.errors import UsageError
+from reports.errors import MeasurementAborted, UsageError
 
 _DTYPES = {
     "float32": torch.float32,
@@ -41,6 +41,56 @@ _DTYPES = {
 _ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 _REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 NCCL_GRAPHS = (2, 9, 6)  # the first NCCL whose collectives can be captured in a CUDA graph
+# the torch that netbench's calls need: group_dst/group_src/group_peer arrived in 2.6 (pytorch
+# PRs 140827, 140843, 141054); send/recv inside a CUDA graph capture in 2.7 (133984, 148462)
+TORCH_GROUP_ARGS = (2, 6)
+TORCH_P2P_GRAPHS = (2, 7)
+P2P_OPS = frozenset({"sendrecv"})
+
+
+def torch_release(version: str) -> tuple[int, int]:
+    """'2.6.0+cu124' -> (2, 6); an unreadable version -> (0, 0)."""
+    parts = version.split("+")[0].split(".")
+    try:
+        return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
+    except (IndexError, ValueError):
+        return (0, 0)
+
+
+def torch_refusal(version: str) -> str:
+    """Why this torch cannot run stoker net, in one line; "" when it can."""
+    if torch_release(version) >= TORCH_GROUP_ARGS:
+        return ""
+    return (
+        f"stoker net needs torch >= 2.6 (group_dst/group_src/group_peer), this is torch {version}: "
+        "pip install 'torch>=2.6', or --backend mpi"
+    )
+
+
+def capture_refusal(version: str, op: str) -> str:
+    """Why this op cannot be captured in a CUDA graph on this torch (timed eagerly); "" when it can."""
+    if op in P2P_OPS and torch_release(version) < TORCH_P2P_GRAPHS:
+        return f"capturing {op} (send/recv) in a CUDA graph needs torch >= 2.7, this is torch {version}"
+    return ""
+
+
+def gpu_identity(uuid: str | None, pci: tuple[int, int, int]) -> str:
+    """The physical GPU: its UUID (the same whatever CUDA_VISIBLE_DEVICES renumbered), else its
+    PCI address. An empty or all-zero UUID (a HIP device may report one) is no identity: every
+    GPU would look the same and the run would refuse with "ranks share a GPU"."""
+    u = str(uuid or "").strip().lower().removeprefix("gpu-")
+    if u.strip("0-"):
+        return f"GPU-{u}"
+    return f"{pci[0]:04x}:{pci[1]:02x}:{pci[2]:02x}"
+
+
+def capture_abort(exc: BaseException) -> str:
+    """The one line that ends a run whose CUDA graph capture failed inside NCCL."""
+    first = (str(exc).strip().splitlines() or [""])[0][:160]
+    return (
+        f"CUDA graph capture failed inside NCCL ({type(exc).__name__}: {first}); the communicator "
+        "keeps that error, so no eager run can follow on it: rerun with --no-graph"
+    )
 
 
 class CudaEventTimer(Timer):
@@ -73,13 +123,11 @@ class CudaEventTimer(Timer):
 
 
 def _gpu_identity(index: int) -> str:
-    """The physical GPU behind a CUDA device index: its UUID (the same whatever
-    CUDA_VISIBLE_DEVICES renumbered), else its PCI address."""
+    """The physical GPU behind a CUDA device index (see gpu_identity)."""
     props = torch.cuda.get_device_properties(index)
     uuid = getattr(props, "uuid", None)
-    if uuid:
-        return f"GPU-{uuid}"
-    return f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}"
+    pci = tuple(int(getattr(props, f"pci_{k}_id", 0)) for k in ("domain", "bus", "device"))
+    return gpu_identity(str(uuid) if uuid else None, (pci[0], pci[1], pci[2]))
 
 
 class _Comm:
@@ -95,6 +143,9 @@ class TorchBackend(Backend):
     in_place_ops = frozenset({"all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter"})
 
     def __init__(self, name: str, le: LaunchEnv, dtype: str, timeout_s: float) -> None:
+        refused = torch_refusal(torch.__version__)
+        if refused:
+            raise UsageError(refused)
         if le.world < 1:
             raise UsageError(
                 f"the {le.source or le.launcher} environment does not say how many ranks there are: export WORLD_SIZE or use --backend mpi"
@@ -146,6 +197,7 @@ class TorchBackend(Backend):
         )
         self._world = _Comm(dist.group.WORLD, range(le.world))
         self._made: list[Any] = []  # process groups of the last split(), destroyed by release()
+        self._bound = ""  # the op of the last bind(): capture() is always of the op just bound
 
     def split(self, groups: Sequence[Sequence[int]]) -> _Comm | None:
         mine = None
@@ -195,6 +247,7 @@ class TorchBackend(Backend):
         splits: tuple[tuple[int, ...], ...] | None = None,
     ) -> Callable[[], object]:
         pg = comm.pg
+        self._bound = op
         n, me = len(comm.ranks), self.group_rank(comm)
         if op == "gather":  # the root's receive buffer as n chunk views, in rank order
             parts = list(recv.chunk(n)) if me == root else None
@@ -257,7 +310,11 @@ class TorchBackend(Backend):
         """NCCL: the ops captured into one torch.cuda.CUDAGraph (torch.cuda.graph captures on its
         own side stream; replay() launches on the current one, where the timer's events are).
         gloo: None. The caller has already run the op eagerly (check, warm-up), which
-        NCCL needs before capture to set up its communicator."""
+        NCCL needs before capture to set up its communicator. What rules capture out before it
+        starts raises RuntimeError (the harness times eagerly); a failure inside the capture
+        raises MeasurementAborted: NCCL keeps the error in the communicator
+        (ncclCommEnsureReady), so an eager run on it would abort, and no fresh communicator can
+        be made by one rank alone."""
         if self._dev.type != "cuda":
             return None
         if os.environ.get("TORCH_NCCL_BLOCKING_WAIT", "0") not in ("", "0"):
@@ -268,12 +325,18 @@ class TorchBackend(Backend):
         if torch.cuda.nccl.version() < NCCL_GRAPHS:
             have = ".".join(map(str, torch.cuda.nccl.version()))
             raise RuntimeError(f"NCCL {have} cannot be captured in a CUDA graph (needs 2.9.6 or later)")
+        refused = capture_refusal(torch.__version__, self._bound)
+        if refused:
+            raise RuntimeError(refused)
         graph = torch.cuda.CUDAGraph()
-        # thread_local: NCCL's watchdog thread polls events while we capture; "global" mode
-        # would turn its (harmless) calls into a capture error
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            for _ in range(iters):
-                op()
+        try:
+            # thread_local: NCCL's watchdog thread polls events while we capture; "global" mode
+            # would turn its (harmless) calls into a capture error
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                for _ in range(iters):
+                    op()
+        except Exception as exc:
+            raise MeasurementAborted(capture_abort(exc)) from None
         return graph.replay
 
     def gather(self, obj: Any) -> list[Any] | None:

@@ -3,8 +3,10 @@ them, so a shared power or thermal budget shows), a matmul sweep per dtype; one
 `kind: "compute"` record per device and dtype appended to DIR/compute.jsonl.
 
 The parent starts one worker per device (`--worker I`, this same command), reads nvidia-smi while
-they run, and writes the records; each worker prints its progress on stderr and its result
-as one JSON line on stdout.
+they run, and writes the records; each worker prints its progress on stderr and, after each
+dtype, its result so far as one JSON line on stdout: a worker stopped at the limit keeps the
+dtypes it finished. Each dtype's record carries the nvidia-smi readings taken while that dtype
+ran (its start and end on the node's monotonic clock), not the idle time before or another's.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -96,14 +100,39 @@ def worker(args: argparse.Namespace) -> int:
         f"{dev.name}: warm-up {plan.device_warmup_s:.0f} s, then {len(plan.grid)} shapes x {','.join(dtypes)}"
     )
     warm_up(dev, plan.device_warmup_s, plan.sizes[-1], dtypes[0] if dtypes[0] != "fp8" else "bf16")
-    results = [
-        sw.sweep_dtype(dev, d, plan.grid, plan.warmup, plan.iters, plan.budget_s, progress=say)
-        for d in dtypes
-    ]
-    out = {
-        "device": f"cuda:{args.worker}" if gpu else "cpu",
-        "gpu": args.worker if gpu else None,
-        "proc": args.worker,
+    done: list[dict[str, Any]] = []
+    for d in dtypes:
+        start = time.monotonic()
+        r = sw.sweep_dtype(dev, d, plan.grid, plan.warmup, plan.iters, plan.budget_s, progress=say)
+        done.append(dtype_result(r, start, time.monotonic()))
+        print(json.dumps(worker_output(dev, args.worker, gpu, plan, done)), flush=True)
+    return 0
+
+
+def dtype_result(r: sw.DtypeResult, start: float, end: float) -> dict[str, Any]:
+    """One dtype's part of a worker's output; `window` is when it ran (time.monotonic())."""
+    return {
+        "dtype": r.dtype,
+        "best_shape": r.best.shape if r.best else None,
+        "median_tflops": r.best.median_tflops if r.best else None,
+        "max_tflops": r.max_tflops,
+        "mean_tflops": r.mean_tflops,
+        "cpu_mean_tflops": r.cpu_mean_tflops,
+        "shapes_tried": len(r.shapes),
+        "elapsed_s": round(r.elapsed_s, 2),
+        "error": r.error,
+        "shapes": [asdict(s) for s in r.shapes],
+        "window": [start, end],
+    }
+
+
+def worker_output(
+    dev: Any, index: int, gpu: bool, plan: sw.Plan, done: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "device": f"cuda:{index}" if gpu else "cpu",
+        "gpu": index if gpu else None,
+        "proc": index,
         "name": dev.name,
         "uuid": getattr(dev, "uuid", None),
         "timer": dev.timer,
@@ -111,24 +140,22 @@ def worker(args: argparse.Namespace) -> int:
         "warmup": plan.warmup,
         "iters": plan.iters,
         "l2_flushed": gpu,
-        "results": [
-            {
-                "dtype": r.dtype,
-                "best_shape": r.best.shape if r.best else None,
-                "median_tflops": r.best.median_tflops if r.best else None,
-                "max_tflops": r.max_tflops,
-                "mean_tflops": r.mean_tflops,
-                "cpu_mean_tflops": r.cpu_mean_tflops,
-                "shapes_tried": len(r.shapes),
-                "elapsed_s": round(r.elapsed_s, 2),
-                "error": r.error,
-                "shapes": [asdict(s) for s in r.shapes],
-            }
-            for r in results
-        ],
+        "results": done,
     }
-    print(json.dumps(out), flush=True)
-    return 0
+
+
+def last_result(text: str | None) -> dict[str, Any] | None:
+    """A worker's last complete JSON line (its result so far); None when it wrote none. A
+    worker killed while writing leaves a cut line, which is passed over."""
+    for line in reversed((text or "").splitlines()):
+        if line.startswith("{"):
+            try:
+                out = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(out, dict):
+                return out
+    return None
 
 
 def _gpu_count() -> int:
@@ -141,9 +168,14 @@ def _gpu_count() -> int:
 
 
 def records(
-    result: dict[str, Any], head: dict[str, Any], smi: dict[str, Any], profile: str
+    result: dict[str, Any],
+    head: dict[str, Any],
+    smi: dict[str, Any],
+    profile: str,
+    smi_window: Callable[[float, float], dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The compute records of one worker's result (pure)."""
+    """The compute records of one worker's result (pure). With `smi_window`, each dtype's
+    nvidia-smi figures are those of the readings inside its window; else `smi` for every one."""
     base = {
         k: result.get(k)
         for k in (
@@ -164,6 +196,8 @@ def records(
     out = []
     for r in result["results"]:
         shapes = r.get("shapes", [])
+        window = r.get("window")
+        readings = smi_window(window[0], window[1]) if smi_window is not None and window else smi
         out.append(
             {
                 **head,
@@ -178,7 +212,7 @@ def records(
                 "elapsed_s": r["elapsed_s"],
                 "profile": profile,
                 **({"error": r["error"]} if r["error"] else {}),
-                **{k: v for k, v in smi.items() if k != "uuid"},
+                **{k: v for k, v in readings.items() if k != "uuid"},
                 # every shape's figures: the independent check and a later look at the curve
                 "shapes": [[s["m"], s["n"], s["k"], round(s["median_tflops"], 4)] for s in shapes],
             }
@@ -222,6 +256,7 @@ def main(args: argparse.Namespace) -> int:
         for i in range(n)
     ]
     outputs: list[str | None] = []
+    cut: list[int] = []
     deadline = time.monotonic() + limit
     try:
         if sampler is not None:
@@ -230,11 +265,12 @@ def main(args: argparse.Namespace) -> int:
         for p in procs:
             try:
                 text, _ = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-                outputs.append(text if p.returncode == 0 else None)
             except subprocess.TimeoutExpired:
                 p.kill()
-                p.communicate()
-                outputs.append(None)
+                text, _ = p.communicate()
+            if p.returncode != 0:  # crashed or stopped at the limit: the dtypes it finished stay
+                cut.append(len(outputs))
+            outputs.append(text)
     finally:
         for p in procs:
             if p.poll() is None:
@@ -244,16 +280,17 @@ def main(args: argparse.Namespace) -> int:
     head = {"schema": SCHEMA, "kind": "compute", "run_id": run_id, "ts": utc_now(), "host": host}
     failed = []
     with RecordWriter(out / COMPUTE_FILE) as w:
-        for i, text in enumerate(outputs):
-            lines = [ln for ln in (text or "").splitlines() if ln.startswith("{")]
-            if not lines:
+        for i, printed in enumerate(outputs):
+            result = last_result(printed)
+            if result is None:
                 failed.append(i)
                 continue
-            result = json.loads(lines[-1])
             smi: dict[str, Any] = {}
+            window = None
             if sampler is not None:  # name the GPU as nvidia-smi does, whatever torch's numbering
                 result["gpu"], smi = sampler.match(result.get("uuid"), i)
-            for rec in records(result, head, smi, args.profile):
+                window = partial(sampler.window, result["gpu"])
+            for rec in records(result, head, smi, args.profile, window):
                 w.write(rec)
                 best = rec["median_tflops"]
                 where = f"gpu {i}" if device == "cuda" else f"cpu process {i}"
@@ -264,10 +301,17 @@ def main(args: argparse.Namespace) -> int:
                 )
                 print(f"compute {host} {where} {rec['dtype']}: {shown}")
     print(f"compute {host}: records -> {out / COMPUTE_FILE}")
+    for i in cut:
+        if i not in failed:
+            print(
+                f"compute {host}: device {i} stopped early (crashed or past {limit:.0f} s); "
+                "its records are the dtypes it finished",
+                file=sys.stderr,
+            )
     if failed:
         print(
             f"compute {host}: no result from device(s) {', '.join(map(str, failed))} (crashed or past {limit:.0f} s)",
             file=sys.stderr,
         )
         return 1
-    return 0
+    return 1 if cut else 0

@@ -16,13 +16,22 @@ from netbench.compute.sweep import Dtype
 FLUSH_BYTES = 256 << 20
 
 
+# fp8 as mamf-finder runs it: e4m3 inputs, the product written in the same fp8 type
+# (`C = torch.empty(m, n, dtype=dtype)`, `torch._scaled_mm(A, B, scale, scale, out=C)`); the
+# OCP type on NVIDIA, the "fnuz" one on ROCm (MI300X), which has no float8_e4m3fn matmul
+FP8_TORCH = {"cuda": "float8_e4m3fn", "hip": "float8_e4m3fnuz"}
+TORCH_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def torch_dtype_name(torch: Any, dtype: Dtype) -> str:
+    """The torch dtype's name for a sweep dtype on this torch build (CUDA or HIP)."""
+    if dtype == "fp8":
+        return FP8_TORCH["hip" if getattr(torch.version, "hip", None) else "cuda"]
+    return TORCH_NAMES[dtype]
+
+
 def torch_dtype(torch: Any, dtype: Dtype) -> Any:
-    return {
-        "fp32": torch.float32,
-        "bf16": torch.bfloat16,
-        "fp16": torch.float16,
-        "fp8": getattr(torch, "float8_e4m3fn", None),
-    }[dtype]
+    return getattr(torch, torch_dtype_name(torch, dtype), None)
 
 
 class CpuDevice:
@@ -86,7 +95,13 @@ class CudaDevice:
     def fp8_supported(self) -> bool:
         torch = self._torch
         major, minor = torch.cuda.get_device_capability(self.dev)
-        return hasattr(torch, "_scaled_mm") and hasattr(torch, "float8_e4m3fn") and (major, minor) >= (8, 9)
+        if getattr(torch.version, "hip", None):  # MI300X (gfx942) and later: the fnuz type
+            return hasattr(torch, "_scaled_mm") and torch_dtype(torch, "fp8") is not None
+        return (
+            hasattr(torch, "_scaled_mm")
+            and torch_dtype(torch, "fp8") is not None
+            and (major, minor) >= (8, 9)
+        )
 
     def times_s(
         self, m: int, n: int, k: int, dtype: Dtype, warmup: int, iters: int, deadline: float
@@ -96,13 +111,14 @@ class CudaDevice:
         if dtype == "fp8":
             if not self.fp8_supported():
                 raise ValueError("fp8 needs torch._scaled_mm on compute capability 8.9 or newer")
-            a = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
-            b = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major, as required
-            c = torch.empty(m, n, dtype=torch.bfloat16, device=dev)
+            f8 = torch_dtype(torch, "fp8")
+            a = torch.randn(m, k, device=dev).to(f8)
+            b = torch.randn(n, k, device=dev).to(f8).t()  # column-major, as required
+            c = torch.empty(m, n, dtype=f8, device=dev)  # written in fp8, as mamf-finder does
             one = torch.tensor(1.0, device=dev)
 
             def run() -> None:
-                torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16, out=c)
+                torch._scaled_mm(a, b, one, one, out_dtype=f8, out=c)
         else:
             dt = torch_dtype(torch, dtype)
             a = torch.randn(m, k, device=dev, dtype=dt)

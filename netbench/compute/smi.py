@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import statistics
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from netbench.inventory.hardware import Runner, run_tool
@@ -105,11 +106,24 @@ def summarise(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-class Sampler:
-    """Reads nvidia-smi every INTERVAL_S in a thread while the sweep runs."""
+def between(samples: Sequence[dict[str, Any]], start: float, end: float) -> list[dict[str, Any]]:
+    """The readings taken in [start, end] (time.monotonic(), the clock every process of the
+    node shares): one dtype's window, not the idle time before it or another dtype's."""
+    return [s for s in samples if s.get("t") is not None and start <= s["t"] <= end]
 
-    def __init__(self, run: Runner = run_tool, interval_s: float = INTERVAL_S) -> None:
+
+class Sampler:
+    """Reads nvidia-smi every INTERVAL_S in a thread while the sweep runs; each reading is
+    stamped with time.monotonic() (`t`) so that it can be given to the dtype it overlapped."""
+
+    def __init__(
+        self,
+        run: Runner = run_tool,
+        interval_s: float = INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._run = run
+        self._clock = clock
         self._interval = interval_s
         self._stop = threading.Event()
         self.samples: dict[int, list[dict[str, Any]]] = {}
@@ -120,7 +134,9 @@ class Sampler:
             ["nvidia-smi", f"--query-gpu={','.join(SMI_QUERY)}", "--format=csv,noheader,nounits"]
         )
         rows = parse_sample(text) if text else []
+        now = self._clock()
         for row in rows:
+            row["t"] = now
             self.samples.setdefault(row["gpu"], []).append(row)
         return rows
 
@@ -139,11 +155,20 @@ class Sampler:
     def summary(self, gpu: int) -> dict[str, Any]:
         return summarise(self.samples.get(gpu, []))
 
-    def match(self, uuid: str | None, index: int) -> tuple[int, dict[str, Any]]:
-        """(nvidia-smi's index, its summary) of the GPU torch calls `index` with this UUID: under
+    def gpu_of(self, uuid: str | None, index: int) -> int:
+        """nvidia-smi's index of the GPU torch calls `index` with this UUID: under
         CUDA_VISIBLE_DEVICES torch renumbers the GPUs it sees, nvidia-smi does not."""
         want = (uuid or "").lower().removeprefix("gpu-")
         for gpu, rows in self.samples.items():
             if want and rows and str(rows[-1].get("uuid") or "").lower().removeprefix("gpu-") == want:
-                return gpu, summarise(rows)
-        return index, self.summary(index)
+                return gpu
+        return index
+
+    def match(self, uuid: str | None, index: int) -> tuple[int, dict[str, Any]]:
+        """(nvidia-smi's index, the summary of all its readings) of that GPU."""
+        gpu = self.gpu_of(uuid, index)
+        return gpu, self.summary(gpu)
+
+    def window(self, gpu: int, start: float, end: float) -> dict[str, Any]:
+        """The summary of one GPU's readings in [start, end] ({} when none fell inside)."""
+        return summarise(between(self.samples.get(gpu, []), start, end))

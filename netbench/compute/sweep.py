@@ -19,8 +19,9 @@ Dtype = Literal["fp32", "bf16", "fp16", "fp8"]
 DTYPES: tuple[Dtype, ...] = ("fp32", "bf16", "fp16", "fp8")
 ProfileName = Literal["quick", "standard", "full"]
 
-# Seconds per profile for all dtypes of one device together; None: the whole grid (full), which
-# stoker compute still ends at FULL_LIMIT_S.
+# Seconds per profile for all dtypes of one device together; None: the whole grid (full), each
+# dtype stopped at its share of FULL_LIMIT_S, so a worker always ends inside stoker compute's
+# limit with every dtype it measured.
 BUDGET_S: dict[str, float | None] = {"quick": 20.0, "standard": 60.0, "full": None}
 FULL_LIMIT_S = 1800.0
 # Untimed and timed iterations per shape (mamf-finder: 50 and 100; fewer where the budget is short).
@@ -121,7 +122,7 @@ def shape_result(
 def shapes(sizes: Sequence[int]) -> list[tuple[int, int, int]]:
     """Every (M, N, K) over `sizes`, largest products first: under a budget the shapes most
     likely to reach the ceiling are measured before it runs out."""
-    grid = list(itertools.product(sizes, repeat=3))
+    grid = [(m, n, k) for m, n, k in itertools.product(sizes, repeat=3)]
     return sorted(grid, key=lambda s: (-(s[0] * s[1] * s[2]), s))
 
 
@@ -167,7 +168,7 @@ class Plan:
     sizes: tuple[int, ...]
     warmup: int
     iters: int
-    budget_s: float | None  # per dtype
+    budget_s: float  # per dtype
     device_warmup_s: float  # before the first shape: a cold device scores high (mamf-finder)
 
     grid: tuple[tuple[int, int, int], ...] = field(init=False)
@@ -182,7 +183,7 @@ def plan(profile: str, dtypes: Sequence[Dtype], gpu: bool, budget_s: float | Non
     warm = min(10.0, 0.15 * total) if total else 30.0
     if not gpu:
         warm = min(warm, 1.0)  # a CPU has no boost clock to settle; its cores are shared here
-    per = None if total is None else max(0.5, (total - warm) / max(1, len(dtypes)))
+    per = max(0.5, ((FULL_LIMIT_S if total is None else total) - warm) / max(1, len(dtypes)))
     w, n = ITERS[profile]
     return Plan(
         dtypes=tuple(dtypes),

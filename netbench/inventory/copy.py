@@ -7,7 +7,11 @@ The GPU is the one nvidia-smi named, found among torch's devices by UUID: nvidia
 is not torch's device number under CUDA_VISIBLE_DEVICES or the default CUDA_DEVICE_ORDER
 (fastest first). Before the pinned buffer is allocated the process is bound to the CPUs of the
 GPU's NUMA node, so the pinned pages are near the GPU's root port: a far-socket buffer would
-cross the inter-socket link and trip the host-link threshold falsely.
+cross the inter-socket link and trip the host-link threshold falsely. Each GPU gets a pinned
+buffer of its own, allocated under that binding (fresh_pinned): torch's caching host allocator
+would otherwise hand GPU 0's freed pinned block to every later GPU (torch.cuda.empty_cache()
+frees device memory only; pytorch issue 134332), and the GPUs of the other socket would copy
+across the inter-socket link.
 
 Covered in CI by a scripted copier (tests/unit/test_inventory.py) and its pure parts here by
 tests/unit/test_inventory_copy.py; run on a GPU by benchmarks/gpu_check.py.
@@ -81,6 +85,34 @@ def cpu_affinity(cpus: set[int]) -> Iterator[set[int]]:
         os.sched_setaffinity(0, before)
 
 
+@contextmanager
+def fresh_pinned(torch: Any, nbytes: int) -> Iterator[Any]:
+    """A pinned host buffer allocated now, on the CPUs the caller is bound to, and given back
+    when the block ends. With `torch._C._host_emptyCache` (torch 2.5 and later, PR 134919) the
+    caching host allocator is emptied before and after, so the allocation is a new one; without
+    it, pageable memory is first touched here (its pages land on this NUMA node) and pinned in
+    place with cudaHostRegister, which no cache holds on to."""
+    empty = getattr(torch._C, "_host_emptyCache", None)
+    if empty is not None:
+        empty()
+        buf = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+        try:
+            yield buf
+        finally:
+            del buf
+            empty()
+        return
+    buf = torch.zeros(nbytes, dtype=torch.uint8)  # zeroing touches every page, here
+    cudart = torch.cuda.cudart()
+    err = cudart.cudaHostRegister(buf.data_ptr(), nbytes, 0)
+    if int(getattr(err, "value", err)) != 0:
+        raise CopyError(f"cudaHostRegister of {nbytes} bytes failed (error {err})")
+    try:
+        yield buf
+    finally:
+        cudart.cudaHostUnregister(buf.data_ptr())
+
+
 def uuid_to_index(props: list[Any]) -> dict[str, int]:
     """torch device number by the UUID nvidia-smi prints ('GPU-xxxxxxxx-...'): torch's
     device properties carry the UUID without the prefix."""
@@ -122,10 +154,13 @@ def cuda_copier() -> Copier | None:
         index = by_uuid.get(str(gpu.get("uuid") or ""))
         if index is None:
             raise CopyError(f"{gpu.get('uuid')} is not among the GPUs torch sees (CUDA_VISIBLE_DEVICES?)")
-        with cpu_affinity(numa_cpus(gpu.get("numa_node"))) as cpus, torch.cuda.device(index):
+        with (
+            cpu_affinity(numa_cpus(gpu.get("numa_node"))) as cpus,
+            torch.cuda.device(index),
+            fresh_pinned(torch, nbytes) as pinned,
+        ):
             try:
                 dev = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{index}")
-                pinned = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
                 pageable = torch.ones(nbytes, dtype=torch.uint8)
                 out = {
                     "h2d_pinned_GBps": median_gbps(nbytes, ITERS, timed(dev, pinned, during)),

@@ -16,6 +16,7 @@ from typing import Literal
 
 from netbench.inventory.hardware import Runner, run_tool
 from netbench.inventory.hardware import read_text as _read
+from netbench.inventory.kernel_log import read_kernel_log
 from netbench.inventory.parse import csv_rows, parse_xids
 
 Snapshot = dict[str, dict[str, float]]  # device -> counter -> value
@@ -219,6 +220,6 @@ def read_snapshot(
     text = run(["nvidia-smi", f"--query-gpu={','.join(GPU_QUERY)}", "--format=csv,noheader,nounits"])
     if text:
         snap.update(parse_gpu_counters(text))
-        log = kernel_log() if kernel_log else run(["dmesg"])
+        log = kernel_log() if kernel_log else read_kernel_log(run)
         snap.update(xid_counts(log or ""))
     return snap

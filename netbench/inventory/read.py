@@ -19,6 +19,7 @@ from netbench.inventory.copy import Copier
 from netbench.inventory.hardware import ToolOutput, run_keep
 from netbench.inventory.hardware import read_text as _read
 from netbench.inventory.hardware_parse import parse_ib_rate, parse_ib_state, parse_net_speed, parse_pcie_speed
+from netbench.inventory.kernel_log import read_kernel_log
 
 # copier({gpu, uuid, numa_node}, bytes, during) -> {h2d_pinned_GBps, d2h_pinned_GBps,
 # h2d_pageable_GBps, ...} (netbench/inventory/copy.py); `during` is called while copies are in
@@ -339,6 +340,6 @@ def read_inventory(
             except Exception as exc:  # one GPU's CUDA error (OOM, exclusive mode) costs its copy only
                 first = (str(exc).strip().splitlines() or [""])[0][:160]
                 inv.skipped.append(f"host-link copy test of GPU{g['gpu']}: {type(exc).__name__}: {first}")
-    log = kernel_log() if kernel_log else _text(run(["dmesg"]))
+    log = kernel_log() if kernel_log else read_kernel_log(lambda argv: _text(run(argv)))
     inv.records += _gpu_records(rows, lost, run, log, under_load, copies, inv.skipped)
     return inv

@@ -143,6 +143,9 @@ def recorded_rounds(net: Sequence[NetRecord]) -> list[dict[frozenset[str], float
     and size the search used (all_reduce preferred, the largest size); a group measured on
     several rails is its slowest rail, as the run decided."""
     recs = [r for r in net if r.scope == "groups" and r.wrong == 0 and isinstance(r.extra.get("round"), int)]
+    # every round of a search has a record: a round number past their count is no round of
+    # it (a hand-edited `round: 10**12` asked for a list of 10^12 rounds), and is left out
+    recs = [r for r in recs if 0 <= r.extra["round"] < len(recs)]
     if not recs:
         return []
     ops = {r.op for r in recs}

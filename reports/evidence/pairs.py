@@ -14,7 +14,10 @@ partner, while every pair of a node with a slow NIC is capped by it. So
 - a link is slow when one pair falls well below what both its ends reach with other nodes
   (min of the two scores): a slow path between two otherwise healthy nodes.
 
-A fleet comparison needs 3 hosts.
+A fleet comparison needs 3 hosts. The pairs are held as arrays (one entry per pair measured),
+so judging them costs what was measured; only the dense matrix behind the report's heatmap
+grows with the square of the hosts, and it is built for at most MAX_MATRIX_HOSTS of them
+(a ring of 5,000 hosts made a 200 MB matrix and a 3 GB figure; 10,000, a MemoryError).
 
 Rails (several ranks per node) are judged rail by rail: reports.evidence.rails.
 """
@@ -34,6 +37,7 @@ MAD_K = 3.0  # ... nor within 3 robust standard deviations of the fleet
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution × this = its standard deviation
 MIN_FLEET = 3  # with 2 hosts a low one cannot be told from a high one
 PAIR_OPS = ("all_reduce", "sendrecv")  # preferred op for pair tests, in this order
+MAX_MATRIX_HOSTS = 2000  # the heatmap's matrix: 2,000^2 cells of 8 bytes = 32 MB
 
 Pair = tuple[str, str]
 
@@ -178,8 +182,10 @@ def pair_values(frame: pd.DataFrame) -> PairValues:
 
 def pair_matrix(values: PairValues) -> tuple[list[str], np.ndarray]:
     """Hosts (sorted) and the symmetric matrix of pair busbw (GB/s) at the largest size;
-    NaN where a pair was not measured."""
+    NaN where a pair was not measured; a 0 x 0 matrix over MAX_MATRIX_HOSTS hosts."""
     used = np.unique(np.concatenate([values.ia, values.ib]))
+    if len(used) > MAX_MATRIX_HOSTS:
+        return [str(h) for h in values.names[used]], np.zeros((0, 0))
     index = np.full(len(values.names), -1)
     index[used] = np.arange(len(used))
     m = np.full((len(used), len(used)), np.nan)
@@ -268,6 +274,16 @@ class PairEvidence:
     confirmed: dict[str, list[str]] = field(default_factory=dict)
     rails: dict[int, PairValues] = field(default_factory=dict)  # each rail's values
     untested: dict[str, tuple[int, ...]] = field(default_factory=dict)  # host -> rails it lacks
+
+    @property
+    def matrix_note(self) -> str:
+        """Why the pair matrix is not drawn ("" when it is, or there are no pairs)."""
+        if len(self.hosts) <= MAX_MATRIX_HOSTS:
+            return ""
+        return (
+            f"The pair matrix of {len(self.hosts):,} hosts is not drawn (at most {MAX_MATRIX_HOSTS:,} hosts); "
+            "the slowest pairs are listed, and every pair is judged."
+        )
 
 
 class Cells(Sequence[tuple[float, str, str]]):

@@ -75,6 +75,7 @@ class ClusterSummary:
     )  # parts of idle_share; None = unmeasured
     lacks: tuple[str, ...] = ()  # "what is missing: the command that measures it"
     problems: tuple[str, ...] = ()  # why this run cannot be ranked (lacks, price, spec)
+    identity: str = ""  # which run this is (run_identity); "" when unknown: never a copy of another
 
     @property
     def cost_per_useful_gpu_hour(self) -> float | None:
@@ -118,6 +119,25 @@ class ClusterSummary:
 
 def _finite_or_none(x: float) -> float | None:
     return x if finite(x) else None
+
+
+def run_identity(ev: Evidence) -> str:
+    """What tells one run from another, whatever directory holds it: its run ids and a digest
+    of its records' figures. A copy of a results directory has both of the original; two runs
+    that reused one run id (STOKER_RUN_ID set to the same name each time) differ in figures."""
+    import hashlib
+
+    import pandas as pd
+
+    h = hashlib.sha256("\n".join(sorted(ev.run_ids)).encode())
+    f = ev.net.frame
+    if len(f):
+        part = f[["op", "scope", "host", "bytes", "ranks", "time_s", "busbw_GBps", "wrong"]]
+        part = part.astype({c: str for c in ("op", "scope", "host")})  # categories differ by read path
+        h.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
+    for r in ev.io:
+        h.update(repr((r.hosts, r.workload, r.direction, r.path, r.bytes, r.bw_GBps, r.runtime_s)).encode())
+    return h.hexdigest()[:16]
 
 
 def cost_per_useful(price: float | None, idle_share: float | None) -> float | None:
@@ -266,6 +286,7 @@ def summarise(
         idle_by_component=parts,
         lacks=tuple(lacks),
         problems=tuple(problems),
+        identity=run_identity(ev),
     )
     if workload is not None and not s.problems and s.cost_per_useful_gpu_hour is None:
         return _with_problem(s, f"price_per_gpu_hour {price:g} gives no finite cost")

@@ -103,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
     from reports.fleet.facts import run_facts
     from reports.fleet.ranking import compare, to_json
     from reports.fleet.render import render_html, render_md
-    from reports.fleet.runs import RunIdentity, by_dir, check_alike
+    from reports.fleet.runs import RunIdentity, by_dir, check_alike, distinct
     from reports.report_cmd import collect
     from reports.runs import MixedRuns
     from reports.safe_write import write_outputs
@@ -140,6 +140,9 @@ def main(args: argparse.Namespace) -> int:
         summaries = by_dir(summaries)
     else:
         check_alike(identities)  # one line, exit 2: runs under one name bought something else
+        summaries, copies = distinct(summaries)  # a copied directory is the same run, counted once
+        for line in copies:
+            print(f"stoker compare: {line}", file=sys.stderr)
     wname = summaries[0].workload
     cmp = compare(summaries, wname, facts)
     # never over or through a file stoker did not write (reports/safe_write.py)

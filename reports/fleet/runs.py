@@ -1,6 +1,7 @@
 """Several runs of one cluster in a comparison (pure; issue 21 §2).
 
-Runs are grouped by the name of their spec. They are one cluster only when they agree on
+Runs are grouped by the name of their spec, and told apart by what they hold, never by
+their directory: `distinct` counts copies of one run's directory as that one run. They are one cluster only when they agree on
 what is bought: the accelerator, the GPUs per node and the price. `check_alike` refuses
 anything else in one line naming the field and the two directories (or the user keeps each
 directory apart, `stoker compare --by dir`).
@@ -53,6 +54,27 @@ def check_alike(runs: Sequence[RunIdentity]) -> None:
                 )
 
 
+def distinct(summaries: Sequence[ClusterSummary]) -> tuple[list[ClusterSummary], list[str]]:
+    """One summary per run of a cluster: directories that hold the same run (the same run ids
+    and records: copies of one directory) count once, the first by directory kept, in the
+    order given; one note per copy left out. Copies counted as runs made a median of one run
+    and a run-to-run noise of 0.0, which turned unknown noise into "known exactly"."""
+    first: dict[tuple[str, str], ClusterSummary] = {}
+    notes: list[str] = []
+    for s in sorted(summaries, key=lambda s: s.run):
+        if not s.identity:
+            continue
+        k = (s.name, s.identity)
+        if k in first:
+            notes.append(
+                f"{s.run} holds the same run as {first[k].run} (the same run ids and records): counted once"
+            )
+        else:
+            first[k] = s
+    left_out = {id(s) for s in summaries if s.identity and first[(s.name, s.identity)] is not s}
+    return [s for s in summaries if id(s) not in left_out], notes
+
+
 def by_dir(summaries: Sequence[ClusterSummary]) -> list[ClusterSummary]:
     """Each directory its own cluster (`--by dir`): named by the directory where names repeat."""
     seen: dict[str, int] = {}
@@ -70,6 +92,7 @@ def _median(values: Sequence[float | None]) -> float | None:
 def merge(runs: Sequence[ClusterSummary]) -> ClusterSummary:
     """One summary of a cluster's runs, independent of their order (see the module docstring).
     Verdicts, findings and curves stay per run (the side-by-side rows combine those)."""
+    runs = distinct(runs)[0]  # a copy of a run is that run once
     if len(runs) == 1:
         return runs[0]
     ordered = sorted(runs, key=lambda s: s.run)

@@ -28,8 +28,7 @@ from typing import Any, Protocol
 
 from reports.errors import UsageError
 from reports.ingest.json_shapes import list_at, mapping_at
-from reports.records import IoRecord, utc_now
-from reports.units import parse_size
+from reports.records import hosts_why
 
 DIRECTIONS = ("read", "write")
 ALL_CLIENTS = "All clients"
@@ -82,6 +81,7 @@ class FioDoc:
     error: int  # first non-zero job error (errno), 0 when none
     parts: tuple[FioPart, ...]
     global_options: Mapping[str, str]
+    refused: tuple[str, ...] = ()  # why entries were left out: a host name not one plain node
 
 
 # ---- finding the document ---------------------------------------------------------------
@@ -240,21 +240,23 @@ def parse_document(doc: Mapping[str, Any], host: str | None = None) -> FioDoc:
     global_options = _options(doc.get("global options"))
     local_host = host or str(doc.get("hostname") or "unknown")
     parts: list[FioPart] = []
+    refused: list[str] = []
     error = 0
     if "client_stats" in doc:
         stats = doc["client_stats"] if isinstance(doc["client_stats"], list) else []
         entries = [e for e in stats if isinstance(e, Mapping) and e.get("jobname") != ALL_CLIENTS]
+        # a host is the node: two servers on one host (different ports) are that one host
         names = [str(e.get("hostname") or local_host) for e in entries]
-        for e, name in zip(entries, names):
-            # two servers on one host (different ports) must stay two hosts
-            label = f"{name}:{e.get('port')}" if names.count(name) > 1 and e.get("port") else name
-            parts += _parts_of(e, label, global_options)
-            error = error or int(_number(e.get("error")))
     else:
-        jobs = list_at(doc, "jobs")
-        for e in (j for j in jobs if isinstance(j, Mapping)):
-            parts += _parts_of(e, local_host, global_options)
-            error = error or int(_number(e.get("error")))
+        entries = [j for j in list_at(doc, "jobs") if isinstance(j, Mapping)]
+        names = [local_host] * len(entries)
+    for e, name in zip(entries, names):
+        # a name the document gives is checked here, the caller's by the reader of records
+        if (host is None or "client_stats" in doc) and (why := hosts_why([name])):
+            refused.append(why)
+            continue
+        parts += _parts_of(e, name, global_options)
+        error = error or int(_number(e.get("error")))
     ts_ms = int(_number(doc.get("timestamp_ms")) or _number(doc.get("timestamp")) * 1000)
     return FioDoc(
         version=str(doc.get("fio version", "unknown")),
@@ -262,6 +264,7 @@ def parse_document(doc: Mapping[str, Any], host: str | None = None) -> FioDoc:
         error=error,
         parts=tuple(parts),
         global_options=global_options,
+        refused=tuple(dict.fromkeys(refused)),
     )
 
 
@@ -356,61 +359,16 @@ def rate(amount: float, ms: float) -> float:
     return amount * 1000.0 / ms if ms > 0 else 0.0
 
 
-def option_size(options: Mapping[str, str], name: str) -> int:
-    """A fio size option in bytes (fio's K/M/G are powers of 1024 by default); 0 if unreadable."""
-    value = options.get(name, "")
-    try:
-        return parse_size(value.split(",")[0].split("-")[0]) if value else 0
-    except UsageError:
-        return 0
-
-
 def procs_of(s: FioSum) -> int:
     """Processes behind a sum: clones are listed one by one without group_reporting; with
-    it, `numjobs` per host says how many there were."""
+    it, each part (one per fio server) stands for `numjobs` of them."""
     try:
         numjobs = max(1, int(_number(s.options.get("numjobs", "1"))))
     except ValueError:
         numjobs = 1
-    return max(s.parts, numjobs * len(s.hosts))
+    grouped = s.options.get("group_reporting", "") not in ("", "0")
+    return max(s.parts, numjobs * (s.parts if grouped else len(s.hosts)))
 
 
 def exceeds_physical_bound(per_host_bw_GBps: Mapping[str, float]) -> bool:
     return any(v > PHYSICAL_MAX_HOST_GBPS for v in per_host_bw_GBps.values())
-
-
-def records_from_fio_output(text: str, *, run_id: str, source_name: str) -> list[IoRecord]:
-    """Records of a foreign fio output file, one per job name and direction with I/O.
-    The window is the longest runtime among its parts (fio starts clones and, in client
-    mode, servers together), so bw = total bytes / that window."""
-    doc = parse_fio(text)
-    out = []
-    for s in group_parts(doc.parts):
-        per_host = {h: round(rate(b, s.per_host_runtime_ms[h]) / 1e9, 6) for h, b in s.per_host_bytes.items()}
-        direct = s.options.get("direct")
-        out.append(
-            IoRecord(
-                run_id=run_id,
-                ts=utc_now(),
-                hosts=s.hosts,
-                nodes=len(s.hosts),
-                workload=s.job,
-                direction=s.direction,
-                path=s.options.get("directory") or s.options.get("filename") or source_name,
-                scope="local",
-                procs=procs_of(s),
-                bytes=s.bytes,
-                bw_GBps=round(rate(s.bytes, s.runtime_ms) / 1e9, 6),
-                per_host_bw_GBps=per_host,
-                iops=round(rate(s.ios, s.runtime_ms), 3),
-                lat_ms={k: round(v, 6) for k, v in (("p50", s.p50_ms), ("p99", s.p99_ms)) if v is not None},
-                runtime_s=s.runtime_ms / 1000.0,
-                backend="fio",
-                block_size=option_size(s.options, "bs"),
-                direct=None if direct is None else direct == "1",
-                cache_suspect=exceeds_physical_bound(per_host),
-                failed=s.problem or (f"fio error {doc.error}" if doc.error else ""),
-                extra={"fio_version": doc.version, "source": source_name},
-            )
-        )
-    return out

@@ -80,11 +80,13 @@ def _looks_like_fio(text: str) -> bool:
 def _fio(text: str, *, run_id: str, source_name: str) -> tuple[list[IoRecord], str | None]:
     """fio JSON through the iobench parser; imported lazily so that reports works without it."""
     try:
-        mod = importlib.import_module("reports.ingest.fio_json")
+        mod = importlib.import_module("reports.ingest.fio_records")
     except ImportError:
         return [], f"{source_name}: fio JSON found but this stoker has no fio parser yet; skipped"
+    notes: list[str] = []
     try:
-        return list(mod.records_from_fio_output(text, run_id=run_id, source_name=source_name)), None
+        recs = list(mod.records_from_fio_output(text, run_id=run_id, source_name=source_name, notes=notes))
+        return recs, "; ".join(notes) or None
     except UsageError:  # no complete document: cut short, or not fio's JSON after all
         return [], (
             f"{source_name}: no complete fio JSON document in it (cut short?); expected the whole "
@@ -160,8 +162,9 @@ def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported
     return got
 
 
-def candidates(directory: Path) -> list[Path]:
-    """Files in `directory` (and its sub-folders) that could hold foreign results, sorted."""
+def candidates(directory: Path, every_size: bool = False) -> list[Path]:
+    """Files in `directory` (and its sub-folders) that could hold foreign results, sorted;
+    those over _MAX_BYTES left out unless `every_size`."""
     found: list[Path] = []
     base_depth = len(directory.parts)
     for root, dirs, files in os.walk(directory):
@@ -171,9 +174,32 @@ def candidates(directory: Path) -> list[Path]:
             p = Path(root) / name
             if name in OWN_FILES or name.startswith(".") or p.suffix.lower() not in _SUFFIXES:
                 continue
-            if p.is_file() and not p.is_symlink() and p.stat().st_size <= _MAX_BYTES:
+            if p.is_file() and not p.is_symlink() and (every_size or p.stat().st_size <= _MAX_BYTES):
                 found.append(p)
     return sorted(found)
+
+
+def _too_large(directory: Path, known: set[str]) -> list[str]:
+    """A note for each file over _MAX_BYTES whose start is an nccl-tests log or fio JSON and
+    that is not imported yet: `stoker report` does not read it (`stoker import` streams it)."""
+    from reports.ingest.stream import head_text, run_id_of, streamable
+
+    notes = []
+    for p in candidates(directory, every_size=True):
+        size = p.stat().st_size
+        if size <= _MAX_BYTES:
+            continue
+        try:
+            head = head_text(p)
+            if not (_looks_like_fio(head) or streamable(p)) or run_id_of(p) in known:
+                continue
+        except (OSError, UsageError):
+            continue
+        notes.append(
+            f"{p.relative_to(directory)}: {size / 1e6:,.1f} MB, more than the {_MAX_BYTES / 1e6:,.1f} MB "
+            f"`stoker report` reads; not judged: run `stoker import {p} --out {directory}` (it streams it)"
+        )
+    return notes
 
 
 def import_dir(directory: str | os.PathLike[str], known_run_ids: Iterable[str] = ()) -> Imported:
@@ -193,4 +219,5 @@ def import_dir(directory: str | os.PathLike[str], known_run_ids: Iterable[str] =
         got = import_text(text, source_name=str(p.relative_to(d)), ts=_mtime_utc(p))
         if got is not None:
             out.extend(got)
+    out.notes += _too_large(d, known)
     return out

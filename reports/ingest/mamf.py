@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reports.records import COMPUTE_FILE, RecordWriter, iter_jsonl
+from reports.errors import UsageError
+from reports.records import COMPUTE_FILE, RecordWriter, hosts_why, iter_jsonl
 
 _SUMMARY = re.compile(r"^Tried\s+(\d+) shapes => the best outcomes were:", re.M)
 _BEST = re.compile(r"^(mean|median|max):\s+([\d.]+) TFLOPS @ (\d+x\d+x\d+)", re.M)
@@ -59,6 +60,8 @@ def parse_mamf(text: str, *, ts: str, source_name: str) -> dict[str, Any]:
     props = _PROPS.search(text)
     uuid = _UUID.search(props.group(2)) if props else None
     uname = _UNAME.search(text)
+    if uname and (why := hosts_why([uname.group(2)])):  # never judged, never acted on
+        raise ValueError(why)
     dev = _DEVICE_ARG.search(text)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return {
@@ -137,7 +140,10 @@ def import_files(files: Sequence[str], out: Path) -> list[str]:
             rest.append(f)
             continue
         ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
-        rec = parse_mamf(text, ts=ts, source_name=path.name)
+        try:
+            rec = parse_mamf(text, ts=ts, source_name=path.name)
+        except ValueError as exc:
+            raise UsageError(f"{path}: mamf-finder output not imported: {exc}") from None
         if rec["run_id"] in known:
             print(f"{path}: already imported into {out}; nothing added")
             continue

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reports.ingest.nccl_rows import row_fields
-from reports.ops import ranks_from_factor
+from reports.ops import bus_factor, ranks_from_factor
 from reports.records import NetRecord, to_dict
 
 BACKEND = "nccl-tests"
@@ -44,6 +44,9 @@ class Context:
     source: str
     graph: bool | None = None  # None: the log does not say
     process_hosts: tuple[str, ...] = ()  # -J: the host of each process (per-iteration straggler view)
+    # the ranks ran as several communicators (NCCL_TESTS_SPLIT: several Group numbers): each
+    # row's bus factor is that of a group's ranks, unknown here, so busbw is not checked
+    split: bool = False
 
 
 # One record's values, in this order: ranks, dtype, bytes, time_s, algbw_GBps, busbw_GBps,
@@ -156,10 +159,11 @@ def _figures(toks: tuple[str, ...]) -> list[float | None]:
 
 
 def row_values(
-    lay: Layout, row: Sequence[str], op: str, ranks: int, dtypes: dict[str, str]
+    lay: Layout, row: Sequence[str], op: str, ranks: int, dtypes: dict[str, str], check_busbw: bool = True
 ) -> list[Values] | None:
     """The records of a plain row (none for a group printed all N/A), or None: take the
-    general path. `ranks` 0: read from each record's bus factor, as _record does."""
+    general path. `ranks` 0: read from each record's bus factor, as _record does;
+    `check_busbw` False (Context.split): busbw is not set against algbw x the bus factor."""
     if len(row) != lay.width:
         return None  # cut short, a timestamp's two tokens, or more: `aligned` decides
     k = lay.redop_at
@@ -180,6 +184,7 @@ def row_values(
     type_tok = row[lay.type] if lay.type >= 0 else "unknown"
     dtype = dtypes.get(type_tok, type_tok)
     redop = row[lay.redop] if lay.redop >= 0 else "none"
+    factor = bus_factor(op, ranks) if ranks > 0 and check_busbw else 0.0
     out: list[Values] = []
     for gi, (ti, ai, bi, wi, ei, i_min, i_max, i_p99, i_cv) in enumerate(lay.groups):
         t, a, b = v[ti], v[ai], v[bi]
@@ -193,6 +198,8 @@ def row_values(
             want = size / t / 1e3
             if abs(a - want) > 0.02 * want + 0.011:
                 return None
+        if factor and abs(b - a * factor) > 0.005 * factor + 0.005 + 1e-9 * max(a * factor, b):
+            return None  # nccl_rows.busbw_why names it
         wrong, error, tmin, tmax, tp99, tcv = v[wi], v[ei], v[i_min], v[i_max], v[i_p99], v[i_cv]
         if wrong is not None and (wrong < 0 or wrong != int(wrong) or wrong > _MAX):
             return None

@@ -12,7 +12,7 @@ from reports.ingest.json_shapes import list_at, mapping_at
 from reports.ingest.nccl_fast import Context as _Context
 from reports.ingest.nccl_records import Parsed, _hosts_of, _manifest, _record, nccl_version, op_from_name
 from reports.ingest.nccl_rows import number, skipped_note
-from reports.records import NetRecord
+from reports.records import NetRecord, hosts_why
 
 
 def looks_like_json(obj: Any) -> bool:
@@ -52,6 +52,8 @@ def parse_json(
             records=[], manifest={}, notes=[f"{source_name}: cannot tell which test wrote it; pass --op"]
         )
     hosts, device = _hosts_of(ranks)
+    if why := hosts_why(hosts):  # never judged, never acted on (reports/hostnames.py)
+        return Parsed(records=[], manifest={}, notes=[f"{source_name}: skipped: config.devices {why}"])
     ctx = _Context(
         op=name,
         run_id=run_id,

@@ -17,7 +17,7 @@ _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s)")
 # the device name runs to the end: it is matched against a stripped line with no "\n" (a lazy
 # `(.*?)\s*$` gave the same name at twice the cost, and a log is half Rank lines)
 _RANK = re.compile(
-    r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*)$"
+    r"^#?\s*Rank\s+(\d+)(?:\s+Group\s+(\d+))?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s*(.*)$"
 )
 _START = re.compile(r"^#?\s*Collective test starting:\s*(\S+)")
 _PARAMS = re.compile(r"warmup iters:\s*(\d+)\s+iters:\s*(\d+)")
@@ -34,8 +34,23 @@ def strip_prefix(line: str) -> str:
 
 
 def looks_like_log(text: str) -> bool:
-    head = text[:200_000]
-    return "busbw" in head and "algbw" in head and _HEADER.search(head) is not None
+    """The text holds an nccl-tests table header, wherever it is: NCCL_DEBUG=INFO noise or
+    the device lines of thousands of ranks may fill the first megabytes of a log."""
+    return "busbw" in text and "algbw" in text and _HEADER.search(text) is not None
+
+
+def log_in_blocks(blocks: Iterable[str]) -> bool:
+    """looks_like_log of the text these blocks make, read one block at a time (a file of any
+    size in the memory of two blocks): the header is one line, so each block is searched
+    with the unfinished last line of the block before it."""
+    rest = ""
+    for block in blocks:
+        text = rest + block
+        cut = text.rfind("\n")
+        if looks_like_log(text):
+            return True
+        rest = text[cut + 1 :] if cut >= 0 else text[-4096:]
+    return False
 
 
 @dataclass(kw_only=True, slots=True)
@@ -44,6 +59,8 @@ class _Section:
 
     program: str | None = None
     ranks: dict[int, tuple[str, str]] = field(default_factory=dict)  # rank -> (host, device name)
+    # the Group column: several when NCCL_TESTS_SPLIT split the ranks into communicators
+    groups: set[str] = field(default_factory=set)
     header: list[str] = field(default_factory=list)
     rows: list[tuple[int, list[str]]] = field(default_factory=list)  # (line number, tokens)
     warmup: int = 0
@@ -108,7 +125,8 @@ def _iter_sections(
             if g := _GRAPH.search(body):
                 cur.graph = int(g.group(1)) > 0
         elif "Rank" in body and (m := _RANK.match(body)):
-            cur.ranks[int(m.group(1))] = (m.group(2), m.group(4))
+            cur.ranks[int(m.group(1))] = (m.group(3), m.group(5))
+            cur.groups.add(m.group(2) or "0")
         elif "Avg bus bandwidth" in body and (m := _AVG.match(body)):
             if (avg := number(m.group(1))) is not None:
                 avgs.append(avg)

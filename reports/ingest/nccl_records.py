@@ -13,7 +13,7 @@ from typing import Any
 from reports.ingest import nccl_per_iter
 from reports.ingest.nccl_fast import BACKEND, context_extra, world_record
 from reports.ingest.nccl_fast import Context as _Context
-from reports.ingest.nccl_rows import figures, is_na, number
+from reports.ingest.nccl_rows import busbw_why, figures, is_na, number
 from reports.ops import OPS, bus_factor, ranks_from_factor
 from reports.records import NetRecord
 
@@ -108,6 +108,8 @@ def _record(
     elif "wrong" not in f:
         extra["check"] = "off"
     ranks = ctx.ranks or ranks_from_factor(ctx.op, f["algbw"], f["busbw"])  # -J files name their devices
+    if not ctx.split and (why := busbw_why(ctx.op, ctx.ranks, f["algbw"], f["busbw"])):
+        return why
     per_iter = timing.get("per_iter")  # hook: issue 23, nccl-tests -I (reports/ingest/nccl_per_iter.py)
     if isinstance(per_iter, Mapping):
         if isinstance(per_iter.get("times_us"), list):

@@ -9,6 +9,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from reports.ops import bus_factor
+
 _COLS = {
     "size": "size",
     "bytes": "size",
@@ -140,6 +142,20 @@ def figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[st
                 return got, f"{key} {str(lead.get(key))[:20]!r} is not a whole number"
             got[key] = v
     return got, None
+
+
+def busbw_why(op: str, ranks: int, algbw: float, busbw: float) -> str | None:
+    """Why a row's busbw is not algbw x the op's bus factor among `ranks` (nccl-tests
+    src/*.cu getBw, reports/ops.py), or None. Both are printed with 2 decimals: algbw is off
+    by up to 0.005, so busbw by up to 0.005 x factor + its own 0.005. Unknown ranks (0): the
+    rank count is read from this very ratio, nothing to check."""
+    if ranks <= 0:
+        return None
+    f = bus_factor(op, ranks)
+    want = algbw * f
+    if abs(busbw - want) > 0.005 * f + 0.005 + 1e-9 * max(want, busbw):
+        return f"busbw {busbw:g} is not algbw {algbw:g} x {f:.4g} ({op} on {ranks} ranks: {want:.2f} GB/s)"
+    return None
 
 
 def aligned(header: Sequence[str], row: list[str]) -> list[str] | str:

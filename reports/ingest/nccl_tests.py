@@ -25,7 +25,7 @@ from reports.ingest.nccl_log import _iter_sections, _Section, looks_like_log
 from reports.ingest.nccl_records import _DTYPES, Parsed, _hosts_of, _manifest, _record, infer_op, op_from_name
 from reports.ingest.nccl_rows import aligned, figures, number, row_fields, skipped_note
 from reports.ops import ranks_from_factor
-from reports.records import NetRecord, to_dict
+from reports.records import NetRecord, hosts_why, to_dict
 
 
 def _largest_readable(sec: _Section) -> tuple[dict[str, str], dict[str, str]] | None:
@@ -155,6 +155,9 @@ def _tables(
             )
             continue
         hosts, device = _hosts_of(sec.ranks)
+        if why := hosts_why(hosts):  # never judged, never acted on (reports/hostnames.py)
+            notes.append(f"{source_name}: skipped the table at line {sec.rows[0][0]}: {why}")
+            continue
         all_ranks.update(sec.ranks)
         ctx = _Context(
             op=name,
@@ -167,6 +170,7 @@ def _tables(
             iters=sec.iters,
             source=source_name,
             graph=sec.graph,
+            split=len(sec.groups) > 1,
         )
         if (key := tuple(sec.header)) not in layouts:
             if len(layouts) > 64:  # a garbled log's ever-new headers: bounded
@@ -176,7 +180,11 @@ def _tables(
         out: list[NetRecord | nccl_fast.Values] = []
         state.total += len(sec.rows)
         for n, row in sec.rows:
-            if lay and (fast := nccl_fast.row_values(lay, row, name, ctx.ranks, _DTYPES)) is not None:
+            if (
+                lay
+                and (fast := nccl_fast.row_values(lay, row, name, ctx.ranks, _DTYPES, not ctx.split))
+                is not None
+            ):
                 out += fast
                 continue
             tokens = aligned(sec.header, row)

@@ -13,7 +13,9 @@ of the log per core.
 
 from __future__ import annotations
 
+import codecs
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +27,8 @@ STREAM_BYTES = 32 << 20
 _HEAD = 1 << 20
 
 
-def _head(path: Path) -> str:
+def head_text(path: Path) -> str:
+    """The file's first _HEAD bytes as text."""
     with open_regular(path, "file to import") as fh:
         return fh.read(_HEAD).decode("utf-8", errors="replace")
 
@@ -39,13 +42,22 @@ def streamable(path: Path) -> bool:
             return False
     except OSError:
         return False
-    head = _head(path)
+    head = head_text(path)
     return (
         not head.lstrip().startswith("{")
         and not importers._is_stoker_output(head)
         and not importers._looks_like_fio(head)
-        and nccl_log.looks_like_log(head)
+        and nccl_log.log_in_blocks(_blocks(path))
     )
+
+
+def _blocks(path: Path) -> Iterator[str]:
+    """The file's text in blocks of _HEAD bytes (the table may be anywhere in it)."""
+    dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    with open_regular(path, "file to import") as fh:
+        while chunk := fh.read(_HEAD):
+            yield dec.decode(chunk)
+    yield dec.decode(b"", final=True)
 
 
 def run_id_of(path: Path) -> str:

@@ -147,15 +147,34 @@ def storage_class(name: str) -> StorageClass:
     )
 
 
-def match_gpu_name(reported: str) -> Accelerator | None:
-    """The accelerator whose nvidia-smi / rocm-smi name fragment occurs in `reported`
-    ("NVIDIA H100 80GB HBM3" -> h100-sxm); None when nothing matches (never a guess).
-    The longest fragment wins, so "H100 PCIe" is not taken for an SXM part."""
-    text = normalise(reported)
-    best: tuple[int, str] | None = None
+# The vendor's word in front of a model name: nvidia-smi prints "NVIDIA H100 80GB HBM3" on
+# current drivers and "Tesla V100-SXM2-32GB" or "A100-SXM4-40GB" on older ones; amd-smi and
+# rocm-smi "AMD Instinct MI300X"
+VENDOR_WORDS = frozenset({"nvidia", "tesla", "amd", "intel", "habana"})
+
+
+def model_key(reported: str) -> str:
+    """A device name as a key: lower case, words split on spaces, '-' and '_' and joined by one
+    space, the vendor's words in front dropped ("NVIDIA A100-SXM4-40GB" -> "a100 sxm4 40gb")."""
+    words = [w for w in re.split(r"[\s_-]+", str(reported).lower()) if w]
+    while words and words[0] in VENDOR_WORDS:
+        words.pop(0)
+    return " ".join(words)
+
+
+@functools.cache
+def _gpu_name_table() -> dict[str, str]:
+    table: dict[str, str] = {}
     for name, entry in _load(*_KINDS["accelerator"]).entries.items():
-        for fragment in entry.get("gpu_names", ()):
-            frag = normalise(fragment)
-            if frag and frag in text and (best is None or len(frag) > best[0]):
-                best = (len(frag), name)
-    return accelerator(best[1]) if best else None
+        for model in entry.get("gpu_names", ()):
+            table[model_key(model)] = name
+    return table
+
+
+def match_gpu_name(reported: str) -> Accelerator | None:
+    """The accelerator whose `gpu_names` holds this device name, the whole name compared
+    (model_key): "NVIDIA H100 80GB HBM3" -> h100-sxm. None when no entry lists it, never a
+    guess: a name that merely contains another's ("NVIDIA GH200 480GB" holds "H200", "NVIDIA
+    A100 80GB PCIe" holds "A100 80GB") is another device, with other figures."""
+    name = _gpu_name_table().get(model_key(reported))
+    return accelerator(name) if name else None

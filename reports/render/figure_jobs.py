@@ -34,13 +34,27 @@ class Deferred:
         return f"\x00figure{len(self.jobs) - 1}\x00"
 
     def fill(self, text: str) -> str:
+        """The text with each figure drawn in; an <img> whose figure was NOT_DRAWN becomes a
+        note saying so."""
         pngs = (self.draw or draw_all)(self.jobs)
+        text = re.sub(
+            "<img [^>]*\x00figure(\\d+)\x00[^>]*>",
+            lambda m: NOT_DRAWN_NOTE if pngs[int(m.group(1))] == NOT_DRAWN else m.group(0),
+            text,
+        )
         return re.sub("\x00figure(\\d+)\x00", lambda m: pngs[int(m.group(1))], text)
 
 
 # a figure's drawing cost, relative: the halves are balanced by it
 _COST = {"matrix_plot": 3, "host_grids": 2, "host_grid": 2}
-CHILD_LIMIT_S = 120.0  # a child that has not answered by then is killed and its half drawn here
+CHILD_LIMIT_S = 120.0  # a child that has not answered by then is killed: its figures are not drawn
+# what a figure whose process ran past its limit gives: left out, never drawn a second time
+# here (that doubled the time of a report whose figure was too slow), and said in its place
+NOT_DRAWN = "\x00not-drawn\x00"
+NOT_DRAWN_NOTE = (
+    '<p class="muted">This figure was not drawn: drawing it ran past its time limit. '
+    "The tables beside it hold its figures.</p>"
+)
 
 
 def draw_all(jobs: Sequence[Job]) -> list[str]:
@@ -69,7 +83,7 @@ def draw_all(jobs: Sequence[Job]) -> list[str]:
 
 def _in_child(jobs: Sequence[Job], which: list[int]) -> Callable[[], dict[int, str]]:
     """Fork a process drawing `which`; returns a function that collects its figures ({} when
-    the child failed or ran past CHILD_LIMIT_S: the caller draws them)."""
+    the child failed: the caller draws them; NOT_DRAWN each when it ran past CHILD_LIMIT_S)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: draw, write JSON to the pipe, leave without Python's exit handlers
@@ -95,6 +109,8 @@ def _in_child(jobs: Sequence[Job], which: list[int]) -> Callable[[], dict[int, s
         try:
             if time.monotonic() >= deadline:
                 os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                return dict.fromkeys(which, NOT_DRAWN)  # its time is spent: not drawn again here
             _, status = os.waitpid(pid, 0)
             return {int(k): str(v) for k, v in json.loads(b"".join(chunks)).items()} if status == 0 else {}
         except (OSError, ValueError):

@@ -14,8 +14,10 @@ as their evidence is computed (`start`, one to each), the sweeps and storage bar
 is built (`draw`: heaviest first, each to whichever process comes free, so the two finish
 together; drawing is Python under the GIL: two processes, two cores). `draw(jobs)` returns every
 job's base64 PNG, those started already included — the bytes any process draws
-(tests/unit/test_figure_process.py). Whatever goes wrong (a process died, ran past LIMIT_S, a
-job would not pickle), the figures it lacks are drawn here, as figure_jobs.draw_all would.
+(tests/unit/test_figure_process.py). When a process died or a job would not pickle, the
+figures it lacks are drawn here, as figure_jobs.draw_all would; a figure whose process ran
+past LIMIT_S is figure_jobs.NOT_DRAWN (the page says so in its place): its time is spent,
+and drawing it again here doubled the time of the report.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reports.render.figure_jobs import Job
 
-LIMIT_S = 120.0  # a process that has not answered by then is left; its figures are drawn here
+LIMIT_S = 120.0  # a process that has not answered by then is left, and its figures not drawn
 _HEAD = struct.Struct("<Q")
 # relative drawing time, measured on a 1,000-node report (a sweep ~1): the work is split by it
 _COSTS = {"matrix_plot": 2.5, "host_grids": 1.5}
@@ -82,6 +84,7 @@ class FigureProcess:
         self._jobs: list[Job] = []
         self._lock = threading.Lock()  # warm() comes from the parse thread, the rest from the main one
         self._warmed = False
+        self._late = False  # a process ran past LIMIT_S: close() ends it at once
         if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
             return  # one core: nothing to overlap; draw() draws here
         pipes = [os.pipe() for _ in range(4)]  # commands and answers of the process, then of its helper
@@ -149,7 +152,7 @@ class FigureProcess:
             if not self._pid:
                 return
             pid, self._pid = self._pid, 0
-            deadline = time.monotonic() + 5.0
+            deadline = time.monotonic() + (0.0 if self._late else 5.0)
             try:
                 while os.waitpid(pid, os.WNOHANG) == (0, 0):
                     if time.monotonic() > deadline:
@@ -203,6 +206,14 @@ class FigureProcess:
                 run()
             waiting = [w for w in self._workers if w.pending & wanted]
             left = deadline - time.monotonic()
+            if waiting and left <= 0:  # past LIMIT_S: what they owe is not drawn, here or anywhere
+                from reports.render.figure_jobs import NOT_DRAWN
+
+                for w in waiting:
+                    self._done.update(dict.fromkeys(w.pending & wanted, NOT_DRAWN))
+                    w.ok = False
+                    w.pending.clear()
+                self._late = True
             if not waiting or left <= 0:
                 return
             ready = select.select([w.answers for w in waiting], [], [], left)[0]

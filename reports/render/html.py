@@ -175,7 +175,7 @@ def localisation_figures(ph: pd.DataFrame, pe: PairEvidence) -> dict[str, figure
         size = format_size(int(ph["bytes"].max()))
         title = f"intra-node busbw per host at each op's largest size (up to {size})"
         out["hosts"] = (plots.host_grids, (title, grids))
-    if pe.cells:
+    if pe.cells and pe.matrix.size:  # none over MAX_MATRIX_HOSTS (PairEvidence.matrix_note)
         title = f"pair busbw at the largest size ({len(pe.cells)} pairs, {len(pe.hosts)} hosts)"
         out["pairs"] = (plots.matrix_plot, (title, pe.hosts, pe.matrix))
     return out
@@ -202,9 +202,12 @@ def _hosts(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
             + "</details>",
         ]
     cells = ri.evidence.pairs.cells
-    if "pairs" in figures:
-        fn, args = figures["pairs"]
-        out += [img(fig(fn, *args), args[0])]
+    if cells:
+        if "pairs" in figures:
+            fn, args = figures["pairs"]
+            out += [img(fig(fn, *args), args[0])]
+        else:
+            out += [f'<p class="muted">{esc(ri.evidence.pairs.matrix_note)}</p>']
         out += [
             table(
                 pd.DataFrame(

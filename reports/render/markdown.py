@@ -80,8 +80,21 @@ def names(hosts: Iterable[str], limit: int = MAX_NAMES) -> str:
     return ", ".join(hs) if len(hs) <= limit else ", ".join(hs[:limit]) + f" (+{len(hs) - limit} more)"
 
 
+def md_text(v: Any) -> str:
+    """Text from records, specs or imported files as it goes into report.md: HTML's special
+    characters as entities (a Markdown viewer passes raw HTML through: a host or file name
+    holding `<img onerror=...>` must show, not run) and line breaks as spaces (a name holding
+    "\n# " must not start a heading or a list item of its own)."""
+    text = str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("\r", " ").replace("\n", " ")
+
+
 def _cell(v: Any) -> str:
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    return md_text(v).replace("|", "\\|")
+
+
+def _items(lines: Iterable[Any]) -> list[str]:
+    return [f"- {md_text(x)}" for x in lines]
 
 
 def rows(df: pd.DataFrame) -> list[list[Any]]:
@@ -160,7 +173,7 @@ def _net_section(sws: Sequence[Sweep], j: Judgement) -> list[str]:
         if s.scope in ("pair", "groups"):
             continue  # pairs are many small groups: summarised under localisation
         out += [
-            f"### {s.scope} · {s.label}",
+            f"### {s.scope} · {md_text(s.label)}",
             "",
             plateau_line(s, j.expected, j.thresholds),
             "",
@@ -211,7 +224,7 @@ def model_table(model: Sequence[Any]) -> pd.DataFrame:
 
 
 def _kv(d: Mapping[str, Any]) -> list[str]:
-    return [f"- {k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(d.items())]
+    return _items(f"{k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(d.items()))
 
 
 def _localisation(ev: Evidence) -> list[str]:
@@ -238,6 +251,7 @@ def _localisation(ev: Evidence) -> list[str]:
             f"Pair busbw (largest size): {len(cells)} pairs among {len(ev.pairs.hosts)} hosts. Slowest first:",
             "",
         ]
+        out += [ev.pairs.matrix_note, ""] if ev.pairs.matrix_note else []
         out += [
             md_table(
                 pd.DataFrame(
@@ -312,16 +326,16 @@ def render(ri: ReportInput) -> str:
     j, ev = ri.judgement, ri.evidence
     # an incomplete report says on its first line which phase is missing and why
     first = f" — INCOMPLETE: {ri.missing[0]}" if j.verdict == "incomplete" and ri.missing else ""
-    lines = [f"# stoker report: {ri.title}{first}", "", verdict_line(j), ""]
+    lines = [f"# stoker report: {md_text(ri.title)}{md_text(first)}", "", md_text(verdict_line(j)), ""]
     lines += [
         f"Run: {j.run_id or '—'} · {len(ev.net)} network and {len(ev.io)} storage records"
         f" · spec: {j.spec_name or 'none'} · workload: {j.workload_name or 'none'}",
         "",
     ]
     if ri.missing:
-        lines += ["## Missing measurements", "", *[f"- {m}" for m in ri.missing], ""]
+        lines += ["## Missing measurements", "", *_items(ri.missing), ""]
     if ri.not_covered:  # what a node-scope verdict did not cover
-        lines += ["## Not covered (scope: node)", "", *[f"- {m}" for m in ri.not_covered], ""]
+        lines += ["## Not covered (scope: node)", "", *_items(ri.not_covered), ""]
     lines += ["## Findings", ""]
     lines += [
         md_table(findings_table(j.findings))
@@ -352,8 +366,8 @@ def render(ri: ReportInput) -> str:
         lines += [
             "## Imported results",
             "",
-            *[f"- {s}" for s in sorted(ri.imported)],
-            *[f"- note: {n}" for n in ri.import_notes],
+            *_items(sorted(ri.imported)),
+            *_items(f"note: {n}" for n in ri.import_notes),
             "",
         ]
     if ev.skipped:
@@ -374,7 +388,7 @@ def render(ri: ReportInput) -> str:
         lines += [""]
     notes = [*ri.notes, *j.notes]
     if notes:
-        lines += ["## Notes", "", *[f"- {n}" for n in notes], ""]
+        lines += ["## Notes", "", *_items(notes), ""]
     lines += ["## Units and statistics", "", *LEGEND, ""]
-    lines += ["## Environment", "", *manifest_summary(ev.manifests), ""]
+    lines += ["## Environment", "", *(md_text(x) for x in manifest_summary(ev.manifests)), ""]
     return "\n".join(lines)

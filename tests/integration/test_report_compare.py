@@ -297,3 +297,19 @@ def test_nccl_tests_logs_get_nccl_tests_advice(tmp_path: Path, capsys: pytest.Ca
         "intra-node --ops all_reduce`; with nccl-tests, as this run's files were: `all_reduce_perf -b 8 -e 8G -f 2 "
         "-g 8` on one node."
     ) in md
+
+
+def test_a_copied_directory_is_one_run(tmp_path: Path) -> None:
+    """Two directories holding the same run (a copy) are one run of that cluster, not two with a
+    noise of 0.0; the copy is named on stderr."""
+    a = _trial(tmp_path, "neo-a", 2.49)
+    b = tmp_path / "neo-a-copy"
+    shutil.copytree(a, b)
+    out = tmp_path / "cmp"
+    p = subprocess.run(
+        [*STOKER, "compare", str(a), str(b), "--out", str(out)], capture_output=True, text=True
+    )
+    assert p.returncode in (0, 1, 3), p.stderr
+    assert "holds the same run as" in p.stderr and "counted once" in p.stderr
+    clusters = json.loads((out / "compare.json").read_text())["clusters"]
+    assert len(clusters) == 1 and len(clusters[0]["runs"]) == 1, clusters

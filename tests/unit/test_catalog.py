@@ -109,6 +109,14 @@ def test_unknown_name_suggests_the_nearest() -> None:
         ("NVIDIA B200", "b200"),
         ("AMD Instinct MI300X OAM", "mi300x"),
         ("Tesla V100-SXM2-32GB", None),
+        # the whole name, never a part of it (nvidia-smi's names of these devices)
+        ("NVIDIA H100 NVL", "h100-nvl"),
+        ("NVIDIA GH200 480GB", None),  # holds "H200", is not one
+        ("NVIDIA GH200 144G HBM3e", None),
+        ("NVIDIA H200 NVL", None),  # a PCIe card with other figures
+        ("NVIDIA A100 80GB PCIe", None),  # held "A100 80GB", the SXM part's old fragment
+        ("A100-SXM4-80GB", "a100-sxm"),  # older drivers: no vendor word
+        ("nvidia  h100_80gb-hbm3", "h100-sxm"),
     ],
 )
 def test_match_gpu_name(reported: str, expected: str | None) -> None:

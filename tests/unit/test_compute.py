@@ -80,7 +80,7 @@ def test_a_dtype_the_device_cannot_run_is_an_error_not_a_crash() -> None:
 def test_profiles_budget_quick_20s_standard_60s_full_whole_grid() -> None:
     assert sw.plan("quick", ("bf16", "fp16"), gpu=True).budget_s == pytest.approx((20 - 3) / 2)
     assert sw.plan("standard", ("bf16",), gpu=True).budget_s == pytest.approx(60 - 9)
-    assert sw.plan("full", ("bf16",), gpu=True).budget_s is None
+    assert sw.plan("full", ("bf16",), gpu=True).budget_s == pytest.approx(sw.FULL_LIMIT_S - 30)  # its limit
     assert sw.plan("quick", ("fp32",), gpu=False, budget_s=5).device_warmup_s <= 1.0
 
 
