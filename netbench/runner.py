@@ -287,17 +287,28 @@ def _graph_fallback(r: _Run, results: Sequence[RankResult | None]) -> None:
 
 
 def _round_extra(g: Group) -> dict[str, Any]:
-    return {} if g.round is None else {"round": g.round}
+    out: dict[str, Any] = {} if g.round is None else {"round": g.round}
+    return out if g.rail is None else {**out, "rail": g.rail}
 
 
-def _pairs(r: _Run, topo: Topology, rounds: list[list[Group]], pass_no: int) -> dict[tuple[str, str], float]:
-    bw: dict[tuple[str, str], float] = {}
+def _pairs(
+    r: _Run, topo: Topology, rounds: list[list[Group]], pass_no: int
+) -> dict[int, dict[tuple[str, str], float]]:
+    """Run the rounds; busbw per host pair, rail by rail."""
+    bw: dict[int, dict[tuple[str, str], float]] = {}
     for groups in rounds:
         last = _round(r, "pair", groups, (r.s.pair_op,), (r.s.pair_bytes,), {"pass": pass_no})
         for g in groups:
             if g.index in last:
-                bw[(g.hosts[0], g.hosts[1])] = last[g.index]
+                bw.setdefault(g.rail or 0, {})[(g.hosts[0], g.hosts[1])] = last[g.index]
     return bw
+
+
+def _warn_untested(r: _Run, topo: Topology, scope: str) -> None:
+    missing = topo.untested_rails()
+    if missing:
+        said = "; ".join(f"{h}: rail {', '.join(map(str, js))}" for h, js in missing.items())
+        _warn(r, f"# {scope}: rails not tested (ranks per node differ; rail j is local rank j): {said}")
 
 
 def _groups(r: _Run, topo: Topology) -> None:
@@ -312,10 +323,16 @@ def _groups(r: _Run, topo: Topology) -> None:
         nonlocal done
         groups = host_groups(topo, hgroups, done)
         last = _round(r, "groups", groups, (r.s.pair_op,), (r.s.pair_bytes,), {})
+        # a host group is as fast as its slowest rail
+        slowest = {
+            hg: min(last.get(g.index, 0.0) for g in groups if set(g.hosts) == set(hg)) for hg in hgroups
+        }
         with _step(r.wd, f"sharing the results of groups round {done}"):
-            values = r.b.bcast([last.get(g.index, 0.0) for g in groups] if r.writer is not None else None)
+            values = r.b.bcast([slowest[hg] for hg in hgroups] if r.writer is not None else None)
         done += 1
         return list(values)
+
+    _warn_untested(r, topo, "groups")
 
     res = group_search(topo.nodes, measure)
     named = [*res.culprits, *(f"{a}-{b}" for a, b in res.links)]
@@ -333,11 +350,12 @@ def _scope(r: _Run, topo: Topology, scope: str) -> None:
     if scope != "pairs":
         _round(r, scope, rounds[0], r.s.ops, r.s.sizes, {})
         return
+    _warn_untested(r, topo, "pairs")
     first = _pairs(r, topo, rounds, 1)
-    from reports.evidence.pairs import confirmation_pairs
+    from reports.evidence.rails import rail_confirmation_pairs
 
     with _step(r.wd, "sharing the confirmation pairs"):
-        again = r.b.bcast(confirmation_pairs(first) if r.writer is not None else None)
+        again = r.b.bcast(rail_confirmation_pairs(first) if r.writer is not None else None)
     if again:
         _pairs(r, topo, pair_rounds(topo, host_pairs_rounds(topo, again)), 2)
 

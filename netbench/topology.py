@@ -41,11 +41,28 @@ class Topology:
 
     def node_ranks(self) -> list[list[int]]:
         """Global ranks of each node, node by node."""
-        return [[r for r, h in enumerate(self.hosts) if h == node] for node in self.nodes]
+        by_host: dict[str, list[int]] = {}
+        for r, h in enumerate(self.hosts):
+            by_host.setdefault(h, []).append(r)
+        return list(by_host.values())
 
     def leaders(self) -> list[int]:
         """Local rank 0 of each node (the first rank on it)."""
         return [ranks[0] for ranks in self.node_ranks()]
+
+    def untested_rails(self) -> dict[str, tuple[int, ...]]:
+        """{host: rails the pairs and groups scopes cannot measure on it}: rail j is local
+        rank j, measured only between nodes that both run a rank j, so where ranks per node
+        differ a node's missing rails, and a rail only one node has, go untested."""
+        node_ranks = self.node_ranks()
+        width = max((len(rs) for rs in node_ranks), default=0)
+        have = [sum(1 for rs in node_ranks if j < len(rs)) for j in range(width)]
+        out = {}
+        for host, rs in zip(self.nodes, node_ranks):
+            missing = tuple(j for j in range(width) if j >= len(rs) or have[j] < 2)
+            if missing:
+                out[host] = missing
+        return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,14 +71,35 @@ class Group:
     ranks: tuple[int, ...]  # global ranks, in group-rank order
     hosts: tuple[str, ...]  # distinct hosts taking part
     round: int | None = None  # pairs: the tournament round
+    rail: int | None = None  # pairs and groups: the local rank index every member runs at
 
 
-def _group(topo: Topology, index: int, ranks: Sequence[int], rnd: int | None = None) -> Group:
+def _group(
+    topo: Topology, index: int, ranks: Sequence[int], rnd: int | None = None, rail: int | None = None
+) -> Group:
     # torch.distributed numbers a group's ranks in global-rank order; so do we, so that
     # roots, peers and expected chunks agree with the backend's group ranks
     ordered = tuple(sorted(ranks))
     hosts = tuple(dict.fromkeys(topo.hosts[r] for r in ordered))
-    return Group(index=index, ranks=ordered, hosts=hosts, round=rnd)
+    return Group(index=index, ranks=ordered, hosts=hosts, round=rnd, rail=rail)
+
+
+def _rail_groups(
+    topo: Topology,
+    node_ranks: Sequence[Sequence[int]],
+    node_sets: Sequence[Sequence[int]],
+    rnd: int,
+    first: int,
+) -> list[Group]:
+    """Each set of node indices on every rail at once: rail j is the group of each node's
+    local rank j (the rails are separate networks, so a round costs the same on 8 rails as
+    on one). A rail is measured where every node of the set has it. Indices from `first`."""
+    node_ranks = topo.node_ranks()
+    out: list[Group] = []
+    for nodes in node_sets:
+        for j in range(min(len(node_ranks[i]) for i in nodes)):
+            out.append(_group(topo, first + len(out), [node_ranks[i][j] for i in nodes], rnd=rnd, rail=j))
+    return out
 
 
 def round_robin(n: int) -> list[list[tuple[int, int]]]:
@@ -109,23 +147,29 @@ def scope_groups(topo: Topology, scope: str) -> tuple[list[list[Group]], str]:
 
 
 def host_groups(topo: Topology, groups: Sequence[Sequence[str]], rnd: int) -> list[Group]:
-    """Groups of host names (one round of the groups search) -> groups of their local rank 0."""
-    lead = dict(zip(topo.nodes, topo.leaders()))
-    return [_group(topo, i, [lead[h] for h in g], rnd=rnd) for i, g in enumerate(groups)]
+    """Groups of host names (one round of the groups search) -> one group per rail of each:
+    local rank j of every member, all rails at once, in order (host group, rail)."""
+    index = {h: i for i, h in enumerate(topo.nodes)}
+    return _rail_groups(topo, topo.node_ranks(), [[index[h] for h in g] for g in groups], rnd, 0)
 
 
 def pair_rounds(topo: Topology, rounds: Sequence[Sequence[tuple[int, int]]]) -> list[list[Group]]:
-    """Node-index pairs -> groups of the two nodes' local rank 0."""
-    lead = topo.leaders()
+    """Node-index pairs -> one group per rail of each pair (local rank j of both nodes), every
+    rail of every pair of a round at once; group indices run on across rounds."""
+    node_ranks = topo.node_ranks()
     out: list[list[Group]] = []
     index = 0
     for k, pairs in enumerate(rounds):
-        groups = []
-        for a, b in pairs:
-            groups.append(_group(topo, index, (lead[a], lead[b]), rnd=k))
-            index += 1
-        out.append(groups)
+        out.append(_rail_groups(topo, node_ranks, pairs, k, index))
+        index += len(out[-1])
     return out
+
+
+def schedule_rounds(nodes: int, rails: int) -> int:
+    """Rounds of the pair tournament on `nodes` nodes of `rails` ranks each: the rails of a
+    pair run in the same round, so the count does not depend on `rails`."""
+    topo = Topology(hosts=tuple(f"n{i}" for i in range(nodes) for _ in range(rails)))
+    return len(pair_rounds(topo, round_robin(nodes)))
 
 
 def host_pairs_rounds(topo: Topology, pairs: Sequence[tuple[str, str]]) -> list[list[tuple[int, int]]]:

@@ -72,7 +72,9 @@ def utc_now() -> str:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class NetRecord:
-    """One collective at one size in one scope (one line of an nccl-tests table)."""
+    """One collective at one size in one scope (one line of an nccl-tests table). Pair and
+    groups records also carry `rail` (the local rank index of every member) among the extra
+    keys, written at the top level like `pass` and `round`; `rail_of` reads it."""
 
     run_id: str
     ts: str
@@ -103,6 +105,13 @@ class NetRecord:
     extra: dict[str, Any] = field(default_factory=dict)
     schema: int = SCHEMA
     kind: str = "net"
+
+
+def rail_of(rec: NetRecord) -> int:
+    """The rail a record measured: its `rail`, or 0 for records of one rank per node and those
+    written before rails were measured."""
+    rail = rec.extra.get("rail", 0)
+    return rail if isinstance(rail, int) and rail >= 0 else 0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -146,6 +146,7 @@ def records_frame(net: Iterable[NetRecord]) -> pd.DataFrame:
                 r.extra.get("round"),
                 "stragglers" in r.extra,
                 "soak_pass" in r.extra,
+                r.extra.get("rail"),
                 r.hosts[0] if r.hosts else "",
                 r.hosts[1] if len(r.hosts) == 2 else None,
                 tuple(r.hosts) if len(r.hosts) > 2 else None,

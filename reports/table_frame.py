@@ -41,6 +41,7 @@ FRAME_COLUMNS = (
     "round",
     "per_iter",  # the record carries nccl-tests' per-iteration, per-process times (-I)
     "soak",  # the record is one of a soak's passes (extra.soak_pass)
+    "rail",  # pair and groups records: the local rank index (null: rail 0, as before rails)
 )
 # host: the first; host2: the second of a two-host record; hosts: the tuple of a record of
 # more (few: world and inter-node sweeps); pair_a < pair_b: a record's two distinct hosts.
@@ -68,7 +69,12 @@ def frame_of(table: Any) -> pd.DataFrame:
             cols[name] = _by_name(pc.fill_null(table.column(name), value))
         else:
             cols[name] = pc.fill_null(cols[name], value)
-    for name, kind in (("pass", pa.int64()), ("round", pa.int64()), ("time_cv", pa.float64())):
+    for name, kind in (
+        ("pass", pa.int64()),
+        ("round", pa.int64()),
+        ("time_cv", pa.float64()),
+        ("rail", pa.int64()),
+    ):
         if name not in cols:
             cols[name] = pa.nulls(n, kind)
     for flag, field in (("per_iter", "stragglers"), ("soak", "soak_pass")):

@@ -25,10 +25,10 @@ rounds, so the report reaches the decisions the run took, by the same code.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reports.evidence.pairs import DEFAULT_MIN_GAP, rounds
-from reports.records import NetRecord
+from reports.records import NetRecord, rail_of
 from reports.table import NetTable
 
 FIRST_GROUPS = 4
@@ -58,6 +58,8 @@ class SearchResult:
     history: list[list[tuple[Group, float]]] = field(default_factory=list)  # per round
     links: list[tuple[str, str]] = field(default_factory=list)  # slow paths between cleared nodes
     reference: float = 0.0  # what "slow" was measured against (expected, or the best seen)
+    # replayed runs: busbw per rail of each group (by its hosts), its last round that measured it
+    rails: dict[frozenset[str], dict[int, float]] = field(default_factory=dict)
 
     @property
     def rounds(self) -> int:
@@ -138,7 +140,8 @@ def _links(
 # -- the search replayed on recorded rounds ---------------------------------------------
 def recorded_rounds(net: Sequence[NetRecord]) -> list[dict[frozenset[str], float]]:
     """busbw per group (by its hosts) of each round of `scope: "groups"` records, for the op
-    and size the search used (all_reduce preferred, the largest size)."""
+    and size the search used (all_reduce preferred, the largest size); a group measured on
+    several rails is its slowest rail, as the run decided."""
     recs = [r for r in net if r.scope == "groups" and r.wrong == 0 and isinstance(r.extra.get("round"), int)]
     # every round of a search has a record: a round number past their count is no round of
     # it (a hand-edited `round: 10**12` asked for a list of 10^12 rounds), and is left out
@@ -151,8 +154,29 @@ def recorded_rounds(net: Sequence[NetRecord]) -> list[dict[frozenset[str], float
     size = max(r.bytes for r in recs)
     out: list[dict[frozenset[str], float]] = [{} for _ in range(1 + max(r.extra["round"] for r in recs))]
     for r in recs:
-        if r.bytes == size:
-            out[r.extra["round"]][frozenset(r.hosts)] = r.busbw_GBps
+        if r.bytes == size:  # a group is as fast as its slowest rail (one record per rail)
+            rnd, key = out[r.extra["round"]], frozenset(r.hosts)
+            rnd[key] = min(rnd.get(key, r.busbw_GBps), r.busbw_GBps)
+    return out
+
+
+def recorded_rails(net: Sequence[NetRecord]) -> dict[frozenset[str], dict[int, float]]:
+    """busbw per rail of each group (by its hosts) at the op and size `recorded_rounds` uses,
+    from the last round that measured it (records without `rail` are rail 0)."""
+    recs = [r for r in net if r.scope == "groups" and r.wrong == 0 and isinstance(r.extra.get("round"), int)]
+    if not recs:
+        return {}
+    ops = {r.op for r in recs}
+    op = "all_reduce" if "all_reduce" in ops else min(ops)
+    recs = [r for r in recs if r.op == op]
+    size = max(r.bytes for r in recs)
+    out: dict[frozenset[str], dict[int, float]] = {}
+    last: dict[frozenset[str], int] = {}
+    for r in sorted((r for r in recs if r.bytes == size), key=lambda r: r.extra["round"]):
+        key = frozenset(r.hosts)
+        if last.get(key) != r.extra["round"]:  # a later round replaces an earlier one
+            out[key], last[key] = {}, r.extra["round"]
+        out[key][rail_of(r)] = r.busbw_GBps
     return out
 
 
@@ -185,9 +209,10 @@ def replay(table: NetTable, min_gap: float = DEFAULT_MIN_GAP) -> SearchResult | 
         return [float(v) for v in values if v is not None]
 
     try:
-        return group_search(hosts, measure, min_gap=min_gap)
+        res = group_search(hosts, measure, min_gap=min_gap)
     except LookupError:
         return None
+    return replace(res, rails=recorded_rails(net))
 
 
 # -- the scale estimate -------------------------------------------------------------

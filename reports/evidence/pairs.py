@@ -18,6 +18,8 @@ A fleet comparison needs 3 hosts. The pairs are held as arrays (one entry per pa
 so judging them costs what was measured; only the dense matrix behind the report's heatmap
 grows with the square of the hosts, and it is built for at most MAX_MATRIX_HOSTS of them
 (a ring of 5,000 hosts made a 200 MB matrix and a 3 GB figure; 10,000, a MemoryError).
+
+Rails (several ranks per node) are judged rail by rail: reports.evidence.rails.
 """
 
 from __future__ import annotations
@@ -270,6 +272,8 @@ class PairEvidence:
     matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # NaN: not measured
     cells: Sequence[tuple[float, str, str]] = ()  # (busbw, a, b), slowest first
     confirmed: dict[str, list[str]] = field(default_factory=dict)
+    rails: dict[int, PairValues] = field(default_factory=dict)  # each rail's values
+    untested: dict[str, tuple[int, ...]] = field(default_factory=dict)  # host -> rails it lacks
 
     @property
     def matrix_note(self) -> str:
@@ -314,7 +318,12 @@ class Cells(Sequence[tuple[float, str, str]]):
 
 
 def pair_evidence(frame: pd.DataFrame) -> PairEvidence:
-    values = pair_values(frame)
+    """The values, scores, matrix and cells are each pair's slowest rail (its only rail on
+    nodes of one rank); `rails` holds every rail's own values for the judgement."""
+    from reports.evidence.rails import rail_values, slowest_rail, untested_rails
+
+    rails = rail_values(frame)
+    values = slowest_rail(rails)
     hosts, matrix = pair_matrix(values)
     pair_rows = frame["scope"] == "pair"
     return PairEvidence(
@@ -325,6 +334,8 @@ def pair_evidence(frame: pd.DataFrame) -> PairEvidence:
         matrix=matrix,
         cells=Cells(values),  # the same cells as the matrix's upper triangle
         confirmed=confirmed_with(frame),
+        rails=rails,
+        untested=untested_rails(rails),
     )
 
 

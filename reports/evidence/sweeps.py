@@ -61,6 +61,7 @@ class Sweep:
     groups_per_size: tuple[int, ...] = ()
     wrong: tuple[int, ...] = ()
     cv: tuple[float | None, ...] = ()  # mean iteration CV per size (None: not recorded)
+    from_world: bool = False  # judged: taken from a world sweep (its scope is the link it crossed)
 
     @property
     def label(self) -> str:
@@ -240,7 +241,7 @@ def judged(frame: pd.DataFrame) -> tuple[dict[tuple[str, str], Sweep], int]:
     cv_all = frame["time_cv"].to_numpy(dtype=float)
     curves: dict[tuple[str, str], Sweep] = {}
     # world-derived first, so an explicit sweep of the same (scope, op) replaces it
-    for (sc, op_name, _), part, sizes, med in sorted(parts, key=lambda p: p[0][2], reverse=True):
+    for (sc, op_name, w), part, sizes, med in sorted(parts, key=lambda p: p[0][2], reverse=True):
         widest = part[np.lexsort((nodes[part], ranks[part]))[-1]]  # stable: the last of the widest
         cv = cv_all[part]
         valid = ~np.isnan(cv) & (cv >= 0)
@@ -256,6 +257,7 @@ def judged(frame: pd.DataFrame) -> tuple[dict[tuple[str, str], Sweep], int]:
             busbw=tuple(float(x) for x in med),
             hosts=tuple(sorted(host_index.named_by(part))),
             cv=tuple(float(cvs[s]) if cvs is not None and s in cvs.index else None for s in sizes),
+            from_world=w,
         )
     return curves, wrong
 

@@ -1,7 +1,10 @@
 """Measured vs advertised (pure): each component against its catalog or spec figure.
 
 Network: the plateau of the judged curve (reports.evidence.sweeps: medians per size, the
-slowest rail per run, explicit scopes over world), and the finding names its size.
+slowest rail per run, explicit scopes over world), and the finding names its size. Inter-node
+is judged per rail against one NIC's share (the spec's `inter_node` total over the GPUs, one
+rail each): an `inter-node` sweep as measured (each rail's busbw), a world sweep spanning k
+nodes of n ranks converted to each NIC's wire rate first (× (k−1)/(n−1)), which `judged` says.
 
 Status: ok / below_spec (plateau < threshold x advertised) / no_reference (no figure given
 or detected: never a guess) / suspect (above what the hardware can carry: > 1.05 x
@@ -26,6 +29,10 @@ SUSPECT_FACTOR = 1.05
 IN_NETWORK_FACTOR = 2.1
 REDUCING_OPS = ("all_reduce", "reduce_scatter")
 PLATEAU_SIZES = 3
+# Ops whose world busbw over n ranks on k nodes becomes each NIC's wire rate by × (k−1)/(n−1):
+# done hierarchically (within nodes, then each rail across the k nodes), a rank's NIC carries
+# (k−1)/k of its 1/(n/k) share where the busbw counts (n−1)/n of the whole (all_reduce: twice both).
+WIRE_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 MAX_HOSTS_NAMED = (
     8  # a scope-wide finding over more hosts names none: reports.judging.localise names culprits
 )
@@ -48,8 +55,9 @@ def _net_message(
     desc: str,
     status: str,
     threshold: float,
+    what: str = "busbw plateau",
 ) -> str:
-    head = f"{scope} {c.op} busbw plateau {bw:.1f} GB/s at {format_size(size)}"
+    head = f"{scope} {c.op} {what} {bw:.1f} GB/s at {format_size(size)}"
     if status == "no_reference":
         field = "network.intra_node" if scope == "intra-node" else "network.inter_node"
         return f"{head} has nothing to compare with: give {field} in --spec (a catalog link name or {{GBps: X}}) to judge it."
@@ -68,6 +76,31 @@ def _net_message(
         else "check NIC link rates (ibstat), GPUDirect RDMA and NCCL_IB_HCA, then run --scopes pairs to find the slow node or link"
     )
     return f"{head} is only {share}, under the {threshold:.0%} threshold: {fix}."
+
+
+def _inter_node_rate(c: Sweep, bw: float) -> tuple[str, float, str]:
+    """(what was judged: "" for an inter-node sweep's rails as measured; the figure compared
+    with one NIC; a sentence saying how it was had)."""
+    k, n = c.nodes, c.ranks
+    if not c.from_world or n <= k or k < 2:
+        return "", bw, ""  # each rail's busbw as measured
+    if c.op not in WIRE_OPS:
+        return (
+            "world busbw",
+            bw,
+            (
+                f"A world {c.op} over {n} ranks on {k} nodes has no per-NIC conversion: its busbw is judged as recorded. "
+            ),
+        )
+    wire = bw * (k - 1) / (n - 1)
+    return (
+        "world busbw as NIC wire rate",
+        wire,
+        (
+            f"World {c.op} busbw {bw:.1f} GB/s over {n} ranks on {k} nodes is {wire:.2f} GB/s on each NIC's wire "
+            f"(× (k−1)/(n−1) = {k - 1}/{n - 1}, a hierarchical {c.op}). "
+        ),
+    )
 
 
 def compare_network(
@@ -99,6 +132,7 @@ def compare_network(
             else SUSPECT_FACTOR
         )
         size, bw = c.plateau()
+        judged, bw, head = _inter_node_rate(c, bw) if scope == "inter-node" else ("", bw, "")
         status = status_of(bw, expected, threshold, limit)
         if expected is not None:
             expected_used[component] = expected
@@ -111,8 +145,20 @@ def compare_network(
                 expected=expected,
                 unit="GB/s",
                 hosts=c.hosts if status != "ok" and len(c.hosts) <= MAX_HOSTS_NAMED else (),
-                message=_net_message(scope, c, size, bw, expected, desc, status, threshold),
+                message=head
+                + _net_message(
+                    scope,
+                    c,
+                    size,
+                    bw,
+                    expected,
+                    desc,
+                    status,
+                    threshold,
+                    "wire rate per NIC" if judged.endswith("wire rate") else "busbw plateau",
+                ),
                 extra={
+                    **({"judged": judged} if judged else {}),
                     "size_bytes": size,
                     "op": c.op,
                     "scope": scope,

@@ -23,6 +23,7 @@ from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
 from reports.judging.needs import need_lines, pick_io, place, runs_on
+from reports.judging.rail_nic import name_nics
 from reports.judging.spec import Spec, fill_from_hardware
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
@@ -153,8 +154,8 @@ def judge(
     io_findings, io_expected = advertised.compare_storage(ev.io, spec)
     findings += io_findings
     expected.update(io_expected)
-    findings += localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
-    findings += group_findings(ev.search)
+    located = localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
+    findings += name_nics(located + group_findings(ev.search), ev.host, ev.counters)  # (host, rail): its NIC
     findings += stability(ev.soak, ev.io, ev.counters)  # a soak's dips, drift, counters
     if baseline is not None:  # the accepted run's figures beside the spec's (--baseline)
         findings += judge_evidence(baseline, ev)

@@ -10,6 +10,7 @@ bandwidth get the same outlier test. A fleet comparison needs 3 hosts.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,9 @@ from reports.evidence.grouped import Groups, codes
 from reports.evidence.pairs import (
     DEFAULT_MIN_GAP,
     PairEvidence,
+    PairValues,
     low_outliers,
+    node_scores,
     slow_link_values,
     slow_nodes,
 )
@@ -33,7 +36,48 @@ def _fmt(x: float) -> str:
 def pair_findings(
     pe: PairEvidence, expected_pair_GBps: float | None = None, min_gap: float = DEFAULT_MIN_GAP
 ) -> list[Finding]:
-    pairs, hosts, size = pe.values, pe.scores, pe.size
+    """Rail by rail (each rail is its own fleet): a host or link slow on every rail it was
+    tested on is named alone; one slow on some rails only is named with each slow `rail`."""
+    rails = pe.rails or {0: pe.values}
+    if len(rails) == 1:
+        return _one_rail(pe, next(iter(rails.values())), expected_pair_GBps, min_gap)
+    per = {j: _one_rail(pe, pv, expected_pair_GBps, min_gap) for j, pv in sorted(rails.items())}
+    tested: dict[tuple[str, ...], list[int]] = {}
+    for j, pv in rails.items():
+        for h in node_scores(pv):
+            tested.setdefault((h,), []).append(j)
+        for k in pv:
+            tested.setdefault(k, []).append(j)
+    slow_on: dict[tuple[str, str, tuple[str, ...]], list[int]] = {}
+    for j, found in per.items():
+        for f in found:
+            slow_on.setdefault((f.component, f.check, f.hosts), []).append(j)
+    out: list[Finding] = []
+    for (component, _, hosts), js in slow_on.items():
+        first = next(f for f in per[js[0]] if (f.component, f.hosts) == (component, hosts))
+        if len(js) == len(tested.get(hosts, js)):  # every rail it has: the node or the path
+            out.append(replace(first, extra={**first.extra, "rails": js}))
+            continue
+        for j in js:
+            f = next(f for f in per[j] if (f.component, f.hosts) == (component, hosts))
+            out.append(_on_rail(f, j))
+    return sorted(out, key=lambda f: (f.component != "node", f.hosts, f.extra.get("rail", -1)))
+
+
+def _on_rail(f: Finding, rail: int) -> Finding:
+    """A finding of one rail: the NIC of local rank `rail` on its host(s)."""
+    return replace(
+        f,
+        extra={**f.extra, "rail": rail},
+        message=f"Rail {rail} only (the NIC of local rank {rail}, nearest GPU {rail}; the other rails "
+        f"reach full speed): {f.message}",
+    )
+
+
+def _one_rail(
+    pe: PairEvidence, pairs: PairValues, expected_pair_GBps: float | None, min_gap: float
+) -> list[Finding]:
+    hosts, size = node_scores(pairs), pe.size
     if len(hosts) < 2:
         return []
     out: list[Finding] = []

@@ -100,21 +100,21 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def _subnet(prefix: str) -> str:
+def subnet(prefix: str) -> str:
     """10.A.B.0/24 chosen from the prefix, so that clusters of different areas are easy to
     tell apart in `ip addr` output (they are isolated by their switch namespaces anyway)."""
     h = hashlib.sha256(prefix.encode()).digest()
     return f"10.{200 + h[0] % 50}.{h[1]}"
 
 
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(["ip", *args], capture_output=True, text=True)
     if check and proc.returncode != 0:
         raise RuntimeError(f"ip {' '.join(args)}: {proc.stderr.strip()}")
     return proc
 
 
-def _tc(ns: str, *args: str) -> None:
+def run_tc(ns: str, *args: str) -> None:
     proc = subprocess.run(["ip", "netns", "exec", ns, "tc", *args], capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"tc {' '.join(args)} in {ns}: {proc.stderr.strip()}")
@@ -122,7 +122,7 @@ def _tc(ns: str, *args: str) -> None:
 
 def _kill_namespace_pids(ns: str) -> None:
     """Kill what is left in one of this harness's namespaces (processes it started)."""
-    out = _ip("netns", "pids", ns, check=False).stdout.split()
+    out = run_ip("netns", "pids", ns, check=False).stdout.split()
     for pid in (int(p) for p in out if p.isdigit()):
         try:
             os.kill(pid, signal.SIGKILL)
@@ -143,7 +143,7 @@ class NetnsCluster:
         self.switch = f"{prefix}-sw"
         self.namespaces = [f"{prefix}-n{i}" for i in range(nodes)]
         self.hosts = [f"{prefix}n{i}" for i in range(nodes)]
-        self._net = _subnet(prefix)
+        self._net = subnet(prefix)
         self._procs: list[subprocess.Popen[Any]] = []
         self._classes: dict[int, int] = {}  # node -> pair classes on its HTB tree
         self._node_rate: dict[int, float] = {}  # node -> its shaped rate
@@ -170,7 +170,7 @@ class NetnsCluster:
             return [self.switch, *self.namespaces]
         # A crashed run may have had more nodes than this one: match every node of the prefix.
         pat = re.compile(rf"^{re.escape(self.prefix)}-(sw|n\d+)$")
-        listed = _ip("netns", "list", check=False).stdout.split("\n")
+        listed = run_ip("netns", "list", check=False).stdout.split("\n")
         return [name.split()[0] for name in listed if name.strip() and pat.match(name.split()[0])]
 
     def teardown(self, stale: bool = False) -> None:
@@ -184,29 +184,29 @@ class NetnsCluster:
         self._procs.clear()
         for ns in self._all_ns(stale):
             _kill_namespace_pids(ns)
-            _ip("netns", "del", ns, check=False)
+            run_ip("netns", "del", ns, check=False)
             shutil.rmtree(NETNS_ETC / ns, ignore_errors=True)
         if not stale:
             atexit.unregister(self.teardown)
 
     def _build(self) -> None:
         sw = self.switch
-        _ip("netns", "add", sw)
-        _ip("-n", sw, "link", "set", "lo", "up")
-        _ip("-n", sw, "link", "add", "br0", "type", "bridge")
-        _ip("-n", sw, "link", "set", "br0", "up")
+        run_ip("netns", "add", sw)
+        run_ip("-n", sw, "link", "set", "lo", "up")
+        run_ip("-n", sw, "link", "add", "br0", "type", "bridge")
+        run_ip("-n", sw, "link", "set", "br0", "up")
         hosts_file = "127.0.0.1\tlocalhost\n" + "".join(
             f"{self.addr(i)}\t{h}\n" for i, h in enumerate(self.hosts)
         )
         for i, ns in enumerate(self.namespaces):
-            _ip("netns", "add", ns)
-            _ip("-n", ns, "link", "set", "lo", "up")
+            run_ip("netns", "add", ns)
+            run_ip("-n", ns, "link", "set", "lo", "up")
             # Both ends are created inside namespaces: no name ever exists in the root one.
-            _ip("-n", sw, "link", "add", f"p{i}", "type", "veth", "peer", "name", IFNAME, "netns", ns)
-            _ip("-n", sw, "link", "set", f"p{i}", "master", "br0")
-            _ip("-n", sw, "link", "set", f"p{i}", "up")
-            _ip("-n", ns, "addr", "add", f"{self.addr(i)}/24", "dev", IFNAME)
-            _ip("-n", ns, "link", "set", IFNAME, "up")
+            run_ip("-n", sw, "link", "add", f"p{i}", "type", "veth", "peer", "name", IFNAME, "netns", ns)
+            run_ip("-n", sw, "link", "set", f"p{i}", "master", "br0")
+            run_ip("-n", sw, "link", "set", f"p{i}", "up")
+            run_ip("-n", ns, "addr", "add", f"{self.addr(i)}/24", "dev", IFNAME)
+            run_ip("-n", ns, "link", "set", IFNAME, "up")
             etc = NETNS_ETC / ns
             etc.mkdir(parents=True, exist_ok=True)
             (etc / "hosts").write_text(hosts_file)
@@ -222,7 +222,7 @@ class NetnsCluster:
         deadline = time.monotonic() + timeout
         links = [(ns, IFNAME) for ns in self.namespaces] + [(self.switch, f"p{i}") for i in range(self.n)]
         for ns, dev in links:
-            while "state UP" not in _ip("-n", ns, "link", "show", dev).stdout:
+            while "state UP" not in run_ip("-n", ns, "link", "show", dev).stdout:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{dev} in {ns} did not come up")
                 time.sleep(0.05)
@@ -378,7 +378,7 @@ class NetnsCluster:
     def _htb(self, i: int) -> str:
         ns = self.namespaces[i]
         if i not in self._classes:
-            _tc(ns, "qdisc", "add", "dev", IFNAME, "root", "handle", "1:", "htb", "default", "1")
+            run_tc(ns, "qdisc", "add", "dev", IFNAME, "root", "handle", "1:", "htb", "default", "1")
             self._classes[i] = 0
         return ns
 
@@ -386,7 +386,7 @@ class NetnsCluster:
         """Node i sends and receives at most `rate_mbit` (pairs shaped lower stay lower)."""
         rate = f"{rate_mbit}mbit"
         verb = "change" if i in self._node_rate else "add"
-        _tc(
+        run_tc(
             self._htb(i),
             "class",
             verb,
@@ -406,7 +406,7 @@ class NetnsCluster:
             "cburst",
             BURST,
         )
-        _tc(
+        run_tc(
             self.switch,
             "qdisc",
             "replace",
@@ -433,7 +433,7 @@ class NetnsCluster:
             ns = self._htb(a)
             self._classes[a] += 1
             cls = f"1:{self._classes[a] + 9}"
-            _tc(
+            run_tc(
                 ns,
                 "class",
                 "add",
@@ -453,7 +453,7 @@ class NetnsCluster:
                 "cburst",
                 BURST,
             )
-            _tc(
+            run_tc(
                 ns,
                 "filter",
                 "add",
@@ -478,13 +478,13 @@ class NetnsCluster:
         """Delay/loss on what node i sends (under its node rate when it has one)."""
         spec = ["netem", "delay", f"{delay_ms}ms", "loss", f"{loss_pct}%"]
         if i in self._node_rate:
-            _tc(
+            run_tc(
                 self.namespaces[i], "qdisc", "replace", "dev", IFNAME, "parent", "1:1", "handle", "10:", *spec
             )
         elif i in self._classes:
             raise RuntimeError(f"node {i} has only pair shaping; shape the node first to add netem")
         else:
-            _tc(self.namespaces[i], "qdisc", "replace", "dev", IFNAME, "root", *spec)
+            run_tc(self.namespaces[i], "qdisc", "replace", "dev", IFNAME, "root", *spec)
 
     # -- measurement ------------------------------------------------------------------
     def tcp_goodput_bps(self, server: int, client: int, seconds: float = 2.0, port: int = 5201) -> float:

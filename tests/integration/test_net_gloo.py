@@ -227,8 +227,13 @@ def test_scopes_on_two_fake_nodes(tmp_path: Path) -> None:
         ("inter-node", 1, 2, ("h0", "h1")),
         ("intra-node", 0, 2, ("h0",)),
         ("intra-node", 1, 2, ("h1",)),
-        ("pair", 0, 2, ("h0", "h1")),
+        ("pair", 0, 2, ("h0", "h1")),  # rail 0: local rank 0 of each node
+        ("pair", 1, 2, ("h0", "h1")),  # rail 1, in the same round
         ("world", 0, 4, ("h0", "h1")),
+    ]
+    assert sorted((r["group"], r["rail"], r["round"]) for r in recs if r["scope"] == "pair") == [
+        (0, 0, 0),
+        (1, 1, 0),
     ]
     for rec in recs:
         _check_formulas(rec)

@@ -269,3 +269,21 @@ def test_no_spec_advice_never_names_the_throwaway_scratch_dir() -> None:
         "run --path DIR."
     )
     assert spec_advice("/data", "shared").startswith("add {path: /data, kind: shared,")
+
+
+def test_world_sweep_across_nodes_is_judged_as_each_nics_wire_rate() -> None:
+    # nccl-tests all_reduce on 2 nodes × 8 GPUs (n = 16, k = 2): busbw 300 GB/s is mostly NVLink;
+    # each NIC carries 300 × (2−1)/(16−1) = 20 GB/s, 40% of one ib-ndr NIC (50 GB/s): below spec.
+    # (Compared as recorded, 300 GB/s would be "suspect": 6 × what the NIC can carry.)
+    recs = [net("world", "all_reduce", 2**k, 300.0, ("n1", "n2"), ranks=16) for k in range(20, 31)]
+    curves, _ = build_curves(recs)
+    (f,), _ = compare.compare_network(curves, SPEC)
+    assert (f.component, f.status, f.expected, f.measured) == ("inter-node network", "below_spec", 50.0, 20.0)
+    assert f.extra["judged"] == "world busbw as NIC wire rate" and f.extra["share"] == 0.4
+    assert "× (k−1)/(n−1) = 1/15" in f.message and "wire rate per NIC 20.0 GB/s" in f.message
+
+
+def test_inter_node_rails_are_judged_as_measured_per_rail() -> None:
+    recs = [net("inter-node", "all_reduce", 2**k, 45.0, ("n1", "n2"), ranks=2) for k in range(20, 31)]
+    (f,), _ = compare.compare_network(build_curves(recs)[0], SPEC)
+    assert (f.status, f.measured, "judged" in f.extra) == ("ok", 45.0, False)  # 45 / 50 = 90%

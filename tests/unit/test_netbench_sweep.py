@@ -55,7 +55,7 @@ def test_topology_two_nodes_of_two() -> None:
     assert [(g.index, g.ranks, g.hosts) for g in intra] == [(0, (0, 1), ("h0",)), (1, (2, 3), ("h1",))]
     inter = scope_groups(t, "inter-node")[0][0]  # rails: local rank j of every node
     assert [(g.ranks, g.hosts) for g in inter] == [((0, 2), ("h0", "h1")), ((1, 3), ("h0", "h1"))]
-    assert _ranks(scope_groups(t, "pairs")[0]) == [[(0, 2)]]
+    assert _ranks(scope_groups(t, "pairs")[0]) == [[(0, 2), (1, 3)]]  # both rails at once
 
 
 def test_topology_interleaved_hosts_and_skips() -> None:
@@ -81,13 +81,15 @@ def test_round_robin_every_pair_once(n: int) -> None:
         assert sorted(x for s in out for x in s) == list(range(n))
 
 
-def test_pairs_groups_use_local_rank_zero() -> None:
+def test_pairs_run_every_rail_of_a_pair_in_its_round() -> None:
+    # a: ranks 0,1; b: 2,3; c: 4,5; d: 6,7. Rounds (a,d)(b,c), (a,c)(b,d), (a,b)(c,d), each
+    # pair on rail 0 (local rank 0 of both) and rail 1 (local rank 1 of both)
     t = Topology(hosts=("a", "a", "b", "b", "c", "c", "d", "d"))
     rounds = scope_groups(t, "pairs")[0]
-    assert [[(g.ranks, g.round) for g in r] for r in rounds] == [
-        [((0, 6), 0), ((2, 4), 0)],
-        [((0, 4), 1), ((2, 6), 1)],
-        [((0, 2), 2), ((4, 6), 2)],
+    assert [[(g.ranks, g.round, g.rail) for g in r] for r in rounds] == [
+        [((0, 6), 0, 0), ((1, 7), 0, 1), ((2, 4), 0, 0), ((3, 5), 0, 1)],
+        [((0, 4), 1, 0), ((1, 5), 1, 1), ((2, 6), 1, 0), ((3, 7), 1, 1)],
+        [((0, 2), 2, 0), ((1, 3), 2, 1), ((4, 6), 2, 0), ((5, 7), 2, 1)],
     ]
 
 
@@ -150,14 +152,16 @@ def test_backend_not_installed_says_what_to_install(monkeypatch: pytest.MonkeyPa
         backends.check_installed("tcp")
 
 
-def test_groups_scope_maps_host_groups_to_each_nodes_first_rank() -> None:
-    # 4 nodes of 2 ranks, hosts interleaved: node d's first rank is 3, c's is 6
+def test_groups_scope_maps_host_groups_to_each_rail() -> None:
+    # 5 nodes of 2 ranks, hosts interleaved: a 0,2; b 1,4; d 3,7; e 5,9; c 6,8
     t = Topology(hosts=("a", "b", "a", "d", "b", "e", "c", "d", "c", "e"))
     assert scope_groups(t, "groups") == ([], "")  # rounds are chosen as the search runs
     gs = host_groups(t, [("a", "b"), ("d", "c", "e")], rnd=3)
-    assert [(g.index, g.ranks, g.hosts, g.round) for g in gs] == [
-        (0, (0, 1), ("a", "b"), 3),
-        (1, (3, 5, 6), ("d", "e", "c"), 3),
+    assert [(g.index, g.ranks, g.hosts, g.round, g.rail) for g in gs] == [
+        (0, (0, 1), ("a", "b"), 3, 0),
+        (1, (2, 4), ("a", "b"), 3, 1),
+        (2, (3, 5, 6), ("d", "e", "c"), 3, 0),
+        (3, (7, 8, 9), ("d", "c", "e"), 3, 1),
     ]
     assert scope_groups(Topology(hosts=("a", "b", "c")), "groups") == (
         [],

@@ -85,7 +85,7 @@ def oracle_judged(frame: pd.DataFrame) -> tuple[dict[tuple[str, str], Sweep], in
             (("inter-node", str(op), False), part, per_run.groupby(level="bytes", sort=False).median())
         )
     curves = {}
-    for (sc, op, _), part, med in sorted(parts, key=lambda p: p[0][2], reverse=True):
+    for (sc, op, w), part, med in sorted(parts, key=lambda p: p[0][2], reverse=True):
         med = med.sort_index()
         widest = part.sort_values(["ranks", "nodes"], kind="stable").iloc[-1]
         cv = part["time_cv"]
@@ -102,6 +102,7 @@ def oracle_judged(frame: pd.DataFrame) -> tuple[dict[tuple[str, str], Sweep], in
             busbw=tuple(float(x) for x in med),
             hosts=tuple(sorted(hosts_in(part))),
             cv=tuple(float(cvs[s]) if s in cvs.index else None for s in sizes),
+            from_world=w,
         )
     return curves, wrong
 

@@ -35,7 +35,12 @@ def kernels_frame(table: Any) -> pd.DataFrame:
             cols[name] = pc.fill_null(table.column(name), value).dictionary_encode()
         else:
             cols[name] = pc.fill_null(cols[name], value)
-    for name, kind in (("pass", pa.int64()), ("round", pa.int64()), ("time_cv", pa.float64())):
+    for name, kind in (
+        ("pass", pa.int64()),
+        ("round", pa.int64()),
+        ("time_cv", pa.float64()),
+        ("rail", pa.int64()),
+    ):
         if name not in cols:
             cols[name] = pa.nulls(n, kind)
     for flag, field in (("per_iter", "stragglers"), ("soak", "soak_pass")):
