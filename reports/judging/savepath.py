@@ -37,7 +37,7 @@ SERIALISE_GBps = {"torch.save": 0.5, "torch.dcp": 2.0}
 class SaveRates:
     """The measured save at the workload's place, GB/s (10^9 B/s)."""
 
-    record: IoRecord  # the record that sets the node figure (its place names the component)
+    record: IoRecord | None  # the record that sets the node figure (its place names the component)
     backend: str  # the records' backend: the workload's save kind, or fio standing in
     per_writer_GBps: float | None  # one process saving alone on its node; None: the node figure caps
     node_GBps: float  # one node with node_writers processes at once, its slowest host
@@ -122,25 +122,8 @@ def pick(records: Sequence[IoRecord], fmt: str = "torch.save") -> SaveRates | No
 def given(GBps: float, nodes: int = 1) -> SaveRates:
     """A job figure stated directly (all `nodes` together, a real save's): the aggregate,
     which any one node may take whole."""
-    rec = IoRecord(
-        run_id="given",
-        ts="",
-        hosts=(),
-        nodes=nodes,
-        workload="checkpoint_write",
-        direction="write",
-        path="",
-        scope="shared",
-        procs=nodes,
-        bytes=0,
-        bw_GBps=GBps,
-        per_host_bw_GBps={},
-        iops=0.0,
-        lat_ms={},
-        backend="given",
-    )
     return SaveRates(
-        record=rec,
+        record=None,
         backend="given",
         per_writer_GBps=None,
         node_GBps=GBps,
