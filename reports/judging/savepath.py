@@ -71,6 +71,7 @@ def _widest(recs: Sequence[IoRecord]) -> IoRecord:
 def pick(records: Sequence[IoRecord], fmt: str = "torch.save") -> SaveRates | None:
     """The figures for a `fmt` save among checkpoint_write records at the workload's place."""
     want = BACKEND_OF[fmt]
+    records = [r for r in records if r.bw_GBps > 0]  # a record that moved nothing sets no rate
     same = [r for r in records if r.backend == want]
     fio = [r for r in records if r.backend not in REAL_SAVE_BACKENDS]
     if same:

@@ -159,3 +159,24 @@ def test_pick_keeps_the_per_process_and_the_node_figures() -> None:
     assert only is not None and only.node_GBps == 0.48 and "(a floor)" in only.note
     dcp = parse_workload({"preset": "llama-70b", "checkpoint": {"format": "dcp"}}, "w.yaml")
     assert dcp.checkpoint is not None and pick(rs.io[1:], dcp.checkpoint.format) is None
+
+
+def test_llama70b_from_fio_alone_is_not_held_to_one_serialising_stream() -> None:
+    """Only fio measured (64 nodes at 10 GB/s each): the old model added 988.4e9 / 0.5e9 =
+    1976.8 s of serialisation to fio's 1.544 s, 35% idle. Each rank serialises its own 1.930469e9 B
+    at 0.5 GB/s, all at once: 3.860938 s, then a node's 15.44375e9 B at 10 GB/s = 1.544375 s
+    (the 640 GB/s aggregate: 1.544375 s too): 5.405313 s, 5.405313 / 3605.405313 = 0.1499%."""
+    rs = _records(64)
+    rs.io = [r for r in rs.io if r.backend == "fio"]
+    row, _ = _checkpoint(rs)
+    assert row.extra["write_s"] == pytest.approx(3.860938 + 1.544375, rel=1e-5)
+    assert row.idle_share == pytest.approx(5.405313 / 3605.405313, rel=1e-5)
+
+
+def test_a_record_that_moved_nothing_sets_no_rate() -> None:
+    rs = _records(2)
+    zero = dataclasses.replace(rs.io[2], bw_GBps=0.0, per_host_bw_GBps={"n00": 0.0, "n01": 0.0})
+    r = pick([rs.io[1], zero], "torch.save")
+    # the zero record is left out: the one process's 0.48 GB/s is all there is (a floor)
+    assert r is not None and r.node_GBps == 0.48 and r.node_writers == 1
+    assert pick([zero], "torch.save") is None
