@@ -116,7 +116,8 @@ class Session:
             collective(c, lambda: wd.__enter__() and None)
             scope = self._scope(path, wd)
             sharers = c.world if scope == "shared" else 1  # nodes filling this one file system
-            need = self.s.bytes_needed(torch_copy=self.torch_note == "") * sharers
+            torch_writers = torch_ckpt.node_writers(self.s.writers)
+            need = self.s.bytes_needed(self.torch_note == "", torch_writers) * sharers
             if os.environ.get("STOKER_IO_SKIP_SPACE_CHECK") != "1":  # tests of the disk-full path only
                 collective(c, lambda: safety.check_space(path, need, self.s.inodes_needed() * sharers))
             refusals = [r for r in collective(c, lambda: safety.probe_direct(wd.dir)) if r]
@@ -220,34 +221,51 @@ class Session:
             raise
 
     def _torch(self, path: Path, scope: str, wd: safety.WorkDir) -> None:
+        """Per backend: one process per node (the per-process figure), then one per GPU at
+        once (the node's figure: every rank of a sharded checkpoint saves its own shard)."""
         c = self.coord
-        # one rank's shard, as each rank of a sharded checkpoint saves its own; held in RAM,
-        # so never more than a quarter of the smallest node's memory
-        nbytes = min(self.s.ckpt_bytes, self.ram // 4 // _MIB * _MIB)
+        writers = max(collective(c, lambda: torch_ckpt.node_writers(self.s.writers)))
+        # one rank's shard per process, held in RAM: all of a node's never more than a quarter
+        # of the smallest node's memory
+        nbytes = min(self.s.ckpt_bytes, max(_MIB, self.ram // 4 // writers // _MIB * _MIB))
         for backend in torch_ckpt.BACKENDS:
-            self.say(f"checkpoint_write {backend} ({format_size(nbytes)}) on {path} ...")
-            c.barrier()
-            ctx = RecordContext(
-                run_id=self.run_id,
-                workload="checkpoint_write",
-                path=str(path),
-                scope=scope,
-                backend=backend,
-                direct=False,
-                ram_bytes=self.ram,
-                extra={"shard_bytes": nbytes, "capped_by_ram": nbytes < self.s.ckpt_bytes},
-            )
-            results = self._measure(ctx, lambda b=backend: _save(b, nbytes, wd.dir, c.host))
-            rec = aggregate(results, ctx)
-            self.write(rec)
-            self.say(f"checkpoint_write {backend} on {path}: {figure(rec)}")
+            for procs in sorted({1, writers}):
+                self._torch_save(path, scope, wd, backend, nbytes, procs)
+
+    def _torch_save(
+        self, path: Path, scope: str, wd: safety.WorkDir, backend: str, nbytes: int, procs: int
+    ) -> None:
+        c = self.coord
+        who = f"{procs} processes per node" if procs > 1 else "one process per node"
+        self.say(f"checkpoint_write {backend} ({format_size(nbytes)} each, {who}) on {path} ...")
+        c.barrier()
+        ctx = RecordContext(
+            run_id=self.run_id,
+            workload="checkpoint_write",
+            path=str(path),
+            scope=scope,
+            backend=backend,
+            direct=False,
+            ram_bytes=self.ram,
+            extra={
+                "shard_bytes": nbytes,
+                "writers_per_node": procs,
+                "capped_by_ram": nbytes < self.s.ckpt_bytes,
+            },
+        )
+        results = self._measure(ctx, lambda: _save(backend, nbytes, wd.dir, c.host, procs))
+        rec = aggregate(results, ctx)
+        self.write(rec)
+        self.say(f"checkpoint_write {backend} ({who}) on {path}: {figure(rec)}")
 
 
-def _save(backend: str, nbytes: int, directory: Path, host: str) -> HostResult:
+def _save(backend: str, nbytes: int, directory: Path, host: str, procs: int = 1) -> HostResult:
     target = directory / "torch"
     target.mkdir(exist_ok=True)
     try:
-        return torch_ckpt.save(backend, nbytes, target, host)
+        if procs == 1:
+            return torch_ckpt.save(backend, nbytes, target, host)
+        return torch_ckpt.save_many(backend, nbytes, target, host, procs)
     except OSError as exc:
         if "No space left" in str(exc):
             raise DiskFull(f"disk full during {backend}: {exc}") from None

@@ -1,11 +1,18 @@
 """A real checkpoint beside fio's: a synthetic state dict of one writer's shard (`--ckpt-bytes`)
-saved by one process with torch.save and with torch.distributed.checkpoint (DCP), timed
-from the first byte to the fsync, so a report can say how close fio's per-writer figure is.
-torch is imported here only."""
+saved with torch.save and with torch.distributed.checkpoint (DCP), timed from the first byte
+to the fsync: by one process (the per-process figure), then by as many processes at once as
+the node has GPUs, each its own shard, as every rank of a sharded checkpoint saves (the
+node's figure; reports/judging/ckpt_save.py uses both). Without GPUs the node's processes are
+`--writers` (default one per core, 2 to 8). torch is imported here only; the processes of a
+node are children started as `python -m iobench.torch_ckpt BACKEND BYTES DIR`, each building
+its state dict first and all saving when the parent says go."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -15,6 +22,17 @@ from iobench.aggregate import HostResult
 
 BACKENDS = ("torch.save", "torch.dcp")
 _TENSOR_BYTES = 64 << 20  # a model is many tensors; 64 MiB ones keep the count realistic
+NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")  # one entry per GPU the driver sees
+
+
+def node_writers(fallback: int, gpus_dir: Path = NVIDIA_GPUS) -> int:
+    """Saving processes per node: one per GPU, as training saves one shard per rank; on a
+    node without NVIDIA GPUs `fallback` (the run's --writers)."""
+    try:
+        gpus = sum(1 for _ in gpus_dir.iterdir())
+    except OSError:
+        gpus = 0
+    return gpus or max(1, fallback)
 
 
 def torch_missing() -> str:
@@ -53,13 +71,19 @@ def _fsync_tree(directory: Path) -> None:
 
 
 def save(backend: str, nbytes: int, directory: Path, host: str) -> HostResult:
-    """Save `nbytes` of tensors into `directory` with `backend`; the files stay until the
-    work directory is removed."""
+    """Save `nbytes` of tensors into `directory` with `backend` in this process; the files
+    stay until the work directory is removed."""
+    state = _state_dict(nbytes)
+    start, end = _timed_save(backend, state, directory / backend.replace(".", "_"))
+    return HostResult(
+        host=host, direction="write", bytes=nbytes, ios=len(state), start_s=start, end_s=end, procs=1
+    )
+
+
+def _timed_save(backend: str, state: dict[str, Any], target: Path) -> tuple[float, float]:
     import torch
     import torch.distributed.checkpoint as dcp  # imported before the clock starts
 
-    state = _state_dict(nbytes)
-    target = directory / backend.replace(".", "_")
     start = time.time()
     if backend == "torch.save":
         with open(target.with_suffix(".pt"), "wb") as fh:
@@ -67,14 +91,78 @@ def save(backend: str, nbytes: int, directory: Path, host: str) -> HostResult:
             fh.flush()
             os.fsync(fh.fileno())
     else:
-        # no_dist: each node writes its own shard even when a process group exists;
+        # no_dist: each process writes its own shard, as each rank's FileSystemWriter does;
         # one thread, like torch.save; sync_files: DCP fsyncs what it wrote, as above
         writer = dcp.FileSystemWriter(str(target), thread_count=1, sync_files=True)
         with warnings.catch_warnings():  # "assuming the intent is to save in a single process": it is
             warnings.simplefilter("ignore", UserWarning)
             dcp.save(state, storage_writer=writer, no_dist=True)
         _fsync_tree(target)
-    end = time.time()
+    return start, time.time()
+
+
+def save_many(backend: str, nbytes: int, directory: Path, host: str, writers: int) -> HostResult:
+    """`writers` processes each save `nbytes` into its own file under `directory` at the same
+    moment: the node's figure is all their bytes over the first start to the last fsync."""
+    argv = [sys.executable, "-m", "iobench.torch_ckpt", backend, str(nbytes)]
+    kids = [
+        subprocess.Popen(
+            [*argv, str(directory / f"w{i}")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(writers)
+    ]
+    try:
+        for k in kids:  # every state dict is built before any save starts
+            _expect(k, "ready")
+        for k in kids:
+            assert k.stdin is not None
+            k.stdin.write("go\n")
+            k.stdin.flush()
+        done = [json.loads(_expect(k, "{")) for k in kids]
+    finally:
+        for k in kids:
+            if k.poll() is None:
+                k.kill()
+            k.wait()
     return HostResult(
-        host=host, direction="write", bytes=nbytes, ios=len(state), start_s=start, end_s=end, procs=1
+        host=host,
+        direction="write",
+        bytes=sum(int(d["bytes"]) for d in done),
+        ios=sum(int(d["ios"]) for d in done),
+        start_s=min(float(d["start"]) for d in done),
+        end_s=max(float(d["end"]) for d in done),
+        procs=writers,
     )
+
+
+def _expect(kid: subprocess.Popen[str], head: str) -> str:
+    """The child's next line, which starts with `head`; else its error as an OSError (a full
+    disk's message included, which the session names)."""
+    assert kid.stdout is not None
+    line = kid.stdout.readline()
+    if line.startswith(head):
+        return line
+    kid.kill()
+    err = kid.stderr.read() if kid.stderr else ""
+    last = (err.strip().splitlines() or [line.strip() or "no output"])[-1]
+    raise OSError(f"a saving process failed: {last}")
+
+
+def main(argv: list[str]) -> int:
+    """One child of save_many: BACKEND BYTES DIR; prints ready, waits for a line, saves, prints
+    its bytes and times as JSON."""
+    backend, nbytes, target = argv[0], int(argv[1]), Path(argv[2])
+    state = _state_dict(nbytes)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    start, end = _timed_save(backend, state, target)
+    print(json.dumps({"bytes": nbytes, "ios": len(state), "start": start, "end": end}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -48,12 +48,12 @@ class IoSettings:
     storm_files: int = 1000
     storm_file_bytes: int = 4096
 
-    def bytes_needed(self, torch_copy: bool = False) -> int:
+    def bytes_needed(self, torch_copy: bool = False, torch_writers: int = 1) -> int:
         """Peak bytes on disk per node (checkpoint shards stay until read back; the torch
-        comparison writes one more shard while they are there)."""
+        comparison writes one shard per saving process while they are there)."""
         need = 0
         if "checkpoint" in self.families:
-            need = max(need, self.ckpt_bytes * (self.writers + (1 if torch_copy else 0)))
+            need = max(need, self.ckpt_bytes * (self.writers + (torch_writers if torch_copy else 0)))
         if "dataloader" in self.families:
             need = max(need, self.dl_workers * self.dl_files * self.dl_file_bytes)
         if "metadata" in self.families:

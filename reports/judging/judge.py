@@ -67,6 +67,8 @@ def _model_finding(row: ModelRow, wname: str, budget: float, price: float | None
             msg = f"{head}: the GPUs would wait {share:.0%} of the time (budget {budget:.0%}){cost}; {_FIX[key]}."
         else:
             msg = f"{head}: the GPUs would wait {share:.1%} of the time, within the {budget:.0%} budget."
+        if row.extra.get("floor"):  # storage measured from fewer nodes than the job writes from
+            msg = f"{msg[:-1]} ({row.extra['floor']})."
     return Finding(
         component=row.component,
         check=f"workload {wname}: {row.check}",
@@ -177,11 +179,8 @@ def judge(
             curves=ev.curves,
             read_GBps_per_node=rd.bw_GBps / max(1, rd.nodes) if rd else None,
             read_component=_component(rd, spec),
-            write_GBps=save.GBps if save else None,
+            save=save,
             write_component=_component(wr, spec),
-            write_backend=wr.backend if wr else "fio",
-            write_note=save.note if save else "",
-            write_nodes=wr.nodes if wr else 1,
             # gloo on CPU ranks shares the cores with compute; NCCL on GPUs does not
             cpu_ranks=ev.cpu_ranks,
             **host_link_figures(ev.host),

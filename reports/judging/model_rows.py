@@ -8,6 +8,7 @@ from typing import Any
 
 from reports.evidence.sweeps import Sweep
 from reports.findings import Component, ModelRow, Part, Status
+from reports.judging.savepath import SaveRates
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -17,11 +18,10 @@ class Measured:
     curves: dict[tuple[str, str], Sweep] = field(default_factory=dict)
     read_GBps_per_node: float | None = None  # dataloader reads, one node's share
     read_component: Component = "shared storage"
-    write_GBps: float | None = None  # checkpoint writes, all nodes together
+    # the save the workload makes, per process, per node and all measured nodes (savepath.pick)
+    save: SaveRates | None = None
+    write_GBps: float | None = None  # without `save`: the job's checkpoint bandwidth, stated directly
     write_component: Component = "shared storage"
-    write_backend: str = "fio"  # the record it came from: the workload's save kind (savepath.pick)
-    write_note: str = ""  # which record, and fio's stated overhead when it stood in
-    write_nodes: int = 1  # nodes in that measurement: a local path's figure is per node x nodes writing
     cpu_ranks: bool = False  # the collectives ran on CPU ranks (gloo): the CPU-only terms apply
     host_h2d_GBps: float | None = None  # measured host link per GPU (host.jsonl), slowest GPU
     host_d2h_GBps: float | None = None

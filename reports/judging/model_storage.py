@@ -4,7 +4,7 @@ stall, judged on wall time as the network rows are (docs/model.md)."""
 from __future__ import annotations
 
 from reports.findings import ModelRow
-from reports.judging import catalog, savepath
+from reports.judging import catalog, ckpt_save, savepath
 from reports.judging.model_rows import Measured, missing, row
 from reports.judging.spec import Spec
 from reports.judging.workload import Workload
@@ -81,6 +81,8 @@ def dataloader_row(
 def checkpoint_row(
     w: Workload, spec: Spec | None, m: Measured, usd: float | None, g: int = 1
 ) -> ModelRow | None:
+    """Every writing rank saves its shard at once (ckpt_save.py); the GPUs wait for the
+    slowest node, or for shared storage's aggregate."""
     ck = w.checkpoint
     if ck is None or w.params is None:
         return None
@@ -88,7 +90,9 @@ def checkpoint_row(
     interval = ck.interval_minutes * 60
     mode = "async" if ck.async_ else "sync"
     check = f"checkpoint write ({size / 1e9:.0f} GB every {ck.interval_minutes:g} min, {mode})"
-    if m.write_GBps is None:
+    nodes = ckpt_save.job_nodes(w.gpus or g, g)
+    rates = m.save or (savepath.given(m.write_GBps, nodes) if m.write_GBps else None)
+    if rates is None:
         return missing(
             "checkpoint",
             m.write_component,
@@ -96,10 +100,9 @@ def checkpoint_row(
             "GB/s",
             f"no checkpoint_write measurement of a {ck.format} save",
         )
-    write_GBps, scaled = savepath.job_write_GBps(
-        m.write_GBps, m.write_nodes, m.write_component == "local storage", savepath.job_nodes(w.gpus or g, g)
-    )
-    write_s = size / (write_GBps * 1e9)
+    lay = ckpt_save.layout(size, w.data, ck.format, w.gpus or g, g, w.tensor)
+    t = ckpt_save.save_time(size, lay, rates, local=m.write_component == "local storage")
+    write_s = t.seconds
     e_max = w.idle_budget / (1 - w.idle_budget) * interval
     note = ""
     if not ck.async_:
@@ -117,14 +120,17 @@ def checkpoint_row(
         stall = copy_s + max(0.0, write_s - interval)
         required = size / interval / 1e9
         note = f"copy-out at {source} {copy_GBps:g} GB/s per GPU: {copy_s:.2f} s"
-    src = m.write_note or f"write bandwidth from the {m.write_backend} record"
-    note = "; ".join(x for x in (src, scaled, note) if x)
+    writers = (
+        f"{lay.writers} rank{'s' if lay.writers != 1 else ''} on {lay.nodes} node{'s' if lay.nodes != 1 else ''}"
+        f" write {lay.rank_bytes / 1e9:.3g} GB each ({lay.rule}); set by {t.limit}"
+    )
+    note = "; ".join(x for x in (t.floor, rates.note, writers, note) if x)
     return row(
         "checkpoint",
         m.write_component,
         check,
         required,
-        write_GBps,
+        size / write_s / 1e9,
         "GB/s",
         stall,
         interval,
@@ -132,5 +138,13 @@ def checkpoint_row(
         usd,
         checkpoint_bytes=size,
         write_s=write_s,
+        serialise_s=t.serialise_s,
+        node_s=t.node_s,
+        aggregate_s=t.aggregate_s,
+        writers=lay.writers,
+        writing_nodes=lay.nodes,
+        rank_bytes=lay.rank_bytes,
+        nodes_measured=rates.nodes_measured,
+        floor=t.floor,
         note=note,
     )

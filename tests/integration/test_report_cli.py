@@ -24,9 +24,9 @@ def test_report_fail_exit_1_and_three_files(tmp_path: Path) -> None:
     shutil.copytree(DATA / "reports" / "basic", d)
     p = _stoker("report", str(d))
     assert p.returncode == 1, p.stderr
-    # the golden set (tests/data/reports/golden/verdict.json): its checkpoint, from fio plus the stated
-    # serialisation overhead of a torch.save (issue 21), starves the workload
-    assert p.stdout.startswith("verdict: fail — 6 findings to act on (5 below_spec, 1 starving). -> ")
+    # the golden set (tests/data/reports/golden/verdict.json): 5 figures under spec; its checkpoint,
+    # from fio plus each of 32 ranks serialising its own shard, does not starve the workload
+    assert p.stdout.startswith("verdict: fail — 5 findings to act on (5 below_spec). -> ")
     v = json.loads((d / "verdict.json").read_text())
     assert v["verdict"] == "fail" and set(v) >= {"verdict", "run_id", "findings"}
     assert (d / "report.md").read_text().startswith("# stoker report: golden-h100")

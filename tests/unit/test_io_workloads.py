@@ -100,6 +100,8 @@ def test_bytes_and_inodes_needed() -> None:
     )
     assert s.bytes_needed() == 400 * MIB  # the largest family; they run one after another
     assert s.bytes_needed(torch_copy=True) == 500 * MIB  # plus one torch shard beside the fio shards
+    # a node of 8 GPUs saves 8 torch shards at once beside the fio shards: (4 + 8) x 100 MiB
+    assert s.bytes_needed(torch_copy=True, torch_writers=8) == 1200 * MIB
     assert s.inodes_needed() == 16 + 4 + 20 + 2000
 
 
