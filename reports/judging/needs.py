@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from reports.judging import advertised, savepath
+from reports.judging import advertised, ckpt_save, savepath
 from reports.judging.compute import CPU, devices, measured_devices
 from reports.judging.coverage import Line, Scope
 from reports.judging.spec import Spec
@@ -84,7 +84,7 @@ def _network(
     g = gpus_per_node(w, spec)
     n, t = w.gpus, w.tensor
     d = n // t
-    job_nodes = savepath.job_nodes(n, g)
+    job_nodes = ckpt_save.job_nodes(n, g)
     needs: dict[str, list[str]] = {}
     if t > 1:
         needs.setdefault("inter-node" if t > g else "intra-node", []).append(f"tensor parallel over {t} GPUs")
