@@ -63,8 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--fabric",
         choices=tuple(FABRICS),
-        default="tcp",
-        help="network fabric: adds its devices, environment and pod settings (default tcp)",
+        help="network fabric: adds its devices, environment and pod settings (k8s, SkyPilot, dstack: "
+        "default tcp); on Slurm its NCCL / libfabric variables (default: none set)",
     )
     g.add_argument(
         "--fabric-devices", type=int, help="the device plugin's count per pod (default: the fabric table's)"
@@ -157,6 +157,7 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         raise UsageError(
             "--kind mpijob needs --results-volume: the launcher and worker 0 must share the results"
         )
+    args.fabric = args.fabric or "tcp"
     resources = parse_resources(args.fabric_resource)
     if not resources:
         device_row(args.fabric, args.device_plugin, args.instance_type)  # one line if no row fits
