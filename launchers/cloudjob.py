@@ -7,9 +7,10 @@ describe another world stops in one line before any sweep."""
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from launchers.acceptance import job_limit_s
+from launchers.duration import shard_bytes
 from launchers.fabrics import FABRICS, Fabric, device_row
 from launchers.podmemory import PodMemory
 from launchers.profiles import PROFILES, Profile
@@ -154,9 +155,21 @@ _KNOBS = {
 }
 
 
+def capped_profile(job: CloudJob) -> Profile:
+    """The profile with the checkpoint shard per writer within the shared file system's cap
+    (launchers/duration.py) when a shared path is tested (a results or data volume)."""
+    p = job.profile
+    if not (job.shared or job.data_volume) or "checkpoint" not in p.workloads:
+        return p
+    shard = shard_bytes(p, job.nodes, job.writers)
+    return (
+        p if shard >= parse_size(p.ckpt_bytes, "--ckpt-bytes") else replace(p, ckpt_bytes=f"{shard >> 20}M")
+    )
+
+
 def stoker_args(job: CloudJob) -> list[str]:
     """torchrun.sh's arguments: the profile, the knobs that differ from it, the inputs."""
-    p, base = job.profile, PROFILES.get(job.profile.name)
+    p, base = capped_profile(job), PROFILES.get(job.profile.name)
     args = ["--profile", p.name]
     for f in fields(p):
         value = getattr(p, f.name)

@@ -166,3 +166,15 @@ def test_the_dockerfile_is_ngc_pytorch_with_stoker_fio_and_pinned_nccl_tests() -
     )
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert ".venv" in ignored and ".git" in ignored
+
+
+def test_the_shared_file_system_cap_reaches_the_pods() -> None:
+    from launchers.cloudjob import stoker_args
+    from launchers.profiles import get_profile
+
+    big = replace(base_job("ib"), nodes=256, profile=get_profile("standard"))
+    # 256 nodes x 8 writers x 4 GiB = 8 TiB; within 1 TiB: 1 TiB / 2048 = 512 MiB per writer
+    assert stoker_args(big) == ["--profile", "standard", "--ckpt-bytes", "512M"]
+    assert stoker_args(replace(big, nodes=4)) == ["--profile", "standard"]  # 128 GiB: the profile's
+    # no shared path tested (no results or data volume): each node writes only its own disk
+    assert stoker_args(replace(big, results_volume=None)) == ["--profile", "standard"]
