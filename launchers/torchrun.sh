@@ -60,7 +60,9 @@ if [ -n "${STOKER_EXPECT_NODES:-}" ] && [ "$NNODES" != "$STOKER_EXPECT_NODES" ];
 fi
 { [ "$NODE_RANK" -ge 0 ] && [ "$NODE_RANK" -lt "$NNODES" ]; } 2>/dev/null ||
   bad_world "node rank '$NODE_RANK' is outside 0..$((NNODES - 1)) for a world of $NNODES node(s): check the platform's rank variables (no sweep was run)"
-tokens LIMITS limits "$@"
+GPUS=$(gpu_count)
+# each phase's limit for this N (launchers/duration.py), as the sbatch job and the k8s deadline have it
+tokens LIMITS --nnodes "$NNODES" --gpus-per-node "$GPUS" limits "$@"
 # one checkpoint writer per GPU (each rank saves its shard), as `stoker run`; none: stoker io's
 [ "$(gpu_count)" -gt 0 ] && IO_WRITERS=${IO_WRITERS:-$NPROC_PER_NODE}
 mkdir -p "$OUT" "$LOCAL_IO" || die2 "cannot create $OUT or $LOCAL_IO"
@@ -103,7 +105,7 @@ if [ "$SHARED_OUT" != 0 ] && [ "$NODE_RANK" -eq 0 ]; then
   done
   if [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -lt "$NNODES" ]; then
     # the start barrier: name who is missing; a late start and an unshared OUT look alike here
-    MISSING=$(for r in $(seq 0 $((NNODES - 1))); do [ -e "$OUT/.stoker-seen-$r" ] || printf '%s ' "$r"; done)
+    MISSING=$(for r in $(seq 0 $((NNODES - 1))); do [ -e "$OUT/.stoker-seen-$r" ] || echo -n "$r "; done)
     rm -f "$MARK"
     die2 "node(s) ${MISSING% } did not answer in $OUT within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or OUT is not on a file system shared by all $NNODES nodes (set OUT to a shared path)"
   fi
@@ -112,7 +114,7 @@ fi
 mkdir -p "$SHARED_IO" || die2 "cannot create $SHARED_IO"  # after node 0's claim: OUT is stoker's now
 
 WRITE_PHASES=$([ "$NODE_RANK" -eq 0 ] && echo 1 || echo 0)
-L=(--launcher torchrun --nnodes "$NNODES" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")
+L=(--launcher torchrun --nnodes "$NNODES" --gpus-per-node "$GPUS" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")
 GRACE=120
 # the phase list is launchers/acceptance.py's, as name/scopes token pairs
 tokens PAIRS --nnodes "$NNODES" phases

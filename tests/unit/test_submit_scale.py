@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,46 @@ def test_a_failed_submit_leaves_its_dir_usable(tmp_path: Path) -> None:
             p.stderr.strip().splitlines()[-1]
             == "stoker submit: sbatch refused the job: sbatch: error: invalid partition"
         )
+
+
+def argv_tokens(*args: str) -> list[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run(
+        [sys.executable, "-m", "launchers.argv", *args], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert p.returncode == 0, p.stderr
+    return p.stdout.split("\0")
+
+
+def test_torchrun_and_mpirun_limits_follow_the_same_model() -> None:
+    # up to 2 nodes: the standard profile's own net / io limits, 600 s and 900 s
+    assert argv_tokens("--nnodes", "2", "--gpus-per-node", "8", "limits", "--profile", "standard")[:2] == [
+        "600",
+        "900",
+    ]
+    big = argv_tokens("--nnodes", "256", "--gpus-per-node", "8", "limits", "--profile", "standard")
+    assert int(big[0]) > 600 and int(big[1]) > 900
+    # a phase's own --timeout is the sbatch job's for the same N, phase and profile
+    net = argv_tokens(
+        "--launcher",
+        "torchrun",
+        "--nnodes",
+        "256",
+        "--gpus-per-node",
+        "8",
+        "--nproc-per-node",
+        "8",
+        "--master-addr",
+        "a",
+        "net",
+        "--scopes",
+        "groups",
+        "--out",
+        "/o",
+        "--profile",
+        "standard",
+    )
+    sbatch = render(replace(BIG, spec=None, more_shared=(), local_GBps=None, shared_GBps=None, fabric=None))
+    (groups,) = [x for x in sbatch.splitlines() if x.startswith("phase groups ")]
+    timeout = net[net.index("--timeout") + 1]
+    assert f" --timeout {timeout} " in groups
