@@ -5,7 +5,7 @@ job's time limit. Pure."""
 
 from __future__ import annotations
 
-from launchers.builders import INVENTORY_LIMIT_S, compute_limit_s
+from launchers.duration import Job, plan
 from launchers.profiles import GROUPS_ABOVE_NODES, Profile
 from reports import phases
 
@@ -13,6 +13,7 @@ from reports import phases
 # sits PHASE_GRACE_S past stoker's own --timeout, the whole job JOB_MARGIN_S past them all.
 PHASE_GRACE_S = 120
 JOB_MARGIN_S = 300
+CPU_WRITERS = 8  # checkpoint writers of a node without GPUs, at most (iobench default_procs' ceiling)
 
 
 def net_phases(nodes: int) -> list[tuple[str, tuple[str, ...]]]:
@@ -22,12 +23,20 @@ def net_phases(nodes: int) -> list[tuple[str, tuple[str, ...]]]:
     return [(k.name, k.scopes) for k in phases.net_phases(nodes, GROUPS_ABOVE_NODES)]
 
 
-def job_limit_s(profile: Profile, nodes: int) -> int:
-    """The whole job's limit: every phase at its outer limit, the report, and a margin."""
-    secs = INVENTORY_LIMIT_S + PHASE_GRACE_S  # the node inventory, first
-    secs += (
-        compute_limit_s(profile.name, profile.compute_budget_s) + PHASE_GRACE_S
-    )  # then the matmul appetite (issue 27)
-    secs += len(net_phases(nodes)) * (profile.net_timeout_s + PHASE_GRACE_S)
-    secs += profile.io_timeout_s + PHASE_GRACE_S
+def job_plan(profile: Profile, nodes: int, *, ranks_per_node: int, gpus_per_node: int) -> Job:
+    """The duration model's view of a job: one checkpoint writer per GPU (CPU_WRITERS without)."""
+    return Job(
+        profile=profile,
+        nodes=nodes,
+        ranks_per_node=ranks_per_node,
+        gpus_per_node=gpus_per_node,
+        writers=gpus_per_node or CPU_WRITERS,
+    )
+
+
+def job_limit_s(profile: Profile, nodes: int, *, ranks_per_node: int = 2, gpus_per_node: int = 0) -> int:
+    """The whole job's limit: every phase at its outer limit (launchers/duration.py: the
+    profile's, longer as the nodes grow), the report, and a margin."""
+    job = job_plan(profile, nodes, ranks_per_node=ranks_per_node, gpus_per_node=gpus_per_node)
+    secs = sum(ph.limit_s + PHASE_GRACE_S for ph in plan(job) if ph.name != "report")
     return secs + profile.report_timeout_s + JOB_MARGIN_S

@@ -22,12 +22,15 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from launchers import builders as b
-from launchers.acceptance import net_phases
+from launchers.acceptance import job_plan, net_phases
 from launchers.cli import OneLineParser
+from launchers.duration import limit_of
 from launchers.options import add_profile_arguments, checked_file, checked_workload, profile_from_args
+from launchers.profiles import Profile
 from reports.errors import StokerError
 from reports.outdir import claim
 
@@ -36,6 +39,8 @@ def _parser() -> OneLineParser:
     parser = OneLineParser(prog="launchers.argv")
     parser.add_argument("--launcher", choices=("local", "torchrun", "mpirun"), default="local")
     parser.add_argument("--nnodes", type=int, default=1)
+    # with --nnodes, the phases' limits for this N (launchers/duration.py): GPUs per node, 0 for CPU ranks
+    parser.add_argument("--gpus-per-node", type=int, default=0)
     parser.add_argument("--nproc-per-node", type=int, default=1)
     parser.add_argument("--node-rank", type=int, default=0)
     parser.add_argument("--master-addr")
@@ -65,6 +70,22 @@ def _parser() -> OneLineParser:
     return parser
 
 
+def scaled(args: argparse.Namespace, profile: Profile) -> Profile:
+    """The profile with the net phase's (by its scopes) and the storage phase's limits for
+    --nnodes nodes, as the sbatch job and the k8s deadline have them; one node: the profile's."""
+    gpus = max(0, args.gpus_per_node)
+    job = job_plan(profile, max(1, args.nnodes), ranks_per_node=gpus or 2, gpus_per_node=gpus)
+    names = [n for n, _ in net_phases(job.nodes)]
+    by_scopes = {",".join(scopes): n for n, scopes in net_phases(job.nodes)}
+    name = by_scopes.get(getattr(args, "scopes", "") or "")
+    net = (
+        limit_of(job, name) if name else max((limit_of(job, n) for n in names), default=profile.net_timeout_s)
+    )
+    return replace(
+        profile, net_timeout_s=max(net, profile.net_timeout_s), io_timeout_s=limit_of(job, "storage")
+    )
+
+
 def program(args: argparse.Namespace, cwd: Path) -> list[str]:
     """The stoker command of the phase, validated (bad input raises UsageError)."""
     if args.what == "claim":  # OUT is this run's (STOKER_RUN_ID) before its first phase, or exit 2
@@ -79,7 +100,7 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
         return b.inventory_argv(b.InventoryCommand(out=args.out, stoker=stoker))
     spec = checked_file(args.spec, "--spec", cwd)
     workload = checked_workload(args.workload, cwd)
-    profile = profile_from_args(args)
+    profile = scaled(args, profile_from_args(args))
     if args.what == "limits":
         return [
             str(profile.net_timeout_s),

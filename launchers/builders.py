@@ -175,6 +175,9 @@ class SrunSpec:
     time_limit_s: int | None = None  # srun --time: the step is killed past it
     mpi: str | None = None  # e.g. "pmix" for an MPI backend
     label: bool = True  # prefix every output line with its task number
+    # CPUs per task: a number, or a variable of the script ("$CPT"); None: Slurm's default
+    cpus_per_task: str | None = None
+    bind: tuple[str, ...] = ()  # e.g. ("--cpu-bind=cores", "--gpu-bind=closest")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -226,6 +229,9 @@ def srun(s: SrunSpec) -> list[str]:
         argv.append(f"--time={_minutes(s.time_limit_s)}")
     if s.mpi:
         argv.append(f"--mpi={s.mpi}")
+    if s.cpus_per_task is not None:
+        argv.append(f"--cpus-per-task={s.cpus_per_task}")
+    argv += list(s.bind)
     if s.label:
         argv.append("--label")
     return argv + list(s.program)
@@ -280,9 +286,10 @@ def build(launcher: str, spec: object) -> list[str]:
 
 # --- tokens into a script line -----------------------------------------------------------
 
-# A token that is a reference to one of the script's own variables ("$OUT", "$OUT/io"):
-# double-quoted so bash expands it; every other token is single-quoted as needed.
-_VAR_TOKEN = re.compile(r"^\$[A-Z_][A-Z0-9_]*(/[A-Za-z0-9._/-]*)?$")
+# A token that is a reference to one of the script's own variables ("$OUT", "$OUT/io"), or an
+# option set to one ("--cpus-per-task=$CPT"): double-quoted so bash expands it; every other
+# token is single-quoted as needed.
+_VAR_TOKEN = re.compile(r"^(--[a-z][a-z-]*=)?\$[A-Z_][A-Z0-9_]*(/[A-Za-z0-9._/-]*)?$")
 
 
 def shell_line(tokens: list[str]) -> str:

@@ -40,8 +40,8 @@ COMMANDS: dict[str, str] = {
     "drain": "launchers.drain_cmd",
 }
 # the launchers' own plumbing, left out of `stoker --help`: the sbatch job records each
-# phase with it (docs/launchers.md)
-INTERNAL: dict[str, str] = {"phase-record": "reports.phases"}
+# phase with it, and checks that every node runs the same stoker (docs/launchers.md)
+INTERNAL: dict[str, str] = {"phase-record": "reports.phases", "fingerprint": "launchers.fingerprint"}
 
 
 class OneLineParser(argparse.ArgumentParser):

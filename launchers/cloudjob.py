@@ -7,9 +7,10 @@ describe another world stops in one line before any sweep."""
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from launchers.acceptance import job_limit_s
+from launchers.duration import shard_bytes
 from launchers.fabrics import FABRICS, Fabric, device_row
 from launchers.podmemory import PodMemory
 from launchers.profiles import PROFILES, Profile
@@ -23,6 +24,16 @@ MASTER_PORT = 29500
 INPUTS_DIR = "/stoker-inputs"  # where the spec and workload are mounted in the container
 LOCAL_DIR = "/stoker-local"  # where the node-local volume is mounted: LOCAL_IO lives in it
 CPU_WRITERS = 8  # iobench default_procs' ceiling: the writers of a node without GPUs, at most
+DATA_DIR = "/stoker-data"  # where --data-volume (the training data's PVC) is mounted: SHARED_IO in it
+# How long every node waits for all the others before any sweep (torchrun.sh SYNC_TIMEOUT):
+# pods start minutes apart (image pulls, Pending pods waiting for a node); the deadline adds it
+START_BARRIER_S = 600
+TTL_AFTER_FINISHED_S = 86400  # the finished job and its pods (node 0's log: the verdict) kept a day
+# CPUs per pod, requested = limit (Guaranteed QoS: the kubelet's static CPU and topology
+# managers can then align a pod's CPUs, GPUs and NICs): per GPU rank a share every 8-GPU
+# shape of tests/harness/k8s_scheduler.py offers (96-192 CPUs), 2 per gloo rank
+CPUS_PER_RANK = {True: 8, False: 2}
+GPU_TAINT = "nvidia.com/gpu"  # the taint GPU node pools carry (GKE, AKS, the GPU operator's guides)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,6 +67,10 @@ class CloudJob:
     fabric_resources: tuple[tuple[str, int], ...] = ()  # --fabric-resource: replaces the row
     local_volume: str | None = None  # hostpath:/DIR or ephemeral:CLASS[:SIZE]; None: emptyDir
     allow_unjudged: bool = False  # False: nothing compared with a reference fails the job
+    data_volume: str | None = None  # k8s: a PVC (the training data's) tested as shared storage
+    cpus_per_node: int | None = None  # None: CPUS_PER_RANK per rank
+    # --toleration KEY[=VALUE][:EFFECT] beyond the GPU taint's: (key, value, effect), "" for none
+    tolerations: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def ranks_per_node(self) -> int:
@@ -75,7 +90,15 @@ class CloudJob:
 
     @property
     def deadline_s(self) -> int:
-        return job_limit_s(self.profile, self.nodes)
+        """Every phase at its limit for this N (launchers/duration.py) and the start barrier."""
+        limit = job_limit_s(
+            self.profile, self.nodes, ranks_per_node=self.ranks_per_node, gpus_per_node=self.gpus_per_node
+        )
+        return limit + START_BARRIER_S
+
+    @property
+    def cpus(self) -> int:
+        return self.cpus_per_node or self.ranks_per_node * CPUS_PER_RANK[self.gpus_per_node > 0]
 
     @property
     def shm_gib(self) -> int:
@@ -132,9 +155,21 @@ _KNOBS = {
 }
 
 
+def capped_profile(job: CloudJob) -> Profile:
+    """The profile with the checkpoint shard per writer within the shared file system's cap
+    (launchers/duration.py) when a shared path is tested (a results or data volume)."""
+    p = job.profile
+    if not (job.shared or job.data_volume) or "checkpoint" not in p.workloads:
+        return p
+    shard = shard_bytes(p, job.nodes, job.writers)
+    return (
+        p if shard >= parse_size(p.ckpt_bytes, "--ckpt-bytes") else replace(p, ckpt_bytes=f"{shard >> 20}M")
+    )
+
+
 def stoker_args(job: CloudJob) -> list[str]:
     """torchrun.sh's arguments: the profile, the knobs that differ from it, the inputs."""
-    p, base = job.profile, PROFILES.get(job.profile.name)
+    p, base = capped_profile(job), PROFILES.get(job.profile.name)
     args = ["--profile", p.name]
     for f in fields(p):
         value = getattr(p, f.name)
@@ -159,7 +194,10 @@ def node_env(job: CloudJob) -> list[tuple[str, str]]:
         ("SHARED_OUT", "1" if job.shared else "0"),
         ("MASTER_PORT", str(MASTER_PORT)),
         ("FAIL_UNJUDGED", "0" if job.allow_unjudged else "1"),
+        ("SYNC_TIMEOUT", str(START_BARRIER_S)),
     ]
+    if job.data_volume:  # the training data's volume, tested as the shared storage
+        env.append(("SHARED_IO", f"{DATA_DIR}/stoker-io-{job.name}"))
     if job.local_volume:  # the node's own disk, mounted at LOCAL_DIR (k8s.py, tasks.py)
         env.append(("LOCAL_IO", f"{LOCAL_DIR}/stoker-io"))
     fab = list(job.fab.env)

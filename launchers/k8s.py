@@ -18,7 +18,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from launchers.cloudjob import LOCAL_DIR, CloudJob, node_env, node_script, stoker_args
+from launchers.cloudjob import (
+    DATA_DIR,
+    GPU_TAINT,
+    LOCAL_DIR,
+    TTL_AFTER_FINISHED_S,
+    CloudJob,
+    node_env,
+    node_script,
+    stoker_args,
+)
 from launchers.fabrics import INSTANCE_TYPE_LABEL
 from reports.errors import UsageError
 
@@ -57,10 +66,42 @@ def pod_resources(job: CloudJob, worker: bool) -> dict[str, Any]:
             limits["nvidia.com/gpu"] = job.gpus_per_node
         limits.update(dict(job.devices))
         limits.update(dict(job.fab.resources))
+        # CPU and memory requests = limits: Guaranteed QoS, so the topology manager can align
+        # the pod's CPUs with its GPUs and NICs
+        limits["cpu"] = job.cpus
         # shm + ranks + writers (podmemory): a limit below that is an OOM kill mid-run
         limits["memory"] = f"{job.memory.limit_gib}Gi"
     # extended resources and hugepages: requests must equal limits
     return {"limits": limits, "requests": dict(limits)} if limits else {}
+
+
+def tolerations_of(job: CloudJob, worker: bool) -> list[dict[str, str]]:
+    """The GPU pools' taint (nvidia.com/gpu) on pods that ask for GPUs, then --toleration's."""
+    out = (
+        [{"key": GPU_TAINT, "operator": "Exists", "effect": "NoSchedule"}]
+        if worker and job.gpus_per_node
+        else []
+    )
+    for key, value, effect in job.tolerations:
+        t = {"key": key, "operator": "Equal", "value": value} if value else {"key": key, "operator": "Exists"}
+        out.append({**t, "effect": effect} if effect else t)
+    return out
+
+
+def parse_toleration(text: str) -> tuple[str, str, str]:
+    """--toleration KEY[=VALUE][:EFFECT] -> (key, value, effect); one line when bad."""
+    rest, _, effect = text.rpartition(":") if ":" in text else (text, "", "")
+    key, _, value = rest.partition("=")
+    if (
+        not key
+        or effect not in ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
+        or any(c.isspace() for c in text)
+    ):
+        raise UsageError(
+            f"--toleration {text!r}: use KEY[=VALUE][:EFFECT] with EFFECT NoSchedule, PreferNoSchedule "
+            "or NoExecute, e.g. dedicated=gpu:NoSchedule"
+        )
+    return key, value, effect
 
 
 def local_volume(spec: str | None) -> dict[str, Any]:
@@ -105,6 +146,9 @@ def _volumes(job: CloudJob) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
         },
         {"name": "local", **local_volume(job.local_volume)},
     ]
+    if job.data_volume:  # the training data's PVC, where SHARED_IO lives (cloudjob.node_env)
+        mounts.append({"name": "data", "mountPath": DATA_DIR})
+        volumes.append({"name": "data", "persistentVolumeClaim": {"claimName": job.data_volume}})
     if job.spec_text is not None or job.workload_text is not None:
         mounts.append({"name": "inputs", "mountPath": job.inputs_dir, "readOnly": True})
         volumes.append({"name": "inputs", "configMap": {"name": f"{job.name}-inputs"}})
@@ -144,6 +188,9 @@ def pod_template(
         selector.setdefault(INSTANCE_TYPE_LABEL, job.instance_type)
     if selector:
         spec["nodeSelector"] = selector
+    tolerations = tolerations_of(job, worker)
+    if tolerations:
+        spec["tolerations"] = tolerations
     spec["containers"] = [container]
     spec["volumes"] = volumes
     annotations: dict[str, str] = {}
@@ -181,7 +228,19 @@ def _indexed_job_spec(job: CloudJob) -> dict[str, Any]:
         "parallelism": job.nodes,
         # one failed node fails the job: a retried pod would join a finished world
         "backoffLimit": 0,
+        # ...at once, and the Job's Failed condition names the pod, so its index: "Container
+        # stoker for pod NS/<job>-<index>-<id> failed with exit code N matching FailJob rule"
+        "podFailurePolicy": {
+            "rules": [
+                {
+                    "action": "FailJob",
+                    "onExitCodes": {"containerName": "stoker", "operator": "NotIn", "values": [0]},
+                },
+                {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            ]
+        },
         "activeDeadlineSeconds": job.deadline_s,
+        **({"ttlSecondsAfterFinished": TTL_AFTER_FINISHED_S} if job.kind == "job" else {}),
         "template": template,
     }
 
@@ -230,6 +289,7 @@ def jobset(job: CloudJob) -> list[dict[str, Any]]:
             "spec": {
                 "network": {"enableDNSHostnames": True, "subdomain": job.name},
                 "failurePolicy": {"maxRestarts": 0},
+                "ttlSecondsAfterFinished": TTL_AFTER_FINISHED_S,
                 "replicatedJobs": [
                     {"name": "node", "replicas": 1, "template": {"spec": _indexed_job_spec(job)}}
                 ],
@@ -256,6 +316,7 @@ def mpijob(job: CloudJob) -> list[dict[str, Any]]:
                     "cleanPodPolicy": "Running",
                     "backoffLimit": 0,
                     "activeDeadlineSeconds": job.deadline_s,
+                    "ttlSecondsAfterFinished": TTL_AFTER_FINISHED_S,
                 },
                 "mpiReplicaSpecs": {
                     "Launcher": {

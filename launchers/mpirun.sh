@@ -45,13 +45,15 @@ export STOKER_RUN_ID="${STOKER_RUN_ID:-mpirun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
 OWN_LOCAL_IO=; [ -n "${LOCAL_IO:-}" ] || OWN_LOCAL_IO=1   # the default dir is ours to remove
 LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$STOKER_RUN_ID}
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
-tokens LIMITS limits "$@"
+GPUS=$(gpu_count)
+# each phase's limit for this N (launchers/duration.py), as the sbatch job has it
+tokens LIMITS --nnodes "$NNODES" --gpus-per-node "$GPUS" limits "$@"
 INVENTORY_LIMIT=${LIMITS[3]}
 mkdir -p "$OUT" || die2 "cannot create $OUT"
 tokens _ claim --out "$OUT" --option OUT  # OUT is this run's before anything is written into it
 
 # every rank gets the run's settings and the fabric's (rank_env, common.sh), wherever it runs
-L=(--launcher mpirun --nnodes "$NNODES" --export "$(rank_env)")
+L=(--launcher mpirun --nnodes "$NNODES" --gpus-per-node "$GPUS" --export "$(rank_env)")
 [ -n "${HOSTFILE:-}" ] && L+=(--hostfile "$HOSTFILE")
 [ "$(id -u)" -eq 0 ] && L+=(--allow-run-as-root)
 

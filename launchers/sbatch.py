@@ -4,14 +4,17 @@ script text out; the golden tests compare the result line by line)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 
 from launchers import builders as b
 from launchers import quoting as q
 from launchers.acceptance import PHASE_GRACE_S, job_limit_s
 from launchers.acceptance import net_phases as _net_phases
+from launchers.duration import Job, limit_of, shard_bytes, summary_lines
+from launchers.fabrics import FABRICS
 from launchers.profiles import Profile, plateau
+from reports.units import parse_size
 
 # What the rendered script may hold beyond the profile's own limits: stoker's --timeout
 # fires first, srun's --time next (Slurm kills on whole minutes), `timeout` last.
@@ -40,6 +43,29 @@ class SbatchConfig:
     stoker: tuple[str, ...] = b.STOKER
     allow_unjudged: bool = False  # True: a run with nothing to compare with may end 0
     soak_s: int | None = None  # a burn-in: one network phase of soak passes this long (stoker submit --soak)
+    # the spec's further storage promises beyond local_path / shared_path, each measured too
+    more_local: tuple[str, ...] = ()
+    more_shared: tuple[str, ...] = ()
+    # the spec's write promises (GB/s): a node's local disk, the whole shared file system;
+    # the duration model's storage rates where given
+    local_GBps: float | None = None
+    shared_GBps: float | None = None
+    fabric: str | None = None  # launchers/fabrics.py: its rank variables exported (None: the site's own)
+
+
+def model(cfg: SbatchConfig) -> Job:
+    """The duration model's view of this job (launchers/duration.py)."""
+    return Job(
+        profile=cfg.profile,
+        nodes=cfg.nodes,
+        ranks_per_node=cfg.ranks_per_node,
+        gpus_per_node=cfg.gpus_per_node,
+        writers=cfg.gpus_per_node or 8,
+        local_paths=1 + len(cfg.more_local),
+        shared_paths=1 + len(cfg.more_shared),
+        local_GBps=cfg.local_GBps,
+        shared_GBps=cfg.shared_GBps,
+    )
 
 
 def template_text() -> str:
@@ -48,7 +74,9 @@ def template_text() -> str:
 
 def job_time(cfg: SbatchConfig) -> str:
     """The job's --time: every phase at its limit, plus a margin; as H:MM:SS."""
-    secs = job_limit_s(cfg.profile, cfg.nodes) + (cfg.soak_s or 0)
+    secs = job_limit_s(
+        cfg.profile, cfg.nodes, ranks_per_node=cfg.ranks_per_node, gpus_per_node=cfg.gpus_per_node
+    ) + (cfg.soak_s or 0)
     return f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
 
 
@@ -58,6 +86,10 @@ def net_phases(cfg: SbatchConfig) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mpi: bool) -> list[str]:
+    """One phase's step: a rank per GPU gets its share of the node's CPUs ($CPT) bound as
+    cores and the GPU closest to them; a task per node gets every CPU of the node."""
+    ranks = mpi  # the sweeps' steps: one rank per GPU
+    bind = ("--cpu-bind=cores", "--gpu-bind=single:1") if ranks and cfg.gpus_per_node else ()
     return b.srun(
         b.SrunSpec(
             program=tuple(program),
@@ -65,8 +97,21 @@ def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mp
             ntasks_per_node=per_node,
             time_limit_s=limit_s + SRUN_GRACE_S,
             mpi="pmix" if mpi and cfg.backend == "mpi" else None,
+            cpus_per_task="$CPT" if ranks else "$NODE_CPUS",
+            bind=bind,
         )
     )
+
+
+def storage_profile(cfg: SbatchConfig) -> Profile:
+    """The profile of the storage phase: its limit from the duration model, and the
+    checkpoint shard per writer within the shared file system's cap."""
+    job = model(cfg)
+    p = replace(cfg.profile, io_timeout_s=limit_of(job, "storage"))
+    shard = shard_bytes(cfg.profile, cfg.nodes, job.writers)
+    if shard < parse_size(cfg.profile.ckpt_bytes, "--ckpt-bytes"):
+        p = replace(p, ckpt_bytes=f"{shard >> 20}M")
+    return p
 
 
 def _phase_lines(cfg: SbatchConfig) -> list[str]:
@@ -93,29 +138,35 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
     lines.append(b.shell_line(["phase", "compute", str(limit + PHASE_GRACE_S), *compute]))
     if cfg.soak_s:
         lines.append(_soak_line(cfg))
+    job = model(cfg)
     for name, scopes in [] if cfg.soak_s else net_phases(cfg):
+        limit = limit_of(job, name)  # the profile's, longer as the nodes grow
         net = b.net_argv(
-            b.NetCommand(profile=p, out="$OUT", scopes=scopes, backend=cfg.backend, stoker=cfg.stoker)
+            b.NetCommand(
+                profile=replace(p, net_timeout_s=limit),
+                out="$OUT",
+                scopes=scopes,
+                backend=cfg.backend,
+                stoker=cfg.stoker,
+            )
         )
-        cmd = _srun(cfg, net, cfg.ranks_per_node, p.net_timeout_s, mpi=True)
-        lines.append(b.shell_line(["phase", name, str(p.net_timeout_s + PHASE_GRACE_S), *cmd]))
-    mkdir = b.srun(
-        b.SrunSpec(
-            program=("mkdir", "-p", "$LOCAL_IO", "$SHARED_IO"), nodes=cfg.nodes, time_limit_s=60, label=False
-        )
-    )
+        cmd = _srun(cfg, net, cfg.ranks_per_node, limit, mpi=True)
+        lines.append(b.shell_line(["phase", name, str(limit + PHASE_GRACE_S), *cmd]))
+    paths = ("$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared)
+    mkdir = b.srun(b.SrunSpec(program=("mkdir", "-p", *paths), nodes=cfg.nodes, time_limit_s=60, label=False))
     lines.append(b.shell_line(mkdir))
+    io_p = storage_profile(cfg)
     io = b.io_argv(
         b.IoCommand(
-            profile=p,
+            profile=io_p,
             out="$OUT",
-            paths=("$LOCAL_IO", "$SHARED_IO"),
+            paths=paths,
             stoker=cfg.stoker,
             writers=cfg.gpus_per_node or None,  # one per GPU, as `stoker run`
         )
     )
-    cmd = _srun(cfg, io, 1, p.io_timeout_s, mpi=False)
-    lines.append(b.shell_line(["phase", "storage", str(p.io_timeout_s + PHASE_GRACE_S), *cmd]))
+    cmd = _srun(cfg, io, 1, io_p.io_timeout_s, mpi=False)
+    lines.append(b.shell_line(["phase", "storage", str(io_p.io_timeout_s + PHASE_GRACE_S), *cmd]))
     if cfg.local_path is None:  # our own per-node dir; rmdir leaves it if anything is left in it
         rmdir = b.srun(
             b.SrunSpec(program=("rmdir", "$LOCAL_IO"), nodes=cfg.nodes, time_limit_s=60, label=False)
@@ -144,6 +195,7 @@ def _sbatch_options(cfg: SbatchConfig) -> list[str]:
     # are checked against Slurm's shapes, so none can end the line or add an option
     name = q.matching(cfg.job_name, q.NAME, "--job-name", "a job name (letters, digits, . _ -)")
     opts = [f"--job-name={name}", f"--nodes={cfg.nodes}", f"--ntasks-per-node={cfg.ranks_per_node}"]
+    opts.append("--mem=0")  # all of each node's memory: the storage and host-copy tests need it
     if cfg.gpus_per_node:
         opts.append(f"--gpus-per-node={cfg.gpus_per_node}")
     if cfg.partition:
@@ -183,6 +235,14 @@ def _default_or(path: str | None, default: str) -> str:
     return q.word(path, "a storage path") if path else default
 
 
+def fabric_exports(fabric: str | None) -> str:
+    """The fabric's rank variables (launchers/fabrics.py), as the k8s jobs set them; a value
+    already in the environment the job was submitted from wins."""
+    if fabric is None:
+        return "# no --fabric: NCCL and libfabric choose their transport themselves"
+    return "\n".join(f'export {k}="${{{k}:-{v}}}"' for k, v in FABRICS[fabric].env)
+
+
 def render(cfg: SbatchConfig, template: str | None = None) -> str:
     p = cfg.profile
     report = b.report_argv(
@@ -198,7 +258,14 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
         b.SrunSpec(program=("test", "-s", "$MARK"), nodes=cfg.nodes, time_limit_s=60, label=False)
     )
     phases = _phase_lines(cfg)
+    check = b.srun(
+        b.SrunSpec(program=(*cfg.stoker, "fingerprint"), nodes=cfg.nodes, time_limit_s=60, label=False)
+    )
     values = {
+        "expected": "\n".join(f"# {x}" for x in summary_lines(model(cfg))),
+        "fabric_env": fabric_exports(cfg.fabric),
+        "stoker_check": b.shell_line(check),
+        "ranks": str(cfg.ranks_per_node),
         "sbatch_options": "\n".join(_sbatch_options(cfg)),
         # the profile's values land in a comment line too: names and sizes, nothing else
         "profile": q.matching(p.name, q.NAME, "--profile", "a profile name"),

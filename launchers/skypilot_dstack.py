@@ -48,9 +48,11 @@ def skypilot(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
     res = pod_resources(job, worker=True)
     res.get("limits", {}).pop("nvidia.com/gpu", None)  # SkyPilot asks for the GPUs itself
     res.get("requests", {}).pop("nvidia.com/gpu", None)
-    for part in res.values():  # SkyPilot sizes the pod's memory itself: resources.memory
+    for part in res.values():  # SkyPilot sizes the pod's memory and CPUs itself: resources.memory, .cpus
         part.pop("memory", None)
+        part.pop("cpu", None)
     resources["memory"] = f"{job.memory.limit_gib}+"
+    resources["cpus"] = f"{job.cpus}+"
     if res.get("limits"):
         container["resources"] = res
     if fab.capabilities:

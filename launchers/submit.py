@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from launchers import submit_cloud
+from launchers.duration import summary_lines
 from launchers.gres import gres_problem
 from launchers.options import (
     add_profile_arguments,
@@ -21,8 +22,10 @@ from launchers.options import (
     parse_duration,
     profile_from_args,
 )
-from launchers.sbatch import SbatchConfig, render
+from launchers.sbatch import SbatchConfig, model, render
+from launchers.spec_paths import storage_plan, warning
 from reports.errors import UsageError
+from reports.judging.spec import load_spec
 from reports.outdir import mark_submitted
 
 HELP = "render launchers/slurm/acceptance.sbatch for this cluster and submit it"
@@ -49,9 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out", help="results dir on a file system all nodes share (default: ./stoker-results/<time>)"
     )
     parser.add_argument(
-        "--local-path", help="node-local dir for storage tests (default: $TMPDIR or /tmp on each node)"
+        "--local-path",
+        help="node-local dir for storage tests, beside the spec's local paths "
+        "(default: the spec's, else $TMPDIR or /tmp on each node)",
     )
-    parser.add_argument("--shared-path", help="shared dir for storage tests (default: OUT/io-scratch)")
+    parser.add_argument(
+        "--shared-path",
+        help="shared dir for storage tests, beside the spec's shared paths (default: the spec's, else OUT/io-scratch)",
+    )
     parser.add_argument(
         "--backend",
         default="auto",
@@ -80,6 +88,9 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
     if args.gpus_per_node < 0:
         raise UsageError(f"--gpus-per-node must not be negative, got {args.gpus_per_node}")
     out = Path(args.out) if args.out else Path("stoker-results") / _stamp()
+    spec = checked_file(args.spec, "--spec", cwd)
+    given_shared = str(cwd / args.shared_path) if args.shared_path else None
+    paths = storage_plan(load_spec(spec).storage if spec else (), args.local_path, given_shared)
     return SbatchConfig(
         nodes=args.nodes,
         ranks_per_node=args.gpus_per_node or CPU_RANKS,
@@ -89,10 +100,15 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         backend=args.backend,
         partition=args.partition,
         time=args.time,
-        spec=checked_file(args.spec, "--spec", cwd),
+        spec=spec,
         workload=checked_workload(args.workload, cwd),
-        local_path=args.local_path,
-        shared_path=str(cwd / args.shared_path) if args.shared_path else None,
+        local_path=paths.local,
+        shared_path=paths.shared,
+        more_local=paths.more_local,
+        more_shared=paths.more_shared,
+        local_GBps=paths.local_GBps,
+        shared_GBps=paths.shared_GBps,
+        fabric=args.fabric,
         # the interpreter that runs this command, so the job finds the same stoker
         stoker=(sys.executable, "-m", "launchers.cli"),
         allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
@@ -143,6 +159,10 @@ def main(args: argparse.Namespace) -> int:
         return submit_cloud.main(args)
     submit_cloud.check_slurm_args(args)
     cfg = config_from_args(args, Path.cwd())
+    if cfg.spec:  # before anything is written or submitted
+        line = warning(load_spec(cfg.spec), nodes=cfg.nodes, gpus_per_node=cfg.gpus_per_node)
+        if line:
+            print(f"stoker submit: {line}", file=sys.stderr)
     sbatch = shutil.which("sbatch")
     if not args.dry_run and sbatch is None:
         raise UsageError(
@@ -177,4 +197,5 @@ def main(args: argparse.Namespace) -> int:
     job = p.stdout.strip().split(";")[0]
     log = Path.cwd() / cfg.log.replace("%j", job)
     print(f"submitted job {job}: results in {cfg.out}, job log {log}")
+    print("\n".join(summary_lines(model(cfg))))
     return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from launchers.cloudjob import K8S_KINDS, PLATFORMS, CloudJob, dump_yaml
 from launchers.fabrics import DEVICES, FABRICS, device_row, parse_resources
-from launchers.k8s import documents, local_volume
+from launchers.k8s import documents, local_volume, parse_toleration
 from launchers.options import checked_file, checked_workload, profile_from_args
 from launchers.skypilot_dstack import dstack, skypilot
 from reports.errors import UsageError
@@ -37,7 +37,22 @@ _CLOUD_ONLY = (
     "instance_type",
     "local_volume",
     "job_name",
+    "data_volume",
+    "toleration",
+    "cpus_per_node",
 )
+# Framework images without stoker, fio or nccl-tests, by repository (tag and digest aside):
+# the job would stop at its first line; the repository's Dockerfile builds one on such a base
+BARE_IMAGES = (
+    "nvcr.io/nvidia/pytorch",
+    "nvcr.io/nvidia/cuda",
+    "nvcr.io/nvidia/nemo",
+    "pytorch/pytorch",
+    "docker.io/pytorch/pytorch",
+    "nvidia/cuda",
+    "docker.io/nvidia/cuda",
+)
+BUILD_HINT = "docker build -t REGISTRY/stoker:TAG . in a stoker checkout (its Dockerfile: NGC PyTorch + stoker, fio, nccl-tests)"
 CLIENTS = {"k8s": "kubectl", "skypilot": "sky", "dstack": "dstack"}
 
 
@@ -63,8 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--fabric",
         choices=tuple(FABRICS),
-        default="tcp",
-        help="network fabric: adds its devices, environment and pod settings (default tcp)",
+        help="network fabric: adds its devices, environment and pod settings (k8s, SkyPilot, dstack: "
+        "default tcp); on Slurm its NCCL / libfabric variables (default: none set)",
     )
     g.add_argument(
         "--fabric-devices", type=int, help="the device plugin's count per pod (default: the fabric table's)"
@@ -115,6 +130,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="shared results volume (k8s: a ReadWriteMany PVC); without it node 0's log holds the answer",
     )
+    g.add_argument(
+        "--data-volume",
+        metavar="PVC",
+        help="k8s: a PersistentVolumeClaim (the training data's) mounted in every pod and tested as the shared storage",
+    )
+    g.add_argument(
+        "--toleration",
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE][:EFFECT]",
+        help="k8s: tolerate this taint too (repeatable); GPU pods always tolerate nvidia.com/gpu",
+    )
+    g.add_argument(
+        "--cpus-per-node",
+        type=int,
+        help="k8s: CPUs per pod, requested = limit (default 8 per GPU, 2 per CPU rank)",
+    )
     g.add_argument("--network-tier", choices=("best", "standard"), help="skypilot: resources.network_tier")
     g.add_argument("--accelerator", default="H100", help="skypilot/dstack: GPU name (default H100)")
     g.add_argument("--job-name", help="job name (default stoker-<time>)")
@@ -148,6 +180,13 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         raise UsageError(
             f"--platform {args.platform} needs --image: an image with stoker installed in {args.stoker_dir}"
         )
+    check_image(args.image)
+    if args.platform != "k8s":
+        given = [o for o in ("data_volume", "toleration", "cpus_per_node") if getattr(args, o, None)]
+        if given:
+            raise UsageError(f"--{given[0].replace('_', '-')} applies to --platform k8s, not {args.platform}")
+    if args.cpus_per_node is not None and args.cpus_per_node < 1:
+        raise UsageError(f"--cpus-per-node must be at least 1, got {args.cpus_per_node}")
     name = args.job_name or f"stoker-{stamp}"
     if not _DNS_LABEL.match(name):
         raise UsageError(
@@ -157,6 +196,7 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         raise UsageError(
             "--kind mpijob needs --results-volume: the launcher and worker 0 must share the results"
         )
+    args.fabric = args.fabric or "tcp"
     resources = parse_resources(args.fabric_resource)
     if not resources:
         device_row(args.fabric, args.device_plugin, args.instance_type)  # one line if no row fits
@@ -197,6 +237,28 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         fabric_resources=resources,
         local_volume=args.local_volume,
         allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
+        data_volume=args.data_volume,
+        cpus_per_node=args.cpus_per_node,
+        tolerations=tuple(parse_toleration(t) for t in args.toleration),
+    )
+
+
+def check_image(image: str) -> None:
+    """One line (exit 2) for a bare framework image: it holds no stoker to run."""
+    repo = image.split("@", 1)[0]
+    last = repo.rsplit("/", 1)[-1]
+    repo = repo[: len(repo) - len(last)] + last.split(":", 1)[0]
+    if repo in BARE_IMAGES:
+        raise UsageError(f"--image {image}: a bare framework image, without stoker; build one: {BUILD_HINT}")
+
+
+def results_note(job: CloudJob, platform: str) -> str | None:
+    """Without a results volume: one line saying where the results go, and that they go with the pod."""
+    if job.shared or job.kind == "check":
+        return None
+    return (
+        f"warning: no --results-volume: each pod writes its results to {job.run_dir} inside itself and "
+        f"they are lost with the pod; the verdict is node 0's stoker-summary log line ({platform} logs)"
     )
 
 
@@ -219,6 +281,9 @@ def apply_argv(platform: str, client: str, job: CloudJob, path: str) -> list[str
 def main(args: argparse.Namespace) -> int:
     job = job_from_args(args, Path.cwd(), time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
     text = render(job, args.platform, args.accelerator)
+    note = results_note(job, args.platform)
+    if note:
+        print(f"stoker submit: {note}", file=sys.stderr)
     if args.dry_run:
         sys.stdout.write(text)
         return 0

@@ -17,6 +17,7 @@
 # SHARED_OUT (1; 0: OUT is per node, so no marker exchange, storage on LOCAL_IO only, and
 # node 0 holds every record since rank 0 writes them; set STOKER_RUN_ID then), FAIL_UNJUDGED
 # (0; 1: a verdict with nothing compared with a reference ends 1, as the Slurm job does).
+# SHARED_IO given (the k8s --data-volume) is measured whether or not OUT is shared.
 # Arguments: stoker run's options: --profile quick|standard|full, --spec FILE, --workload FILE,
 # --max-bytes 1G ... (every profile knob), --backend is set with BACKEND (auto).
 set -u
@@ -33,6 +34,7 @@ BACKEND=${BACKEND:-auto}
 NPROC_PER_NODE=${NPROC_PER_NODE:-$(gpu_count)}
 OWN_LOCAL_IO=; [ -n "${LOCAL_IO:-}" ] || OWN_LOCAL_IO=1   # the default dir is ours to remove
 LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$NODE_RANK-$$}
+OWN_SHARED_IO=; [ -n "${SHARED_IO:-}" ] || OWN_SHARED_IO=1  # given: measured even with SHARED_OUT=0
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 SYNC_TIMEOUT=${SYNC_TIMEOUT:-60}
 SHARED_OUT=${SHARED_OUT:-1}
@@ -58,7 +60,9 @@ if [ -n "${STOKER_EXPECT_NODES:-}" ] && [ "$NNODES" != "$STOKER_EXPECT_NODES" ];
 fi
 { [ "$NODE_RANK" -ge 0 ] && [ "$NODE_RANK" -lt "$NNODES" ]; } 2>/dev/null ||
   bad_world "node rank '$NODE_RANK' is outside 0..$((NNODES - 1)) for a world of $NNODES node(s): check the platform's rank variables (no sweep was run)"
-tokens LIMITS limits "$@"
+GPUS=$(gpu_count)
+# each phase's limit for this N (launchers/duration.py), as the sbatch job and the k8s deadline have it
+tokens LIMITS --nnodes "$NNODES" --gpus-per-node "$GPUS" limits "$@"
 # one checkpoint writer per GPU (each rank saves its shard), as `stoker run`; none: stoker io's
 [ "$(gpu_count)" -gt 0 ] && IO_WRITERS=${IO_WRITERS:-$NPROC_PER_NODE}
 mkdir -p "$OUT" "$LOCAL_IO" || die2 "cannot create $OUT or $LOCAL_IO"
@@ -99,13 +103,18 @@ if [ "$SHARED_OUT" != 0 ] && [ "$NODE_RANK" -eq 0 ]; then
     fi
     sleep 1
   done
-  [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] || { rm -f "$MARK"; die2 "results dir $OUT is not on a file system shared by all $NNODES nodes (their markers are missing after $SYNC_TIMEOUT s); set OUT to a shared path"; }
+  if [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -lt "$NNODES" ]; then
+    # the start barrier: name who is missing; a late start and an unshared OUT look alike here
+    MISSING=$(for r in $(seq 0 $((NNODES - 1))); do [ -e "$OUT/.stoker-seen-$r" ] || echo -n "$r "; done)
+    rm -f "$MARK"
+    die2 "node(s) ${MISSING% } did not answer in $OUT within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or OUT is not on a file system shared by all $NNODES nodes (set OUT to a shared path)"
+  fi
 fi
 
 mkdir -p "$SHARED_IO" || die2 "cannot create $SHARED_IO"  # after node 0's claim: OUT is stoker's now
 
 WRITE_PHASES=$([ "$NODE_RANK" -eq 0 ] && echo 1 || echo 0)
-L=(--launcher torchrun --nnodes "$NNODES" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")
+L=(--launcher torchrun --nnodes "$NNODES" --gpus-per-node "$GPUS" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")
 GRACE=120
 # the phase list is launchers/acceptance.py's, as name/scopes token pairs
 tokens PAIRS --nnodes "$NNODES" phases
@@ -127,7 +136,7 @@ for scopes in "${SCOPES[@]}"; do
   i=$((i + 1))
 done
 IO_PATHS=(--path "$LOCAL_IO")
-[ "$SHARED_OUT" = 0 ] || IO_PATHS+=(--path "$SHARED_IO")
+[ "$SHARED_OUT" = 0 ] && [ -n "$OWN_SHARED_IO" ] || IO_PATHS+=(--path "$SHARED_IO")
 tokens CMD "${L[@]}" --nproc-per-node 1 --master-port $((MASTER_PORT + i)) \
   io "${IO_PATHS[@]}" ${IO_WRITERS:+--writers "$IO_WRITERS"} --out "$OUT" "$@"
 phase storage $((LIMITS[1] + GRACE)) "${CMD[@]}"

@@ -103,7 +103,7 @@ def mark_submitted(out: Path, option: str = "--out") -> None:
     _make(out, option)
     have = owner(out)
     found = (
-        [n for n in _foreign(out) if n not in ("acceptance.sbatch", "spec.yaml", "workload.yaml")]
+        [n for n in _foreign(out) if n not in (MARKER, "acceptance.sbatch", "spec.yaml", "workload.yaml")]
         if have == SUBMITTED
         else _foreign(out)
     )

@@ -76,6 +76,16 @@ CASES: dict[str, tuple[str, CloudJob]] = {
         "dstack",
         replace(base_job("tcp", spec_text=SPEC, spec_path="/home/me/spec.yaml"), results_volume=None),
     ),
+    # the training data's PVC as the shared storage, a site taint tolerated, 16 CPUs asked
+    "k8s-job-ib-data-toleration.yaml": (
+        "k8s",
+        base_job(
+            "ib",
+            data_volume="training-data",
+            tolerations=(("dedicated", "gpu", "NoSchedule"), ("maintenance", "", "")),
+            cpus_per_node=16,
+        ),
+    ),
     "k8s-job-cpu.yaml": (
         "k8s",
         replace(
@@ -128,14 +138,21 @@ def test_indexed_job_is_one_world_of_two_pods() -> None:
         0,
     )
     # quick: inventory (120 + 120) + compute (200 + 120) + 3 net phases x (180 + 120) + storage (180 + 120) + report 120 + margin 300
-    assert spec["activeDeadlineSeconds"] == 240 + 320 + 3 * 300 + 300 + 120 + 300 == 2180
+    # quick, 2 nodes: the phases at the profile's limits, + the 600 s start barrier
+    assert spec["activeDeadlineSeconds"] == 240 + 320 + 3 * 300 + 300 + 120 + 300 + 600 == 2780
     pod = spec["template"]["spec"]
     assert pod["subdomain"] == svc["metadata"]["name"] == "stoker-golden"
     env = {e["name"]: e["value"] for e in container(job)["env"]}
     assert env["MASTER_ADDR"] == "stoker-golden-0.stoker-golden"  # pod 0's host name under the Service
     assert (env["NNODES"], env["STOKER_EXPECT_NODES"], env["NPROC_PER_NODE"]) == ("2", "2", "8")
     assert env["OUT"] == "/stoker-results/stoker-golden" and env["SHARED_OUT"] == "1"
-    assert container(job)["resources"]["limits"] == {"nvidia.com/gpu": 8, "rdma/ib": 1, "memory": "43Gi"}
+    # 8 GPU ranks x 8 CPUs = 64, requested = limit (Guaranteed)
+    assert container(job)["resources"]["limits"] == {
+        "nvidia.com/gpu": 8,
+        "rdma/ib": 1,
+        "cpu": 64,
+        "memory": "43Gi",
+    }
     dshm = [v for v in pod["volumes"] if v["name"] == "dshm"][0]
     assert dshm["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}  # 2 GiB x 8 ranks
     assert [v for v in pod["volumes"] if v["name"] == "results"][0]["persistentVolumeClaim"] == {
@@ -159,7 +176,7 @@ def test_indexed_job_is_one_world_of_two_pods() -> None:
 def test_each_fabric_adds_its_entry(fabric: str, limits: dict, pod_keys: set, caps: list | None) -> None:
     job = docs(f"k8s-job-{fabric}.yaml")[1]
     c, pod = container(job), job["spec"]["template"]["spec"]
-    assert c["resources"]["limits"] == {"nvidia.com/gpu": 8, **limits, "memory": "43Gi"}
+    assert c["resources"]["limits"] == {"nvidia.com/gpu": 8, **limits, "cpu": 64, "memory": "43Gi"}
     assert c["resources"]["requests"] == c["resources"]["limits"]
     assert {"hostNetwork", "dnsPolicy"} & set(pod) == pod_keys
     if pod_keys:
@@ -184,7 +201,7 @@ def test_roce_annotation_selector_and_no_volume() -> None:
 
 def test_cpu_job_has_no_gpu_limit_and_passes_the_override() -> None:
     job = docs("k8s-job-cpu.yaml")[1]
-    assert container(job)["resources"]["limits"] == {"memory": "13Gi"}  # no GPUs
+    assert container(job)["resources"]["limits"] == {"cpu": 4, "memory": "13Gi"}  # no GPUs; 2 ranks x 2 CPUs
     env = {e["name"]: e["value"] for e in container(job)["env"]}
     assert (env["NPROC_PER_NODE"], env["BACKEND"]) == ("2", "gloo")
     assert container(job)["command"][2].endswith("torchrun.sh --profile quick --max-bytes 8M\n")

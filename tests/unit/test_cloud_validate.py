@@ -49,6 +49,7 @@ MPIJOB = {
                         "cleanPodPolicy": {"enum": ["None", "Running", "All"]},
                         "backoffLimit": {"type": "integer", "minimum": 0},
                         "activeDeadlineSeconds": {"type": "integer", "minimum": 1},
+                        "ttlSecondsAfterFinished": {"type": "integer", "minimum": 0},  # RunPolicy
                     },
                 },
                 "mpiReplicaSpecs": {
@@ -98,6 +99,7 @@ JOBSET = {
                     "additionalProperties": False,
                     "properties": {"maxRestarts": {"type": "integer", "minimum": 0}},
                 },
+                "ttlSecondsAfterFinished": {"type": "integer", "minimum": 0},  # JobSetSpec
                 "replicatedJobs": {
                     "type": "array",
                     "minItems": 1,

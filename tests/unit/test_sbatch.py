@@ -69,10 +69,11 @@ def test_job_time_adds_up_phase_limits() -> None:
     # quick, 2 nodes: (120 + 120) inventory + (200 + 120) compute + 3 net phases x (180 + 120)
     # + (180 + 120) io + 120 report + 300 margin = 2180 s
     assert job_time(CASES["two-node-quick-gloo"]) == "0:36:20"
-    # full, 1 node: (120 + 120) + (1980 + 120) + 1 x (1800 + 120) + (1800 + 120) + 300 + 300 = 6780 s
+    # full, 1 node of 8 GPUs: (120 + 120) + (1980 + 120) + 1 x (1800 + 120) + (1800 + 120) + 300 + 300
+    # = 6780 s (one node is below the two the profiles are sized for: their limits as they are)
     assert (
         job_time(
-            SbatchConfig(nodes=1, ranks_per_node=2, gpus_per_node=0, profile=get_profile("full"), out="/r")
+            SbatchConfig(nodes=1, ranks_per_node=8, gpus_per_node=8, profile=get_profile("full"), out="/r")
         )
         == "1:53:00"
     )
@@ -123,6 +124,7 @@ case "$1" in
   io) exit "${IO_RC:-0}" ;;
   inventory) exit 0 ;;
   compute) exit 0 ;;
+  fingerprint) echo "n1 0123456789abcdef /venv/bin/python"; echo "n2 0123456789abcdef /venv/bin/python"; exit 0 ;;  # the fake srun runs once for both nodes
   report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
   phase-record) shift; exec "$STOKER_PY" -m reports.phases "$@" ;;  # the real line writer
 esac

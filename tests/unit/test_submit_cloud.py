@@ -70,8 +70,9 @@ def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
 def test_without_the_client_says_which_to_install(tmp_path: Path) -> None:
     for platform, client in (("k8s", "kubectl"), ("skypilot", "sky"), ("dstack", "dstack")):
         p = stoker("submit", "--platform", platform, "--nodes", "2", "--image", "x", path=str(tmp_path))
-        assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
-        assert f"{client} not found on PATH" in p.stderr and "--dry-run" in p.stderr
+        # the line saying the results die with the pod (no --results-volume), then the refusal
+        assert p.returncode == 2 and p.stderr.count("\n") == 2, p.stderr
+        assert f"{client} not found on PATH" in p.stderr.splitlines()[-1] and "--dry-run" in p.stderr
 
 
 def fake_client(bin_dir: Path, name: str, log: Path) -> None:
@@ -197,7 +198,9 @@ def test_fabric_devices_from_the_command_line(args: list[str], limits: dict[str,
     job = [d for d in yaml.safe_load_all(p.stdout) if d["kind"] == "Job"][0]
     pod = job["spec"]["template"]["spec"]
     got = pod["containers"][0]["resources"]["limits"]
-    assert {k: v for k, v in got.items() if k not in ("nvidia.com/gpu", "memory", "hugepages-2Mi")} == limits
+    assert {
+        k: v for k, v in got.items() if k not in ("nvidia.com/gpu", "cpu", "memory", "hugepages-2Mi")
+    } == limits
     local = [v for v in pod["volumes"] if v["name"] == "local"][0]
     assert local["hostPath"] == {"path": "/mnt/nvme", "type": "DirectoryOrCreate"}
     env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
