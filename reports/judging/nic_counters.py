@@ -61,7 +61,7 @@ def sweep_counter_findings(
             if rails
             else "a port the inventory places near no GPU"
         )
-        fine = f"while rail {', '.join(map(str, rails))} of {host} measured fine" if rails else ""
+        fine = f"while no slow pair named rail {', '.join(map(str, rails))} of {host}" if rails else ""
         out.append(
             Finding(
                 component="network port",

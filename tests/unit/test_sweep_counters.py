@@ -93,7 +93,7 @@ def test_the_nic_of_a_fine_rail_that_counted_errors_is_its_own_finding(
     assert f.extra["counters"] == {"link_downed": 1.0, "symbol_error": 7.0} and f.measured == 8.0
     assert f.message.startswith(
         "node7 mlx5_3:1, the NIC of rail 3 (nearest GPU3): link_downed +1, symbol_error +7 during "
-        "the sweep, while rail 3 of node7 measured fine;"
+        "the sweep, while no slow pair named rail 3 of node7;"
     )
     # with no slow rail both NICs are findings; a node slow on every rail explains them all
     assert [f.extra["device"] for f in sweep_counter_findings([], inventory, counters)] == [
