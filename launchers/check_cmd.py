@@ -248,6 +248,7 @@ def _check(
         results.append(run_step(step, share, env))
     from reports import evidence
     from reports.judging.inventory import judge_inventory
+    from reports.judging.nic_counters import sweep_counter_findings
     from reports.table import read_records
 
     rs = evidence.build(read_records(out))
@@ -257,6 +258,8 @@ def _check(
 
         tagged += [(baseline_step(f), f) for f in judge_evidence(baseline, rs)]
     tagged += [("net", f) for f in _wrong_results(rs, host)]
+    # a NIC whose error counters rose over the short collective (read around it), by its rail
+    tagged += [("net", f) for f in sweep_counter_findings([], rs.host, rs.counters)]
     findings = [f for _, f in tagged]
     o = cp.outcome(findings, results)
     for line in o.problems:

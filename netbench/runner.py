@@ -407,7 +407,9 @@ def execute(b: Backend, s: Settings, launcher: str) -> int:
 
         soak(r, topo, lambda: sweep(r, topo), out_dir, is_leader)
     else:
-        sweep(r, topo)
+        from netbench.soak import sweep_counters
+
+        sweep_counters(r, topo, lambda: sweep(r, topo), out_dir, is_leader)
     r.say(output.footer(out_dir, r.n_records))
     if writer is not None:
         writer.close()

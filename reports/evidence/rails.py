@@ -65,3 +65,18 @@ def untested_rails(rails: Mapping[int, PairValues]) -> dict[str, tuple[int, ...]
 def rail_confirmation_pairs(by_rail: Mapping[int, dict[Pair, float]]) -> list[Pair]:
     """The confirmation pairs of every rail together (a re-pairing runs on all rails at once)."""
     return list(dict.fromkeys(p for j in sorted(by_rail) for p in confirmation_pairs(by_rail[j])))
+
+
+def untested_note(untested: Mapping[str, tuple[int, ...]]) -> str | None:
+    """The report's line on the (host, rail)s no pair test measured, or None when every
+    host was measured on every rail."""
+    if not untested:
+        return None
+    said = "; ".join(
+        f"{h}: rail{'s' if len(js) > 1 else ''} {', '.join(map(str, js))}"
+        for h, js in sorted(untested.items())
+    )
+    return (
+        f"rails not tested by the pair tests (ranks per node differ; rail j is local rank j, measured "
+        f"only between nodes that both run a rank j): {said}; a slow NIC there cannot be named"
+    )

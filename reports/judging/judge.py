@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from reports.evidence import Evidence
+from reports.evidence.rails import untested_note
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
 from reports.judging import advertised, model, savepath
 from reports.judging.baseline import Baseline, judge_evidence
@@ -23,6 +24,7 @@ from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
 from reports.judging.needs import need_lines, pick_io, place, runs_on
+from reports.judging.nic_counters import sweep_counter_findings
 from reports.judging.rail_nic import name_nics
 from reports.judging.spec import Spec, fill_from_hardware
 from reports.judging.stability import stability
@@ -157,7 +159,9 @@ def judge(
     findings += io_findings
     expected.update(io_expected)
     located = localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
-    findings += name_nics(located + group_findings(ev.search), ev.host, ev.counters)  # (host, rail): its NIC
+    notes += [n for n in [untested_note(ev.pairs.untested)] if n]  # (host, rail)s no pair test measured
+    named = name_nics(located + group_findings(ev.search), ev.host, ev.counters)  # (host, rail): its NIC
+    findings += named + sweep_counter_findings(named, ev.host, ev.counters)  # a NIC erring on a fine rail
     findings += stability(ev.soak, ev.io, ev.counters)  # a soak's dips, drift, counters
     if baseline is not None:  # the accepted run's figures beside the spec's (--baseline)
         findings += judge_evidence(baseline, ev)
