@@ -11,7 +11,8 @@ import os
 import shlex
 from dataclasses import dataclass
 
-FAMILIES = ("checkpoint", "dataloader", "metadata")
+from reports.records import IO_FAMILIES as FAMILIES
+
 # fio's metadata engines and the metadata op each one measures
 METADATA_OPS = (("create", "filecreate"), ("stat", "filestat"), ("delete", "filedelete"))
 MIB = 1 << 20

@@ -9,9 +9,9 @@ import re
 import shutil
 from pathlib import Path
 
-from launchers.profiles import IO_FAMILIES, PROFILES, Profile, get_profile, with_overrides
+from launchers.profiles import PROFILES, Profile, get_profile, with_overrides
 from reports.errors import UsageError
-from reports.records import OPS
+from reports.records import IO_FAMILIES, OPS
 from reports.units import parse_size
 
 

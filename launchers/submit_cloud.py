@@ -39,6 +39,7 @@ _CLOUD_ONLY = (
     "job_name",
 )
 CLIENTS = {"k8s": "kubectl", "skypilot": "sky", "dstack": "dstack"}
+assert set(CLIENTS) == set(PLATFORMS) - {"slurm"}  # slurm: launchers/submit.py runs sbatch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

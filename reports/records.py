@@ -36,8 +36,23 @@ COUNTER_FILE = "counters.jsonl"  # soak: counter deltas per pass, `kind: "counte
 COMPUTE_FILE = "compute.jsonl"  # matmul appetite, `kind: "compute"` (netbench/compute; issue 27)
 
 OPS = ops.OPS  # the op names, defined once in reports/ops.py
+# the `scope` a net record carries; `stoker net --scopes` names the same scopes, but says
+# `pairs` for the records of scope `pair` (CLI_NET_SCOPES, derived)
 NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
-IO_SCOPES = ("local", "shared")
+CLI_NET_SCOPES = tuple("pairs" if s == "pair" else s for s in NET_SCOPES)
+IO_SCOPES = ("local", "shared")  # the `scope` an io record carries: a node's own disk, or shared
+# the `backend` a net record of stoker's own carries; `--backend` also takes `auto`
+BACKENDS = ("nccl", "gloo", "mpi")
+BACKEND_CHOICES = ("auto", *BACKENDS)
+# the storage workload families `stoker io --workloads` takes, and the `workload` names of the
+# io records each family writes (launchers, iobench and the judgement all read these)
+IO_WORKLOADS_OF = {
+    "checkpoint": ("checkpoint_write", "checkpoint_read"),
+    "dataloader": ("dataloader_read",),
+    "metadata": ("metadata",),
+}
+IO_FAMILIES = tuple(IO_WORKLOADS_OF)
+IO_WORKLOADS = tuple(w for ws in IO_WORKLOADS_OF.values() for w in ws)
 
 
 # A run id names directories (stoker-results/<run_id>, <path>/.stoker-<run_id>/): one
@@ -238,6 +253,16 @@ IO_FIGURES = (
     ("bytes", True),
 )
 IO_MAPS = ("per_host_bw_GBps", "lat_ms")
+
+
+def _required(cls: type) -> tuple[str, ...]:
+    none = dataclasses.MISSING
+    return tuple(f.name for f in dataclasses.fields(cls) if f.default is none and f.default_factory is none)
+
+
+# the contract's minimum: the fields a net record must have, in the dataclass's order
+NET_REQUIRED = _required(NetRecord)
+assert {n for n, _ in NET_FIGURES} <= set(NET_REQUIRED)  # the column reader requires every net figure
 
 
 def _bad_number(name: str, value: Any, integer: bool = False) -> str:

@@ -14,6 +14,7 @@ import pandas as pd
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.storage import REAL_SAVE_BACKENDS
 from reports.evidence.sweeps import Sweep, expected_for
+from reports.records import IO_WORKLOADS
 from reports.render import figure_jobs, plots
 from reports.render.markdown import (
     LEGEND,
@@ -105,6 +106,7 @@ def _net(sws: Sequence[Sweep], ri: ReportInput, fig: figure_jobs.Deferred) -> li
 
 # which model part a storage workload feeds: its demand is drawn beside the bar
 _DEMAND_PART = {"dataloader_read": "dataloader", "checkpoint_write": "checkpoint"}
+assert set(_DEMAND_PART) <= set(IO_WORKLOADS)
 
 
 def _storage(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
