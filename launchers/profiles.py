@@ -5,7 +5,8 @@ quick    a smoke test: minutes on any machine, CPU-only included (the `stoker ru
          on a machine without GPUs, where gloo on 2 cores cannot move large buffers fast).
 standard the acceptance default, sized for 8-GPU nodes on NVLink + InfiniBand: sizes up to
          1 GiB show the bandwidth plateau, checkpoint writers move enough to defeat caches.
-full     everything: every op, every size from 8 bytes, long storage runs.
+full     everything but gather, scatter and alltoallv (seven ops), every size from 8 bytes, long
+         storage runs.
 """
 
 from __future__ import annotations

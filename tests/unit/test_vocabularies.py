@@ -195,3 +195,18 @@ def test_the_frame_columns_are_record_fields_or_documented_extras() -> None:
     fields = set(_types(NetRecord))
     assert set(FRAME_COLUMNS) - fields == extras
     assert {n for n, _ in records.NET_FIGURES} <= set(FRAME_COLUMNS)
+
+
+def test_the_contract_lists_the_record_vocabularies() -> None:
+    text = (ROOT / "docs" / "contract.md").read_text()
+    net = text.split("A `net` record also has:", 1)[1].split("An `io` record also has:", 1)
+    io = net[1].split("```", 2)[1]
+
+    def listed(block: str, key: str) -> list[str]:
+        line = next(li for li in block.splitlines() if li.startswith(key + " "))
+        return re.findall(r'"([^"]+)"', line)
+
+    assert listed(net[0], "scope") == list(records.NET_SCOPES)
+    assert listed(net[0], "backend") == [*records.BACKENDS, "nccl-tests"]  # nccl-tests: imported
+    assert listed(io, "scope") == list(records.IO_SCOPES)
+    assert listed(io, "workload") == list(records.IO_WORKLOADS)
