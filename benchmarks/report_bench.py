@@ -15,7 +15,7 @@ commit before the columnar reader), side by side, and the two verdict.json are c
 the findings must be the same; the line also names which of report.md, report.html and
 verdict.json are byte-identical to the baseline's. --repeat N runs both N times, alternating
 (a busy spell of a shared machine then hits both), and prints the medians.
-Targets (issue 20): under 5 s (the median) and under 1 GiB for ~680k records.
+Targets: under 5 s (the median) and under 1 GiB for ~680k records.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def job_limit_s(profile: Profile, nodes: int) -> int:
     secs = INVENTORY_LIMIT_S + PHASE_GRACE_S  # the node inventory, first
     secs += (
         compute_limit_s(profile.name, profile.compute_budget_s) + PHASE_GRACE_S
-    )  # then the matmul appetite (issue 27)
+    )  # then the matmul appetite
     secs += len(net_phases(nodes)) * (profile.net_timeout_s + PHASE_GRACE_S)
     secs += profile.io_timeout_s + PHASE_GRACE_S
     return secs + profile.report_timeout_s + JOB_MARGIN_S

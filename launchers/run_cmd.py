@@ -262,7 +262,7 @@ def main(args: argparse.Namespace) -> int:
     out = (cwd / (args.out or f"stoker-results/{run_id}")).resolve()
     if args.path and not Path(args.path).is_dir():
         raise UsageError(f"--path {args.path}: no such directory")
-    # issue 22: every option by the phases' own rules before anything is created or measured
+    # every option checked by the phases' own rules before anything is created or measured
     check_phases(
         p.argv for p in _plan(args, profile, out, str(args.path or out), nproc, spec, workload, gpus)
     )

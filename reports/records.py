@@ -33,7 +33,7 @@ IO_FILE = "io.jsonl"
 MANIFEST_FILE = "manifest.jsonl"
 HOST_FILE = "host.jsonl"  # node inventory, `kind: "host"` (netbench/inventory)
 COUNTER_FILE = "counters.jsonl"  # soak: counter deltas per pass, `kind: "counter"` (netbench/soak.py)
-COMPUTE_FILE = "compute.jsonl"  # matmul appetite, `kind: "compute"` (netbench/compute; issue 27)
+COMPUTE_FILE = "compute.jsonl"  # matmul appetite, `kind: "compute"` (netbench/compute)
 
 OPS = ops.OPS  # the op names, defined once in reports/ops.py
 # the `scope` a net record carries; `stoker net --scopes` names the same scopes, but says
@@ -164,7 +164,7 @@ R = TypeVar("R", NetRecord, IoRecord)
 
 def to_dict(rec: Record) -> dict[str, Any]:
     """The JSON object of a record; `extra` keys are flattened back to the top level."""
-    names, values = _getter(type(rec))  # issue 22: dataclasses.fields() per record cost imports 10%
+    names, values = _getter(type(rec))  # one getter per class: dataclasses.fields() per record is slow
     out = dict(zip(names, values(rec)))
     for name, value in out.items():
         if isinstance(value, tuple):  # hosts
@@ -305,7 +305,7 @@ def check_figures(kind: str, obj: Mapping[str, Any]) -> str:
         return why
     if kind != "net" and (why := hosts_why(obj.get("per_host_bw_GBps") or {})):
         return why
-    # --- issue 22: field types and physical range (one reader of numbers: reports/plausible.py)
+    # field types and physical range (one reader of numbers: reports/plausible.py)
     from reports.plausible import record_why
 
     return record_why(kind, obj)
@@ -332,7 +332,7 @@ class RecordWriter:
     def __init__(self, path: str | os.PathLike[str], *, sync_each: bool = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # issue 22: never appended through a symlink planted at the record file's name
+        # never appended through a symlink planted at the record file's name
         nofollow = getattr(os, "O_NOFOLLOW", 0)
         self._fh: TextIO = open(
             self.path, "a", encoding="utf-8", opener=lambda p, flags: os.open(p, flags | nofollow, 0o644)
@@ -361,7 +361,7 @@ class RecordWriter:
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     """(line number, object or None, reason) for each non-blank line; never raises on bad data."""
-    from reports.safe_read import iter_lines, loads_line  # issue 22: regular files, bounded JSON
+    from reports.safe_read import iter_lines, loads_line  # regular files, bounded JSON
 
     for n, line in iter_lines(path):
         if not line.strip():

@@ -56,7 +56,7 @@ def fmt(c: Cell, unit: str, price: float | None = None) -> str:
         v = f"{c.value:.1%}" if c.value <= 1 else f"{c.value:,.1f}"
     else:
         v = f"{c.value:,.2f}"
-    # unknown noise is said, never shown as none (issue 21)
+    # unknown noise is said, never shown as none
     extra = ["± unknown"] if c.noise is None else [f"±{c.noise:.0%}"] if c.noise >= 0.005 else []
     if unit == "GB/s" and price and finite(c.value / price):
         extra.append(f"{c.value / price:.2f} per $")

@@ -110,7 +110,7 @@ def _record(
     ranks = ctx.ranks or ranks_from_factor(ctx.op, f["algbw"], f["busbw"])  # -J files name their devices
     if not ctx.split and (why := busbw_why(ctx.op, ctx.ranks, f["algbw"], f["busbw"])):
         return why
-    per_iter = timing.get("per_iter")  # hook: issue 23, nccl-tests -I (reports/ingest/nccl_per_iter.py)
+    per_iter = timing.get("per_iter")  # nccl-tests -I (reports/ingest/nccl_per_iter.py)
     if isinstance(per_iter, Mapping):
         if isinstance(per_iter.get("times_us"), list):
             extra["iter_times_us"] = per_iter["times_us"]

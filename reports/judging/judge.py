@@ -169,7 +169,7 @@ def judge(
         dl_path = workload.dataloader.path if workload.dataloader else None
         ck_path = workload.checkpoint.path if workload.checkpoint else None
         rd = pick_io(ev.io, "dataloader_read", dl_path, spec)
-        # the save the workload makes, at its place (issue 21: never the faster of two)
+        # the save the workload makes, at its place (never the faster of two)
         ck_fmt = workload.checkpoint.format if workload.checkpoint else "torch.save"
         save = savepath.pick(place(ev.io, "checkpoint_write", ck_path, spec), ck_fmt)
         wr = save.record if save else None

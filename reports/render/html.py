@@ -119,7 +119,7 @@ def _storage(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
     for r in io.itertuples(index=False):
         comp = f"{r.scope} storage"
         spec_refs.append(
-            None  # a torch.save / dcp bar is shown beside, "not compared" with the spec (issue 21)
+            None  # a torch.save / dcp bar is shown beside, "not compared" with the spec
             if r.backend in REAL_SAVE_BACKENDS
             else next(
                 (

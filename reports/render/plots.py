@@ -284,7 +284,7 @@ def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence
     ax.set_xlabel("message size (bytes, nccl-tests size column)")
     ax.set_ylabel("busbw (GB/s)")
     ys = [v for s in series for v in s.values if v > 0] + [a for a in advertised if a]
-    # always log-log, so that the charts of one comparison read alike (issue 21: some were linear);
+    # always log-log, so that the charts of one comparison read alike (none linear);
     # a 0.6 GB/s gloo curve under a 450 GB/s NVLink line would be flat at 0 on a linear axis
     ax.set_yscale("log")
     if ys:

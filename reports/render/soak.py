@@ -1,4 +1,4 @@
-"""report.html's "Soak" section (issue 25): the time series of a soak, on one time axis
+"""report.html's "Soak" section: the time series of a soak, on one time axis
 (minutes since its first record). Pure apart from matplotlib drawing into memory:
 
 - busbw over time per scope (one line per op at the largest size), the passing band when a

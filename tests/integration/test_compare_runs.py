@@ -1,4 +1,4 @@
-"""`stoker compare` joins only like with like (issue 21 §2), on results directories made from the
+"""`stoker compare` joins only like with like, on results directories made from the
 golden run (tests/data/reports/basic): runs under one name that bought something else are refused
 or kept apart; the same directories in any order give the same compare.json; every figure of the
 headline is recomputed here by hand from the figures printed beside it."""

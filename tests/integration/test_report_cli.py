@@ -25,7 +25,7 @@ def test_report_fail_exit_1_and_three_files(tmp_path: Path) -> None:
     p = _stoker("report", str(d))
     assert p.returncode == 1, p.stderr
     # the golden set (tests/data/reports/golden/verdict.json): its checkpoint, from fio plus the stated
-    # serialisation overhead of a torch.save (issue 21), starves the workload
+    # serialisation overhead of a torch.save, starves the workload
     assert p.stdout.startswith("verdict: fail — 6 findings to act on (5 below_spec, 1 starving). -> ")
     v = json.loads((d / "verdict.json").read_text())
     assert v["verdict"] == "fail" and set(v) >= {"verdict", "run_id", "findings"}

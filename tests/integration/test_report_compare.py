@@ -87,7 +87,7 @@ def test_three_trials_incomplete_one_not_ranked(tmp_path: Path) -> None:
     )  # 2.49 / 1.99 = 1.251
     neo_c = next(x for x in got["clusters"] if x["name"] == "neo-c")
     assert not neo_c["ranked"] and neo_c["idle_by_component"]["tensor parallel"] is None
-    # the split only where whole (issue 21): with tensor parallel unmeasured, no other part is shown
+    # the split only where whole: with tensor parallel unmeasured, no other part is shown
     assert neo_c["idle_by_component"] == {"tensor parallel": None}
     why = next(line for line in md.splitlines() if line.startswith("| neo-c | fail"))
     assert "| unmeasured |" in why  # tensor parallel: never 0% idle
@@ -133,7 +133,7 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
     _refused(["compare", str(a), str(c), *out], capsys, "records of schema 2; this stoker reads schema 1")
     (a / "workload.yaml").write_text("preset: llama-70b\n")  # b keeps llama-8b
     _refused(["compare", str(a), str(b), *out], capsys, "judged against different workloads (")
-    for bad in ("-1", ".inf", ".nan", "1e308"):  # 1e308: beyond any cluster (issue 22, reports/plausible.py)
+    for bad in ("-1", ".inf", ".nan", "1e308"):  # 1e308: beyond any cluster (reports/plausible.py)
         d = _trial(tmp_path, f"p{bad}", bad)
         _refused(["compare", str(b), str(d), "--workload", "llama-70b", *out], capsys, "price_per_gpu_hour")
     assert not (tmp_path / "o").exists()  # nothing written on refusal

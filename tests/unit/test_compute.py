@@ -1,4 +1,4 @@
-"""stoker compute (issue 27): the sweep's method and statistics (pure, with a scripted device and
+"""stoker compute: the sweep's method and statistics (pure, with a scripted device and
 clock), nvidia-smi readings, the judgement of a node with one slow GPU (hand-written fixture,
 tests/data/compute), the model's use of the measured appetite, and the CPU path for real:
 the sweep's TFLOPS against a bare torch loop run beside it."""

@@ -137,8 +137,8 @@ def test_a_thousand_nodes() -> None:
 
 
 def test_checkpoint_stall_takes_the_save_the_workload_makes() -> None:
-    """Issue 21: with fio O_DIRECT 3.72, torch.save 0.48 and torch.dcp 1.33 GB/s all recorded,
-    the model took dcp's figure for a plain synchronous save; it takes the workload's kind."""
+    """With fio O_DIRECT 3.72, torch.save 0.48 and torch.dcp 1.33 GB/s all recorded, the model
+    takes the workload's kind of save, never dcp's figure for a plain synchronous save."""
     from reports.judging.savepath import SERIALISE_GBps
 
     def wl(fmt: str | None) -> Workload:
@@ -169,8 +169,8 @@ def test_checkpoint_stall_takes_the_save_the_workload_makes() -> None:
 
 
 def test_local_checkpoint_bandwidth_scales_with_the_nodes_writing() -> None:
-    """Issue 21: one node's local-disk figure (0.92 GB/s) was taken as the 64-node job's
-    bandwidth; every node writes its own shard to its own disk."""
+    """One node's local-disk figure (0.92 GB/s) is not the 64-node job's bandwidth: every node
+    writes its own shard to its own disk."""
     rs = records()
     local = dataclasses.replace(
         io("checkpoint_write", "write", "/scratch/ck", 0.92, scope="local", per_host={"n1": 0.92}),

@@ -84,7 +84,7 @@ def test_ddp_starving_and_the_cost() -> None:
 
 
 def test_ddp_one_bucket_is_never_hidden() -> None:
-    """The 2 x 200 Mbit/s bed of issue 13: 6.3 M fp32 parameters = 25.2 MB, one 25 MiB bucket
+    """The 2 x 200 Mbit/s bed: 6.3 M fp32 parameters = 25.2 MB, one 25 MiB bucket
     plus a small one; a compute-heavy step hid almost none of it."""
     w = Workload(params=6.3e6, gpus=2, gpus_per_node=1, data="ddp", grad_bytes=4.0, compute_s=1.38)
     rows, s = starvation(w, None, measured(flat("inter-node", "all_reduce", 0.025, B)))
@@ -277,7 +277,7 @@ def test_docs_worked_example() -> None:
 
 
 def test_dataloader_demand_follows_compute_not_the_starved_step() -> None:
-    """Issue 17: a starving network stretched the step and made the dataloader look idle."""
+    """A starving network stretches the step but never makes the dataloader look idle."""
     w = dataclasses.replace(DDP, dataloader=Dataloader(name="llm-text", bytes_per_token=4.0))
     rows, _ = starvation(w, SPEC, measured(flat("inter-node", "all_reduce", 0.01, B), read=1.0))
     dl = rows[-1]

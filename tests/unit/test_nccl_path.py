@@ -1,4 +1,4 @@
-"""The NCCL path's decisions, without a GPU (issue 23): graph or eager agreed by the group,
+"""The NCCL path's decisions, without a GPU: graph or eager agreed by the group,
 the replayed path checked, buffer sets rotated as nccl-tests shifts its offset, device choice
 under one-GPU-per-task launches, one backend and one GPU per rank agreed through a real
 rendezvous store, `auto` refusing a node whose driver has GPUs torch cannot use, and every

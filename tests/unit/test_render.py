@@ -163,7 +163,7 @@ def test_localisation_shows_the_groups_search_round_by_round() -> None:
 
 
 def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # issue 21: report.html drew the spec's tick against torch.save/dcp bars the text calls "not compared"
+    # report.html draws no spec tick against torch.save/dcp bars the text calls "not compared"
     import dataclasses
 
     from reports.judging.spec import parse_spec
@@ -190,8 +190,8 @@ def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ig
 
 
 def test_compare_charts_read_alike(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # issue 21: compare charts mixed linear and log axes, the advertised legend had no unit,
-    # and no error bars where the spread is known
+    # compare charts are all log-log, the advertised legend has its unit, and error bars show
+    # where the spread is known
     figs: list[object] = []
     monkeypatch.setattr(plots, "_encode", lambda fig: figs.append(fig) or "")
     s = plots.Series(label="a (8 ranks on 1 nodes)", sizes=[1 << 20, 1 << 24], values=[300.0, 350.0])

@@ -1,5 +1,5 @@
 """Bad input to `stoker run` / `stoker submit` is refused in one line, exit 2, before anything
-runs (issue 21 §5: `--ops allreduce` used to run the storage phase for 47 s, then exit 3)."""
+runs (`--ops allreduce` would otherwise run the storage phase for 47 s, then exit 3)."""
 
 from __future__ import annotations
 
