@@ -201,7 +201,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         ag, fb1 = _curve(m, scope, "all_gather")
         rs, fb2 = _curve(m, scope, "reduce_scatter")
         if ag is None or rs is None:
-            # name only what is missing (issue 21: "lacks an all_gather + reduce_scatter sweep"
+            # name only what is missing (never "lacks an all_gather + reduce_scatter sweep"
             # where all_gather was measured)
             lacking = [op for op, c in (("all_gather", ag), ("reduce_scatter", rs)) if c is None]
             gone = missing(
@@ -270,7 +270,7 @@ def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelR
             c = w.compute_s
             summary["compute_from"] = "compute_s (measured)"
             summary["compute_figure"] = "compute_s"
-        # --- issue 27: the appetite stoker compute measured, before the catalog's peak ---
+        # the appetite stoker compute measured, before the catalog's peak
         elif m.compute_tflops and w.global_batch_tokens is not None:
             c = 6 * w.params * w.global_batch_tokens / (n * m.compute_tflops * 1e12 * w.matmul_efficiency)
             summary["compute_from"] = (
@@ -278,7 +278,6 @@ def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelR
                 f" x matmul_efficiency {w.matmul_efficiency:g})"
             )
             summary["compute_figure"] = "measured"
-        # --- end issue 27 ---
         elif peak is None or w.global_batch_tokens is None:
             summary["why"] = (
                 "no accelerator TFLOPS for the model: give accelerator in --spec, or compute_s in the workload"

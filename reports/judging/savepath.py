@@ -1,4 +1,4 @@
-"""The checkpoint write figure the model uses (pure; issue 21 §3, §4).
+"""The checkpoint write figure the model uses (pure).
 
 The save path is the one the workload names (`checkpoint.format`), never the faster of two:
 `torch.save` (the plain synchronous save, the default) takes the `torch.save` record, `dcp`
@@ -7,7 +7,7 @@ Without a record of that kind, fio's figure stands in with a stated overhead: a 
 serialises the state dict, one stream, before the bytes reach the disk, so its time is
 bytes / fio + bytes / SERIALISE_GBps[kind] (the row's note names both). torch.save serialised
 an MLP + Adam state into memory (tmpfs, no disk) at 0.46–0.60 GB/s on the 2-core test bed; the
-H100 node's figures of issue 21 fit the same form (fio 3.72 GB/s, torch.save 0.48 measured:
+figures of an H100 node fit the same form (fio 3.72 GB/s, torch.save 0.48 measured:
 1 / (1/3.72 + 1/0.5) = 0.44 predicted). DCP's 2.0 GB/s is that node's dcp record solved for
 the term (1 / (1/1.33 − 1/3.72)): in-sample, one point. tests/validation checks the form on a
 throttled device (docs/model.md).
