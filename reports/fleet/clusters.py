@@ -279,7 +279,7 @@ def summarise(
         gpus=summary.get("gpus") if workload is not None else None,
         tokens_per_step=float(tokens) if finite(tokens) else None,
         compute_s=float(compute) if finite(compute) else None,
-        appetite=_appetite(summary),
+        appetite=appetite_words(summary),
         idle_share=idle,
         idle_by_component=parts,
         lacks=tuple(lacks),
@@ -293,7 +293,7 @@ def summarise(
     return s
 
 
-def _appetite(summary: Mapping[str, Any]) -> str:
+def appetite_words(summary: Mapping[str, Any]) -> str:
     """The model's compute figure in words: what the ranking's cost of work rests on."""
     figure = summary.get("compute_figure")
     return f"{figure}: {summary.get('compute_from', '')}" if figure else ""

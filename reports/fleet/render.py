@@ -15,7 +15,7 @@ from reports.fleet.ranking import Comparison, limited_by, lost_per_day
 from reports.fleet.rows import Cell
 from reports.fleet.runs import merge
 from reports.render import plots
-from reports.render.html import _page, bullets, esc, img, table
+from reports.render.html import bullets, esc, html_page, img, table
 from reports.render.markdown import LEGEND, md_table
 
 COMPARE_LEGEND = (
@@ -248,7 +248,7 @@ def render_html(cmp: Comparison) -> str:
     body += _net_charts(cmp)
     body += _storage_chart(cmp)
     body += ["<h2>How to read it</h2>", bullets([*COMPARE_LEGEND, *LEGEND[:2]])]
-    return _page(f"stoker compare: {names}", body)
+    return html_page(f"stoker compare: {names}", body)
 
 
 def _plain(df: pd.DataFrame) -> pd.DataFrame:

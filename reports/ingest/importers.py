@@ -60,7 +60,7 @@ def run_id_for(text: str) -> str:
     return "import-" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
 
 
-def _mtime_utc(path: Path) -> str:
+def mtime_utc(path: Path) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
 
 
@@ -154,7 +154,7 @@ def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported
         raise UsageError(
             f"{p}: this is stoker's own output; its records are in the net.jsonl of its --out directory"
         )
-    got = import_text(text, source_name=p.name, ts=_mtime_utc(p), op=op)
+    got = import_text(text, source_name=p.name, ts=mtime_utc(p), op=op)
     if got is None:
         raise UsageError(f"{p}: neither an nccl-tests log/JSON nor fio JSON output; nothing imported")
     if not got.net and not got.io:  # every line of it was unusable: say the first reason
@@ -216,7 +216,7 @@ def import_dir(directory: str | os.PathLike[str], known_run_ids: Iterable[str] =
             continue
         if run_id_for(text) in known:
             continue
-        got = import_text(text, source_name=str(p.relative_to(d)), ts=_mtime_utc(p))
+        got = import_text(text, source_name=str(p.relative_to(d)), ts=mtime_utc(p))
         if got is not None:
             out.extend(got)
     out.notes += _too_large(d, known)

@@ -79,7 +79,7 @@ class Streamed:
 def stream_log(path: Path, op: str | None) -> Streamed:
     """The log's records in a spool file; UsageError (as import_file) when none is usable."""
     from reports.ingest import stream_chunks
-    from reports.ingest.importers import _mtime_utc
+    from reports.ingest.importers import mtime_utc
 
     with open_regular(path, "file to import") as fh:
         size = os.fstat(fh.fileno()).st_size
@@ -87,7 +87,7 @@ def stream_log(path: Path, op: str | None) -> Streamed:
     cut_list = stream_chunks.cuts(path, size, stream_chunks.workers())
     run_id, first_lines = stream_chunks.scan(path, [at for at, _ in cut_list])
     count, state, spool = stream_chunks.parse(
-        path, cut_list, first_lines, run_id=run_id, ts=_mtime_utc(path), source_name=path.name, op=op
+        path, cut_list, first_lines, run_id=run_id, ts=mtime_utc(path), source_name=path.name, op=op
     )
     parsed = state.parsed([], run_id, path.name)
     if not count:

@@ -159,7 +159,7 @@ class PartResult:
     ended_with_rows: bool
 
 
-def parse_part(part: Part, table: nccl_log._Section | None = None) -> PartResult:
+def parse_part(part: Part, table: nccl_log.Section | None = None) -> PartResult:
     """One part's records as JSON lines written to its spool (from its start: a redo),
     starting within `table` (None: a new one)."""
     state = nt.LogState(first_line=part.first_line, table=table)

@@ -70,7 +70,7 @@ def ddp_buckets(total: float, cap: float, first: float = DDP_FIRST_BUCKET_BYTES)
     return sizes
 
 
-def _ddp_time(
+def ddp_time(
     curve: Sweep, n: int, sizes: list[float], window: float, steal: float = 0.0
 ) -> tuple[float, float, float, str]:
     """(bus bytes, communication seconds, exposed seconds, note) of DDP's bucketed all-reduce.
@@ -167,9 +167,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         if curve is None:
             return [*rows, missing("data parallel", component, check, "GB/s", f"no {scope} sweep measured")]
         buckets = ddp_buckets(total, w.bucket_bytes)
-        bus, secs, exposed, note = _ddp_time(
-            curve, d, buckets, window, CPU_COMM_STEAL if m.cpu_ranks else 0.0
-        )
+        bus, secs, exposed, note = ddp_time(curve, d, buckets, window, CPU_COMM_STEAL if m.cpu_ranks else 0.0)
         rows.append(
             row(
                 "data parallel",

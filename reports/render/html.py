@@ -292,10 +292,10 @@ def render(ri: ReportInput, draw: Callable[[Sequence[figure_jobs.Job]], list[str
         "<h2>Environment</h2>",
         bullets(manifest_summary(ev.manifests)),
     ]
-    return fig.fill(_page(f"stoker report: {ri.title}", body))
+    return fig.fill(html_page(f"stoker report: {ri.title}", body))
 
 
-def _page(title: str, body: Sequence[str]) -> str:
+def html_page(title: str, body: Sequence[str]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n"

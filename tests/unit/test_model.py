@@ -298,15 +298,15 @@ def test_compute_s_replaces_the_flops_estimate() -> None:
 
 
 def test_cpu_ranks_lose_compute_to_overlapped_communication() -> None:
-    from reports.judging.model import _ddp_time
+    from reports.judging.model import ddp_time
 
     curve = build_curves(flat("inter-node", "all_reduce", 0.01, B))[0][("inter-node", "all_reduce")]
     # two 1 MB buckets among 2 ranks at 0.01 GB/s: 0.1 s each; backward window 1.0 s
     # GPU (steal 0): bucket 1 ready at 0.5 s, done at 0.6; bucket 2 ready at 1.0, done at 1.1: 0.1 s exposed
-    assert _ddp_time(curve, 2, [1e6, 1e6], 1.0)[2] == pytest.approx(0.1)
+    assert ddp_time(curve, 2, [1e6, 1e6], 1.0)[2] == pytest.approx(0.1)
     # CPU (steal 0.5): bucket 1's 0.1 s overlaps the backward and stretches it by 0.05 s, to 1.05;
     # bucket 2 then runs 1.05..1.15: exposed = 0.05 (stretch) + 0.1 (last bucket) = 0.15 s
-    assert _ddp_time(curve, 2, [1e6, 1e6], 1.0, steal=0.5)[2] == pytest.approx(0.15)
+    assert ddp_time(curve, 2, [1e6, 1e6], 1.0, steal=0.5)[2] == pytest.approx(0.15)
 
 
 def test_fsdp_on_cpu_ranks_does_not_overlap() -> None:
