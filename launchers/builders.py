@@ -73,7 +73,7 @@ INVENTORY_LIMIT_S = 120  # nvidia-smi reads and 30 x 1 GiB copies per GPU take s
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComputeCommand:
-    """One `stoker compute` phase: every device of the node at once, a budget per profile (issue 27)."""
+    """One `stoker compute` phase: every device of the node at once, a budget per profile."""
 
     out: str
     profile: str

@@ -119,7 +119,7 @@ def run_step(step: cp.Step, limit_s: float, env: dict[str, str]) -> cp.StepResul
 def _metrics(rs: Any, host: str, findings: list[Any]) -> tuple[list[Any], list[Any]]:
     from launchers.prom_export import Metric
     from reports.findings import FAILING
-    from reports.judging.baseline import figures
+    from reports.judging.baseline_figures import figures
 
     figs = [
         Metric(
@@ -254,7 +254,7 @@ def _check(
     rs = evidence.build(read_records(out))
     tagged = [("inventory", f) for f in judge_inventory(rs.host)]
     if baseline is not None:
-        from reports.judging.baseline import judge_evidence
+        from reports.judging.baseline_figures import judge_evidence
 
         tagged += [(baseline_step(f), f) for f in judge_evidence(baseline, rs)]
     tagged += [("net", f) for f in _wrong_results(rs, host)]

@@ -27,6 +27,7 @@ from launchers.spec_paths import storage_plan, warning
 from reports.errors import UsageError
 from reports.judging.spec import load_spec
 from reports.outdir import mark_submitted
+from reports.records import BACKEND_CHOICES
 
 HELP = "render launchers/slurm/acceptance.sbatch for this cluster and submit it"
 CPU_RANKS = 2  # ranks per node on nodes without GPUs (gloo), as `stoker run` uses
@@ -63,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
         default="auto",
-        choices=("auto", "nccl", "gloo", "mpi"),
+        choices=BACKEND_CHOICES,
         help="collective backend for the sweeps (default auto: nccl with GPUs, else gloo)",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the script instead of submitting it")

@@ -35,7 +35,7 @@ from netbench.watchdog import Watchdog
 from reports.records import COUNTER_FILE, SCHEMA, RecordWriter, utc_now
 
 if TYPE_CHECKING:
-    from netbench.runner import _Run
+    from netbench.runner import RankRun
 
 LAST_FILE = ".counters-last.json"  # the last snapshot: the next soak phase of this run counts on from it
 SLURM_STOP_GRACE_S = 20.0  # the pass in flight's time after scancel; the job's epilogue gets the rest
@@ -121,17 +121,19 @@ def _progress(k: int, secs: float, lowest: dict[str, float], moved: list[dict[st
     return f"soak pass {k}: {secs:.1f} s, lowest busbw GB/s: {bw}; error counters: {said or 'none'}{more}"
 
 
-def gather_counters(r: _Run, host: str, is_leader: bool, read: Callable[[], Snapshot]) -> dict[str, Snapshot]:
+def gather_counters(
+    r: RankRun, host: str, is_leader: bool, read: Callable[[], Snapshot]
+) -> dict[str, Snapshot]:
     """Each node's counters now, read by its leader; {host: snapshot} on global rank 0."""
-    from netbench.runner import _step
+    from netbench.runner import measure_step
 
-    with _step(r.wd, "reading the counters"):
+    with measure_step(r.wd, "reading the counters"):
         got = r.b.gather((host, read()) if is_leader else None)
     return {x[0]: x[1] for x in (got or []) if x is not None}
 
 
 def sweep_counters(
-    r: _Run,
+    r: RankRun,
     topo: Topology,
     one_sweep: Callable[[], None],
     out_dir: str,
@@ -161,7 +163,7 @@ def sweep_counters(
 
 
 def soak(
-    r: _Run,
+    r: RankRun,
     topo: Topology,
     one_pass: Callable[[], None],
     out_dir: str,
@@ -169,7 +171,7 @@ def soak(
     read: Callable[[], Snapshot] = read_snapshot,
 ) -> int:
     """Passes until the deadline, the pass limit or a stop; returns the passes done."""
-    from netbench.runner import _step
+    from netbench.runner import measure_step
 
     s, b = r.s, r.b
     host = topo.hosts[b.rank]
@@ -202,7 +204,7 @@ def soak(
             more = not stop.asked and (s.soak_passes is None or done < s.soak_passes)
             if s.soak_s is not None:
                 more = more and time.monotonic() - start + secs <= s.soak_s
-            with _step(r.wd, "agreeing on the next soak pass"):
+            with measure_step(r.wd, "agreeing on the next soak pass"):
                 more = bool(b.bcast(more if rank0 else None))
             if not more:
                 break

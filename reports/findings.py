@@ -29,10 +29,13 @@ Status = Literal["ok", "below_spec", "starving", "no_reference", "suspect", "uns
 Verdict = Literal["pass", "fail", "incomplete", "unjudged"]
 # the parts of a training job the GPUs can wait for, in the order a buyer reads them
 Part = Literal["data parallel", "tensor parallel", "pipeline", "dataloader", "checkpoint"]
+# what a report judges (`--scope`, verdict.json `scope`): the whole cluster, or one node alone
+ReportScope = Literal["cluster", "node"]
 COMPONENTS: tuple[Component, ...] = get_args(Component)
 STATUSES: tuple[Status, ...] = get_args(Status)
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 PARTS: tuple[Part, ...] = get_args(Part)
+REPORT_SCOPES: tuple[ReportScope, ...] = get_args(ReportScope)
 FAILING: tuple[Status, ...] = (
     "below_spec",
     "starving",

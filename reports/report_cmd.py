@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reports.errors import UsageError
+from reports.findings import REPORT_SCOPES
 
 if TYPE_CHECKING:  # pandas comes with them: `stoker report` starts its parse first (main)
     import pandas as pd
@@ -71,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--scope",
-        choices=("cluster", "node"),
+        choices=REPORT_SCOPES,
         default="cluster",
         help="what was under test (default cluster: every promise of the spec must be measured; node: "
         "only the node's own, and the report names the inter-node link and shared storage as not covered)",

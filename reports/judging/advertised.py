@@ -197,7 +197,7 @@ def _beside(recs: Sequence[IoRecord]) -> str:
 
 def spec_advice(path: str, kind: str) -> str:
     """What to add to the spec for `path`. `stoker run`'s throwaway scratch dir (.io-scratch-XXXX,
-    removed after the run) is no path to put in a spec (issue 21): name the dir that holds it."""
+    removed after the run) is no path to put in a spec: name the dir that holds it."""
     parent, _, leaf = path.rstrip("/").rpartition("/")
     if leaf.startswith((".io-scratch-", "io-scratch")):
         where = parent or "/"

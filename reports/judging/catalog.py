@@ -32,7 +32,7 @@ class Accelerator:
     gpus_per_node: int
     gpu_names: tuple[str, ...] = ()
     source: str = ""
-    mamf: dict[str, float] = field(default_factory=dict)  # measured matmul TFLOPS of a healthy one (issue 27)
+    mamf: dict[str, float] = field(default_factory=dict)  # measured matmul TFLOPS of a healthy one
     mamf_source: str = ""
 
 

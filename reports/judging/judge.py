@@ -17,7 +17,8 @@ from reports.evidence import Evidence
 from reports.evidence.rails import untested_note
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
 from reports.judging import advertised, model, savepath
-from reports.judging.baseline import Baseline, judge_evidence
+from reports.judging.baseline import Baseline
+from reports.judging.baseline_figures import judge_evidence
 from reports.judging.compute import appetite, compute_findings, compute_notes
 from reports.judging.coverage import Scope, assess
 from reports.judging.groups import group_findings
@@ -175,7 +176,7 @@ def judge(
         dl_path = workload.dataloader.path if workload.dataloader else None
         ck_path = workload.checkpoint.path if workload.checkpoint else None
         rd = pick_io(ev.io, "dataloader_read", dl_path, spec)
-        # the save the workload makes, at its place (issue 21: never the faster of two)
+        # the save the workload makes, at its place (never the faster of two)
         ck_fmt = workload.checkpoint.format if workload.checkpoint else "torch.save"
         save = savepath.pick(place(ev.io, "checkpoint_write", ck_path, spec), ck_fmt)
         wr = save.record if save else None

@@ -99,14 +99,14 @@ class Fields:
             want += f" no larger than {maximum:g}"
         if not ok or (value <= 0 if positive else value < 0) or (maximum is not None and value > maximum):
             raise self.fail(where, want, value)
-        if why := setting_why(where, value):  # issue 22: a physical range per unit
+        if why := setting_why(where, value):  # a physical range per unit (reports/plausible.py)
             raise self.fail(where, f"{want}, {why}", value)
         return float(value)
 
     def integer(self, value: Any, where: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise self.fail(where, "a positive integer", value)
-        if why := setting_why(where, value):  # issue 22: a physical range per unit
+        if why := setting_why(where, value):  # a physical range per unit (reports/plausible.py)
             raise self.fail(where, f"a positive integer {why}", value)
         return value
 

@@ -1,4 +1,4 @@
-"""A soak on a real namespaced 4-node cluster (issue 25): `stoker net --soak` runs passes of
+"""A soak on a real namespaced 4-node cluster: `stoker net --soak` runs passes of
 the world sweep and the pair tests across the namespaces while this test shapes one node's
 link down to 1/4 for ~25 s in the middle and takes another node's link down and up once (a
 real carrier_changes increment on its eth0). The report must name both, with the passes

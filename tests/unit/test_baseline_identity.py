@@ -18,11 +18,11 @@ from reports.judging.baseline import (
     STORAGE_TOLERANCE,
     Figure,
     differences,
-    figures,
     judge,
     make,
     tolerance_for,
 )
+from reports.judging.baseline_figures import figures
 from reports.table import RecordSet
 from tests.unit.recordgen import io, net
 

@@ -1,4 +1,4 @@
-"""stoker compute (issue 27): the sweep's method and statistics (pure, with a scripted device and
+"""stoker compute: the sweep's method and statistics (pure, with a scripted device and
 clock), nvidia-smi readings, the judgement of a node with one slow GPU (hand-written fixture,
 tests/data/compute), the model's use of the measured appetite, and the CPU path for real:
 the sweep's TFLOPS against a bare torch loop run beside it."""
@@ -353,10 +353,10 @@ def test_smi_figures_follow_the_uuid_when_torch_renumbers() -> None:
 
 
 def test_compare_shows_each_clusters_compute_figure() -> None:
-    from reports.fleet.clusters import _appetite
+    from reports.fleet.clusters import appetite_words
 
     recs = node_records(slow_share=1.0)
     w = Workload(name="w", params=8e9, gpus=8, global_batch_tokens=1e6, dtype="bf16", data="ddp")
-    shown = _appetite(judge_records(RecordSet(compute=recs), None, w).model_summary)
+    shown = appetite_words(judge_records(RecordSet(compute=recs), None, w).model_summary)
     assert shown.startswith("measured: ") and "TFLOPS per device" in shown
-    assert _appetite({}) == ""
+    assert appetite_words({}) == ""

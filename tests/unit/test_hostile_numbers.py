@@ -1,4 +1,4 @@
-"""Issue 22 cases 5-9: numbers no machine gives, records of the wrong shape, and files that
+"""Numbers no machine gives, records of the wrong shape, and files that
 are no files. Each is skipped and named or refused in one line (exit 2); a suspect figure
 never turns a fail into anything else; nothing crashes (exit 70) or hangs."""
 

@@ -90,6 +90,7 @@ def test_measurement_imports_only_the_schema_from_reports() -> None:
         "reports.ingest.fio_json",
         "reports.evidence.pairs",
         "reports.evidence.groups",
+        "reports.evidence.rails",  # the confirmation pairs of each rail (the pairs scope, rail by rail)
         "reports.judging.catalog",  # stoker compute sweeps the dtypes the catalog lists per accelerator
     }
     for pkg in ("netbench", "iobench"):

@@ -13,8 +13,7 @@ import pytest
 
 from netbench.topology import Topology, pair_rounds, round_robin, schedule_rounds, scope_groups
 from reports.evidence.groups import group_search, recorded_rounds, replay
-from reports.evidence.pairs import pair_evidence
-from reports.evidence.rails import rail_confirmation_pairs, untested_note
+from reports.evidence.rails import pair_evidence, rail_confirmation_pairs, untested_note
 from reports.judging import localise as judging
 from reports.judging.groups import group_findings
 from reports.records import NetRecord, RecordWriter, from_dict, rail_of, to_dict

@@ -204,7 +204,7 @@ def test_groups_search_replaces_pairs_above_64_nodes() -> None:
 
 
 def test_launcher_scripts_switch_to_groups_at_the_same_node_count() -> None:
-    from launchers.argv import _parser, program
+    from launchers.argv import argv_parser, program
     from launchers.profiles import GROUPS_ABOVE_NODES
 
     # the scripts take their phase list from launchers/acceptance.py (`launchers.argv phases`)
@@ -212,7 +212,7 @@ def test_launcher_scripts_switch_to_groups_at_the_same_node_count() -> None:
         text = (Path(__file__).resolve().parents[2] / "launchers" / script).read_text()
         assert 'tokens PAIRS --nnodes "$NNODES" phases' in text, script
     for nodes, last in ((GROUPS_ABOVE_NODES, "pairs"), (GROUPS_ABOVE_NODES + 1, "groups")):
-        assert program(_parser().parse_args(["--nnodes", str(nodes), "phases"]), Path.cwd())[-2:] == [
+        assert program(argv_parser().parse_args(["--nnodes", str(nodes), "phases"]), Path.cwd())[-2:] == [
             last,
             last,
         ]

@@ -39,7 +39,7 @@ def f(status: str) -> Finding:
         ([], ["phase network ended with exit code 1"], "incomplete"),
         (["no_reference"] * 4, [], "unjudged"),
         ([], [], "unjudged"),  # nothing measured, nothing judged
-        (["ok", "suspect"], [], "unjudged"),  # issue 11: this said PASS
+        (["ok", "suspect"], [], "unjudged"),  # never PASS
         (["suspect"], ["phase storage ran past its time limit after 9 s"], "incomplete"),
     ],
 )

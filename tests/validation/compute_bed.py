@@ -1,4 +1,4 @@
-"""The model's compute time from `stoker compute` records vs the real training step's (issue 27).
+"""The model's compute time from `stoker compute` records vs the real training step's.
 
 `stoker compute` runs on the bed's CPU as the training does: one process per rank at once, one
 torch thread each (ddp_worker sets torch.set_num_threads(1)), fp32. The prediction goes through

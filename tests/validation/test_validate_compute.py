@@ -1,4 +1,4 @@
-"""The model's compute time from `stoker compute` records (issue 27) against the bed's real DDP
+"""The model's compute time from `stoker compute` records against the bed's real DDP
 step (tests/validation/ddp_worker.py, 2 gloo ranks on loopback, one thread each): the workload has
 no compute_s, so the model takes the measured appetite, at the MLP's matmul_efficiency calibrated
 on batch 1200 (compute_bed.MLP_MATMUL_EFFICIENCY); batch 4000 is out of that sample. The bound is

@@ -45,7 +45,7 @@ def test_training_idle_share_within_20_percent(netns_ok: None, fsdp: bool, tmp_p
 def test_cpu_comm_steal_out_of_sample(netns_ok: None, tmp_path: Path) -> None:
     """CPU_COMM_STEAL (0.15) was fitted on the compute-bound DDP regime with 2 MiB buckets (batch
     4000, docs/model.md: in-sample); checked here on another one, the balanced regime with the same
-    buckets (batch 1200), where overlapped all-reduce steals from compute (issue 21)."""
+    buckets (batch 1200), where overlapped all-reduce steals from compute."""
     os.sync()
     port = 29790
     with NetnsCluster(prefix="mdlcs", nodes=2, rate_mbit=400) as c:
