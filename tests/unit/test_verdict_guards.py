@@ -121,3 +121,16 @@ def test_its_own_outputs_are_rewritten(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="report.md: exists and was not written by stoker"):
         write_outputs(tmp_path, {**files, "verdict.json": '{"v": 2}\n'})
     assert (tmp_path / "verdict.json").read_text() == "{}\n"
+
+
+def test_a_target_that_is_no_file_is_named_so(tmp_path: Path) -> None:
+    (tmp_path / "report.md").mkdir()
+    with pytest.raises(UsageError, match=r"report.md: exists and is not a regular file; move it away"):
+        write_outputs(tmp_path, {"report.md": "# md\n"})
+
+
+def test_a_workload_field_of_the_wrong_type_is_named_by_its_path() -> None:
+    from reports.judging.workload import parse_workload
+
+    with pytest.raises(UsageError, match=r"^w.yaml: checkpoint.path: expected a name, got 5$"):
+        parse_workload({"name": "w", "params": 8e9, "gpus": 8, "checkpoint": {"path": 5}}, "w.yaml")

@@ -86,6 +86,17 @@ def test_the_spec_threshold_is_80_percent(busbw: float, verdict: str) -> None:
     assert [(f.measured, f.expected) for f in j.findings] == [(busbw, 100.0)]
 
 
+@pytest.mark.parametrize("figure", [{"write_GBps": 10}, {}], ids=["with-a-figure", "a-path-alone"])
+def test_a_measured_storage_promise_is_a_line_of_coverage(figure: dict[str, float]) -> None:
+    spec = parse_spec({"name": "s", "storage": [{"path": "/data", "kind": "shared", **figure}]}, "s.yaml")
+    j = judge(evidence(io=[io("checkpoint_write", "write", "/data", 9.0)]), spec)
+    assert j.coverage["coverage"] == [
+        {"what": "shared storage /data", "status": "measured", "why": "", "how": ""}
+    ]
+    if figure:
+        assert j.verdict == "pass", j.headline  # 9 of 10 GB/s: above 80%
+
+
 # -- the baseline: 15% under the accepted figure is a regression ----------------------------
 TWO = ("n1", "n2")
 
@@ -102,6 +113,11 @@ def test_the_baseline_tolerance_is_15_percent(busbw: float, status: str) -> None
     j = judge(evidence(flat("world", "all_reduce", busbw, TWO)), None, baseline=b)
     got = [(f.status, f.measured, f.expected) for f in j.findings if f.check.startswith("baseline:")]
     assert got == [(status, busbw, 100.0)]
+    (msg,) = [f.message for f in j.findings if f.check.startswith("baseline:")]
+    # a figure of no one host: its sentence starts with the figure, no host name before it
+    assert msg.startswith(f"inter-node all_reduce busbw: {busbw:.3g} GB/s against 100 accepted (run r0), "), (
+        msg
+    )
     assert j.verdict == ("fail" if status == "regression" else "pass"), j.headline
 
 
