@@ -16,7 +16,7 @@ from reports.findings import Judgement
 from reports.judging import baseline as bl
 from reports.judging.judge import judge
 from reports.judging.spec import parse_spec
-from reports.judging.workload import Workload
+from reports.judging.workload import Workload, parse_workload
 from reports.records import IoRecord, NetRecord
 from tests.unit.recordgen import evidence, flat, io
 
@@ -265,6 +265,14 @@ def test_a_slow_gpu_is_compared_with_its_own_node() -> None:
     ]
     assert slow == [(("b",), 600.0, 700.0, "node")]
     assert j.verdict == "fail", j.headline
+
+
+@pytest.mark.parametrize(("per_host", "per_node"), [({"n1": 5.0}, 5.0), ({"n1": 2.5, "n2": 2.5}, 2.5)])
+def test_the_dataloader_is_judged_on_each_nodes_share(per_host: dict[str, float], per_node: float) -> None:
+    # 5 GB/s read in all: by hand 5 / 1 node = 5 GB/s per node, 5 / 2 nodes = 2.5
+    w = parse_workload({"preset": "llama-8b", "gpus": 8, "compute_s": 2.0}, "w.yaml")
+    j = judge(evidence(io=[io("dataloader_read", "read", "/data", 5.0, per_host=per_host)]), None, w)
+    assert [(r.achieved, r.unit) for r in j.model if r.part == "dataloader"] == [(per_node, "GB/s per node")]
 
 
 # -- localisation: the groups search's culprit reaches the verdict -------------------------
