@@ -97,6 +97,26 @@ def test_a_measured_storage_promise_is_a_line_of_coverage(figure: dict[str, floa
         assert j.verdict == "pass", j.headline  # 9 of 10 GB/s: above 80%
 
 
+@pytest.mark.parametrize(
+    ("bw", "cached", "status", "why"),
+    [
+        (10.4, False, "ok", ""),  # 10.4 <= 1.05 x 10: a disk a little faster than its sheet
+        (10.6, False, "suspect", "(more than advertised)"),  # past 105% of the advertised figure
+        (9.0, True, "suspect", "(the page cache answered (direct IO off or files too small))"),
+    ],
+)
+def test_storage_above_its_sheet_or_from_the_cache_is_suspect(
+    bw: float, cached: bool, status: str, why: str
+) -> None:
+    spec = parse_spec(
+        {"name": "s", "storage": [{"path": "/data", "kind": "shared", "write_GBps": 10}]}, "s.yaml"
+    )
+    j = judge(evidence(io=[io("checkpoint_write", "write", "/data", bw, cache_suspect=cached)]), spec)
+    (f,) = [f for f in j.findings if f.component == "shared storage"]
+    assert f.status == status and why in f.message, f.message
+    assert j.verdict == ("pass" if status == "ok" else "unjudged"), j.headline
+
+
 # -- the baseline: 15% under the accepted figure is a regression ----------------------------
 TWO = ("n1", "n2")
 
