@@ -261,7 +261,7 @@ def _check(
     o = cp.outcome(findings, results)
     for line in o.problems:
         print(line)
-    failed = _act(args, o, tagged, results, rs, node, deadline)
+    failed = _act(args, o, tagged, results, node, deadline)
     if args.prometheus:
         failed += _export(args, rs, host, findings, time.monotonic() - started)
     if args.verbose or o.verdict != "pass":
@@ -277,7 +277,6 @@ def _act(
     o: cp.Outcome,
     tagged: list[tuple[str, Any]],
     results: list[cp.StepResult],
-    rs: Any,
     node: str,
     deadline: float,
 ) -> int:
@@ -285,8 +284,7 @@ def _act(
     Nothing on an incomplete check: a tool that hung proves nothing about the node."""
     if o.verdict == "incomplete" or not (args.drain or args.k8s_node):
         return 0
-    scopes = {r.scope for r in rs.io}
-    p = plan(tagged, o, results, io_scope="local" if scopes == {"local"} else None)
+    p = plan(tagged, o, results)  # a storage finding says itself whether its disk is local
     actor = Actor(WHO, args.dry_run, deadline)
     for line in p.left:
         actor.say(line)
