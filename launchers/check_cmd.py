@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -165,7 +166,7 @@ def _limit(value: float) -> float:
 def _prometheus_target(path: str) -> None:
     """--prometheus checked before anything is measured: a file name in a directory stoker
     can write into, not a file stoker did not write (reports/safe_write.py)."""
-    from reports.safe_write import check_outputs
+    from reports.safe_write import LEDGER, check_outputs
 
     p = Path(path)
     if p.is_dir() or not p.name:
@@ -175,7 +176,20 @@ def _prometheus_target(path: str) -> None:
     parent = p.resolve().parent
     if not parent.is_dir():
         raise UsageError(f"--prometheus {path}: its directory {parent} does not exist")
-    check_outputs(parent, [p.name], "give another --prometheus file")
+    try:
+        check_outputs(parent, [p.name], "give another --prometheus file")
+    except UsageError:
+        if p.is_symlink() or not p.is_file():
+            raise
+        # a plain file the directory's ledger does not list: most often the metrics file of a
+        # stoker from before the ledger, found after an upgrade; stoker still never writes over it
+        target = shlex.quote(str(parent / p.name))
+        raise UsageError(
+            f"--prometheus {path}: exists and was not written by stoker (not in the ledger "
+            f"{parent / LEDGER}, or changed since), so stoker will not write over it; if it is an older "
+            f"stoker's metrics file (from before the ledger), move or delete it once (`rm {target}`) "
+            "and the next check writes it; if it is someone else's, give another --prometheus file"
+        ) from None
     try:
         fd, probe = tempfile.mkstemp(dir=parent, prefix=".stoker-probe-")
         os.close(fd)

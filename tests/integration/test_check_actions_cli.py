@@ -196,3 +196,24 @@ def test_metrics_file_is_0644_under_umask_077(tmp_path: Path) -> None:
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert stat.S_IMODE(prom.stat().st_mode) == 0o644
     assert "stoker_check_last_run_timestamp_seconds" in prom.read_text()
+
+
+def test_an_older_stokers_metrics_file_says_to_move_or_delete_it_once(tmp_path: Path) -> None:
+    """After an upgrade the metrics file a stoker from before the ledger wrote is in no ledger:
+    refused (never written over), with the one thing to do; done once, the check writes it."""
+    fake = FakeScheduler(tmp_path)
+    prom = tmp_path / "stoker.prom"
+    old = (  # hand-written in the textfile collector's format, as an older stoker left it
+        "# HELP stoker_check_pass 1 when the last check passed\n"
+        "# TYPE stoker_check_pass gauge\n"
+        'stoker_check_pass{host="n1"} 1.0\n'
+    )
+    prom.write_text(old)
+    p = check(fake, "--checks", "inventory", "--prometheus", str(prom), STOKER_HOSTNAME="n1")
+    assert p.returncode == 2 and prom.read_text() == old
+    assert p.stderr.count("\n") == 1 and "move or delete it once" in p.stderr
+    assert f"`rm {prom}`" in p.stderr and str(tmp_path / ".stoker-outputs") in p.stderr
+    prom.unlink()  # what the line says, once
+    p = check(fake, "--checks", "inventory", "--prometheus", str(prom), STOKER_HOSTNAME="n1")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert "stoker_check_last_run_timestamp_seconds" in prom.read_text()
