@@ -50,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--checks", default=",".join(cp.STEPS), help="comma list of inventory,net,io (default all)"
     )
     parser.add_argument(
-        "--path", default="/var/tmp", help="local directory for the disk test (default /var/tmp)"
+        "--path",
+        help=f"local directory for the disk test (default: the local path --baseline accepted for this "
+        f"node, else {cp.DEFAULT_IO_PATH})",
     )
     parser.add_argument(
         "--limit", type=float, default=cp.DEFAULT_LIMIT_S, help="overall time limit, seconds (default 50)"
@@ -207,14 +209,27 @@ def main(args: argparse.Namespace) -> int:
         from reports.baseline_file import load
 
         baseline = load(args.baseline)
-    if "io" in which and not Path(args.path).is_dir():
-        raise UsageError(f"--path {args.path}: no such directory; give a local directory for the disk test")
-    if args.prometheus:
-        _prometheus_target(args.prometheus)
     host = _host_name(
         "host name (set STOKER_HOSTNAME)",
         os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname(),
     )
+    said = ""
+    if args.path is None and "io" not in which:
+        args.path = cp.DEFAULT_IO_PATH  # no disk test: no path to take from the baseline
+    if args.path is None:  # the path the accepted run measured this node's local disk on
+        try:
+            args.path, said = cp.accepted_path(baseline, host)
+        except ValueError as exc:
+            raise UsageError(f"--path not given: {exc}") from None
+    if "io" in which and not Path(args.path).is_dir():
+        where = f" ({said})" if said else ""
+        raise UsageError(
+            f"--path {args.path}: no such directory{where}; give a local directory for the disk test"
+        )
+    if args.verbose and said:
+        print(f"stoker check: {said}")
+    if args.prometheus:
+        _prometheus_target(args.prometheus)
     node = args.node or os.environ.get("SLURMD_NODENAME", "").strip() or host
     if args.drain or args.node is not None:
         _host_name("--node", node)
