@@ -214,6 +214,14 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+def _where(fig: Figure) -> dict[str, str]:
+    """What a finding carries of where its figure was measured, for the actions' gate
+    (launchers/node_actions.py): a storage figure's scope ("local" or "shared") and path."""
+    if fig.kind in STORAGE_KINDS:
+        return {"scope": fig.scope, "path": fig.path}
+    return {}
+
+
 def _compared(baseline: Baseline, fig: Figure, acc: Accepted) -> Finding:
     floor = acc.figure.value * (1 - acc.tolerance)
     bad = fig.value < floor
@@ -242,6 +250,7 @@ def _compared(baseline: Baseline, fig: Figure, acc: Accepted) -> Finding:
             "basis": "baseline",
             "figure": fig.kind,
             "tolerance": acc.tolerance,
+            **_where(fig),
             **({"device": fig.device} if fig.device else {}),
         },
     )
@@ -258,7 +267,7 @@ def _not_comparable(fig: Figure, why: str) -> Finding:
         unit=fig.unit,
         hosts=fig.hosts or ((fig.host,) if fig.host else ()),
         message=f"not comparable: {where}{fig.what}: {why}; not judged against the baseline.",
-        extra={"basis": "baseline", "figure": fig.kind, "comparable": False},
+        extra={"basis": "baseline", "figure": fig.kind, "comparable": False, **_where(fig)},
     )
 
 

@@ -266,8 +266,9 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
                 unit="",
                 hosts=(host,),
                 extra={"device": "kernel log"},
-                message=f"{host}: kernel log not readable, Xid events not checked (not 0 errors); "
-                "run as root or set kernel.dmesg_restrict=0.",
+                message=f"{host}: kernel log not readable (neither `dmesg` nor `journalctl -k` answered), "
+                "Xid events not checked (not 0 errors); run as root, or add the user to the "
+                "systemd-journal (or adm) group so the journal is readable, or set kernel.dmesg_restrict=0.",
             )
         )
     return out
