@@ -155,3 +155,12 @@ def test_an_imported_8xh100_nvls_log_is_judged_against_the_nvls_reference(tmp_pa
     # 8G: (479.60 + 477.20) / 2 = 478.4 > 388.5, the ring's ceiling: NVLS, against 480
     assert (f.status, f.measured, f.expected) == ("ok", 478.4, 480.0)
     assert f.extra["reference"]["algo"] == "nvls" and "ring's ceiling" in f.extra["reference"]["algo_from"]
+
+
+def test_the_algorithm_settings_come_from_the_manifests_environment() -> None:
+    manifests = [
+        {"env": "not a mapping"},
+        {"env": {"NCCL_ALGO": "Ring", "NCCL_DEBUG": "INFO"}},
+        {"env": {"NCCL_ALGO": "NVLS", "NCCL_NVLS_ENABLE": "0"}},
+    ]
+    assert reference.run_env(manifests) == {"NCCL_ALGO": "Ring", "NCCL_NVLS_ENABLE": "0"}  # first seen wins
