@@ -52,6 +52,15 @@ def failing_kinds(verdict: Mapping[str, Any]) -> set[str]:
     }
 
 
+def judged_findings(verdict: Mapping[str, Any]) -> int:
+    """Findings set against something (ok or failing): a run that judged none cannot raise an alarm."""
+    return sum(
+        1
+        for f in verdict.get("findings", ())
+        if isinstance(f, Mapping) and (f.get("status") == "ok" or f.get("status") in FAILING)
+    )
+
+
 def tally(
     healthy: Sequence[Mapping[str, Any]], faulty: Sequence[Mapping[str, Any]], expect: Iterable[str]
 ) -> list[Row]:
@@ -94,7 +103,11 @@ def main() -> int:
         bed = "local (healthy)" if r.alarms else "faulty"
         print(f"| {bed} | {r.kind} | {r.runs} | {r.alarms} | {r.misses} | {r.per_run:.2f} |")
     verdicts = Counter(v.get("verdict") for v in healthy)
-    print(f"local verdicts over {len(healthy)} runs: {dict(sorted(verdicts.items()))}")
+    judged = sum(judged_findings(v) for v in healthy)
+    print(
+        f"local verdicts over {len(healthy)} runs: {dict(sorted(verdicts.items()))}; findings judged "
+        f"(ok or failing) per run: {judged / max(1, len(healthy)):.1f} (0: nothing could raise an alarm)"
+    )
     return 0
 
 

@@ -3,7 +3,7 @@ verdict.json documents: false alarms per healthy run, misses per faulty run, per
 
 from __future__ import annotations
 
-from benchmarks.false_alarm_bench import failing_kinds, tally
+from benchmarks.false_alarm_bench import failing_kinds, judged_findings, tally
 
 
 def _v(*findings: tuple[str, str, str]) -> dict[str, object]:
@@ -30,3 +30,8 @@ def test_false_alarms_and_misses_per_kind() -> None:
     assert alarm.per_run == 0.5  # 2 false alarms over 4 healthy runs
     assert (miss.runs, miss.alarms, miss.misses) == (3, 0, 2) and abs(miss.per_run - 2 / 3) < 1e-12
     assert failing_kinds(_v(("gpu", "matmul TFLOPS (bf16)", "regression"))) == {"gpu: matmul TFLOPS (bf16)"}
+
+
+def test_a_run_that_judged_nothing_cannot_raise_an_alarm() -> None:
+    assert judged_findings(_v(("local storage", "x", "no_reference"), ("node", "y", "suspect"))) == 0
+    assert judged_findings(_v(("local storage", "x", "ok"), ("node", "y", "below_spec"))) == 2
