@@ -16,18 +16,18 @@ from typing import Any
 from reports.evidence import Evidence
 from reports.evidence.rails import untested_note
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
-from reports.judging import advertised, model, savepath
+from reports.judging import advertised, model, reference, savepath
 from reports.judging.baseline import Baseline
 from reports.judging.baseline_figures import judge_evidence
 from reports.judging.compute import appetite, compute_findings, compute_notes
-from reports.judging.coverage import Scope, assess
+from reports.judging.coverage import Scope, assess, gpus_seen
 from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
 from reports.judging.needs import need_lines, pick_io, place, runs_on
 from reports.judging.nic_counters import sweep_counter_findings
 from reports.judging.rail_nic import name_nics
-from reports.judging.spec import Spec, fill_from_hardware
+from reports.judging.spec import Spec, fill_from_hardware, given_scopes
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
 from reports.records import IoRecord
@@ -120,7 +120,10 @@ def judge(
     notes = _skipped_notes(ev.skipped)
     hardware = ev.hardware
     written = spec  # the spec as the user wrote it: its promises are what coverage holds
-    spec = fill_from_hardware(spec, hardware) if hardware else spec
+    # what the hosts showed, else the devices an imported log's ranks named: a fresh cluster's
+    # links are then judged against what healthy systems reach on them (reports.judging.reference)
+    seen = hardware if hardware.get("gpu_model") else {**hardware, **gpus_seen(hardware, ev.manifests)}
+    spec = fill_from_hardware(spec, seen) if seen else spec
     scopes = {sc for sc, _ in ev.curves}
     nodes = int(ev.net.frame["nodes"].max()) if len(ev.net) else 0
     needs = (
@@ -155,7 +158,14 @@ def judge(
         notes.append(
             f"{ev.wrong} net record(s) failed the correctness check (#wrong > 0) and were left out of the bandwidth figures"
         )
-    findings, expected = advertised.compare_network(ev.curves, spec)
+    findings, expected = advertised.compare_network(
+        ev.curves, spec, written=given_scopes(written), env=reference.run_env(ev.manifests)
+    )
+    if any(f.extra.get("basis") == "reference" for f in findings):
+        notes.append(
+            "no spec for the network: judged against what healthy systems of the detected kind reach "
+            "(reports/judging/catalog/references.yaml; each finding names its source)"
+        )
     io_findings, io_expected = advertised.compare_storage(ev.io, spec)
     findings += io_findings
     expected.update(io_expected)

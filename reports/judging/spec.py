@@ -260,6 +260,15 @@ def load_spec(path: str | Path) -> Spec:
     return parse_spec(data, f.file)
 
 
+def given_scopes(spec: Spec | None) -> frozenset[str]:
+    """The network scopes whose advertised figure the user's spec gives (its accelerator's intra-node
+    link counts: naming the accelerator names its link)."""
+    if spec is None:
+        return frozenset()
+    given = {"intra-node"} if spec.intra_node_GBps is not None else set()
+    return frozenset(given | ({"inter-node"} if spec.inter_node_GBps is not None else set()))
+
+
 def fill_from_hardware(spec: Spec | None, hardware: Mapping[str, Any]) -> Spec | None:
     """Complete `spec` (or make one) from the detected hardware (reports.evidence.hosts); the spec wins where it
     says something. Returns None when neither says anything usable."""
