@@ -124,6 +124,8 @@ case "$1" in
   io) exit "${IO_RC:-0}" ;;
   inventory) exit 0 ;;
   compute) exit 0 ;;
+  preflight) exit 0 ;;
+  set-aside) echo n1,n2; exit 0 ;;  # every node passed its preflight
   fingerprint) echo "n1 0123456789abcdef /venv/bin/python"; echo "n2 0123456789abcdef /venv/bin/python"; exit 0 ;;  # the fake srun runs once for both nodes
   report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
   phase-record) shift; exec "$STOKER_PY" -m reports.phases "$@" ;;  # the real line writer
