@@ -117,3 +117,19 @@ def test_the_report_reads_the_record_first_and_still_judges_the_rest(tmp_path: P
     )
     assert "storage path /scratch is not writable" in first["message"]
     assert after["findings"][1:] == before["findings"]  # the others judged as before
+
+
+def test_a_path_the_node_cannot_write_sets_it_aside_before_any_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from launchers import preflight
+
+    (tmp_path / "file").write_text("x")
+    bad = tmp_path / "file" / "scratch"  # under a regular file: no directory can be made there
+    monkeypatch.setenv("SLURMD_NODENAME", "n7")
+    assert preflight.writable(str(tmp_path / "ok")) == ""
+    rc = preflight.main(argparse.Namespace(paths=[str(tmp_path / "ok"), str(bad)]))
+    text = capsys.readouterr().out
+    want = f"stoker preflight: n7 storage path {bad} is not writable: Not a directory"
+    assert (rc, text) == (1, want + "\n")
+    assert sa.decide(["n7"], {"n7": text}) == [sa.SetAside("n7", want)]
