@@ -79,6 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a burn-in (Slurm): passes of every network scope at the plateau for DURATION (90s, 30m, 4h), "
         "counters read between passes, then storage and the report",
     )
+    parser.add_argument(
+        "--min-nodes",
+        type=int,
+        help="Slurm: the fewest nodes the acceptance goes on with once the preflight has set aside "
+        "the failing ones (default 2, or 1 on one node); fewer: the job stops, exit 3",
+    )
     add_profile_arguments(parser, default="standard")
     submit_cloud.add_arguments(parser)
 
@@ -114,6 +120,7 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         stoker=(sys.executable, "-m", "launchers.cli"),
         allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
         soak_s=int(parse_duration(args.soak, "--soak")) if getattr(args, "soak", None) else None,
+        min_nodes=getattr(args, "min_nodes", None),
     )
 
 

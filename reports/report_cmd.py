@@ -258,7 +258,10 @@ def collect(
     from reports.baseline_file import load as load_baseline
 
     baseline = load_baseline(baseline_arg) if baseline_arg else None
-    j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped, baseline=baseline)
+    from reports import setaside
+
+    aside = setaside.findings(setaside.read(directory))  # DIR/setaside.jsonl: the job's preflight
+    j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped, baseline=baseline, set_aside=aside)
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(
         title=title,

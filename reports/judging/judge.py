@@ -112,10 +112,12 @@ def judge(
     scope: Scope = "cluster",
     skipped: Collection[str] = (),
     baseline: Baseline | None = None,
+    set_aside: Sequence[Finding] = (),
 ) -> Judgement:
     """The judgement of one results directory; `missing` names the phases that should have
     produced records and did not (reports.phases), `skipped` those left out on purpose, and
-    `scope` what was under test (the whole cluster, or one node): with the spec's promises
+    `scope` what was under test (the whole cluster, or one node), `set_aside` the findings of
+    the nodes the job's preflight left out (reports/setaside.py): with the spec's promises
     not measured (reports.judging.coverage), the verdict is decided here once."""
     notes = _skipped_notes(ev.skipped)
     hardware = ev.hardware
@@ -207,6 +209,7 @@ def judge(
         price = spec.price_per_gpu_hour if spec else None
         findings += [_model_finding(r, workload.name, workload.idle_budget, price) for r in rows]
     findings += cov.findings
+    findings = [*set_aside, *findings]  # the nodes left out first: the rest was judged without them
     unmeasured = [*missing, *(ln.sentence for ln in cov.unmeasured)]
     return Judgement(
         run_id=",".join(ev.run_ids),
