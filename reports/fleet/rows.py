@@ -183,8 +183,13 @@ def io_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
             reasons.append(unlike(IO_IDENTITY, figs))
             rows.append(gbps_row(figure, "storage", {}, clusters, reasons, alike=False))
             continue
-        # the most processes, then the largest block, all measured
-        pick = max(common, key=lambda s: (*(s[IO_IDENTITY.index(f)] for f in ("procs", "block")), str(s)))
+
+        # of the ways all measured it: the most processes per node, then the largest block
+        def most(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+            got = dict(zip(IO_IDENTITY, shape))
+            return (got["procs"], got["block"], str(shape))
+
+        pick = max(common, key=most)
         cells = {}
         for n, runs in members.items():
             c = combine([(max(f.bw for f in fs if identity(f, IO_IDENTITY) == pick), None) for fs in runs])
