@@ -223,7 +223,9 @@ def judge(
         thresholds=dict(spec.thresholds) if spec else dict(DEFAULT_THRESHOLDS),
         model=rows,
         model_summary=summary,
-        spec_name=spec.name if spec else None,
+        spec_name=written.name
+        if written
+        else None,  # the user's spec; a run judged on detected hardware keeps its directory's name
         workload_name=workload.name if workload is not None else None,
         notes=notes,
         hardware=hardware,

@@ -109,4 +109,7 @@ def test_out_into_a_runs_results_dir_is_refused_and_one_cluster_is_one(
     assert err.count("\n") == 1 and f"--out {h1} is a run's results directory (it holds net.jsonl)" in err
     assert sorted(p.name for p in h1.iterdir()) == before  # nothing written into it
     assert stoker(["compare", str(h1), str(h2), "--out", str(tmp_path / "o")]) == 0
-    assert "compared 1 cluster (2 runs)" in capsys.readouterr().out
+    # h2 holds the same records as h1 (one run copied): one cluster of one run, the copy named
+    got = capsys.readouterr()
+    assert "compared 1 cluster (1 run)" in got.out
+    assert f"{h2} holds the same run as {h1}" in got.err and "counted once" in got.err
