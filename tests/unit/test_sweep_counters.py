@@ -18,7 +18,6 @@ import yaml
 from netbench.inventory.counters import Snapshot, read_snapshot
 from netbench.soak import counter_records, sweep_counters
 from netbench.topology import Topology
-from netbench.watchdog import Watchdog
 from reports.findings import Finding
 from reports.judging.nic_counters import sweep_counter_findings
 from reports.judging.rail_nic import name_nics, rails_of_nic
@@ -121,14 +120,24 @@ class _OneRank:
         return [obj]
 
 
+class _QuietWatchdog:
+    """What measure_step asks of a watchdog. A real one sets this process's signal wakeup fd
+    and a watcher thread for good: a later test that signals the pytest process would then
+    end the whole run with the watchdog's exit 3."""
+
+    where = ""
+
+    def arm(self, what: str) -> None: ...
+
+    def disarm(self) -> None: ...
+
+
 def test_a_plain_sweep_reads_the_counters_before_and_after_it(
     tmp_path: Path, readings: tuple[Snapshot, Snapshot], capsys: Any
 ) -> None:
     writer = RecordWriter(tmp_path / "net.jsonl")
     # the run's parts sweep_counters uses: one rank, its watchdog, rank 0's writer
-    r = SimpleNamespace(
-        b=_OneRank(), wd=Watchdog(60, speak=False, where=""), writer=writer, run_id="r1", say=print
-    )
+    r = SimpleNamespace(b=_OneRank(), wd=_QuietWatchdog(), writer=writer, run_id="r1", say=print)
     order: list[str] = []
     it: Iterator[Snapshot] = iter(readings)
 
