@@ -53,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--writers", type=int, default=d.writers, help=f"checkpoint writers per node (default {d.writers})"
     )
     parser.add_argument(
+        "--save-repeats",
+        type=int,
+        default=d.save_repeats,
+        help=f"torch.save and DCP saves per figure, the median judged (default {d.save_repeats}; each save "
+        "--ckpt-bytes / repeats, so the repeats cost what one save of --ckpt-bytes does)",
+    )
+    parser.add_argument(
         "--runtime",
         type=int,
         default=d.runtime_s,
@@ -146,6 +153,7 @@ def settings_from_args(args: argparse.Namespace) -> IoSettings:
         ckpt_bytes=ckpt,
         ckpt_block=block,
         writers=_positive(args.writers, "--writers", high=256),
+        save_repeats=_positive(args.save_repeats, "--save-repeats", high=100),
         runtime_s=_positive(args.runtime, "--runtime", low=MIN_RUNTIME_S, high=int(MAX_SECONDS)),
         dl_workers=_positive(args.workers, "--workers", high=256),
         dl_sample_bytes=sample,

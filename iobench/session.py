@@ -25,6 +25,7 @@ from reports.errors import MeasurementAborted, StokerError, UsageError
 from reports.manifest import base_manifest, installed_versions
 from reports.outdir import claim
 from reports.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
+from reports.spread import median_record, spread_of
 from reports.units import format_size
 
 T = TypeVar("T")
@@ -225,9 +226,9 @@ class Session:
         once (the node's figure: every rank of a sharded checkpoint saves its own shard)."""
         c = self.coord
         writers = max(collective(c, lambda: torch_ckpt.node_writers(self.s.writers)))
-        # one rank's shard per process, held in RAM: all of a node's never more than a quarter
-        # of the smallest node's memory
-        nbytes = min(self.s.ckpt_bytes, max(_MIB, self.ram // 4 // writers // _MIB * _MIB))
+        # one rank's shard per process (--ckpt-bytes shared by the repeats), held in RAM: all of
+        # a node's never more than a quarter of the smallest node's memory
+        nbytes = min(self.s.save_bytes(), max(_MIB, self.ram // 4 // writers // _MIB * _MIB))
         for backend in torch_ckpt.BACKENDS:
             for procs in sorted({1, writers}):
                 self._torch_save(path, scope, wd, backend, nbytes, procs)
@@ -237,7 +238,8 @@ class Session:
     ) -> None:
         c = self.coord
         who = f"{procs} processes per node" if procs > 1 else "one process per node"
-        self.say(f"checkpoint_write {backend} ({format_size(nbytes)} each, {who}) on {path} ...")
+        n = self.s.save_repeats
+        self.say(f"checkpoint_write {backend} ({format_size(nbytes)} each, {who}, {n} saves) on {path} ...")
         c.barrier()
         ctx = RecordContext(
             run_id=self.run_id,
@@ -250,22 +252,25 @@ class Session:
             extra={
                 "shard_bytes": nbytes,
                 "writers_per_node": procs,
-                "capped_by_ram": nbytes < self.s.ckpt_bytes,
+                "capped_by_ram": nbytes < self.s.save_bytes(),
             },
         )
-        results = self._measure(ctx, lambda: _save(backend, nbytes, wd.dir, c.host, procs))
-        rec = aggregate(results, ctx)
+        results = self._measure(ctx, lambda: _save(backend, nbytes, wd.dir, c.host, procs, n))
+        # one record per save over every host's part in it; the median save's is written
+        rec = median_record([aggregate([host[i] for host in results], ctx) for i in range(n)])
         self.write(rec)
-        self.say(f"checkpoint_write {backend} ({who}) on {path}: {figure(rec)}")
+        self.say(f"checkpoint_write {backend} ({who}) on {path}: {figure(rec)}, {spread_of(rec).text()}")
 
 
-def _save(backend: str, nbytes: int, directory: Path, host: str, procs: int = 1) -> HostResult:
+def _save(
+    backend: str, nbytes: int, directory: Path, host: str, procs: int = 1, repeats: int = 1
+) -> list[HostResult]:
     target = directory / "torch"
     target.mkdir(exist_ok=True)
     try:
         if procs == 1:
-            return torch_ckpt.save(backend, nbytes, target, host)
-        return torch_ckpt.save_many(backend, nbytes, target, host, procs)
+            return torch_ckpt.save(backend, nbytes, target, host, repeats)
+        return torch_ckpt.save_many(backend, nbytes, target, host, procs, repeats)
     except OSError as exc:
         if "No space left" in str(exc):
             raise DiskFull(f"disk full during {backend}: {exc}") from None

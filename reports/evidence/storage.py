@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from reports.records import IoRecord
+from reports.spread import spread_of
 
 # the framework's own save paths (iobench/torch_ckpt.py): a real checkpoint through the page
 # cache, shown beside fio and used by the starvation model, never held against the spec
@@ -60,6 +61,7 @@ def io_frame(io: Sequence[IoRecord]) -> pd.DataFrame:
             "cache_suspect": r.cache_suspect,
             "failed": r.failed,
             "compared": not why_not_compared(r),
+            "spread": spread_of(r).text() if "samples_GBps" in r.extra else "",
         }
         for r in io
     ]

@@ -10,6 +10,7 @@ findings are `no_reference` (never a guessed figure).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ from reports.judging.spec import Spec, fill_from_hardware
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
 from reports.records import IoRecord
+from reports.spread import Spread, spread_of, threshold_note
 from reports.table import SkippedLine
 
 _FIX = {
@@ -84,6 +86,17 @@ def _model_finding(row: ModelRow, wname: str, budget: float, price: float | None
             "note": row.extra.get("note", ""),
         },
     )
+
+
+def _in_spread(f: Finding, spread: Spread) -> Finding:
+    """The checkpoint finding, saying so when its threshold lies inside the saves' spread."""
+    if f.measured is None or f.expected is None:
+        return f
+    note = threshold_note(spread, f.measured, f.expected, f.unit)
+    if not note:
+        return f
+    extra = {**f.extra, "threshold_in_spread": True, "spread": spread.text()}
+    return dataclasses.replace(f, message=f"{f.message[:-1]}; {note}.", extra=extra)
 
 
 def _appetite(ev: Evidence, workload: Workload, spec: Spec | None) -> dict[str, Any]:
@@ -190,7 +203,13 @@ def judge(
         if "why" in summary:
             notes.append(f"workload {workload.name}: {summary['why']}")
         price = spec.price_per_gpu_hour if spec else None
-        findings += [_model_finding(r, workload.name, workload.idle_budget, price) for r in rows]
+        spread = spread_of(save.record) if save and save.record else None
+        findings += [
+            _in_spread(_model_finding(r, workload.name, workload.idle_budget, price), spread)
+            if r.part == "checkpoint" and spread is not None
+            else _model_finding(r, workload.name, workload.idle_budget, price)
+            for r in rows
+        ]
     findings += cov.findings
     unmeasured = [*missing, *(ln.sentence for ln in cov.unmeasured)]
     return Judgement(
