@@ -16,7 +16,7 @@ from typing import Any
 
 from reports.evidence import Evidence
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
-from reports.judging import advertised, model, savepath
+from reports.judging import advertised, confirm, model, savepath
 from reports.judging.baseline import Baseline, judge_evidence
 from reports.judging.compute import appetite, compute_findings, compute_notes
 from reports.judging.coverage import Scope, assess
@@ -166,7 +166,7 @@ def judge(
             f"{ev.wrong} net record(s) failed the correctness check (#wrong > 0) and were left out of the bandwidth figures"
         )
     findings, expected = advertised.compare_network(ev.curves, spec)
-    io_findings, io_expected = advertised.compare_storage(ev.io, spec)
+    io_findings, io_expected = confirm.compare_storage(ev.io, spec)  # confirmations judged beside
     findings += io_findings
     expected.update(io_expected)
     located = localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
