@@ -108,6 +108,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1800.0,
         help="seconds one fio job may take before the run aborts (default 1800)",
     )
+    parser.add_argument(
+        "--spec",
+        default=None,
+        help="cluster spec (YAML): a figure under its storage threshold is measured again at the end of "
+        "its path's tests, the same test on the same nodes, before the report fails it",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the fio command lines and exit")
     parser.add_argument("--out", default=None, help=f"results directory (default ./{DEFAULT_OUT}/<run_id>)")
 
@@ -186,7 +192,13 @@ def main(args: argparse.Namespace) -> int:
         run_id = new_run_id()
         out = args.out or os.path.join(DEFAULT_OUT, run_id)
         return run(
-            settings, paths, out=out, run_id=run_id, torch_ckpt=not args.no_torch, timeout_s=args.timeout
+            settings,
+            paths,
+            out=out,
+            run_id=run_id,
+            torch_ckpt=not args.no_torch,
+            timeout_s=args.timeout,
+            spec_file=args.spec,
         )
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -61,7 +61,17 @@ def io_frame(io: Sequence[IoRecord]) -> pd.DataFrame:
             "cache_suspect": r.cache_suspect,
             "failed": r.failed,
             "compared": not why_not_compared(r),
-            "spread": spread_of(r).text() if "samples_GBps" in r.extra else "",
+            # beside the figure: its spread, and whether it is a confirming measurement
+            "aside": "; ".join(
+                x
+                for x in (
+                    spread_of(r).text() if "samples_GBps" in r.extra else "",
+                    "measured again: under its threshold at first"
+                    if r.extra.get("confirmation") is True
+                    else "",
+                )
+                if x
+            ),
         }
         for r in io
     ]

@@ -70,3 +70,15 @@ def test_a_passing_figure_is_not_changed_by_its_confirmation() -> None:
     # the confirmation is never the better of two: a passing first figure stands as it is
     (f,), _ = compare_storage([_fio(9.0), _fio(7.0, confirmation=True)], SPEC)
     assert f.status == "ok" and f.measured == 9.0 and "confirm_GBps" not in f.extra
+
+
+def test_stoker_io_measures_again_only_a_compared_figure_under_its_threshold() -> None:
+    from dataclasses import replace
+
+    from reports.judging.confirm import to_confirm
+
+    assert to_confirm(_fio(7.6), SPEC)  # under 0.8 x 10 = 8 GB/s
+    assert not to_confirm(_fio(8.0), SPEC)  # at the threshold passes
+    assert not to_confirm(replace(_fio(7.6), runtime_s=1.0), SPEC)  # too short to be judged at all
+    assert not to_confirm(replace(_fio(7.6), backend="torch.save"), SPEC)  # the spec judges fio's figures
+    assert not to_confirm(replace(_fio(7.6), path="/elsewhere"), SPEC)  # nothing advertised there
