@@ -82,3 +82,12 @@ def test_stoker_io_measures_again_only_a_compared_figure_under_its_threshold() -
     assert not to_confirm(replace(_fio(7.6), runtime_s=1.0), SPEC)  # too short to be judged at all
     assert not to_confirm(replace(_fio(7.6), backend="torch.save"), SPEC)  # the spec judges fio's figures
     assert not to_confirm(replace(_fio(7.6), path="/elsewhere"), SPEC)  # nothing advertised there
+
+
+def test_the_storage_phase_gets_the_spec_so_it_can_confirm() -> None:
+    from launchers import builders as b
+    from launchers.profiles import PROFILES
+
+    argv = b.io_argv(b.IoCommand(profile=PROFILES["quick"], out="/o", paths=("/p",), spec="/s.yaml"))
+    assert argv[argv.index("--spec") + 1] == "/s.yaml"
+    assert "--spec" not in b.io_argv(b.IoCommand(profile=PROFILES["quick"], out="/o", paths=("/p",)))
