@@ -22,15 +22,7 @@ from reports.units import format_size
 
 MAX_ROWS = 20  # host / pair / skipped-line tables show the worst rows, then a summary
 MAX_NAMES = 6  # host names listed in one cell
-STATUS_ORDER = {
-    "below_spec": 0,
-    "starving": 1,
-    "regression": 1,
-    "suspect": 2,
-    "transient": 2,
-    "no_reference": 3,
-    "ok": 4,
-}
+STATUS_ORDER = {"below_spec": 0, "starving": 1, "regression": 1, "suspect": 2, "no_reference": 3, "ok": 4}
 
 LEGEND = (
     "- GB/s = 10^9 bytes per second; sizes (K, M, G) are powers of 1024, as nccl-tests prints them.",
