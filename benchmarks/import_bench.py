@@ -10,7 +10,7 @@ many ranks prints. Then runs `stoker import LOG --out DIR` as a child process an
 MB/s, records/s, wall and CPU time and peak memory (os.wait4 of the child: its CPU time
 includes the worker processes a log over 32 MB is parsed in, one per core
 (reports/ingest/stream_chunks.py); ru_maxrss is the largest one process reached, not their sum).
-Target (issue 22): well under a minute for 250 MB (aim: 30 s on 2 cores), bounded memory.
+Target: well under a minute for 250 MB (aim: 30 s on 2 cores), bounded memory.
 A 250 MB `rows` log on the 2-core bed (2026-11-24, its cores shared with other work, load ~2):
 60-105 s wall, 58-66 s CPU, 500 MiB before the fast row path and the parts; after, 14.5-16.3 s
 wall, 18-25 s CPU, 139 MiB (on one core, `taskset -c 0`: 17.7-20.9 s wall, 17-20 s CPU).

@@ -7,10 +7,10 @@
 For each op and size both loops run on the same ranks and the same process group,
 interleaved `--repeats` times, alternating which goes first (so load drift hits both alike); the median of each is
 compared, and so is the best (minimum) of each, which load on a shared machine
-disturbs least. Targets (issue 2): bandwidth >= 0.97 x bare at >= 1 MiB; latency <= 1.05 x
+disturbs least. Targets: bandwidth >= 0.97 x bare at >= 1 MiB; latency <= 1.05 x
 bare at 8 bytes. Printed by rank 0; exit 0 whatever the numbers (a benchmark, not a test).
 
-Against nccl-tests on a GPU machine (issue 15; docs/netbench.md says how to build it):
+Against nccl-tests on a GPU machine (docs/netbench.md says how to build it):
 
     python benchmarks/net_bench.py --vs-nccl-tests nccl-tests/build [--gpus 1,8] [-e 1G]
 

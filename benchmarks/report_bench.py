@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/report_bench.py [--nodes 1000] [--keep DIR] [--baseline REV] [--repeat N]
 
 Writes records as a real acceptance run would (8 GPUs per node; world, inter-node (one rail
-per GPU) and intra-node sweeps of all seven ops from 1K to 16G; the groups search; the whole
+per GPU) and intra-node sweeps of seven ops from 1K to 16G; the groups search; the whole
 pair round-robin and its confirmation pass; storage from every node; one manifest line per
 host; one slow node, one slow link), then
 runs `stoker report DIR --workload llama-70b` (the spec is DIR/spec.yaml) as a child process
@@ -15,7 +15,7 @@ commit before the columnar reader), side by side, and the two verdict.json are c
 the findings must be the same; the line also names which of report.md, report.html and
 verdict.json are byte-identical to the baseline's. --repeat N runs both N times, alternating
 (a busy spell of a shared machine then hits both), and prints the medians.
-Targets (issue 20): under 5 s (the median) and under 1 GiB for ~680k records.
+Targets: under 5 s (the median) and under 1 GiB for ~680k records.
 """
 
 from __future__ import annotations

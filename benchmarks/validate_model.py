@@ -10,7 +10,7 @@ records of that bed (`stoker net` / `stoker io` run there first) through reports
 - checkpoint: a real torch.save (fsync) and DCP save of an MLP + Adam state on a loop
   device throttled to --throttle-mib MiB/s, and on the plain disk (--plain-dir), vs the
   model's sync stall from stoker io's checkpoint records.
-- compute (issue 27): the DDP MLP's compute-only step vs C predicted from `stoker compute`
+- compute: the DDP MLP's compute-only step vs C predicted from `stoker compute`
   records of the bed's CPU (no compute_s given: the model's measured-appetite path).
 - dataloader: a real DataLoader (2 workers, prefetch 2) reading 1 MiB sample files from
   the throttled device into a loop with a fixed compute time per step; its measured wait
@@ -51,7 +51,7 @@ TRAINING = {
     ],
     "FSDP": [("communication-bound", 64, 25.0), ("balanced", 1200, 25.0), ("compute-bound", 4000, 25.0)],
 }
-# issue 27: the compute time predicted from `stoker compute` records vs the real step's, per batch
+# the compute time predicted from `stoker compute` records vs the real step's, per batch
 COMPUTE = [("batch 1200", 1200), ("batch 4000", 4000)]
 DL_SAMPLE = 1 << 20
 # regime -> (batch, compute seconds per step); the throttle delivers 4 MiB batches every 0.08 s at 50 MiB/s

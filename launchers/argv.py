@@ -35,7 +35,7 @@ from reports.errors import StokerError
 from reports.outdir import claim
 
 
-def _parser() -> OneLineParser:
+def argv_parser() -> OneLineParser:
     parser = OneLineParser(prog="launchers.argv")
     parser.add_argument("--launcher", choices=("local", "torchrun", "mpirun"), default="local")
     parser.add_argument("--nnodes", type=int, default=1)
@@ -168,7 +168,7 @@ def launched(args: argparse.Namespace, prog: list[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = argv_parser().parse_args(argv)
     try:
         out = launched(args, program(args, Path.cwd()))
     except StokerError as exc:

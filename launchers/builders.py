@@ -74,7 +74,7 @@ INVENTORY_LIMIT_S = 120  # nvidia-smi reads and 30 x 1 GiB copies per GPU take s
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ComputeCommand:
-    """One `stoker compute` phase: every device of the node at once, a budget per profile (issue 27)."""
+    """One `stoker compute` phase: every device of the node at once, a budget per profile."""
 
     out: str
     profile: str
@@ -180,6 +180,11 @@ class SrunSpec:
     # CPUs per task: a number, or a variable of the script ("$CPT"); None: Slurm's default
     cpus_per_task: str | None = None
     bind: tuple[str, ...] = ()  # e.g. ("--cpu-bind=cores", "--gpu-bind=closest")
+    # the nodes as variables of the script (the sbatch job after its preflight): a count
+    # ("$NN"), the tasks ("$NTASKS") and a --nodelist ("$GOOD"); None: `nodes` as a number
+    on: tuple[str, str, str] | None = None
+    kill_on_bad_exit: bool = True  # False: each node's task ends on its own (the preflight)
+    output: str | None = None  # srun --output, e.g. "$OUT/preflight/%N.log" (a file per node)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -219,14 +224,19 @@ def _minutes(seconds: int) -> str:
 
 
 def srun(s: SrunSpec) -> list[str]:
+    count, ntasks, nodelist = s.on or (str(s.nodes), str(s.nodes * s.ntasks_per_node), "")
     argv = [
         "srun",
-        f"--nodes={s.nodes}",
+        f"--nodes={count}",
         f"--ntasks-per-node={s.ntasks_per_node}",
-        f"--ntasks={s.nodes * s.ntasks_per_node}",
+        f"--ntasks={ntasks}",
         # one dead task ends the whole step instead of leaving the others waiting
-        "--kill-on-bad-exit=1",
+        f"--kill-on-bad-exit={int(s.kill_on_bad_exit)}",
     ]
+    if nodelist:
+        argv.append(f"--nodelist={nodelist}")
+    if s.output:
+        argv.append(f"--output={s.output}")
     if s.time_limit_s is not None:
         argv.append(f"--time={_minutes(s.time_limit_s)}")
     if s.mpi:
@@ -291,7 +301,9 @@ def build(launcher: str, spec: object) -> list[str]:
 # A token that is a reference to one of the script's own variables ("$OUT", "$OUT/io"), or an
 # option set to one ("--cpus-per-task=$CPT"): double-quoted so bash expands it; every other
 # token is single-quoted as needed.
-_VAR_TOKEN = re.compile(r"^(--[a-z][a-z-]*=)?\$[A-Z_][A-Z0-9_]*(/[A-Za-z0-9._/-]*)?$")
+_VAR_TOKEN = re.compile(
+    r"^(--[a-z][a-z-]*=)?\$[A-Z_][A-Z0-9_]*(/[A-Za-z0-9._/%-]*)?$"
+)  # %N: srun's node name
 
 
 def shell_line(tokens: list[str]) -> str:

@@ -37,13 +37,12 @@ def plan(
     tagged: Sequence[tuple[str, Finding]],
     outcome: cp.Outcome,
     results: Sequence[cp.StepResult],
-    io_scope: str | None,
 ) -> Plan:
     """`tagged`: every finding of the check, in the order given to cp.outcome, with its step."""
     bad = [(t, f) for t, f in tagged if f.status in FAILING]
     drain, taint, left = [], [], []
     for (tag, f), why_short, name in zip(bad, outcome.reasons, outcome.failed_checks, strict=True):
-        if why := not_node_own(f.component, f.extra, io_scope if tag == "io" else None):
+        if why := not_node_own(f.component, f.extra):
             left.append(f"{f.check} ({f.component}): {why}: no action")
             continue
         drain.append((tag, why_short))

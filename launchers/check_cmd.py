@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -49,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--checks", default=",".join(cp.STEPS), help="comma list of inventory,net,io (default all)"
     )
     parser.add_argument(
-        "--path", default="/var/tmp", help="local directory for the disk test (default /var/tmp)"
+        "--path",
+        help=f"local directory for the disk test (default: the local path --baseline accepted for this "
+        f"node, else {cp.DEFAULT_IO_PATH})",
     )
     parser.add_argument(
         "--limit", type=float, default=cp.DEFAULT_LIMIT_S, help="overall time limit, seconds (default 50)"
@@ -119,7 +122,7 @@ def run_step(step: cp.Step, limit_s: float, env: dict[str, str]) -> cp.StepResul
 def _metrics(rs: Any, host: str, findings: list[Any]) -> tuple[list[Any], list[Any]]:
     from launchers.prom_export import Metric
     from reports.findings import FAILING
-    from reports.judging.baseline import figures
+    from reports.judging.baseline_figures import figures
 
     figs = [
         Metric(
@@ -165,7 +168,7 @@ def _limit(value: float) -> float:
 def _prometheus_target(path: str) -> None:
     """--prometheus checked before anything is measured: a file name in a directory stoker
     can write into, not a file stoker did not write (reports/safe_write.py)."""
-    from reports.safe_write import check_outputs
+    from reports.safe_write import LEDGER, check_outputs
 
     p = Path(path)
     if p.is_dir() or not p.name:
@@ -175,7 +178,20 @@ def _prometheus_target(path: str) -> None:
     parent = p.resolve().parent
     if not parent.is_dir():
         raise UsageError(f"--prometheus {path}: its directory {parent} does not exist")
-    check_outputs(parent, [p.name], "give another --prometheus file")
+    try:
+        check_outputs(parent, [p.name], "give another --prometheus file")
+    except UsageError:
+        if p.is_symlink() or not p.is_file():
+            raise
+        # a plain file the directory's ledger does not list: most often the metrics file of a
+        # stoker from before the ledger, found after an upgrade; stoker still never writes over it
+        target = shlex.quote(str(parent / p.name))
+        raise UsageError(
+            f"--prometheus {path}: exists and was not written by stoker (not in the ledger "
+            f"{parent / LEDGER}, or changed since), so stoker will not write over it; if it is an older "
+            f"stoker's metrics file (from before the ledger), move or delete it once (`rm {target}`) "
+            "and the next check writes it; if it is someone else's, give another --prometheus file"
+        ) from None
     try:
         fd, probe = tempfile.mkstemp(dir=parent, prefix=".stoker-probe-")
         os.close(fd)
@@ -193,14 +209,27 @@ def main(args: argparse.Namespace) -> int:
         from reports.baseline_file import load
 
         baseline = load(args.baseline)
-    if "io" in which and not Path(args.path).is_dir():
-        raise UsageError(f"--path {args.path}: no such directory; give a local directory for the disk test")
-    if args.prometheus:
-        _prometheus_target(args.prometheus)
     host = _host_name(
         "host name (set STOKER_HOSTNAME)",
         os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname(),
     )
+    said = ""
+    if args.path is None and "io" not in which:
+        args.path = cp.DEFAULT_IO_PATH  # no disk test: no path to take from the baseline
+    if args.path is None:  # the path the accepted run measured this node's local disk on
+        try:
+            args.path, said = cp.accepted_path(baseline, host)
+        except ValueError as exc:
+            raise UsageError(f"--path not given: {exc}") from None
+    if "io" in which and not Path(args.path).is_dir():
+        where = f" ({said})" if said else ""
+        raise UsageError(
+            f"--path {args.path}: no such directory{where}; give a local directory for the disk test"
+        )
+    if args.verbose and said:
+        print(f"stoker check: {said}")
+    if args.prometheus:
+        _prometheus_target(args.prometheus)
     node = args.node or os.environ.get("SLURMD_NODENAME", "").strip() or host
     if args.drain or args.node is not None:
         _host_name("--node", node)
@@ -248,20 +277,23 @@ def _check(
         results.append(run_step(step, share, env))
     from reports import evidence
     from reports.judging.inventory import judge_inventory
+    from reports.judging.nic_counters import sweep_counter_findings
     from reports.table import read_records
 
     rs = evidence.build(read_records(out))
     tagged = [("inventory", f) for f in judge_inventory(rs.host)]
     if baseline is not None:
-        from reports.judging.baseline import judge_evidence
+        from reports.judging.baseline_figures import judge_evidence
 
         tagged += [(baseline_step(f), f) for f in judge_evidence(baseline, rs)]
     tagged += [("net", f) for f in _wrong_results(rs, host)]
+    # a NIC whose error counters rose over the short collective (read around it), by its rail
+    tagged += [("net", f) for f in sweep_counter_findings([], rs.host, rs.counters)]
     findings = [f for _, f in tagged]
     o = cp.outcome(findings, results)
     for line in o.problems:
         print(line)
-    failed = _act(args, o, tagged, results, rs, node, deadline)
+    failed = _act(args, o, tagged, results, node, deadline)
     if args.prometheus:
         failed += _export(args, rs, host, findings, time.monotonic() - started)
     if args.verbose or o.verdict != "pass":
@@ -277,7 +309,6 @@ def _act(
     o: cp.Outcome,
     tagged: list[tuple[str, Any]],
     results: list[cp.StepResult],
-    rs: Any,
     node: str,
     deadline: float,
 ) -> int:
@@ -285,8 +316,7 @@ def _act(
     Nothing on an incomplete check: a tool that hung proves nothing about the node."""
     if o.verdict == "incomplete" or not (args.drain or args.k8s_node):
         return 0
-    scopes = {r.scope for r in rs.io}
-    p = plan(tagged, o, results, io_scope="local" if scopes == {"local"} else None)
+    p = plan(tagged, o, results)  # a storage finding says itself whether its disk is local
     actor = Actor(WHO, args.dry_run, deadline)
     for line in p.left:
         actor.say(line)

@@ -32,6 +32,7 @@ IO_FILE_BYTES = 4 << 20  # each dataloader file (4 per worker)
 IO_BLOCK = 4 << 20  # `stoker io`'s default checkpoint block
 IO_SAMPLE = 128 << 10  # `stoker io`'s default dataloader sample
 MAX_IO_PROCS = 64  # writers or workers a check starts, whatever a baseline says
+DEFAULT_IO_PATH = "/var/tmp"  # the disk test's path without --path or a baseline's
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,6 +83,29 @@ def measure_like(baseline: Baseline | None, host: str, path: str, gpus: int) -> 
         workers=workers,
         ckpt_block=ckpt_block if (1 << 20) <= ckpt_block <= (16 << 20) else IO_BLOCK,
         sample_bytes=sample if 512 <= sample <= IO_FILE_BYTES and sample % 512 == 0 else IO_SAMPLE,
+    )
+
+
+def accepted_path(baseline: Baseline | None, host: str) -> tuple[str, str]:
+    """The disk test's path when --path is not given, and one line saying where it came from:
+    the one local path the baseline accepted this node's fio figures on (a fleet's baseline:
+    any node's, as `Baseline.like`), else DEFAULT_IO_PATH. ValueError naming them when it
+    accepted several: the check measures one, and will not guess which."""
+    if baseline is None:
+        return DEFAULT_IO_PATH, ""
+    figs = baseline.like("node-storage", host, scope="local", backend="fio")
+    paths = sorted({f.path for f in figs if f.path})
+    named = baseline.file or f"run {baseline.run_id}"
+    if len(paths) > 1:
+        raise ValueError(
+            f"the baseline {named} accepted local storage of {host} on {len(paths)} paths "
+            f"({', '.join(paths[:5])}): give --path one of them"
+        )
+    if paths:
+        return paths[0], f"--path {paths[0]}: the local path the baseline {named} accepted for {host}"
+    return (
+        DEFAULT_IO_PATH,
+        f"--path {DEFAULT_IO_PATH}: the baseline {named} has no local disk figure of {host}",
     )
 
 

@@ -40,8 +40,14 @@ COMMANDS: dict[str, str] = {
     "drain": "launchers.drain_cmd",
 }
 # the launchers' own plumbing, left out of `stoker --help`: the sbatch job records each
-# phase with it, and checks that every node runs the same stoker (docs/launchers.md)
-INTERNAL: dict[str, str] = {"phase-record": "reports.phases", "fingerprint": "launchers.fingerprint"}
+# phase with it, checks that every node runs the same stoker, and sets aside the nodes whose
+# preflight failed (docs/launchers.md)
+INTERNAL: dict[str, str] = {
+    "phase-record": "reports.phases",
+    "fingerprint": "launchers.fingerprint",
+    "preflight": "launchers.preflight",  # each node before the sweeps; set-aside gathers them
+    "set-aside": "reports.setaside",
+}
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -215,6 +215,7 @@ RANK_VARIABLES: dict[str, str] = {
     "dstack": 'NNODES="$DSTACK_NODES_NUM" NODE_RANK="$DSTACK_NODE_RANK" '
     'MASTER_ADDR="$DSTACK_MASTER_NODE_IP" NPROC_PER_NODE="$DSTACK_GPUS_PER_NODE"',
 }
+assert set(RANK_VARIABLES) == set(PLATFORMS) - {"slurm"}  # slurm renders an sbatch script instead
 
 
 def node_script(job: CloudJob, platform: str) -> str:

@@ -26,7 +26,7 @@ WHO = "stoker drain"
 MAX_VERDICT_BYTES = 64 << 20
 TAG = "report"  # no check step measures an acceptance finding again: resumed by hand
 
-_TEXT = ("component", "check", "status", "unit", "message", "device", "scope")
+_TEXT = ("component", "check", "status", "unit", "message", "device", "scope", "path", "figure")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -124,7 +124,7 @@ def culprits(verdict: Mapping[str, Any], measured: set[str] | None = None) -> Cu
             left.append(f"{what} names {len(names)} hosts, not one node: not drained")
             continue
         host = names[0]
-        if why := not_node_own(f["component"], f, f.get("scope")):
+        if why := not_node_own(f["component"], f):
             left.append(f"{what} on {host!a}: {why}: not drained")
         elif not actionable_host(host):
             left.append(f"{what}: host {host!a} {why_not_plain(host) or 'is a placeholder'}: not drained")

@@ -339,7 +339,7 @@ KINDS = {"job": indexed_job, "jobset": jobset, "mpijob": mpijob}
 
 
 def documents(job: CloudJob) -> list[dict[str, Any]]:
-    if job.kind == "check":  # `stoker check` on every node (issue 26)
+    if job.kind == "check":  # `stoker check` on every node
         from launchers import k8s_check
 
         return k8s_check.documents(job)

@@ -78,7 +78,7 @@ PHASES=$(( 2 + ${#SCOPES[@]} + 2 ))
 # the node inventory first: one per node, each reads itself, as the sbatch job's
 tokens CMD "${L[@]}" --nproc-per-node 1 inventory --out "$OUT"
 phase inventory $((LIMITS[3] + GRACE)) "${CMD[@]}"
-# then the accelerators' appetite: one per node, each sweeps its own devices at once (issue 27)
+# then the accelerators' appetite: one per node, each sweeps its own devices at once
 tokens CMD "${L[@]}" --nproc-per-node 1 compute --out "$OUT" "$@"
 phase compute $((LIMITS[4] + GRACE)) "${CMD[@]}"
 for i in "${!SCOPES[@]}"; do

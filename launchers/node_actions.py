@@ -62,12 +62,17 @@ def slurm_name(host: str) -> tuple[str, str]:
     return host.split(".")[0], ""
 
 
-def not_node_own(component: str, extra: Mapping[str, Any], scope: str | None) -> str:
+def not_node_own(component: str, extra: Mapping[str, Any]) -> str:
     """Why a failing finding is not this one node's own fault ("" when it is): a scope-wide
-    or shared-storage finding says nothing about which node to drain."""
+    or shared-storage finding says nothing about which node to drain. A storage figure is
+    the node's own only when the finding itself says its scope is `local` (a baseline finding
+    carries its figure's scope; one without, from an older stoker, is not known to be)."""
     if component not in NODE_OWN:
         return f"a {component} finding is about more than one node"
-    if extra.get("figure") in STORAGE_FIGURES and (scope or extra.get("scope")) != "local":
+    if extra.get("figure") in STORAGE_FIGURES and extra.get("scope") != "local":
+        where = extra.get("path") or "storage"
+        if extra.get("scope") == "shared":
+            return f"{where} is shared storage, not this node's own disk"
         return "a storage figure not known to be the node's local disk"
     return ""
 

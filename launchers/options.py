@@ -9,9 +9,9 @@ import re
 import shutil
 from pathlib import Path
 
-from launchers.profiles import IO_FAMILIES, PROFILES, Profile, get_profile, with_overrides
+from launchers.profiles import PROFILES, Profile, get_profile, with_overrides
 from reports.errors import UsageError
-from reports.records import OPS
+from reports.records import IO_FAMILIES, OPS
 from reports.units import parse_size
 
 
@@ -54,7 +54,7 @@ def _csv(text: str | None) -> tuple[str, ...] | None:
 def _names(text: str | None, option: str, known: tuple[str, ...], phase: str) -> tuple[str, ...] | None:
     """A comma-separated list of known names, checked here, before anything runs: a typo
     (`--ops allreduce`) or an empty list would otherwise surface as a phase failing after
-    the others had run (issue 21: the storage phase ran 47 s, then exit 3)."""
+    the others had run (the storage phase would run 47 s first, then exit 3)."""
     names = _csv(text)
     if names is None:
         return None

@@ -5,7 +5,8 @@ quick    a smoke test: minutes on any machine, CPU-only included (the `stoker ru
          on a machine without GPUs, where gloo on 2 cores cannot move large buffers fast).
 standard the acceptance default, sized for 8-GPU nodes on NVLink + InfiniBand: sizes up to
          1 GiB show the bandwidth plateau, checkpoint writers move enough to defeat caches.
-full     everything: every op, every size from 8 bytes, long storage runs.
+full     everything but gather, scatter and alltoallv (seven ops), every size from 8 bytes, long
+         storage runs.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from reports.errors import UsageError
-
-# the storage workload families `stoker io --workloads` takes (iobench.workloads.FAMILIES; launchers
-# never imports iobench, a unit test keeps the two equal)
-IO_FAMILIES = ("checkpoint", "dataloader", "metadata")
+from reports.records import IO_FAMILIES
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,7 +56,7 @@ PROFILES: dict[str, Profile] = {
             step_factor=4,
             iters=5,
             warmup=2,
-            workloads=("checkpoint", "dataloader", "metadata"),
+            workloads=IO_FAMILIES,
             ckpt_bytes="64M",
             io_runtime_s=3,
             net_timeout_s=180,
@@ -73,7 +71,7 @@ PROFILES: dict[str, Profile] = {
             step_factor=4,
             iters=20,
             warmup=5,
-            workloads=("checkpoint", "dataloader", "metadata"),
+            workloads=IO_FAMILIES,
             ckpt_bytes="4G",
             io_runtime_s=30,
             net_timeout_s=600,
@@ -87,7 +85,7 @@ PROFILES: dict[str, Profile] = {
             step_factor=2,
             iters=50,
             warmup=10,
-            workloads=("checkpoint", "dataloader", "metadata"),
+            workloads=IO_FAMILIES,
             ckpt_bytes="16G",
             io_runtime_s=60,
             net_timeout_s=1800,

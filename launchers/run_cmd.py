@@ -36,9 +36,10 @@ from launchers.phases import Phase, PhaseResult, StopSignals, exit_code, record_
 from launchers.precheck import check_phases
 from launchers.profiles import Profile, default_profile
 from reports.errors import UsageError
+from reports.findings import REPORT_SCOPES
 from reports.outdir import claim
 from reports.phases import phase_name
-from reports.records import new_run_id
+from reports.records import BACKEND_CHOICES, new_run_id
 
 HELP = "the embedded default: network sweep, storage tests and the report on this machine"
 CPU_RANKS = 2
@@ -60,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
         default="auto",
-        choices=("auto", "nccl", "gloo", "mpi"),
+        choices=BACKEND_CHOICES,
         help="collective backend (default auto: nccl with GPUs, else gloo)",
     )
     parser.add_argument(
@@ -73,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--scope",
-        choices=("cluster", "node"),
+        choices=REPORT_SCOPES,
         default="cluster",
         help="what is under test (default cluster: every promise of --spec must be measured, and one "
         "machine cannot measure the inter-node link; node: only the node's own promises, the report "
@@ -263,7 +264,7 @@ def main(args: argparse.Namespace) -> int:
     out = (cwd / (args.out or f"stoker-results/{run_id}")).resolve()
     if args.path and not Path(args.path).is_dir():
         raise UsageError(f"--path {args.path}: no such directory")
-    # issue 22: every option by the phases' own rules before anything is created or measured
+    # every option checked by the phases' own rules before anything is created or measured
     check_phases(
         p.argv for p in _plan(args, profile, out, str(args.path or out), nproc, spec, workload, gpus)
     )

@@ -14,11 +14,17 @@ from launchers.acceptance import net_phases as _net_phases
 from launchers.duration import Job, limit_of, shard_bytes, summary_lines
 from launchers.fabrics import FABRICS
 from launchers.profiles import Profile, plateau
+from reports.errors import UsageError
 from reports.units import parse_size
 
 # What the rendered script may hold beyond the profile's own limits: stoker's --timeout
 # fires first, srun's --time next (Slurm kills on whole minutes), `timeout` last.
 SRUN_GRACE_S = 60  # PHASE_GRACE_S, JOB_MARGIN_S: launchers/acceptance.py
+# the nodes the preflight kept, as the script's variables: count, tasks, --nodelist
+KEPT = ("$NN", "$NN", "$GOOD")
+KEPT_RANKS = ("$NN", "$NRANKS", "$GOOD")  # one task per rank
+ACROSS = ("inter-node", "pairs", "groups")  # phases that need two nodes: skipped on one
+PREFLIGHT_LIMIT_S = 120  # stoker check's 50 s and the storage paths, with room; srun kills past it
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -51,6 +57,8 @@ class SbatchConfig:
     local_GBps: float | None = None
     shared_GBps: float | None = None
     fabric: str | None = None  # launchers/fabrics.py: its rank variables exported (None: the site's own)
+    # fewer nodes than this left after the preflight: the job stops (exit 3); None: 2, or 1 on one node
+    min_nodes: int | None = None
 
 
 def model(cfg: SbatchConfig) -> Job:
@@ -66,6 +74,15 @@ def model(cfg: SbatchConfig) -> Job:
         local_GBps=cfg.local_GBps,
         shared_GBps=cfg.shared_GBps,
     )
+
+
+def min_nodes(cfg: SbatchConfig) -> int:
+    """The fewest nodes the job goes on with after the preflight (--min-nodes)."""
+    if cfg.min_nodes is not None:
+        if not 1 <= cfg.min_nodes <= cfg.nodes:
+            raise UsageError(f"--min-nodes {cfg.min_nodes}: give 1 to --nodes ({cfg.nodes})")
+        return cfg.min_nodes
+    return min(2, cfg.nodes)
 
 
 def template_text() -> str:
@@ -87,13 +104,15 @@ def net_phases(cfg: SbatchConfig) -> list[tuple[str, tuple[str, ...]]]:
 
 def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mpi: bool) -> list[str]:
     """One phase's step: a rank per GPU gets its share of the node's CPUs ($CPT) bound as
-    cores and the GPU closest to them; a task per node gets every CPU of the node."""
+    cores and the GPU closest to them; a task per node gets every CPU of the node. Every
+    step runs on the nodes the preflight kept ($GOOD, $NN of them)."""
     ranks = mpi  # the sweeps' steps: one rank per GPU
     bind = ("--cpu-bind=cores", "--gpu-bind=single:1") if ranks and cfg.gpus_per_node else ()
     return b.srun(
         b.SrunSpec(
             program=tuple(program),
             nodes=cfg.nodes,
+            on=KEPT if per_node == 1 else KEPT_RANKS,
             ntasks_per_node=per_node,
             time_limit_s=limit_s + SRUN_GRACE_S,
             mpi="pmix" if mpi and cfg.backend == "mpi" else None,
@@ -151,9 +170,12 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
             )
         )
         cmd = _srun(cfg, net, cfg.ranks_per_node, limit, mpi=True)
-        lines.append(b.shell_line(["phase", name, str(limit + PHASE_GRACE_S), *cmd]))
+        runner = "across" if name in ACROSS else "phase"
+        lines.append(b.shell_line([runner, name, str(limit + PHASE_GRACE_S), *cmd]))
     paths = ("$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared)
-    mkdir = b.srun(b.SrunSpec(program=("mkdir", "-p", *paths), nodes=cfg.nodes, time_limit_s=60, label=False))
+    mkdir = b.srun(
+        b.SrunSpec(program=("mkdir", "-p", *paths), nodes=cfg.nodes, on=KEPT, time_limit_s=60, label=False)
+    )
     lines.append(b.shell_line(mkdir))
     io_p = storage_profile(cfg)
     io = b.io_argv(
@@ -169,7 +191,7 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
     lines.append(b.shell_line(["phase", "storage", str(io_p.io_timeout_s + PHASE_GRACE_S), *cmd]))
     if cfg.local_path is None:  # our own per-node dir; rmdir leaves it if anything is left in it
         rmdir = b.srun(
-            b.SrunSpec(program=("rmdir", "$LOCAL_IO"), nodes=cfg.nodes, time_limit_s=60, label=False)
+            b.SrunSpec(program=("rmdir", "$LOCAL_IO"), nodes=cfg.nodes, on=KEPT, time_limit_s=60, label=False)
         )
         lines.append(b.shell_line(rmdir) + " 2>/dev/null")
     return lines
@@ -259,12 +281,28 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
     )
     phases = _phase_lines(cfg)
     check = b.srun(
-        b.SrunSpec(program=(*cfg.stoker, "fingerprint"), nodes=cfg.nodes, time_limit_s=60, label=False)
+        b.SrunSpec(
+            program=(*cfg.stoker, "fingerprint"), nodes=cfg.nodes, on=KEPT, time_limit_s=60, label=False
+        )
+    )
+    # every node at once, each on its own: its output kept as OUT/preflight/NODE.log
+    preflight = b.srun(
+        b.SrunSpec(
+            program=(*cfg.stoker, "preflight", "$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared),
+            nodes=cfg.nodes,
+            time_limit_s=PREFLIGHT_LIMIT_S,
+            label=False,
+            kill_on_bad_exit=False,
+            output="$OUT/preflight/%N.log",
+        )
     )
     values = {
         "expected": "\n".join(f"# {x}" for x in summary_lines(model(cfg))),
         "fabric_env": fabric_exports(cfg.fabric),
         "stoker_check": b.shell_line(check),
+        "preflight": b.shell_line(preflight),
+        "set_aside": b.shell_line([*cfg.stoker, "set-aside"]),
+        "min_nodes": str(min_nodes(cfg)),
         "ranks": str(cfg.ranks_per_node),
         "sbatch_options": "\n".join(_sbatch_options(cfg)),
         # the profile's values land in a comment line too: names and sizes, nothing else
@@ -284,7 +322,7 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
         "shared_path": _default_or(cfg.shared_path, '"$OUT/io-scratch"'),
         "nodes": str(cfg.nodes),
         "shared_check": b.shell_line(shared_check),
-        "phase_count": str(sum(line.startswith("phase ") for line in phases) + 1),
+        "phase_count": str(sum(line.startswith(("phase ", "across ")) for line in phases) + 1),
         "phases": "\n".join(phases),
         "report": b.shell_line(["timeout", "--kill-after=30", str(p.report_timeout_s), *report]),
         "record_phase": b.shell_line([*cfg.stoker, "phase-record"]),

@@ -40,7 +40,7 @@ from launchers.profiles import Profile, default_profile, plateau
 from launchers.run_cmd import CPU_RANKS, INTERRUPTED, count_gpus, summary
 from reports.errors import UsageError
 from reports.outdir import claim
-from reports.records import new_run_id
+from reports.records import BACKEND_CHOICES, new_run_id
 
 HELP = "burn-in: network passes at the plateau and checkpoint writes for a duration, counters between passes"
 DEFAULT_IO_EVERY = 5  # a checkpoint write after every 5 network passes
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--path", help="directory for the checkpoint writes (default: a temp dir in the results dir)"
     )
     parser.add_argument("--nproc", type=int, help="local ranks (default: one per GPU, else 2)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "nccl", "gloo", "mpi"))
+    parser.add_argument("--backend", default="auto", choices=BACKEND_CHOICES)
     parser.add_argument(
         "--io-every",
         type=int,

@@ -27,6 +27,7 @@ from launchers.spec_paths import storage_plan, warning
 from reports.errors import UsageError
 from reports.judging.spec import load_spec
 from reports.outdir import mark_submitted
+from reports.records import BACKEND_CHOICES
 
 HELP = "render launchers/slurm/acceptance.sbatch for this cluster and submit it"
 CPU_RANKS = 2  # ranks per node on nodes without GPUs (gloo), as `stoker run` uses
@@ -63,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend",
         default="auto",
-        choices=("auto", "nccl", "gloo", "mpi"),
+        choices=BACKEND_CHOICES,
         help="collective backend for the sweeps (default auto: nccl with GPUs, else gloo)",
     )
     parser.add_argument("--dry-run", action="store_true", help="print the script instead of submitting it")
@@ -77,6 +78,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="a burn-in (Slurm): passes of every network scope at the plateau for DURATION (90s, 30m, 4h), "
         "counters read between passes, then storage and the report",
+    )
+    parser.add_argument(
+        "--min-nodes",
+        type=int,
+        help="Slurm: the fewest nodes the acceptance goes on with once the preflight has set aside "
+        "the failing ones (default 2, or 1 on one node); fewer: the job stops, exit 3",
     )
     add_profile_arguments(parser, default="standard")
     submit_cloud.add_arguments(parser)
@@ -113,6 +120,7 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         stoker=(sys.executable, "-m", "launchers.cli"),
         allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
         soak_s=int(parse_duration(args.soak, "--soak")) if getattr(args, "soak", None) else None,
+        min_nodes=getattr(args, "min_nodes", None),
     )
 
 

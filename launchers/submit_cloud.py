@@ -54,6 +54,7 @@ BARE_IMAGES = (
 )
 BUILD_HINT = "docker build -t REGISTRY/stoker:TAG . in a stoker checkout (its Dockerfile: NGC PyTorch + stoker, fio, nccl-tests)"
 CLIENTS = {"k8s": "kubectl", "skypilot": "sky", "dstack": "dstack"}
+assert set(CLIENTS) == set(PLATFORMS) - {"slurm"}  # slurm: launchers/submit.py runs sbatch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -124,7 +124,7 @@ PHASES=$(( 2 + ${#SCOPES[@]} + 1 + (NODE_RANK == 0) ))
 # the node inventory first: every node reads itself, as the sbatch job's
 tokens CMD inventory --out "$OUT"
 phase inventory $((LIMITS[3] + GRACE)) "${CMD[@]}"
-# then the accelerators' appetite: every node sweeps its own devices at once (issue 27)
+# then the accelerators' appetite: every node sweeps its own devices at once
 tokens CMD compute --out "$OUT" "$@"
 phase compute $((LIMITS[4] + GRACE)) "${CMD[@]}"
 i=0

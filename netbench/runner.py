@@ -57,7 +57,7 @@ class Settings:
 
 
 @dataclass(kw_only=True, slots=True)
-class _Run:
+class RankRun:
     b: Backend
     s: Settings
     wd: Watchdog
@@ -75,7 +75,7 @@ class _Run:
 
 
 @contextmanager
-def _step(wd: Watchdog, what: str) -> Iterator[None]:
+def measure_step(wd: Watchdog, what: str) -> Iterator[None]:
     """One watched step: the watchdog ends a hang; an error from the backend (a peer
     died, a connection reset) becomes MeasurementAborted (exit 3) naming the step."""
     wd.arm(what)
@@ -92,7 +92,7 @@ def _step(wd: Watchdog, what: str) -> Iterator[None]:
         wd.disarm()
 
 
-def _warn(r: _Run, line: str) -> None:
+def _warn(r: RankRun, line: str) -> None:
     if r.quiet and r.tag.get("soak_pass") != r.s.soak_first:
         return  # a soak says what it skips once, in its first pass
     if r.writer is not None:
@@ -121,7 +121,7 @@ def _manifest(
 
 
 def _record(
-    r: _Run,
+    r: RankRun,
     scope: str,
     g: Group,
     coll: Collective,
@@ -168,7 +168,7 @@ def _record(
     )
 
 
-def _modes(r: _Run, coll: Collective) -> list[bool]:
+def _modes(r: RankRun, coll: Collective) -> list[bool]:
     """Which in_place values to measure: out-of-place (in place where the API has no other
     form), plus in-place with --in-place where the op and backend have it."""
     only = coll.name in r.b.only_in_place
@@ -179,7 +179,7 @@ def _modes(r: _Run, coll: Collective) -> list[bool]:
 
 
 def _gather_one(
-    r: _Run,
+    r: RankRun,
     scope: str,
     comm: Any,
     mine: Group | None,
@@ -195,7 +195,7 @@ def _gather_one(
     if comm is not None and mine is not None and len(mine.ranks) >= coll.min_ranks:
         lay = coll.layout(size, len(mine.ranks), ITEMSIZE[r.s.dtype])
         if lay.count > 0:
-            with _step(r.wd, f"{coll.name} at {size} B in scope {scope} (group {mine.index})"):
+            with measure_step(r.wd, f"{coll.name} at {size} B in scope {scope} (group {mine.index})"):
                 res = measure(
                     r.b,
                     comm,
@@ -209,12 +209,12 @@ def _gather_one(
                     graph=r.s.graph,
                     slots=slots_for(lay, ITEMSIZE[r.s.dtype], pool, r.s.iters),
                 )
-    with _step(r.wd, f"collecting results of {coll.name} at {size} B in scope {scope}"):
+    with measure_step(r.wd, f"collecting results of {coll.name} at {size} B in scope {scope}"):
         return r.b.gather(res)
 
 
 def _round(
-    r: _Run,
+    r: RankRun,
     scope: str,
     groups: Sequence[Group],
     ops: Sequence[str],
@@ -223,7 +223,7 @@ def _round(
 ) -> dict[int, float]:
     """Measure `ops` x `sizes` on disjoint groups at once; returns busbw of each group's last row."""
     b = r.b
-    with _step(r.wd, f"creating the {scope} groups"):
+    with measure_step(r.wd, f"creating the {scope} groups"):
         comm = b.split([g.ranks for g in groups])
     mine = next((g for g in groups if b.rank in g.ranks), None)
     many = len(groups) > 1
@@ -270,12 +270,12 @@ def _round(
             for index, recs in rows.items():
                 last[index] = recs[0].busbw_GBps
                 r.say(output.row(recs, index if many else None))
-    with _step(r.wd, f"releasing the {scope} groups"):
+    with measure_step(r.wd, f"releasing the {scope} groups"):
         b.release()  # a pairs scope makes N - 1 rounds of groups: none outlives its round
     return last
 
 
-def _graph_fallback(r: _Run, results: Sequence[RankResult | None]) -> None:
+def _graph_fallback(r: RankRun, results: Sequence[RankResult | None]) -> None:
     """One line, the first time a CUDA-graph capture failed: from then on that op is timed
     eagerly (its records say graph: false)."""
     why = next((x.graph_error for x in results if x is not None and x.graph_error), "")
@@ -292,7 +292,7 @@ def _round_extra(g: Group) -> dict[str, Any]:
 
 
 def _pairs(
-    r: _Run, topo: Topology, rounds: list[list[Group]], pass_no: int
+    r: RankRun, topo: Topology, rounds: list[list[Group]], pass_no: int
 ) -> dict[int, dict[tuple[str, str], float]]:
     """Run the rounds; busbw per host pair, rail by rail."""
     bw: dict[int, dict[tuple[str, str], float]] = {}
@@ -304,14 +304,14 @@ def _pairs(
     return bw
 
 
-def _warn_untested(r: _Run, topo: Topology, scope: str) -> None:
+def _warn_untested(r: RankRun, topo: Topology, scope: str) -> None:
     missing = topo.untested_rails()
     if missing:
         said = "; ".join(f"{h}: rail {', '.join(map(str, js))}" for h, js in missing.items())
         _warn(r, f"# {scope}: rails not tested (ranks per node differ; rail j is local rank j): {said}")
 
 
-def _groups(r: _Run, topo: Topology) -> None:
+def _groups(r: RankRun, topo: Topology) -> None:
     """The log-round search for a slow node or link (reports.evidence.groups): each
     round measures the search's groups at once with real collectives; rank 0's busbw of each
     group is shared so that every rank's copy of the search takes the same next step."""
@@ -327,7 +327,7 @@ def _groups(r: _Run, topo: Topology) -> None:
         slowest = {
             hg: min(last.get(g.index, 0.0) for g in groups if set(g.hosts) == set(hg)) for hg in hgroups
         }
-        with _step(r.wd, f"sharing the results of groups round {done}"):
+        with measure_step(r.wd, f"sharing the results of groups round {done}"):
             values = r.b.bcast([slowest[hg] for hg in hgroups] if r.writer is not None else None)
         done += 1
         return list(values)
@@ -339,7 +339,7 @@ def _groups(r: _Run, topo: Topology) -> None:
     r.say(f"# groups search: {res.rounds} rounds; slow: {', '.join(named) or 'none'}")
 
 
-def _scope(r: _Run, topo: Topology, scope: str) -> None:
+def _scope(r: RankRun, topo: Topology, scope: str) -> None:
     rounds, why = scope_groups(topo, scope)
     if scope == "groups" and not why:
         _groups(r, topo)
@@ -354,7 +354,7 @@ def _scope(r: _Run, topo: Topology, scope: str) -> None:
     first = _pairs(r, topo, rounds, 1)
     from reports.evidence.rails import rail_confirmation_pairs
 
-    with _step(r.wd, "sharing the confirmation pairs"):
+    with measure_step(r.wd, "sharing the confirmation pairs"):
         again = r.b.bcast(rail_confirmation_pairs(first) if r.writer is not None else None)
     if again:
         _pairs(r, topo, pair_rounds(topo, host_pairs_rounds(topo, again)), 2)
@@ -381,11 +381,11 @@ def execute(b: Backend, s: Settings, launcher: str) -> int:
     rank0 = b.rank == 0
     wd = Watchdog(s.timeout_s, speak=rank0, where="no records written yet")
     host = my_host(b.rank, s.hosts_override)
-    with _step(wd, "start-up (exchanging host names)"):
+    with measure_step(wd, "start-up (exchanging host names)"):
         topo = Topology(hosts=tuple(b.allgather(host)))
         run_id = b.bcast(new_run_id() if rank0 else None)
     out_dir = s.out or os.path.join("stoker-results", run_id)
-    with _step(wd, "start-up (checking the results dir)"):
+    with measure_step(wd, "start-up (checking the results dir)"):
         # rank 0 claims the dir; every rank hears the answer, so a refusal stops them all at once
         refused = b.bcast(_claim(out_dir, run_id) if rank0 else None)
     if refused:
@@ -393,7 +393,7 @@ def execute(b: Backend, s: Settings, launcher: str) -> int:
     wd.where = f"records so far are kept in {out_dir}"
     is_leader = b.rank in topo.leaders()
     mine = _manifest(b, s, run_id, host, topo, launcher) if is_leader else None
-    with _step(wd, "start-up (collecting manifests)"):
+    with measure_step(wd, "start-up (collecting manifests)"):
         manifests = b.gather(mine)
     writer = RecordWriter(os.path.join(out_dir, NET_FILE)) if rank0 else None
     if writer is not None and manifests is not None:
@@ -401,20 +401,22 @@ def execute(b: Backend, s: Settings, launcher: str) -> int:
             for m in manifests:
                 if m is not None:
                     mw.write(m)
-    r = _Run(b=b, s=s, wd=wd, writer=writer, run_id=run_id)
+    r = RankRun(b=b, s=s, wd=wd, writer=writer, run_id=run_id)
     if s.soak_s is not None or s.soak_passes is not None:
         from netbench.soak import soak
 
         soak(r, topo, lambda: sweep(r, topo), out_dir, is_leader)
     else:
-        sweep(r, topo)
+        from netbench.soak import sweep_counters
+
+        sweep_counters(r, topo, lambda: sweep(r, topo), out_dir, is_leader)
     r.say(output.footer(out_dir, r.n_records))
     if writer is not None:
         writer.close()
     return 0
 
 
-def sweep(r: _Run, topo: Topology) -> None:
+def sweep(r: RankRun, topo: Topology) -> None:
     """Every scope once (one pass of a soak)."""
     s = r.s
     if s.pairs:

@@ -9,7 +9,9 @@ another fits before the deadline (the last pass's length is the estimate) or a s
 asked (SIGTERM/SIGINT: the pass in flight finishes, every finished pass is on disk; the
 watchdog defers the signal to the soak meanwhile, --timeout still ends a step that hangs, and
 under Slurm a pass not over SLURM_STOP_GRACE_S after the signal is cut);
-all ranks hear the decision, so they stop together.
+all ranks hear the decision, so they stop together. A plain sweep (no soak) reads the
+counters once before and once after it (`sweep_counters`): its counter records carry no
+`soak_pass`.
 
 A port or GPU read before a pass and gone after it is a `vanished` counter record of that
 pass (an error: the judge names the component and host); interfaces that containers create
@@ -33,7 +35,7 @@ from netbench.watchdog import Watchdog
 from reports.records import COUNTER_FILE, SCHEMA, RecordWriter, utc_now
 
 if TYPE_CHECKING:
-    from netbench.runner import _Run
+    from netbench.runner import RankRun
 
 LAST_FILE = ".counters-last.json"  # the last snapshot: the next soak phase of this run counts on from it
 SLURM_STOP_GRACE_S = 20.0  # the pass in flight's time after scancel; the job's epilogue gets the rest
@@ -85,9 +87,10 @@ def vanished(before: Snapshot, after: Snapshot) -> list[Delta]:
 
 
 def counter_records(
-    run_id: str, soak_pass: int, before: dict[str, Snapshot], after: dict[str, Snapshot], ts: str
+    run_id: str, soak_pass: int | None, before: dict[str, Snapshot], after: dict[str, Snapshot], ts: str
 ) -> list[dict[str, Any]]:
-    """The `kind: "counter"` records of one pass: what moved on each host, and what vanished (pure)."""
+    """The `kind: "counter"` records of one pass (soak_pass None: of a plain sweep, which
+    carry no `soak_pass`): what moved on each host, and what vanished (pure)."""
     out = []
     for host in sorted(after):
         was = before.get(host, {})
@@ -98,7 +101,7 @@ def counter_records(
                     "schema": SCHEMA,
                     "run_id": run_id,
                     "ts": ts,
-                    "soak_pass": soak_pass,
+                    **({} if soak_pass is None else {"soak_pass": soak_pass}),
                     "host": host,
                     "device": d.device,
                     "counter": d.counter,
@@ -118,8 +121,49 @@ def _progress(k: int, secs: float, lowest: dict[str, float], moved: list[dict[st
     return f"soak pass {k}: {secs:.1f} s, lowest busbw GB/s: {bw}; error counters: {said or 'none'}{more}"
 
 
+def gather_counters(
+    r: RankRun, host: str, is_leader: bool, read: Callable[[], Snapshot]
+) -> dict[str, Snapshot]:
+    """Each node's counters now, read by its leader; {host: snapshot} on global rank 0."""
+    from netbench.runner import measure_step
+
+    with measure_step(r.wd, "reading the counters"):
+        got = r.b.gather((host, read()) if is_leader else None)
+    return {x[0]: x[1] for x in (got or []) if x is not None}
+
+
+def sweep_counters(
+    r: RankRun,
+    topo: Topology,
+    one_sweep: Callable[[], None],
+    out_dir: str,
+    is_leader: bool,
+    read: Callable[[], Snapshot] = read_snapshot,
+) -> None:
+    """A plain sweep (no soak) between two readings of every node's counters: what rose
+    over the sweep goes to counters.jsonl without `soak_pass`, so that a (host, rail) finding
+    names the error counters that rose on its NIC, and a NIC whose counters rose while its
+    rail measured fine is a finding of its own (reports/judging/nic_counters.py)."""
+    host = topo.hosts[r.b.rank]
+    before = gather_counters(r, host, is_leader, read)
+    one_sweep()
+    after = gather_counters(r, host, is_leader, read)
+    if r.writer is None:
+        return
+    moved = counter_records(r.run_id, None, before, after, utc_now())
+    if moved:
+        with RecordWriter(os.path.join(out_dir, COUNTER_FILE)) as w:
+            for rec in moved:
+                w.write(rec)
+    errs = [m for m in moved if m["severity"] == "error"]
+    if errs:
+        said = "; ".join(f"{m['host']} {m['device']} {m['counter']} +{m['delta']:g}" for m in errs[:4])
+        more = f" (+{len(errs) - 4} more)" if len(errs) > 4 else ""
+        r.say(f"# error counters that rose during the sweep: {said}{more}")
+
+
 def soak(
-    r: _Run,
+    r: RankRun,
     topo: Topology,
     one_pass: Callable[[], None],
     out_dir: str,
@@ -127,16 +171,14 @@ def soak(
     read: Callable[[], Snapshot] = read_snapshot,
 ) -> int:
     """Passes until the deadline, the pass limit or a stop; returns the passes done."""
-    from netbench.runner import _step
+    from netbench.runner import measure_step
 
     s, b = r.s, r.b
     host = topo.hosts[b.rank]
     rank0 = r.writer is not None
 
     def gather() -> dict[str, Snapshot]:
-        with _step(r.wd, "reading the counters"):
-            got = b.gather((host, read()) if is_leader else None)
-        return {x[0]: x[1] for x in (got or []) if x is not None}
+        return gather_counters(r, host, is_leader, read)
 
     start = time.monotonic()
     before = {**gather(), **(_load_last(out_dir, r.run_id) if rank0 else {})}
@@ -162,7 +204,7 @@ def soak(
             more = not stop.asked and (s.soak_passes is None or done < s.soak_passes)
             if s.soak_s is not None:
                 more = more and time.monotonic() - start + secs <= s.soak_s
-            with _step(r.wd, "agreeing on the next soak pass"):
+            with measure_step(r.wd, "agreeing on the next soak pass"):
                 more = bool(b.bcast(more if rank0 else None))
             if not more:
                 break

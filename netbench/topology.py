@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from reports.errors import UsageError
+from reports.records import CLI_NET_SCOPES
 
-SCOPES = ("world", "intra-node", "inter-node", "pairs", "groups")
+SCOPES = CLI_NET_SCOPES  # what `--scopes` takes (records say `pair` for `pairs`)
 
 
 def my_host(rank: int, override: str | None = None, environ: Mapping[str, str] | None = None) -> str:

@@ -50,7 +50,8 @@ def recorded_verdict(directory: Path) -> str:
 
 def main(args: argparse.Namespace) -> int:
     from reports.baseline_file import to_yaml
-    from reports.judging.baseline import DEFAULT_TOLERANCE, MAX_TOLERANCE, figures, make
+    from reports.judging.baseline import DEFAULT_TOLERANCE, MAX_TOLERANCE, make
+    from reports.judging.baseline_figures import figures
     from reports.records import utc_now
     from reports.report_cmd import collect
     from reports.safe_write import write_outputs

@@ -32,10 +32,13 @@ Status = Literal[
 Verdict = Literal["pass", "fail", "incomplete", "unjudged"]
 # the parts of a training job the GPUs can wait for, in the order a buyer reads them
 Part = Literal["data parallel", "tensor parallel", "pipeline", "dataloader", "checkpoint"]
+# what a report judges (`--scope`, verdict.json `scope`): the whole cluster, or one node alone
+ReportScope = Literal["cluster", "node"]
 COMPONENTS: tuple[Component, ...] = get_args(Component)
 STATUSES: tuple[Status, ...] = get_args(Status)
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 PARTS: tuple[Part, ...] = get_args(Part)
+REPORT_SCOPES: tuple[ReportScope, ...] = get_args(ReportScope)
 FAILING: tuple[Status, ...] = (
     "below_spec",
     "starving",
@@ -138,12 +141,20 @@ def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> Verd
 
 
 def headline(verdict: Verdict, findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
-    """The verdict in words, one line; "PASS" only for `pass`."""
+    """The verdict in words, one line; "PASS" only for `pass`. A verdict that rests on what healthy
+    systems reach (no spec: reports.judging.reference) says so."""
+    by_reference = sum(f.extra.get("basis") == "reference" for f in findings)
+    basis = (
+        f" {by_reference} check{'s' if by_reference != 1 else ''} judged against what healthy systems "
+        "of the detected kind reach (no spec given)."
+        if by_reference
+        else ""
+    )
     if verdict == "fail":
         counts = Counter(f.status for f in findings if f.status in FAILING)
         n = sum(counts.values())
         what = ", ".join(f"{k} {s}" for s, k in sorted(counts.items()))
-        return f"FAIL — {n} finding{'s' if n != 1 else ''} to act on ({what})."
+        return f"FAIL — {n} finding{'s' if n != 1 else ''} to act on ({what}).{basis}"
     if verdict == "incomplete":
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         return f"INCOMPLETE — {missing[0] if missing else 'a phase produced no records'}{more}."
@@ -159,7 +170,7 @@ def headline(verdict: Verdict, findings: Sequence[Finding], missing: Sequence[st
             f"UNJUDGED — nothing was judged: {n} check{'s' if n != 1 else ''} had no reference — give --spec "
             "(or put spec.yaml in the results directory)."
         )
-    return "PASS — no finding is below spec or starving."
+    return f"PASS — no finding is below spec or starving.{basis}"
 
 
 def verdict_json(j: Judgement, **extra: Any) -> dict[str, Any]:

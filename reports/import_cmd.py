@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _own(out: Path) -> None:
     """--out is stoker's (its `.stoker-run` marker), or new or empty and then marked as an
-    import's; a dir of someone's files is refused, whatever their names (issue 22)."""
+    import's; a dir of someone's files is refused, whatever their names."""
     from reports.outdir import MARKER, owner
 
     try:

@@ -18,8 +18,8 @@ from reports.records import check_run_id
 
 MARKER = ".stoker-run"
 SUBMITTED = "(submitted)"  # not a valid run id, so no run can be mistaken for it
-# Ownership is the marker alone, never a file's name (issue 22: a user's phases.jsonl,
-# phase-1-notes.md, io-scratch/ made their dir look like stoker's and got appended to). The
+# Ownership is the marker alone, never a file's name (a user's phases.jsonl, phase-1-notes.md
+# or io-scratch/ would make their dir look like stoker's, to be appended to). The
 # launchers (torchrun.sh, mpirun.sh, the Slurm job) write the marker, "(submitted)", before
 # anything else, so their own files are always in a marked dir.
 
@@ -40,7 +40,7 @@ def _write_marker(out: Path, content: str) -> None:
     try:
         tmp.write_text(content + "\n", encoding="utf-8")
         os.replace(tmp, out / MARKER)
-    except OSError as exc:  # a read-only mount, a full disk (issue 22: was a crash, exit 70)
+    except OSError as exc:  # a read-only mount, a full disk: one line, not a crash
         raise UsageError(
             f"cannot write into {out}: {exc.strerror or exc}; give a writable results dir"
         ) from None
@@ -53,7 +53,7 @@ def _foreign(out: Path) -> list[str]:
 
 def _log_hint(out: Path, found: list[str]) -> str:
     """`mkdir R && stoker run --out R 2>&1 | tee R/run.log`: the shell opens the log before
-    stoker starts, so R holds a file stoker did not make (issue 21). Say so, and where a log goes."""
+    stoker starts, so R holds a file stoker did not make. Say so, and where a log goes."""
     logs = [n for n in found if n.endswith((".log", ".txt", ".out")) and (out / n).is_file()]
     if len(logs) != len(found) or any((out / n).stat().st_size > 1 << 20 for n in logs):
         return ""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -127,6 +128,53 @@ def missing_records(name: str, net_scopes: set[str], io_count: int) -> str | Non
     if kind.yields == "net" and not net_scopes & set(kind.record_scopes):
         return "wrote no network records"
     return None
+
+
+def log_name(phase: str) -> str:
+    """The file a shell launcher keeps a phase's output in, created as the phase starts
+    (launchers/common.sh, the sbatch job): `phase-NAME.log`."""
+    return f"phase-{phase}.log"
+
+
+def _is_log(name: str) -> bool:
+    return name.startswith("phase-") and name.endswith(".log") and len(name) > len("phase-.log")
+
+
+# the phases that run a soak's passes: the sbatch job's one `soak` phase, and `stoker soak`'s
+# `network K..` phases
+def _runs_soak(phase: str) -> bool:
+    return phase == "soak" or phase.startswith("network ")
+
+
+def unfinished(
+    lines: Sequence[Mapping[str, Any]], files: Iterable[str], last_soak_pass: int
+) -> list[tuple[str, str]]:
+    """(phase, one line saying so) per phase that started and never ended (pure): a phase's log in DIR
+    (`files`: the names in DIR) with no phase line for it, the launcher killed before it
+    wrote one (a job cancelled under Slurm); or, with no such log, soak records up to pass
+    `last_soak_pass` in a run whose phase lines have none of the soak's phases: its records
+    stop without the soak's end."""
+    ended = {str(p.get("phase")) for p in lines} | {str(p.get("log")) for p in lines if p.get("log")}
+    out = []
+    for log in sorted(f for f in files if _is_log(f)):
+        name = log[len("phase-") : -len(".log")]
+        if name not in ended and log not in ended:
+            out.append(
+                (
+                    name,
+                    f"phase {name} started ({log} is in the results dir) but never ended: it has no line in "
+                    f"{PHASES_FILE}, so the job was cancelled or killed while it ran; its records are partial",
+                )
+            )
+    if not out and last_soak_pass and lines and not any(_runs_soak(str(p.get("phase"))) for p in lines):
+        out.append(
+            (
+                "soak",
+                f"phase soak never ended: its records stop at pass {last_soak_pass} and {PHASES_FILE} has "
+                "no line of the soak (the job was cancelled or killed while it ran); its records are partial",
+            )
+        )
+    return out
 
 
 HELP = "append one phase's line to DIR/phases.jsonl (the shell launchers' phase runner)"

@@ -60,12 +60,14 @@ def _over(name: str, value: Any, limit: float, unit: str) -> str:
     return ""
 
 
-_NET_STR = ("run_id", "ts", "op", "scope", "backend", "dtype", "redop", "device")
-_NET_BOOL = ("in_place",)
-_NET_INT = ("count", "root", "iters", "warmup", "group", "schema")
-_IO_STR = ("run_id", "ts", "workload", "direction", "path", "scope", "backend", "failed")
-_IO_BOOL = ("cache_suspect",)
-_IO_INT = ("block_size", "schema")
+# the type of each field a record check reads beyond its figures (reports.records NET_FIGURES,
+# IO_FIGURES); tests/unit/test_vocabularies.py holds them to the NetRecord and IoRecord fields
+NET_STR = ("run_id", "ts", "op", "scope", "backend", "dtype", "redop", "device")
+NET_BOOL = ("in_place",)
+NET_INT = ("count", "root", "iters", "warmup", "group", "schema")
+IO_STR = ("run_id", "ts", "workload", "direction", "path", "scope", "backend", "failed")
+IO_BOOL = ("cache_suspect",)
+IO_INT = ("block_size", "schema")
 
 
 def _types(obj: Mapping[str, Any], strs: Iterable[str], bools: Iterable[str], ints: Iterable[str]) -> str:
@@ -89,7 +91,7 @@ def record_why(kind: str, obj: Mapping[str, Any]) -> str:
         return f"run_id {rid[:40]!r} is not a run id (letters, digits, '.', '_', '-')"
     bw = max_GBps()
     if kind == "net":
-        why = _types(obj, _NET_STR, _NET_BOOL, _NET_INT)
+        why = _types(obj, NET_STR, NET_BOOL, NET_INT)
         checks = [
             # one rank's figures are a copy in its own memory (nccl-tests on 1 GPU), no link's
             *(
@@ -103,7 +105,7 @@ def record_why(kind: str, obj: Mapping[str, Any]) -> str:
             ("time_s", MAX_SECONDS, " s"),
         ]
     else:
-        why = _types(obj, _IO_STR, _IO_BOOL, _IO_INT)
+        why = _types(obj, IO_STR, IO_BOOL, IO_INT)
         if not why and "direct" in obj and obj["direct"] is not None and not isinstance(obj["direct"], bool):
             why = f"direct is {str(obj['direct'])[:40]!r}: expected true, false or null"
         per_host = obj.get("per_host_bw_GBps") if isinstance(obj.get("per_host_bw_GBps"), dict) else {}
@@ -138,9 +140,9 @@ def net_table_why(table: Any) -> dict[int, str] | None:
 
     t = table.schema
     kinds = (
-        (_NET_STR, pa.types.is_string),
-        (_NET_BOOL, pa.types.is_boolean),
-        (_NET_INT, pa.types.is_int64),
+        (NET_STR, pa.types.is_string),
+        (NET_BOOL, pa.types.is_boolean),
+        (NET_INT, pa.types.is_int64),
     )
     for names, ok in kinds:
         for n in names:

@@ -33,11 +33,26 @@ IO_FILE = "io.jsonl"
 MANIFEST_FILE = "manifest.jsonl"
 HOST_FILE = "host.jsonl"  # node inventory, `kind: "host"` (netbench/inventory)
 COUNTER_FILE = "counters.jsonl"  # soak: counter deltas per pass, `kind: "counter"` (netbench/soak.py)
-COMPUTE_FILE = "compute.jsonl"  # matmul appetite, `kind: "compute"` (netbench/compute; issue 27)
+COMPUTE_FILE = "compute.jsonl"  # matmul appetite, `kind: "compute"` (netbench/compute)
 
 OPS = ops.OPS  # the op names, defined once in reports/ops.py
+# the `scope` a net record carries; `stoker net --scopes` names the same scopes, but says
+# `pairs` for the records of scope `pair` (CLI_NET_SCOPES, derived)
 NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
-IO_SCOPES = ("local", "shared")
+CLI_NET_SCOPES = tuple("pairs" if s == "pair" else s for s in NET_SCOPES)
+IO_SCOPES = ("local", "shared")  # the `scope` an io record carries: a node's own disk, or shared
+# the `backend` a net record of stoker's own carries; `--backend` also takes `auto`
+BACKENDS = ("nccl", "gloo", "mpi")
+BACKEND_CHOICES = ("auto", *BACKENDS)
+# the storage workload families `stoker io --workloads` takes, and the `workload` names of the
+# io records each family writes (launchers, iobench and the judgement all read these)
+IO_WORKLOADS_OF = {
+    "checkpoint": ("checkpoint_write", "checkpoint_read"),
+    "dataloader": ("dataloader_read",),
+    "metadata": ("metadata",),
+}
+IO_FAMILIES = tuple(IO_WORKLOADS_OF)
+IO_WORKLOADS = tuple(w for ws in IO_WORKLOADS_OF.values() for w in ws)
 
 
 # A run id names directories (stoker-results/<run_id>, <path>/.stoker-<run_id>/): one
@@ -149,7 +164,7 @@ R = TypeVar("R", NetRecord, IoRecord)
 
 def to_dict(rec: Record) -> dict[str, Any]:
     """The JSON object of a record; `extra` keys are flattened back to the top level."""
-    names, values = _getter(type(rec))  # issue 22: dataclasses.fields() per record cost imports 10%
+    names, values = _getter(type(rec))  # one getter per class: dataclasses.fields() per record is slow
     out = dict(zip(names, values(rec)))
     for name, value in out.items():
         if isinstance(value, tuple):  # hosts
@@ -240,6 +255,16 @@ IO_FIGURES = (
 IO_MAPS = ("per_host_bw_GBps", "lat_ms")
 
 
+def _required(cls: type) -> tuple[str, ...]:
+    none = dataclasses.MISSING
+    return tuple(f.name for f in dataclasses.fields(cls) if f.default is none and f.default_factory is none)
+
+
+# the contract's minimum: the fields a net record must have, in the dataclass's order
+NET_REQUIRED = _required(NetRecord)
+assert {n for n, _ in NET_FIGURES} <= set(NET_REQUIRED)  # the column reader requires every net figure
+
+
 def _bad_number(name: str, value: Any, integer: bool = False) -> str:
     """Why `value` is not a valid figure ("" when it is): a finite number >= 0 (an integer
     where `integer`). JSON true/false are not numbers here, though Python says they are."""
@@ -280,7 +305,7 @@ def check_figures(kind: str, obj: Mapping[str, Any]) -> str:
         return why
     if kind != "net" and (why := hosts_why(obj.get("per_host_bw_GBps") or {})):
         return why
-    # --- issue 22: field types and physical range (one reader of numbers: reports/plausible.py)
+    # field types and physical range (one reader of numbers: reports/plausible.py)
     from reports.plausible import record_why
 
     return record_why(kind, obj)
@@ -307,7 +332,7 @@ class RecordWriter:
     def __init__(self, path: str | os.PathLike[str], *, sync_each: bool = True) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # issue 22: never appended through a symlink planted at the record file's name
+        # never appended through a symlink planted at the record file's name
         nofollow = getattr(os, "O_NOFOLLOW", 0)
         self._fh: TextIO = open(
             self.path, "a", encoding="utf-8", opener=lambda p, flags: os.open(p, flags | nofollow, 0o644)
@@ -336,7 +361,7 @@ class RecordWriter:
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
     """(line number, object or None, reason) for each non-blank line; never raises on bad data."""
-    from reports.safe_read import iter_lines, loads_line  # issue 22: regular files, bounded JSON
+    from reports.safe_read import iter_lines, loads_line  # regular files, bounded JSON
 
     for n, line in iter_lines(path):
         if not line.strip():

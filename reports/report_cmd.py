@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reports.errors import UsageError
+from reports.findings import REPORT_SCOPES
 
 if TYPE_CHECKING:  # pandas comes with them: `stoker report` starts its parse first (main)
     import pandas as pd
@@ -71,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--scope",
-        choices=("cluster", "node"),
+        choices=REPORT_SCOPES,
         default="cluster",
         help="what was under test (default cluster: every promise of the spec must be measured; node: "
         "only the node's own, and the report names the inter-node link and shared storage as not covered)",
@@ -131,17 +132,32 @@ def last_error_line(directory: Path, p: dict[str, Any]) -> str:
     return text[:300]
 
 
+def unfinished_phases(
+    directory: Path, phases: list[dict[str, Any]], last_soak_pass: int = 0
+) -> list[tuple[str, str]]:
+    """(phase, why) of each phase that started and never ended (reports/phases.py)."""
+    from reports.phases import unfinished
+
+    try:
+        names = [p.name for p in directory.iterdir()]
+    except OSError:
+        names = []
+    return unfinished(phases, names, last_soak_pass)
+
+
 def missing_phases(
     directory: Path,
     phases: list[dict[str, Any]],
     net_scopes: set[str],
     io_count: int,
     ranks_per_node: float | None = None,
+    last_soak_pass: int = 0,
 ) -> list[str]:
-    """One line per phase that should have produced records and did not: it aborted, or it
-    ended cleanly with none of its records (pure but for reading a phase's log). An
-    intra-node phase with one rank per node (`ranks_per_node` 1, from the sweeps that crossed
-    nodes) had nothing to measure: no missing phase (coverage says so)."""
+    """One line per phase that should have produced records and did not: it aborted, it
+    started and never ended (no line: the launcher was killed), or it ended cleanly with none
+    of its records (pure but for reading DIR's names and a phase's log). An intra-node phase
+    with one rank per node (`ranks_per_node` 1, from the sweeps that crossed nodes) had
+    nothing to measure: no missing phase (coverage says so)."""
     from reports.phases import missing_records
 
     out = []
@@ -160,7 +176,7 @@ def missing_phases(
             out.append(f"phase {name} ended cleanly but wrote no compute records")
         elif why := missing_records(name, net_scopes, io_count):  # reports/phases.py says what each yields
             out.append(f"phase {name} ended cleanly but {why}")
-    return out
+    return out + [why for _, why in unfinished_phases(directory, phases, last_soak_pass)]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -193,6 +209,7 @@ def collect(
     """`localised` is called with the per-host figures and the pair evidence as soon as they
     are computed (stoker report starts drawing their figures then: reports.evidence.build)."""
     from reports import evidence, plausible
+    from reports.evidence.soak import soak_pass
     from reports.findings import verdict_json
     from reports.ingest.importers import import_dir
     from reports.judging.judge import judge
@@ -234,13 +251,17 @@ def collect(
     workload, wl_notes = load_optional("workload", workload_arg, directory)
     ev = evidence.build(rs, localised)
     phases = read_phases(directory)
-    missing = missing_phases(directory, phases, ev.net_scopes, len(ev.io), ev.ranks_per_node)
+    last_pass = max((soak_pass(r) or 0 for r in ev.soak), default=0)
+    missing = missing_phases(directory, phases, ev.net_scopes, len(ev.io), ev.ranks_per_node, last_pass)
     missing += plausible.not_judged(rs.skipped)  # a suspect figure never softens a fail
     skipped = {str(p.get("phase")) for p in phases if p.get("skipped")}
     from reports.baseline_file import load as load_baseline
 
     baseline = load_baseline(baseline_arg) if baseline_arg else None
-    j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped, baseline=baseline)
+    from reports import setaside
+
+    aside = setaside.findings(setaside.read(directory))  # DIR/setaside.jsonl: the job's preflight
+    j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped, baseline=baseline, set_aside=aside)
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(
         title=title,
@@ -257,7 +278,8 @@ def collect(
         records=ev.counts,
         skipped_lines=len(ev.skipped),
         imported=sorted(imp.sources),
-        aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)],
+        aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)]
+        + [name for name, _ in unfinished_phases(directory, phases, last_pass)],
         missing_phases=j.missing_phases,
     )
     return Collected(report=ri, spec=spec, workload=workload, verdict=verdict)

@@ -8,7 +8,7 @@ a truncated line, a blank line) is read line by line, each bad line named — an
 same type: `NetTable`, whose `frame` (pandas, one row per record) is what evidence is
 computed from, and whose `records()` are the NetRecord objects, built on first use and only
 for the rows asked for (`where`). The figures are checked by one rule table
-(reports.records.FIGURE_RULES), vectorised here and per line there.
+(reports.records.NET_FIGURES), vectorised here and per line there.
 """
 
 from __future__ import annotations

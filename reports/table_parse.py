@@ -15,10 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from reports.records import NET_FIGURES, NET_FILE, NET_OPTIONAL
+from reports.records import NET_FIGURES, NET_FILE, NET_OPTIONAL, NET_REQUIRED
 
-# Columns every row must have (the contract's minimum), by arrow type family.
-STRINGS = ("run_id", "ts", "op", "scope", "backend", "dtype")
+# Columns every row must have (the contract's minimum, NetRecord's fields without a default), by
+# arrow type family: the text ones here, `hosts` a list of text, the figures numbers.
+STRINGS = tuple(n for n in NET_REQUIRED if n != "hosts" and n not in dict(NET_FIGURES))
 
 
 def parse(path: Path) -> tuple[int, Any] | None:

@@ -47,7 +47,7 @@ def gbps(nbytes: float, seconds: float) -> float:
     return nbytes / seconds / 1e9 if seconds > 0 else 0.0
 
 
-# --- durations and paths given as options (issue 22): one rule for every command and the phases
+# --- durations and paths given as options: one rule for every command and the phases
 # `stoker run` starts. `--timeout nan` passed `<= 0` (NaN compares False) and never fired;
 # `inf` and `1e20` made a deadline no clock reaches.
 MAX_SECONDS = 7 * 86400.0  # a week: longer than any allocation a measurement runs in

@@ -68,6 +68,46 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "needs_bed(missing, reason): the test needs root or a tool; skip (fail under CI=true)"
     )
+    config.pluginmanager.register(BedProgress(config), "stoker-bed-progress")
+
+
+# The tiers (docs/testing.md): a test is `bed` when it builds or needs a bed (it lives in one of
+# these directories, which run real measurement processes, or it is marked needs_bed);
+# `pytest -m "not bed"` runs the rest, the pure and light tests, in minutes.
+BED_DIRS = ("integration", "validation")
+
+
+def is_bed(item: pytest.Item) -> bool:
+    path = Path(str(item.path)).resolve()
+    tests = REPO / "tests"
+    under = path.relative_to(tests).parts[0] if path.is_relative_to(tests) else ""
+    return under in BED_DIRS or item.get_closest_marker("needs_bed") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if is_bed(item) and item.get_closest_marker("bed") is None:
+            item.add_marker(pytest.mark.bed)
+
+
+class BedProgress:
+    """A bed test runs for seconds to minutes: a quiet (-q) run prints its name as it starts
+    (its outcome and the progress follow on that line, as -v shows them), so the run says what
+    it is doing instead of printing dots for minutes; --durations gives the times."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.beds: set[str] = set()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.beds = {i.nodeid for i in session.items if i.get_closest_marker("bed") is not None}
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if nodeid in self.beds and tr is not None and self.config.get_verbosity() <= 0:  # -v names each
+            tr.ensure_newline()
+            tr.write(f"bed: {nodeid} ", flush=True)
 
 
 @pytest.hookimpl(tryfirst=True)  # before any fixture builds a bed (a Slurm cluster, namespaces)

@@ -12,8 +12,9 @@ import numpy as np
 
 from netbench.launch_env import LaunchEnv
 from reports.errors import UsageError
+from reports.records import BACKEND_CHOICES
 
-BACKENDS = ("auto", "nccl", "gloo", "mpi")
+BACKENDS = BACKEND_CHOICES  # what `--backend` takes (reports/records.py declares them)
 # bytes per element of each --dtype (the size column counts elements x this)
 ITEMSIZE = {
     "float32": 4,

@@ -10,7 +10,7 @@ GPU's NUMA node, so the pinned pages are near the GPU's root port: a far-socket 
 cross the inter-socket link and trip the host-link threshold falsely. Each GPU gets a pinned
 buffer of its own, allocated under that binding (fresh_pinned): torch's caching host allocator
 would otherwise hand GPU 0's freed pinned block to every later GPU (torch.cuda.empty_cache()
-frees device memory only; pytorch issue 134332), and the GPUs of the other socket would copy
+frees device memory only: github.com/pytorch/pytorch/issues/134332), and the GPUs of the other socket would copy
 across the inter-socket link.
 
 Covered in CI by a scripted copier (tests/unit/test_inventory.py) and its pure parts here by

@@ -1,7 +1,7 @@
 """Hardware detection for the run manifest (the IO edge): GPU model and count, NIC link
 rates, PCIe link speed and width, where the host shows them. The measuring side runs it
 (netbench/runner.py writes the result into each host's manifest line as `hardware`); the
-report only reads those records (reports/evidence/hosts.summarise) and never runs a tool.
+report only reads those records (reports.evidence.hosts.summarise) and never runs a tool.
 
 `detect_hardware()` never raises: a missing tool or file leaves its key out. Tools run as
 a list of arguments with a short timeout. Parsing is pure, in hardware_parse.py.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.evidence import groups, hosts, pairs, storage, sweeps
+from reports.evidence import groups, hosts, rails, storage, sweeps
 from reports.evidence.groups import SearchResult
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.stragglers import Stragglers, stragglers
@@ -70,7 +70,7 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
     their figures then, on its other core)."""
     frame = rs.net.frame
     shown = sweeps.shown(frame)
-    per_host, pair_ev = sweeps.per_host(shown), pairs.pair_evidence(frame)
+    per_host, pair_ev = sweeps.per_host(shown), rails.pair_evidence(frame)
     if localised is not None:
         localised(per_host, pair_ev)
     curves, wrong = sweeps.judged(frame)

@@ -317,28 +317,6 @@ class Cells(Sequence[tuple[float, str, str]]):
         return f"Cells({self[:3]}{', ...' if len(self) > 3 else ''} {len(self)} pairs)"
 
 
-def pair_evidence(frame: pd.DataFrame) -> PairEvidence:
-    """The values, scores, matrix and cells are each pair's slowest rail (its only rail on
-    nodes of one rank); `rails` holds every rail's own values for the judgement."""
-    from reports.evidence.rails import rail_values, slowest_rail, untested_rails
-
-    rails = rail_values(frame)
-    values = slowest_rail(rails)
-    hosts, matrix = pair_matrix(values)
-    pair_rows = frame["scope"] == "pair"
-    return PairEvidence(
-        values=values,
-        scores=node_scores(values),
-        size=int(frame["bytes"][pair_rows].max()) if pair_rows.any() else 0,
-        hosts=hosts,
-        matrix=matrix,
-        cells=Cells(values),  # the same cells as the matrix's upper triangle
-        confirmed=confirmed_with(frame),
-        rails=rails,
-        untested=untested_rails(rails),
-    )
-
-
 # -- the confirmation pass --------------------------------------------------------------
 def suspects(
     pair_GBps: Mapping[Pair, float], min_gap: float = DEFAULT_MIN_GAP / 2

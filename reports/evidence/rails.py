@@ -12,7 +12,17 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from reports.evidence.pairs import Pair, PairValues, confirmation_pairs, pair_values
+from reports.evidence.pairs import (
+    Cells,
+    Pair,
+    PairEvidence,
+    PairValues,
+    confirmation_pairs,
+    confirmed_with,
+    node_scores,
+    pair_matrix,
+    pair_values,
+)
 
 
 def rail_of(frame: pd.DataFrame) -> np.ndarray:
@@ -65,3 +75,38 @@ def untested_rails(rails: Mapping[int, PairValues]) -> dict[str, tuple[int, ...]
 def rail_confirmation_pairs(by_rail: Mapping[int, dict[Pair, float]]) -> list[Pair]:
     """The confirmation pairs of every rail together (a re-pairing runs on all rails at once)."""
     return list(dict.fromkeys(p for j in sorted(by_rail) for p in confirmation_pairs(by_rail[j])))
+
+
+def untested_note(untested: Mapping[str, tuple[int, ...]]) -> str | None:
+    """The report's line on the (host, rail)s no pair test measured, or None when every
+    host was measured on every rail."""
+    if not untested:
+        return None
+    said = "; ".join(
+        f"{h}: rail{'s' if len(js) > 1 else ''} {', '.join(map(str, js))}"
+        for h, js in sorted(untested.items())
+    )
+    return (
+        f"rails not tested by the pair tests (ranks per node differ; rail j is local rank j, measured "
+        f"only between nodes that both run a rank j): {said}; a slow NIC there cannot be named"
+    )
+
+
+def pair_evidence(frame: pd.DataFrame) -> PairEvidence:
+    """The values, scores, matrix and cells are each pair's slowest rail (its only rail on
+    nodes of one rank); `rails` holds every rail's own values for the judgement."""
+    rails = rail_values(frame)
+    values = slowest_rail(rails)
+    hosts, matrix = pair_matrix(values)
+    pair_rows = frame["scope"] == "pair"
+    return PairEvidence(
+        values=values,
+        scores=node_scores(values),
+        size=int(frame["bytes"][pair_rows].max()) if pair_rows.any() else 0,
+        hosts=hosts,
+        matrix=matrix,
+        cells=Cells(values),  # the same cells as the matrix's upper triangle
+        confirmed=confirmed_with(frame),
+        rails=rails,
+        untested=untested_rails(rails),
+    )

@@ -45,16 +45,31 @@ def scope_series(net: Iterable[NetRecord]) -> dict[tuple[str, tuple[str, ...]], 
     return {key: {k: statistics.median(v) for k, v in per.items()} for key, per in ratios.items()}
 
 
-def pair_series(net: Iterable[NetRecord]) -> dict[tuple[str, str], dict[int, float]]:
-    """(host a, host b) -> pass -> the pair's best busbw in that pass (both pair passes)."""
-    out: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+def _rail(r: NetRecord) -> int:
+    v = r.extra.get("rail", 0)  # records without `rail` (one rank per node, or older) are rail 0
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+
+def pair_rails(net: Iterable[NetRecord]) -> list[int]:
+    """The rails a soak's pair tests ran on ([0] for records without `rail`)."""
+    return sorted({_rail(r) for r in net if soak_pass(r) is not None and r.scope == "pair"}) or [0]
+
+
+def pair_series(net: Iterable[NetRecord], rail: int | None = None) -> dict[tuple[str, str], dict[int, float]]:
+    """(host a, host b) -> pass -> the pair's best busbw in that pass (both pair passes) on
+    `rail`; with rail None, on the pair's slowest rail that pass (a slow NIC is not hidden
+    behind its node's fast ones)."""
+    best: dict[tuple[str, str], dict[int, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for r in net:
         k = soak_pass(r)
         if k is None or r.scope != "pair" or r.wrong or len(set(r.hosts)) != 2:
             continue
+        j = _rail(r)
+        if rail is not None and j != rail:
+            continue
         a, b = sorted(set(r.hosts))
-        out[(a, b)][k] = max(out[(a, b)].get(k, 0.0), r.busbw_GBps)
-    return out
+        best[(a, b)][k][j] = max(best[(a, b)][k].get(j, 0.0), r.busbw_GBps)
+    return {p: {k: min(by_rail.values()) for k, by_rail in per.items()} for p, per in best.items()}
 
 
 def node_scores(pairs: Mapping[tuple[str, str], Mapping[int, float]]) -> dict[str, dict[int, float]]:

@@ -30,13 +30,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reports.evidence.grouped import Groups, codes
+from reports.records import NET_SCOPES
 from reports.units import format_size
 
 if TYPE_CHECKING:
     import pandas as pd
 
 PLATEAU_SIZES = 3
-SCOPE_ORDER = ("world", "intra-node", "inter-node", "pair")
+# the swept scopes in the report's order (groups records are a search, replayed in evidence/groups.py)
+SCOPE_ORDER = tuple(s for s in NET_SCOPES if s != "groups")
 # Which advertised figure a scope is held against (the judgement's `expected` keys).
 SCOPE_COMPONENT = {"intra-node": "intra-node network", "inter-node": "inter-node network"}
 

@@ -66,9 +66,7 @@ class ClusterSummary:
     gpus: int | None = None
     tokens_per_step: float | None = None
     compute_s: float | None = None
-    appetite: str = (
-        ""  # issue 27: the compute figure the model used (measured TFLOPS, catalog peak, compute_s)
-    )
+    appetite: str = ""  # the compute figure the model used (measured TFLOPS, catalog peak, compute_s)
     idle_share: float | None = None  # None: a needed component is unmeasured
     idle_by_component: dict[str, float | None] = field(
         default_factory=dict
@@ -222,7 +220,7 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
             e = float(r.extra.get("exposed_s", 0.0))
             parts[comp] = e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0  # type: ignore[operator]
     if lacks:
-        # the split only where it is whole (issue 21): with a part unmeasured the others are not
+        # the split only where it is whole: with a part unmeasured the others are not
         # parts of anything (one cluster's checkpoint part shrank under its measured 97% tensor
         # parallel idle while another's unmeasured tensor parallel counted as nothing); only the
         # missing parts stay, as unmeasured, and `lacks` says which measurement gives them
@@ -281,7 +279,7 @@ def summarise(
         gpus=summary.get("gpus") if workload is not None else None,
         tokens_per_step=float(tokens) if finite(tokens) else None,
         compute_s=float(compute) if finite(compute) else None,
-        appetite=_appetite(summary),  # issue 27
+        appetite=appetite_words(summary),
         idle_share=idle,
         idle_by_component=parts,
         lacks=tuple(lacks),
@@ -295,8 +293,8 @@ def summarise(
     return s
 
 
-def _appetite(summary: Mapping[str, Any]) -> str:
-    """The model's compute figure in words (issue 27): what the ranking's cost of work rests on."""
+def appetite_words(summary: Mapping[str, Any]) -> str:
+    """The model's compute figure in words: what the ranking's cost of work rests on."""
     figure = summary.get("compute_figure")
     return f"{figure}: {summary.get('compute_from', '')}" if figure else ""
 

@@ -15,7 +15,7 @@ from reports.fleet.ranking import Comparison, limited_by, lost_per_day
 from reports.fleet.rows import Cell
 from reports.fleet.runs import merge
 from reports.render import plots
-from reports.render.html import _page, bullets, esc, img, table
+from reports.render.html import bullets, esc, html_page, img, table
 from reports.render.markdown import LEGEND, md_table
 
 COMPARE_LEGEND = (
@@ -56,7 +56,7 @@ def fmt(c: Cell, unit: str, price: float | None = None) -> str:
         v = f"{c.value:.1%}" if c.value <= 1 else f"{c.value:,.1f}"
     else:
         v = f"{c.value:,.2f}"
-    # unknown noise is said, never shown as none (issue 21)
+    # unknown noise is said, never shown as none
     extra = ["± unknown"] if c.noise is None else [f"±{c.noise:.0%}"] if c.noise >= 0.005 else []
     if unit == "GB/s" and price and finite(c.value / price):
         extra.append(f"{c.value / price:.2f} per $")
@@ -248,7 +248,7 @@ def render_html(cmp: Comparison) -> str:
     body += _net_charts(cmp)
     body += _storage_chart(cmp)
     body += ["<h2>How to read it</h2>", bullets([*COMPARE_LEGEND, *LEGEND[:2]])]
-    return _page(f"stoker compare: {names}", body)
+    return html_page(f"stoker compare: {names}", body)
 
 
 def _plain(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Several runs of one cluster in a comparison (pure; issue 21 §2).
+"""Several runs of one cluster in a comparison (pure).
 
 Runs are grouped by the name of their spec, and told apart by what they hold, never by
 their directory: `distinct` counts copies of one run's directory as that one run. They are one cluster only when they agree on

@@ -87,7 +87,7 @@ class FioDoc:
 # ---- finding the document ---------------------------------------------------------------
 
 
-def _documents(text: str) -> list[dict[str, Any]]:
+def json_documents(text: str) -> list[dict[str, Any]]:
     """Every complete top-level JSON object that looks like fio output, in order."""
     dec = json.JSONDecoder()
     docs: list[dict[str, Any]] = []
@@ -112,7 +112,7 @@ def _documents(text: str) -> list[dict[str, Any]]:
 
 def load_document(text: str) -> dict[str, Any]:
     """The final fio JSON document in `text`; UsageError when there is none."""
-    docs = _documents(text)
+    docs = json_documents(text)
     if not docs:
         raise UsageError("no fio JSON found: run fio with --output-format=json (or json+)")
     return docs[-1]

@@ -9,10 +9,8 @@ recognised and not counted twice.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 
 from reports.errors import UsageError
 from reports.ingest import nccl_tests
+from reports.ingest.sniff import is_stoker_output, looks_like_fio, mtime_utc, run_id_for
 from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, IoRecord, NetRecord
 
 # Files stoker writes itself, never read back as foreign results.
@@ -56,27 +55,6 @@ class Imported:
         self.sources += other.sources
 
 
-def run_id_for(text: str) -> str:
-    return "import-" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
-
-
-def _mtime_utc(path: Path) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
-
-
-# `stoker net` prints an nccl-tests-style table too (netbench/output.py); a log of it kept in
-# DIR (a tee, a Slurm job log) holds what net.jsonl already holds and must not count twice.
-_STOKER_MARK = "# stoker net:"
-
-
-def _is_stoker_output(text: str) -> bool:
-    return _STOKER_MARK in text[:1_000_000]
-
-
-def _looks_like_fio(text: str) -> bool:
-    return '"fio version"' in text[:100_000]
-
-
 def _fio(text: str, *, run_id: str, source_name: str) -> tuple[list[IoRecord], str | None]:
     """fio JSON through the iobench parser; imported lazily so that reports works without it."""
     try:
@@ -107,11 +85,11 @@ def _why(exc: BaseException) -> str:
 
 def import_text(text: str, *, source_name: str, ts: str, op: str | None = None) -> Imported | None:
     """Records from one file's text; None when it is neither nccl-tests nor fio output."""
-    if _is_stoker_output(text):
+    if is_stoker_output(text):
         return None
     run_id = run_id_for(text)
     out = Imported()
-    if _looks_like_fio(text):
+    if looks_like_fio(text):
         recs, note = _fio(text, run_id=run_id, source_name=source_name)
         out.io += recs
         out.notes += [note] if note else []
@@ -150,11 +128,11 @@ def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported
     if not p.is_file():
         raise UsageError(f"{p}: no such file (give nccl-tests logs or -J JSON, or fio JSON files)")
     text = _read(p)
-    if _is_stoker_output(text):
+    if is_stoker_output(text):
         raise UsageError(
             f"{p}: this is stoker's own output; its records are in the net.jsonl of its --out directory"
         )
-    got = import_text(text, source_name=p.name, ts=_mtime_utc(p), op=op)
+    got = import_text(text, source_name=p.name, ts=mtime_utc(p), op=op)
     if got is None:
         raise UsageError(f"{p}: neither an nccl-tests log/JSON nor fio JSON output; nothing imported")
     if not got.net and not got.io:  # every line of it was unusable: say the first reason
@@ -191,7 +169,7 @@ def _too_large(directory: Path, known: set[str]) -> list[str]:
             continue
         try:
             head = head_text(p)
-            if not (_looks_like_fio(head) or streamable(p)) or run_id_of(p) in known:
+            if not (looks_like_fio(head) or streamable(p)) or run_id_of(p) in known:
                 continue
         except (OSError, UsageError):
             continue
@@ -216,7 +194,7 @@ def import_dir(directory: str | os.PathLike[str], known_run_ids: Iterable[str] =
             continue
         if run_id_for(text) in known:
             continue
-        got = import_text(text, source_name=str(p.relative_to(d)), ts=_mtime_utc(p))
+        got = import_text(text, source_name=str(p.relative_to(d)), ts=mtime_utc(p))
         if got is not None:
             out.extend(got)
     out.notes += _too_large(d, known)

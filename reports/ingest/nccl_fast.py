@@ -1,4 +1,4 @@
-"""The fast path of an nccl-tests table row (pure): what `nccl_records._record` makes of a plain
+"""The fast path of an nccl-tests table row (pure): what `nccl_records.row_record` makes of a plain
 row — every figure a finite number, in range, algbw agreeing with size / time — computed
 from the row's tokens by column index, without the per-row dicts of `row_fields`/`figures`;
 and its JSON line, written from a per-table template without a NetRecord or `to_dict`.
@@ -162,7 +162,7 @@ def row_values(
     lay: Layout, row: Sequence[str], op: str, ranks: int, dtypes: dict[str, str], check_busbw: bool = True
 ) -> list[Values] | None:
     """The records of a plain row (none for a group printed all N/A), or None: take the
-    general path. `ranks` 0: read from each record's bus factor, as _record does;
+    general path. `ranks` 0: read from each record's bus factor, as row_record does;
     `check_busbw` False (Context.split): busbw is not set against algbw x the bus factor."""
     if len(row) != lay.width:
         return None  # cut short, a timestamp's two tokens, or more: `aligned` decides
@@ -294,7 +294,7 @@ def world_record(
 
 
 def record(ctx: Context, v: Values) -> NetRecord:
-    """The NetRecord nccl_records._record makes of the same row."""
+    """The NetRecord nccl_records.row_record makes of the same row."""
     extra = context_extra(ctx)
     if v[14] is not None:
         extra["max_error"] = v[14]

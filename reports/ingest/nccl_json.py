@@ -10,7 +10,14 @@ from typing import Any
 from reports.ingest import nccl_per_iter
 from reports.ingest.json_shapes import list_at, mapping_at
 from reports.ingest.nccl_fast import Context as _Context
-from reports.ingest.nccl_records import Parsed, _hosts_of, _manifest, _record, nccl_version, op_from_name
+from reports.ingest.nccl_records import (
+    Parsed,
+    hosts_of,
+    import_manifest,
+    nccl_version,
+    op_from_name,
+    row_record,
+)
 from reports.ingest.nccl_rows import number, skipped_note
 from reports.records import NetRecord, hosts_why
 
@@ -51,7 +58,7 @@ def parse_json(
         return Parsed(
             records=[], manifest={}, notes=[f"{source_name}: cannot tell which test wrote it; pass --op"]
         )
-    hosts, device = _hosts_of(ranks)
+    hosts, device = hosts_of(ranks)
     if why := hosts_why(hosts):  # never judged, never acted on (reports/hostnames.py)
         return Parsed(records=[], manifest={}, notes=[f"{source_name}: skipped: config.devices {why}"])
     ctx = _Context(
@@ -96,7 +103,7 @@ def parse_json(
                 if v is None
             ]
             got.append(
-                f"{key} has no {', '.join(missing)}" if missing else _record(ctx, lead, timing, in_place)
+                f"{key} has no {', '.join(missing)}" if missing else row_record(ctx, lead, timing, in_place)
             )
         if problems := [g for g in got if isinstance(g, str)]:
             skipped.append((f"results[{n}]", problems[0]))
@@ -115,7 +122,7 @@ def parse_json(
     )
     return Parsed(
         records=records,
-        manifest=_manifest(run_id, source_name, versions, ranks, settings),
+        manifest=import_manifest(run_id, source_name, versions, ranks, settings),
         avg_busbw_GBps=avgs,
         notes=notes,
     )

@@ -54,7 +54,7 @@ def log_in_blocks(blocks: Iterable[str]) -> bool:
 
 
 @dataclass(kw_only=True, slots=True)
-class _Section:
+class Section:
     """One test's worth of a log, gathered while reading."""
 
     program: str | None = None
@@ -68,28 +68,28 @@ class _Section:
     graph: bool | None = None
 
 
-def _sections(lines: Iterable[str]) -> tuple[list[_Section], dict[str, str], list[float]]:
+def _sections(lines: Iterable[str]) -> tuple[list[Section], dict[str, str], list[float]]:
     versions: dict[str, str] = {}
     avgs: list[float] = []
-    return list(_iter_sections(lines, versions, avgs)), versions, avgs
+    return list(iter_sections(lines, versions, avgs)), versions, avgs
 
 
-def _iter_sections(
+def iter_sections(
     lines: Iterable[str],
     versions: dict[str, str],
     avgs: list[float],
     *,
     first: int = 1,
-    start: _Section | None = None,
-    end: list[_Section] | None = None,
-) -> Iterator[_Section]:
+    start: Section | None = None,
+    end: list[Section] | None = None,
+) -> Iterator[Section]:
     """Each test's table as soon as the next one starts (a 250 MB log is never held whole);
     `versions` and `avgs` are filled in as they are read. A part of a log (reports/ingest/
     stream_chunks.py) starts at line number `first`, within the table `start` was reading,
     and leaves in `end` the table it was reading at its last line."""
     # Every line passes here (~10^6 in a 250 MB log): each regex is tried only when a literal
     # it cannot match without is in the line, and a row is split once.
-    cur = start or _Section()
+    cur = start or Section()
     prefix = _PREFIX.match
     for n, raw in enumerate(lines, first):
         m = prefix(raw)  # strip_prefix: the pattern is anchored, so match == sub(count=1)
@@ -115,12 +115,12 @@ def _iter_sections(
             if cur.rows or cur.program:
                 if cur.rows:
                     yield cur
-                cur = _Section()
+                cur = Section()
             cur.program = m.group(1)
         elif "warmup iters:" in body and (m := _PARAMS.search(body)):
             if cur.rows:  # a second test in the same file without a "starting" line
                 yield cur
-                cur = _Section()
+                cur = Section()
             cur.warmup, cur.iters = int(m.group(1)), int(m.group(2))
             if g := _GRAPH.search(body):
                 cur.graph = int(g.group(1)) > 0
@@ -139,9 +139,9 @@ def _iter_sections(
 
 
 def cut_kind(body: str) -> str | None:
-    """'start' / 'params' for a (prefix-stripped, stripped) line at which _iter_sections
+    """'start' / 'params' for a (prefix-stripped, stripped) line at which iter_sections
     starts a new section when the one before has a program or rows / has rows; None for any
-    other line. The tests are _iter_sections' own, in its order (its comment branch: a line
+    other line. The tests are iter_sections' own, in its order (its comment branch: a line
     never a row, not noise); reports/ingest/stream_chunks.py cuts a log there."""
     if not body.startswith("#") or "NCCL INFO" in body or "NCCL WARN" in body:
         return None

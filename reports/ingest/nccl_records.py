@@ -18,7 +18,7 @@ from reports.ops import OPS, bus_factor, ranks_from_factor
 from reports.records import NetRecord
 
 # nccl-tests type names -> the dtype names stoker records use.
-_DTYPES = {
+NCCL_DTYPES = {
     "half": "float16",
     "float": "float32",
     "double": "float64",
@@ -91,7 +91,7 @@ def infer_op(lead: Mapping[str, Any], timing: Mapping[str, Any], ranks: int) -> 
     return None
 
 
-def _record(
+def row_record(
     ctx: _Context, lead: Mapping[str, Any], timing: Mapping[str, Any], in_place: bool
 ) -> NetRecord | str | None:
     """One record; None for a group printed as N/A (tests without an in-place mode); a
@@ -110,7 +110,7 @@ def _record(
     ranks = ctx.ranks or ranks_from_factor(ctx.op, f["algbw"], f["busbw"])  # -J files name their devices
     if not ctx.split and (why := busbw_why(ctx.op, ctx.ranks, f["algbw"], f["busbw"])):
         return why
-    per_iter = timing.get("per_iter")  # hook: issue 23, nccl-tests -I (reports/ingest/nccl_per_iter.py)
+    per_iter = timing.get("per_iter")  # nccl-tests -I (reports/ingest/nccl_per_iter.py)
     if isinstance(per_iter, Mapping):
         if isinstance(per_iter.get("times_us"), list):
             extra["iter_times_us"] = per_iter["times_us"]
@@ -122,7 +122,7 @@ def _record(
         ctx,
         extra,
         ranks=ranks,
-        dtype=_DTYPES.get(dtype, dtype),
+        dtype=NCCL_DTYPES.get(dtype, dtype),
         bytes=int(f["size"]),
         time_s=f["time"] * 1e-6,
         algbw_GBps=f["algbw"],
@@ -136,20 +136,20 @@ def _record(
     )
 
 
-def _hosts_of(ranks: Mapping[int, tuple[str, str]]) -> tuple[tuple[str, ...], str]:
+def hosts_of(ranks: Mapping[int, tuple[str, str]]) -> tuple[tuple[str, ...], str]:
     hosts = tuple(sorted({h for h, _ in ranks.values()}))
     devices = sorted({d for _, d in ranks.values() if d})
     return hosts, (devices[0] if len(devices) == 1 else ",".join(devices) or "unknown")
 
 
-def _manifest(
+def import_manifest(
     run_id: str,
     source: str,
     versions: Mapping[str, str],
     ranks: Mapping[int, tuple[str, str]],
     settings: Mapping[str, Any],
 ) -> dict[str, Any]:
-    hosts, _ = _hosts_of(ranks)
+    hosts, _ = hosts_of(ranks)
     return {
         "schema": 1,
         "kind": "manifest",

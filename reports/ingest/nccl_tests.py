@@ -21,14 +21,22 @@ from dataclasses import dataclass, field
 from reports.ingest import nccl_fast
 from reports.ingest.nccl_fast import Context as _Context
 from reports.ingest.nccl_json import looks_like_json, parse_json
-from reports.ingest.nccl_log import _iter_sections, _Section, looks_like_log
-from reports.ingest.nccl_records import _DTYPES, Parsed, _hosts_of, _manifest, _record, infer_op, op_from_name
+from reports.ingest.nccl_log import Section, iter_sections, looks_like_log
+from reports.ingest.nccl_records import (
+    NCCL_DTYPES,
+    Parsed,
+    hosts_of,
+    import_manifest,
+    infer_op,
+    op_from_name,
+    row_record,
+)
 from reports.ingest.nccl_rows import aligned, figures, number, row_fields, skipped_note
 from reports.ops import ranks_from_factor
 from reports.records import NetRecord, hosts_why, to_dict
 
 
-def _largest_readable(sec: _Section) -> tuple[dict[str, str], dict[str, str]] | None:
+def _largest_readable(sec: Section) -> tuple[dict[str, str], dict[str, str]] | None:
     """(leading columns, first timing group) of the last row whose figures are all figures."""
     for _, row in reversed(sec.rows):
         tokens = aligned(sec.header, row)
@@ -39,13 +47,13 @@ def _largest_readable(sec: _Section) -> tuple[dict[str, str], dict[str, str]] | 
     return None
 
 
-def _infer(sec: _Section) -> str | None:
+def _infer(sec: Section) -> str | None:
     """infer_op on the largest readable row (the one with a readable bus factor)."""
     got = _largest_readable(sec)
     return infer_op(got[0], got[1], len(sec.ranks)) if got else None
 
 
-def _section_ranks(sec: _Section, op: str) -> int:
+def _section_ranks(sec: Section, op: str) -> int:
     """The rank count: the device lines, else the bus factor of the largest row, once for
     the whole table (a row printed as 0.06/0.11 would say 12 ranks; at >= 1 GB/s the two
     printed decimals are within 1%)."""
@@ -82,7 +90,7 @@ class LogState:
     # a part of a log (reports/ingest/stream_chunks.py): the number of its first line, the
     # table being read before it (in) and at its last line (out; its rows already given)
     first_line: int = 1
-    table: _Section | None = None
+    table: Section | None = None
 
     def extend(self, part: LogState) -> None:
         """Add what the next part of the same log left, as one reading of both would."""
@@ -101,7 +109,7 @@ class LogState:
         settings = {"avg_bus_bandwidth_GBps": self.avgs} if self.avgs else {}
         return Parsed(
             records=records,
-            manifest=_manifest(run_id, source_name, self.versions, self.all_ranks, settings),
+            manifest=import_manifest(run_id, source_name, self.versions, self.all_ranks, settings),
             avg_busbw_GBps=self.avgs,
             notes=notes,
         )
@@ -139,11 +147,11 @@ def _tables(
     lines: Iterable[str], *, run_id: str, ts: str, source_name: str, op: str | None, state: LogState
 ) -> Iterator[tuple[_Context, list[NetRecord | nccl_fast.Values]]]:
     """Each table's context and its records: a plain row's as nccl_fast values, any other's
-    as the NetRecords _record makes (the general path, which names a row it cannot use)."""
+    as the NetRecords row_record makes (the general path, which names a row it cannot use)."""
     notes, skipped, all_ranks = state.notes, state.skipped, state.all_ranks
     layouts: dict[tuple[str, ...], nccl_fast.Layout | None] = {}
-    end: list[_Section] = []
-    sections = _iter_sections(
+    end: list[Section] = []
+    sections = iter_sections(
         lines, state.versions, state.avgs, first=state.first_line, start=state.table, end=end
     )
     for sec in sections:
@@ -154,7 +162,7 @@ def _tables(
                 "name the file after the test (e.g. all_gather_perf.log) or pass --op"
             )
             continue
-        hosts, device = _hosts_of(sec.ranks)
+        hosts, device = hosts_of(sec.ranks)
         if why := hosts_why(hosts):  # never judged, never acted on (reports/hostnames.py)
             notes.append(f"{source_name}: skipped the table at line {sec.rows[0][0]}: {why}")
             continue
@@ -182,7 +190,7 @@ def _tables(
         for n, row in sec.rows:
             if (
                 lay
-                and (fast := nccl_fast.row_values(lay, row, name, ctx.ranks, _DTYPES, not ctx.split))
+                and (fast := nccl_fast.row_values(lay, row, name, ctx.ranks, NCCL_DTYPES, not ctx.split))
                 is not None
             ):
                 out += fast
@@ -192,7 +200,7 @@ def _tables(
                 skipped.append((f"line {n}", tokens))
                 continue
             lead, groups = row_fields(sec.header, tokens)
-            got = [_record(ctx, lead, timing, in_place=i == 1) for i, timing in enumerate(groups[:2])]
+            got = [row_record(ctx, lead, timing, in_place=i == 1) for i, timing in enumerate(groups[:2])]
             if problems := [g for g in got if isinstance(g, str)]:
                 skipped.append((f"line {n}", problems[0]))  # a row is kept whole or not at all
                 continue

@@ -3,7 +3,7 @@
 A 250 MB log was read whole, split into lines, parsed into a list of every record and then
 written with one fsync per record: over 500 s and 4.5 GB before it was stopped. Here a log
 over STREAM_BYTES is read line by line twice: once for its run id (the hash of its text, the
-same as importers.run_id_for gives for the whole text, so a second import is still seen as
+same as sniff.run_id_for gives for the whole text, so a second import is still seen as
 one), once to parse, each record's JSON line written as it is parsed into spool files
 (anonymous, in the temp dir; one per part of the log, the parts parsed on every core:
 reports/ingest/stream_chunks.py); the spools are appended to DIR/net.jsonl only once every
@@ -35,7 +35,7 @@ def head_text(path: Path) -> str:
 
 def streamable(path: Path) -> bool:
     """A file too large to read whole whose start is an nccl-tests stdout log."""
-    from reports.ingest import importers, nccl_log
+    from reports.ingest import nccl_log, sniff
 
     try:
         if not path.is_file() or path.stat().st_size <= STREAM_BYTES:
@@ -45,8 +45,8 @@ def streamable(path: Path) -> bool:
     head = head_text(path)
     return (
         not head.lstrip().startswith("{")
-        and not importers._is_stoker_output(head)
-        and not importers._looks_like_fio(head)
+        and not sniff.is_stoker_output(head)
+        and not sniff.looks_like_fio(head)
         and nccl_log.log_in_blocks(_blocks(path))
     )
 
@@ -61,7 +61,7 @@ def _blocks(path: Path) -> Iterator[str]:
 
 
 def run_id_of(path: Path) -> str:
-    """importers.run_id_for(the file's text), without holding the text."""
+    """sniff.run_id_for(the file's text), without holding the text."""
     from reports.ingest.stream_chunks import scan
 
     return scan(path)[0]
@@ -79,7 +79,7 @@ class Streamed:
 def stream_log(path: Path, op: str | None) -> Streamed:
     """The log's records in a spool file; UsageError (as import_file) when none is usable."""
     from reports.ingest import stream_chunks
-    from reports.ingest.importers import _mtime_utc
+    from reports.ingest.sniff import mtime_utc
 
     with open_regular(path, "file to import") as fh:
         size = os.fstat(fh.fileno()).st_size
@@ -87,7 +87,7 @@ def stream_log(path: Path, op: str | None) -> Streamed:
     cut_list = stream_chunks.cuts(path, size, stream_chunks.workers())
     run_id, first_lines = stream_chunks.scan(path, [at for at, _ in cut_list])
     count, state, spool = stream_chunks.parse(
-        path, cut_list, first_lines, run_id=run_id, ts=_mtime_utc(path), source_name=path.name, op=op
+        path, cut_list, first_lines, run_id=run_id, ts=mtime_utc(path), source_name=path.name, op=op
     )
     parsed = state.parsed([], run_id, path.name)
     if not count:

@@ -97,7 +97,7 @@ def cuts(path: Path, size: int, n_workers: int) -> list[tuple[int, str]]:
 
 
 def scan(path: Path, marks: Sequence[int] = ()) -> tuple[str, list[int]]:
-    """The run id of the file's text (importers.run_id_for, without holding the text) and
+    """The run id of the file's text (sniff.run_id_for, without holding the text) and
     the number of the line starting at each offset in `marks` (sorted)."""
     h = hashlib.sha256()
     dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -159,7 +159,7 @@ class PartResult:
     ended_with_rows: bool
 
 
-def parse_part(part: Part, table: nccl_log._Section | None = None) -> PartResult:
+def parse_part(part: Part, table: nccl_log.Section | None = None) -> PartResult:
     """One part's records as JSON lines written to its spool (from its start: a redo),
     starting within `table` (None: a new one)."""
     state = nt.LogState(first_line=part.first_line, table=table)

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from reports.evidence.storage import why_not_compared
 from reports.evidence.sweeps import Sweep, main_op
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Status
+from reports.judging import reference
 from reports.judging.spec import Spec, StorageSpec
 from reports.records import IoRecord
 from reports.units import format_size
@@ -104,9 +105,17 @@ def _inter_node_rate(c: Sweep, bw: float) -> tuple[str, float, str]:
 
 
 def compare_network(
-    curves: dict[tuple[str, str], Sweep], spec: Spec | None
+    curves: dict[tuple[str, str], Sweep],
+    spec: Spec | None,
+    *,
+    written: frozenset[str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[list[Finding], dict[str, float]]:
-    """One finding per measured scope (intra-node, inter-node), all_reduce by default."""
+    """One finding per measured scope (intra-node, inter-node), all_reduce by default. `written`
+    names the scopes whose figure the user's spec gave (None: every figure `spec` holds); a scope
+    whose link is only detected is judged against what healthy systems reach on it
+    (reports.judging.reference), with the advertised figure beside it. `env`: the run's
+    NCCL_ALGO / NCCL_NVLS_ENABLE, which tell the ring's figures from NVLS's."""
     findings: list[Finding] = []
     expected_used: dict[str, float] = {}
     threshold = (spec.thresholds if spec else DEFAULT_THRESHOLDS)["network"]
@@ -119,13 +128,13 @@ def compare_network(
         if c is None:
             continue
         if scope == "intra-node":
-            expected = spec.intra_node_GBps if spec else None
+            advertised = spec.intra_node_GBps if spec else None
             lk = spec.intra_node_link if spec else None
             desc = lk.name if lk else "spec"
         else:
-            expected = spec.inter_node_per_gpu_GBps if spec else None
+            advertised = spec.inter_node_per_gpu_GBps if spec else None
             lk = spec.inter_node_link if spec else None
-            desc = f"{spec.inter_node_desc} over {spec.gpus_per_node} GPUs" if spec and expected else ""
+            desc = f"{spec.inter_node_desc} over {spec.gpus_per_node} GPUs" if spec and advertised else ""
         limit = (
             IN_NETWORK_FACTOR
             if (lk is not None and lk.in_network_reduction and c.op in REDUCING_OPS)
@@ -133,9 +142,38 @@ def compare_network(
         )
         size, bw = c.plateau()
         judged, bw, head = _inter_node_rate(c, bw) if scope == "inter-node" else ("", bw, "")
-        status = status_of(bw, expected, threshold, limit)
-        if expected is not None:
-            expected_used[component] = expected
+        what = "wire rate per NIC" if judged.endswith("wire rate") else "busbw plateau"
+        nics = spec.inter_node_GBps / lk.GBps if spec and spec.inter_node_GBps and lk else None
+        h = reference.healthy(
+            scope, c, bw, lk, nics=nics, gpus_per_node=spec.gpus_per_node if spec else None, env=env or {}
+        )
+        from_spec = advertised is not None and (written is None or scope in written)
+        expected = advertised
+        if from_spec or h is None:
+            basis = "advertised" if advertised is not None else None
+            status = status_of(bw, advertised, threshold, limit)
+            message = head + _net_message(scope, c, size, bw, advertised, desc, status, threshold, what)
+            if status == "below_spec" and h is not None and advertised and bw >= h.figure:
+                status = "ok"
+                line = f"{scope} {c.op} {what} {bw:.1f} GB/s at {format_size(size)}"
+                message = head + reference.explained(line, bw, h, advertised, desc, threshold)
+            elif h is not None and status == "ok":
+                message = message.replace(
+                    ": no action needed.", f" ({reference.reach(h)}): no action needed."
+                )
+        else:  # only detected: what healthy systems reach judges it
+            basis = "reference"
+            expected = h.figure
+            if advertised is not None and bw > limit * advertised:
+                status = "suspect"
+                message = head + _net_message(
+                    scope, c, size, bw, advertised, desc, "suspect", threshold, what
+                )
+            else:
+                status = reference.status(bw, h, max(c.sizes))
+                message = head + reference.message(scope, c, size, bw, h, status, advertised)
+        if advertised is not None:
+            expected_used[component] = advertised  # the charts' advertised line
         findings.append(
             Finding(
                 component=component,
@@ -145,18 +183,7 @@ def compare_network(
                 expected=expected,
                 unit="GB/s",
                 hosts=c.hosts if status != "ok" and len(c.hosts) <= MAX_HOSTS_NAMED else (),
-                message=head
-                + _net_message(
-                    scope,
-                    c,
-                    size,
-                    bw,
-                    expected,
-                    desc,
-                    status,
-                    threshold,
-                    "wire rate per NIC" if judged.endswith("wire rate") else "busbw plateau",
-                ),
+                message=message,
                 extra={
                     **({"judged": judged} if judged else {}),
                     "size_bytes": size,
@@ -164,6 +191,9 @@ def compare_network(
                     "scope": scope,
                     "backend": c.backend,
                     "share": round(bw / expected, 4) if expected else None,
+                    "basis": basis,
+                    "advertised": advertised,
+                    "reference": h.extra() if h is not None else None,
                 },
             )
         )
@@ -197,7 +227,7 @@ def _beside(recs: Sequence[IoRecord]) -> str:
 
 def spec_advice(path: str, kind: str) -> str:
     """What to add to the spec for `path`. `stoker run`'s throwaway scratch dir (.io-scratch-XXXX,
-    removed after the run) is no path to put in a spec (issue 21): name the dir that holds it."""
+    removed after the run) is no path to put in a spec: name the dir that holds it."""
     parent, _, leaf = path.rstrip("/").rpartition("/")
     if leaf.startswith((".io-scratch-", "io-scratch")):
         where = parent or "/"

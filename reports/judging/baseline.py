@@ -23,13 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from reports.findings import Component, Finding
 from reports.units import format_size
-
-if TYPE_CHECKING:
-    from reports.evidence import Evidence
 
 VERSION = 1
 DEFAULT_TOLERANCE = 0.15  # a healthy rerun on a quiet node stays within 15% of its plateau
@@ -196,14 +192,6 @@ class Baseline:
         return next((f.bytes for f in self.like("node-intra", host, op=op)), 0)
 
 
-def figures(ev: Evidence) -> list[Figure]:
-    """Every figure of a run that a baseline keeps and a later run is judged on
-    (reports.judging.baseline_figures)."""
-    from reports.judging.baseline_figures import run_figures
-
-    return run_figures(ev)
-
-
 def tolerance_for(fig: Figure, default: float = DEFAULT_TOLERANCE) -> float:
     """The default (storage: at least STORAGE_TOLERANCE), or twice the relative spread the
     accepted run itself showed."""
@@ -224,6 +212,14 @@ def make(run_id: str, created: str, figs: Iterable[Figure], default: float = DEF
 # -- judging ------------------------------------------------------------------------------
 def _fmt(x: float) -> str:
     return f"{x:.3g}"
+
+
+def _where(fig: Figure) -> dict[str, str]:
+    """What a finding carries of where its figure was measured, for the actions' gate
+    (launchers/node_actions.py): a storage figure's scope ("local" or "shared") and path."""
+    if fig.kind in STORAGE_KINDS:
+        return {"scope": fig.scope, "path": fig.path}
+    return {}
 
 
 def _compared(baseline: Baseline, fig: Figure, acc: Accepted) -> Finding:
@@ -254,6 +250,7 @@ def _compared(baseline: Baseline, fig: Figure, acc: Accepted) -> Finding:
             "basis": "baseline",
             "figure": fig.kind,
             "tolerance": acc.tolerance,
+            **_where(fig),
             **({"device": fig.device} if fig.device else {}),
         },
     )
@@ -270,7 +267,7 @@ def _not_comparable(fig: Figure, why: str) -> Finding:
         unit=fig.unit,
         hosts=fig.hosts or ((fig.host,) if fig.host else ()),
         message=f"not comparable: {where}{fig.what}: {why}; not judged against the baseline.",
-        extra={"basis": "baseline", "figure": fig.kind, "comparable": False},
+        extra={"basis": "baseline", "figure": fig.kind, "comparable": False, **_where(fig)},
     )
 
 
@@ -319,11 +316,6 @@ def judge(baseline: Baseline, figs: Iterable[Figure]) -> list[Finding]:
     if figs and not compared:
         return [_matched_none(baseline, figs, whys)]
     return compared + other
-
-
-def judge_evidence(baseline: Baseline, ev: Evidence) -> list[Finding]:
-    """The one call the judgement makes with --baseline: this run's figures against the baseline."""
-    return judge(baseline, figures(ev))
 
 
 def matched_none(findings: Iterable[Finding]) -> bool:

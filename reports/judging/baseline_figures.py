@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reports.evidence import Evidence
-from reports.findings import Component
-from reports.judging.baseline import Figure
+from reports.findings import Component, Finding
+from reports.judging.baseline import Baseline, Figure, judge
 from reports.records import IoRecord
 
 
@@ -219,3 +219,13 @@ def run_figures(ev: Evidence) -> list[Figure]:
         *_host_links(ev.host),
         *_compute(ev.compute),
     ]
+
+
+def figures(ev: Evidence) -> list[Figure]:
+    """Every figure of a run that a baseline keeps and a later run is judged on."""
+    return run_figures(ev)
+
+
+def judge_evidence(baseline: Baseline, ev: Evidence) -> list[Finding]:
+    """The one call the judgement makes with --baseline: this run's figures against the baseline."""
+    return judge(baseline, figures(ev))

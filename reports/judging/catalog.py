@@ -1,5 +1,5 @@
-"""The catalog of advertised figures: data files under reports/judging/catalog/ (YAML, each figure
-with its source), read once and looked up by name.
+"""The catalog of advertised figures and of what healthy systems reach: data files under
+reports/judging/catalog/ (YAML, each figure with its source), read once and looked up by name.
 
 Names resolve case-insensitively and ignore '-', '_' and spaces ("H100-SXM" = "h100 sxm" =
 "H100_SXM"); an unknown name raises UsageError with the nearest known names.
@@ -32,7 +32,7 @@ class Accelerator:
     gpus_per_node: int
     gpu_names: tuple[str, ...] = ()
     source: str = ""
-    mamf: dict[str, float] = field(default_factory=dict)  # measured matmul TFLOPS of a healthy one (issue 27)
+    mamf: dict[str, float] = field(default_factory=dict)  # measured matmul TFLOPS of a healthy one
     mamf_source: str = ""
 
 
@@ -52,6 +52,40 @@ class StorageClass:
     write_GBps: float
     per: str  # device | TiB
     source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NetReference:
+    """A busbw plateau published for a healthy system on one link (references.yaml `network`)."""
+
+    link: str  # a links.yaml name
+    algo: str  # ring | nvls
+    scope: str  # intra-node | inter-node
+    ops: tuple[str, ...]
+    per: str  # gpu | port
+    busbw_GBps: float
+    high_GBps: float
+    by_gpus: dict[int, float]  # the figure per GPU count in the collective; empty: any count
+    min_bytes: int  # the smallest message size the source measured the figure at (0: not stated)
+    conditions: str
+    source: str
+
+    def figure(self, gpus: int) -> float | None:
+        """The figure for a collective over `gpus` GPUs; None for a count the source did not measure."""
+        if not self.by_gpus:
+            return self.busbw_GBps
+        return self.by_gpus.get(gpus)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HostLinkReference:
+    """Pinned host<->device copies a healthy system reaches on one link (references.yaml `host_link`)."""
+
+    link: str
+    h2d_GBps: float | None
+    d2h_GBps: float | None
+    conditions: str
+    source: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -122,6 +156,56 @@ def accelerator(name: str) -> Accelerator:
         source=e["source"],
         mamf={k: float(v) for k, v in e.get("mamf", {}).items()},
         mamf_source=e.get("mamf_source", ""),
+    )
+
+
+@functools.cache
+def _references() -> dict[str, Any]:
+    with open(CATALOG_DIR / "references.yaml", encoding="utf-8") as fh:
+        doc: dict[str, Any] = yaml.load(fh, Loader=_LOADER)  # a safe loader either way
+    return doc
+
+
+@functools.cache
+def net_references() -> tuple[NetReference, ...]:
+    """Every published busbw plateau of a healthy system, in the file's order."""
+    return tuple(
+        NetReference(
+            link=e["link"],
+            algo=e["algo"],
+            scope=e["scope"],
+            ops=tuple(e["ops"]),
+            per=e["per"],
+            busbw_GBps=float(e["busbw_GBps"]),
+            high_GBps=float(e.get("high_GBps", e["busbw_GBps"])),
+            by_gpus={int(k): float(v) for k, v in e.get("by_gpus", {}).items()},
+            min_bytes=int(e.get("min_bytes", 0)),
+            conditions=e["conditions"],
+            source=e["source"],
+        )
+        for e in _references()["network"]
+    )
+
+
+def net_reference(link_name: str, op: str, algo: str) -> NetReference | None:
+    """The healthy figure for `op` on a link with an algorithm (ring, nvls); None when none is published."""
+    for r in net_references():
+        if r.link == link_name and r.algo == algo and op in r.ops:
+            return r
+    return None
+
+
+def host_link_reference(link_name: str) -> HostLinkReference | None:
+    e = _references()["host_link"].get(link_name)
+    if e is None:
+        return None
+    h2d, d2h = e.get("h2d_GBps"), e.get("d2h_GBps")
+    return HostLinkReference(
+        link=link_name,
+        h2d_GBps=float(h2d) if h2d is not None else None,
+        d2h_GBps=float(d2h) if d2h is not None else None,
+        conditions=e["conditions"],
+        source=e["source"],
     )
 
 

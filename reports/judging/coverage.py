@@ -22,14 +22,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reports.findings import Finding
+from reports.findings import Finding, ReportScope
 from reports.judging.advertised import match_storage
 from reports.judging.catalog import match_gpu_name
 from reports.judging.spec import Spec, StorageSpec
 from reports.records import IoRecord
 
-Scope = Literal["cluster", "node"]
-SCOPES: tuple[Scope, ...] = ("cluster", "node")
+Scope = ReportScope  # declared in reports/findings.py (REPORT_SCOPES)
 Status = Literal["measured", "not_met", "unmeasured", "out_of_scope", "nothing_to_measure"]
 
 

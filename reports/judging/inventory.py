@@ -218,7 +218,7 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
     # a PCIe card without bridges lists its links as inactive: a fault only where NVLink is in use
     in_use = any(r.get("links", 0) > len(r.get("inactive") or []) for r in nvl)
     for r in nvl:
-        down = all_links_down(host, r) if in_use else None  # hook: issue 23
+        down = all_links_down(host, r) if in_use else None  # NVLink down (inventory_faults.py)
         if down is not None:
             out.append(down)
         elif in_use and r.get("inactive"):
@@ -250,7 +250,7 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
             bad.append(
                 f"fabric manager state {r['fabric_state']} (should be Completed; start nvidia-fabricmanager)"
             )
-        bad += gpu_faults(r)  # hook: issue 23 (lost GPU, fabric.status)
+        bad += gpu_faults(r)  # lost GPU, fabric.status (inventory_faults.py)
         if bad:
             out.append(
                 _bad("gpu", "gpu errors", host, f"{host} {_where(r)}: " + "; ".join(bad), device=r["device"])
@@ -266,8 +266,9 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
                 unit="",
                 hosts=(host,),
                 extra={"device": "kernel log"},
-                message=f"{host}: kernel log not readable, Xid events not checked (not 0 errors); "
-                "run as root or set kernel.dmesg_restrict=0.",
+                message=f"{host}: kernel log not readable (neither `dmesg` nor `journalctl -k` answered), "
+                "Xid events not checked (not 0 errors); run as root, or add the user to the "
+                "systemd-journal (or adm) group so the journal is readable, or set kernel.dmesg_restrict=0.",
             )
         )
     return out
@@ -287,7 +288,7 @@ def judge_inventory(records: Sequence[dict[str, Any]], spec: Spec | None = None)
         recs = by_host[host]
         out += _ports(host, [r for r in recs if r["component"] == "network port"], spec)
         out += _gpus(host, recs)
-        out += nvswitch_findings(host, recs)  # hook: issue 23
+        out += nvswitch_findings(host, recs)  # SXid from the kernel log
     return out
 
 

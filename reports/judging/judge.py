@@ -15,17 +15,20 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from reports.evidence import Evidence
+from reports.evidence.rails import untested_note
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
-from reports.judging import advertised, confirm, model, savepath
-from reports.judging.baseline import Baseline, judge_evidence
+from reports.judging import advertised, confirm, model, reference, savepath
+from reports.judging.baseline import Baseline
+from reports.judging.baseline_figures import judge_evidence
 from reports.judging.compute import appetite, compute_findings, compute_notes
-from reports.judging.coverage import Scope, assess
+from reports.judging.coverage import Scope, assess, gpus_seen
 from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
 from reports.judging.needs import need_lines, pick_io, place, runs_on
+from reports.judging.nic_counters import sweep_counter_findings
 from reports.judging.rail_nic import name_nics
-from reports.judging.spec import Spec, fill_from_hardware
+from reports.judging.spec import Spec, fill_from_hardware, given_scopes
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
 from reports.records import IoRecord
@@ -122,15 +125,20 @@ def judge(
     scope: Scope = "cluster",
     skipped: Collection[str] = (),
     baseline: Baseline | None = None,
+    set_aside: Sequence[Finding] = (),
 ) -> Judgement:
     """The judgement of one results directory; `missing` names the phases that should have
     produced records and did not (reports.phases), `skipped` those left out on purpose, and
-    `scope` what was under test (the whole cluster, or one node): with the spec's promises
+    `scope` what was under test (the whole cluster, or one node), `set_aside` the findings of
+    the nodes the job's preflight left out (reports/setaside.py): with the spec's promises
     not measured (reports.judging.coverage), the verdict is decided here once."""
     notes = _skipped_notes(ev.skipped)
     hardware = ev.hardware
     written = spec  # the spec as the user wrote it: its promises are what coverage holds
-    spec = fill_from_hardware(spec, hardware) if hardware else spec
+    # what the hosts showed, else the devices an imported log's ranks named: a fresh cluster's
+    # links are then judged against what healthy systems reach on them (reports.judging.reference)
+    seen = hardware if hardware.get("gpu_model") else {**hardware, **gpus_seen(hardware, ev.manifests)}
+    spec = fill_from_hardware(spec, seen) if seen else spec
     scopes = {sc for sc, _ in ev.curves}
     nodes = int(ev.net.frame["nodes"].max()) if len(ev.net) else 0
     needs = (
@@ -165,12 +173,21 @@ def judge(
         notes.append(
             f"{ev.wrong} net record(s) failed the correctness check (#wrong > 0) and were left out of the bandwidth figures"
         )
-    findings, expected = advertised.compare_network(ev.curves, spec)
+    findings, expected = advertised.compare_network(
+        ev.curves, spec, written=given_scopes(written), env=reference.run_env(ev.manifests)
+    )
+    if any(f.extra.get("basis") == "reference" for f in findings):
+        notes.append(
+            "no spec for the network: judged against what healthy systems of the detected kind reach "
+            "(reports/judging/catalog/references.yaml; each finding names its source)"
+        )
     io_findings, io_expected = confirm.compare_storage(ev.io, spec)  # confirmations judged beside
     findings += io_findings
     expected.update(io_expected)
     located = localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
-    findings += name_nics(located + group_findings(ev.search), ev.host, ev.counters)  # (host, rail): its NIC
+    notes += [n for n in [untested_note(ev.pairs.untested)] if n]  # (host, rail)s no pair test measured
+    named = name_nics(located + group_findings(ev.search), ev.host, ev.counters)  # (host, rail): its NIC
+    findings += named + sweep_counter_findings(named, ev.host, ev.counters)  # a NIC erring on a fine rail
     findings += stability(ev.soak, ev.io, ev.counters)  # a soak's dips, drift, counters
     if baseline is not None:  # the accepted run's figures beside the spec's (--baseline)
         findings += judge_evidence(baseline, ev)
@@ -184,7 +201,7 @@ def judge(
         dl_path = workload.dataloader.path if workload.dataloader else None
         ck_path = workload.checkpoint.path if workload.checkpoint else None
         rd = pick_io(ev.io, "dataloader_read", dl_path, spec)
-        # the save the workload makes, at its place (issue 21: never the faster of two)
+        # the save the workload makes, at its place (never the faster of two)
         ck_fmt = workload.checkpoint.format if workload.checkpoint else "torch.save"
         save = savepath.pick(place(ev.io, "checkpoint_write", ck_path, spec), ck_fmt)
         wr = save.record if save else None
@@ -211,6 +228,7 @@ def judge(
             for r in rows
         ]
     findings += cov.findings
+    findings = [*set_aside, *findings]  # the nodes left out first: the rest was judged without them
     unmeasured = [*missing, *(ln.sentence for ln in cov.unmeasured)]
     return Judgement(
         run_id=",".join(ev.run_ids),

@@ -70,7 +70,7 @@ def ddp_buckets(total: float, cap: float, first: float = DDP_FIRST_BUCKET_BYTES)
     return sizes
 
 
-def _ddp_time(
+def ddp_time(
     curve: Sweep, n: int, sizes: list[float], window: float, steal: float = 0.0
 ) -> tuple[float, float, float, str]:
     """(bus bytes, communication seconds, exposed seconds, note) of DDP's bucketed all-reduce.
@@ -167,9 +167,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         if curve is None:
             return [*rows, missing("data parallel", component, check, "GB/s", f"no {scope} sweep measured")]
         buckets = ddp_buckets(total, w.bucket_bytes)
-        bus, secs, exposed, note = _ddp_time(
-            curve, d, buckets, window, CPU_COMM_STEAL if m.cpu_ranks else 0.0
-        )
+        bus, secs, exposed, note = ddp_time(curve, d, buckets, window, CPU_COMM_STEAL if m.cpu_ranks else 0.0)
         rows.append(
             row(
                 "data parallel",
@@ -201,7 +199,7 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
         ag, fb1 = _curve(m, scope, "all_gather")
         rs, fb2 = _curve(m, scope, "reduce_scatter")
         if ag is None or rs is None:
-            # name only what is missing (issue 21: "lacks an all_gather + reduce_scatter sweep"
+            # name only what is missing (never "lacks an all_gather + reduce_scatter sweep"
             # where all_gather was measured)
             lacking = [op for op, c in (("all_gather", ag), ("reduce_scatter", rs)) if c is None]
             gone = missing(
@@ -270,7 +268,7 @@ def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelR
             c = w.compute_s
             summary["compute_from"] = "compute_s (measured)"
             summary["compute_figure"] = "compute_s"
-        # --- issue 27: the appetite stoker compute measured, before the catalog's peak ---
+        # the appetite stoker compute measured, before the catalog's peak
         elif m.compute_tflops and w.global_batch_tokens is not None:
             c = 6 * w.params * w.global_batch_tokens / (n * m.compute_tflops * 1e12 * w.matmul_efficiency)
             summary["compute_from"] = (
@@ -278,7 +276,6 @@ def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelR
                 f" x matmul_efficiency {w.matmul_efficiency:g})"
             )
             summary["compute_figure"] = "measured"
-        # --- end issue 27 ---
         elif peak is None or w.global_batch_tokens is None:
             summary["why"] = (
                 "no accelerator TFLOPS for the model: give accelerator in --spec, or compute_s in the workload"

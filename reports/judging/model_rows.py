@@ -26,7 +26,7 @@ class Measured:
     host_h2d_GBps: float | None = None  # measured host link per GPU (host.jsonl), slowest GPU
     host_d2h_GBps: float | None = None
     host_link_desc: str = ""
-    # issue 27: the measured matmul ceiling per device in the workload's dtype (judging/compute.py)
+    # the measured matmul ceiling per device in the workload's dtype (judging/compute.py)
     compute_tflops: float | None = None
     compute_desc: str = ""
 
@@ -49,13 +49,12 @@ def row(
     **extra: Any,
 ) -> ModelRow:
     share = idle_share_of(exposed, base)
-    # --- issue 22: a derived figure that overflowed is refused, never judged "ok"
+    # a derived figure that overflowed is refused, never judged "ok"
     from reports.errors import UsageError
     from reports.plausible import derived_why
 
     if why := derived_why(f"{check}: demand", required) or derived_why(f"{check}: idle share", share):
         raise UsageError(why)
-    # --- end issue 22
     status: Status = "no_reference" if achieved is None else ("starving" if share > budget else "ok")
     return ModelRow(
         part=part,

@@ -41,6 +41,21 @@ def _latest(records: Sequence[dict[str, Any]], component: str) -> dict[tuple[Any
     return out
 
 
+def rails_of_nic(host: str, device: str, records: Sequence[dict[str, Any]]) -> tuple[int, ...]:
+    """The rails (GPU indices) whose nearest NIC is `device` on `host` ("mlx5_3:1" or
+    "mlx5_3": the port's device), from the inventory's `host link` records."""
+    nic = device.split(":")[0]
+    return tuple(
+        sorted(
+            {
+                r["gpu"]
+                for r in _latest(records, "host link").values()
+                if r.get("host") == host and r.get("nearest_nic") == nic and isinstance(r.get("gpu"), int)
+            }
+        )
+    )
+
+
 def nic_of(
     host: str, rail: int, records: Sequence[dict[str, Any]], counters: Sequence[dict[str, Any]] = ()
 ) -> dict[str, Any] | None:

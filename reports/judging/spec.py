@@ -99,14 +99,14 @@ class Fields:
             want += f" no larger than {maximum:g}"
         if not ok or (value <= 0 if positive else value < 0) or (maximum is not None and value > maximum):
             raise self.fail(where, want, value)
-        if why := setting_why(where, value):  # issue 22: a physical range per unit
+        if why := setting_why(where, value):  # a physical range per unit (reports/plausible.py)
             raise self.fail(where, f"{want}, {why}", value)
         return float(value)
 
     def integer(self, value: Any, where: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise self.fail(where, "a positive integer", value)
-        if why := setting_why(where, value):  # issue 22: a physical range per unit
+        if why := setting_why(where, value):  # a physical range per unit (reports/plausible.py)
             raise self.fail(where, f"a positive integer {why}", value)
         return value
 
@@ -258,6 +258,15 @@ def fill_defaults(spec: Spec) -> Spec:
 def load_spec(path: str | Path) -> Spec:
     f, data = read_yaml(path, "spec")
     return parse_spec(data, f.file)
+
+
+def given_scopes(spec: Spec | None) -> frozenset[str]:
+    """The network scopes whose advertised figure the user's spec gives (its accelerator's intra-node
+    link counts: naming the accelerator names its link)."""
+    if spec is None:
+        return frozenset()
+    given = {"intra-node"} if spec.intra_node_GBps is not None else set()
+    return frozenset(given | ({"inter-node"} if spec.inter_node_GBps is not None else set()))
 
 
 def fill_from_hardware(spec: Spec | None, hardware: Mapping[str, Any]) -> Spec | None:

@@ -25,12 +25,14 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import groupby
 from typing import Any
 
 from reports.evidence.soak import (
     MIN_PASSES,
     io_series,
     node_scores,
+    pair_rails,
     pair_series,
     pass_times,
     scope_series,
@@ -170,8 +172,34 @@ def _dip_finding(
 
 
 def _node_and_link_dips(ctx: _Ctx, net: Sequence[NetRecord], gap: float) -> list[Finding]:
-    pairs = pair_series(net)
+    """Node and link dips rail by rail (each rail its own fleet, as in localisation): a dip
+    on some of a node's rails carries `rail`; one on every rail of it is the node's, `rails`."""
+    rails = pair_rails(net)
+    if len(rails) == 1:
+        return _rail_dips(ctx, pair_series(net), gap, None)
+    found = [f for j in rails for f in _rail_dips(ctx, pair_series(net, j), gap, j)]
+    out: list[Finding] = []
+    for _, group in groupby(sorted(found, key=_who), key=_who):
+        fs = list(group)
+        if {f.extra["rail"] for f in fs} == set(rails):  # every rail dipped: the node or link itself
+            deepest = min(fs, key=lambda f: (f.measured or 0.0) / (f.expected or 1.0))
+            extra = {k: v for k, v in deepest.extra.items() if k != "rail"}
+            out.append(replace(deepest, extra={**extra, "rails": list(rails)}))
+        else:
+            out += fs
+    return out
+
+
+def _who(f: Finding) -> tuple[str, tuple[str, ...]]:
+    return (f.component, f.hosts)
+
+
+def _rail_dips(
+    ctx: _Ctx, pairs: dict[tuple[str, str], dict[int, float]], gap: float, rail: int | None
+) -> list[Finding]:
     scores = node_scores(pairs)
+    on = {} if rail is None else {"rail": rail}
+    said = "" if rail is None else f" on rail {rail}"
     fleet = {
         k: statistics.median(v[k] for v in scores.values() if k in v)
         for k in {k for v in scores.values() for k in v}
@@ -188,7 +216,7 @@ def _node_and_link_dips(ctx: _Ctx, net: Sequence[NetRecord], gap: float) -> list
         found = dips(vals, low)
         low_nodes[host] = {k for d in found for k in range(d.first, d.last + 1)}
         for d in found:
-            out += _some(_dip_finding(ctx, "node", (host,), f"{host}'s best pair busbw", d, "GB/s", {}))
+            out += _some(_dip_finding(ctx, "node", (host,), f"{host}'s best pair busbw{said}", d, "GB/s", on))
     for (a, b), vals in sorted(pairs.items()):
         own = below_median(vals, gap)
         low = {
@@ -198,7 +226,7 @@ def _node_and_link_dips(ctx: _Ctx, net: Sequence[NetRecord], gap: float) -> list
             for k, v in vals.items()
         }
         for d in dips(vals, low):
-            out += _some(_dip_finding(ctx, "link", (a, b), f"the {a}-{b} pair's busbw", d, "GB/s", {}))
+            out += _some(_dip_finding(ctx, "link", (a, b), f"the {a}-{b} pair's busbw{said}", d, "GB/s", on))
     return out
 
 
@@ -217,7 +245,9 @@ def stability(
     counters: Sequence[Mapping[str, Any]],
     gap: float = GAP,
 ) -> list[Finding]:
-    """Every `unstable` finding of a soak; [] when the records are not a soak's."""
+    """Every `unstable` finding of a soak; [] when the records are not a soak's (counters
+    without `soak_pass`, read around a plain sweep, are reports/judging/nic_counters.py's)."""
+    counters = [c for c in counters if "soak_pass" in c]
     soaked_net = [r for r in net if soak_pass(r) is not None]
     soaked_io = [r for r in io if soak_pass(r) is not None]
     if not soaked_net and not soaked_io and not counters:
@@ -265,7 +295,15 @@ def _merged(found: Sequence[Finding]) -> list[Finding]:
     that sags eleven times is one thing to fix, not eleven)."""
     groups: dict[tuple[Any, ...], list[Finding]] = defaultdict(list)
     for f in found:
-        key = (f.component, f.hosts, f.unit, "drift" in f.extra, f.extra.get("scope"), f.extra.get("path"))
+        key = (
+            f.component,
+            f.hosts,
+            f.unit,
+            "drift" in f.extra,
+            f.extra.get("scope"),
+            f.extra.get("path"),
+            f.extra.get("rail"),
+        )
         groups[key].append(f)
     out = []
     for fs in groups.values():

@@ -66,7 +66,7 @@ class Workload:
     # what the job runs on: a catalog accelerator name, "cpu", or None (the spec's accelerator,
     # else a GPU of any model); a compute figure counts only when measured on it
     accelerator: str | None = None
-    # issue 27: the real step's FLOPS over the measured matmul ceiling (stoker compute), used when
+    # the real step's FLOPS over the measured matmul ceiling (stoker compute), used when
     # compute records exist and compute_s is not given; 0.5 = MFU 0.40 / H100 MAMF 0.80 (docs/model.md)
     matmul_efficiency: float = 0.5
     grad_bytes: float = 2.0  # bytes per gradient (and FSDP parameter) element on the wire

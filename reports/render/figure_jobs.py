@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.render.plots import _plt
+from reports.render.plots import load_pyplot
 
 Job = tuple[Callable[..., str], tuple[Any, ...]]  # a figure to draw: function, arguments
 
@@ -62,7 +62,7 @@ def draw_all(jobs: Sequence[Job]) -> list[str]:
     the child fails, everything is drawn in this process."""
     if len(jobs) < 2 or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         return [fn(*args) for fn, args in jobs]
-    _plt()  # matplotlib imported before the fork: the child needs no import of its own
+    load_pyplot()  # matplotlib imported before the fork: the child needs no import of its own
     order = sorted(range(len(jobs)), key=lambda i: -_COST.get(jobs[i][0].__name__, 1))
     halves: tuple[list[int], list[int]] = ([], [])
     load = [0, 0]

@@ -14,6 +14,7 @@ import pandas as pd
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.storage import REAL_SAVE_BACKENDS
 from reports.evidence.sweeps import Sweep, expected_for
+from reports.records import IO_WORKLOADS
 from reports.render import figure_jobs, plots
 from reports.render.markdown import (
     LEGEND,
@@ -105,6 +106,7 @@ def _net(sws: Sequence[Sweep], ri: ReportInput, fig: figure_jobs.Deferred) -> li
 
 # which model part a storage workload feeds: its demand is drawn beside the bar
 _DEMAND_PART = {"dataloader_read": "dataloader", "checkpoint_write": "checkpoint"}
+assert set(_DEMAND_PART) <= set(IO_WORKLOADS)
 
 
 def _storage(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
@@ -117,7 +119,7 @@ def _storage(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
     for r in io.itertuples(index=False):
         comp = f"{r.scope} storage"
         spec_refs.append(
-            None  # a torch.save / dcp bar is shown beside, "not compared" with the spec (issue 21)
+            None  # a torch.save / dcp bar is shown beside, "not compared" with the spec
             if r.backend in REAL_SAVE_BACKENDS
             else next(
                 (
@@ -290,10 +292,10 @@ def render(ri: ReportInput, draw: Callable[[Sequence[figure_jobs.Job]], list[str
         "<h2>Environment</h2>",
         bullets(manifest_summary(ev.manifests)),
     ]
-    return fig.fill(_page(f"stoker report: {ri.title}", body))
+    return fig.fill(html_page(f"stoker report: {ri.title}", body))
 
 
-def _page(title: str, body: Sequence[str]) -> str:
+def html_page(title: str, body: Sequence[str]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n"

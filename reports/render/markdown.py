@@ -15,14 +15,19 @@ import pandas as pd
 from reports.evidence import Evidence
 from reports.evidence.groups import SearchResult
 from reports.evidence.sweeps import Sweep, expected_for
-from reports.findings import Finding, Judgement
+from reports.findings import FAILING, STATUSES, Finding, Judgement
 from reports.manifest import allowlisted_env
 from reports.render.stragglers import straggler_lines
 from reports.units import format_size
 
 MAX_ROWS = 20  # host / pair / skipped-line tables show the worst rows, then a summary
 MAX_NAMES = 6  # host names listed in one cell
-STATUS_ORDER = {"below_spec": 0, "starving": 1, "regression": 1, "suspect": 2, "no_reference": 3, "ok": 4}
+# the order findings are listed in, derived from the statuses: every failing status first (in
+# FAILING's order), then the rest from the least settled to ok (suspect, no_reference, ok)
+STATUS_ORDER: dict[str, int] = {
+    s: i for i, s in enumerate((*FAILING, *reversed([s for s in STATUSES if s not in FAILING])))
+}
+assert set(STATUS_ORDER) == set(STATUSES)
 
 LEGEND = (
     "- GB/s = 10^9 bytes per second; sizes (K, M, G) are powers of 1024, as nccl-tests prints them.",
@@ -111,7 +116,7 @@ def md_table(df: pd.DataFrame) -> str:
 
 
 def sorted_findings(findings: Sequence[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (STATUS_ORDER.get(f.status, 9), f.component, f.check))
+    return sorted(findings, key=lambda f: (STATUS_ORDER[f.status], f.component, f.check))
 
 
 def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:

@@ -31,7 +31,7 @@ def warm_up() -> None:
     host_grid("warm-up", ["a", "b"], [1.0, 2.0])  # imshow and a colour bar: the grids and the matrix
 
 
-def _plt() -> Any:
+def load_pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")  # no display, no GUI toolkit: works on a headless node
@@ -40,14 +40,14 @@ def _plt() -> Any:
     return plt
 
 
-def _encode(fig: Any, tight: bool = True) -> str:
+def encode_png(fig: Any, tight: bool = True) -> str:
     buf = io.BytesIO()
     # a tight layout, not bbox_inches="tight": that draws every figure twice (a 1,000-node
     # report has a dozen figures; drawing is most of its rendering time)
     if tight:
         fig.set_layout_engine("tight")
     fig.savefig(buf, format="png", dpi=_DPI, metadata={"Software": None})
-    _plt().close(fig)
+    load_pyplot().close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -82,7 +82,7 @@ def sweep_plot(
     between threshold × advertised and advertised. `advertised` is one figure, or one
     (scope, GB/s) per scope the curves show: each scope its own line, so that an
     intra-node (NVLink) curve is never drawn against the inter-node (InfiniBand) line."""
-    plt = _plt()
+    plt = load_pyplot()
     from matplotlib.ticker import FuncFormatter
 
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
@@ -115,7 +115,7 @@ def sweep_plot(
     # fixed margins (the legend is inside): a tight layout measures every text first, which
     # doubles the drawing time of the figure a report draws most often
     fig.subplots_adjust(left=0.085, right=0.985, bottom=0.13, top=0.92)
-    return _encode(fig, tight=False)
+    return encode_png(fig, tight=False)
 
 
 def bar_plot(
@@ -128,7 +128,7 @@ def bar_plot(
     names only the references drawn ("title vs spec and workload demand"); each mark's value is
     written beside it, so that a demand far below the bars (an LLM's text, KB/s against GB/s)
     is read, not lost on the axis."""
-    plt = _plt()
+    plt = load_pyplot()
     n = len(labels)
     fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.35 * n))
     ys = list(range(n))
@@ -164,7 +164,7 @@ def bar_plot(
     ax.set_title(title + (" vs " + " and ".join(drawn) if drawn else ""), fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over a mark
-    return _encode(fig)
+    return encode_png(fig)
 
 
 def host_grid(title: str, hosts: Sequence[str], values: Sequence[float]) -> str:
@@ -172,7 +172,7 @@ def host_grid(title: str, hosts: Sequence[str], values: Sequence[float]) -> str:
     stand out as dark cells. Names are written in the cells when they fit."""
     import numpy as np
 
-    plt = _plt()
+    plt = load_pyplot()
     n = len(hosts)
     cols = max(1, math.ceil(math.sqrt(n)))
     rows = math.ceil(n / cols)
@@ -197,7 +197,7 @@ def host_grid(title: str, hosts: Sequence[str], values: Sequence[float]) -> str:
     ax.set_yticks([])
     ax.set_title(title, fontsize=10)
     fig.colorbar(im, ax=ax, label="busbw (GB/s)")
-    return _encode(fig)
+    return encode_png(fig)
 
 
 def host_grids(title: str, per_op: Sequence[tuple[str, Sequence[str], Sequence[float]]]) -> str:
@@ -206,7 +206,7 @@ def host_grids(title: str, per_op: Sequence[tuple[str, Sequence[str], Sequence[f
     as dark cells (one figure, not one per op: a 1,000-node report draws it once)."""
     import numpy as np
 
-    plt = _plt()
+    plt = load_pyplot()
     k = len(per_op)
     fig, axes = plt.subplots(1, k, figsize=(min(12.0, 1.5 + 3.2 * k), 3.6), squeeze=False)
     im = None
@@ -228,14 +228,14 @@ def host_grids(title: str, per_op: Sequence[tuple[str, Sequence[str], Sequence[f
     fig.suptitle(title, fontsize=10)
     if im is not None:
         fig.colorbar(im, ax=list(axes[0]), label="% of the fleet median")
-    return _encode(fig, tight=False)
+    return encode_png(fig, tight=False)
 
 
 def matrix_plot(title: str, hosts: Sequence[str], matrix: Any) -> str:
     """The symmetric pair matrix (an array, NaN where unmeasured); unmeasured pairs are blank."""
     import numpy as np
 
-    plt = _plt()
+    plt = load_pyplot()
     m = np.asarray(matrix, dtype=float)
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
     im = ax.imshow(m, cmap="viridis", interpolation="nearest")
@@ -248,13 +248,13 @@ def matrix_plot(title: str, hosts: Sequence[str], matrix: Any) -> str:
         ax.set_xlabel(f"{len(hosts)} hosts, sorted by name")
     ax.set_title(title, fontsize=10)
     fig.colorbar(im, ax=ax, label="busbw (GB/s)")
-    return _encode(fig)
+    return encode_png(fig)
 
 
 def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence[float | None]) -> str:
     """Several clusters' busbw curves of one op and scope, each with its own advertised
     line in its colour (dashed): how far each is from what it was sold as."""
-    plt = _plt()
+    plt = load_pyplot()
     from matplotlib.ticker import FuncFormatter
 
     fig, ax = plt.subplots(figsize=(7.5, 3.8))
@@ -284,7 +284,7 @@ def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence
     ax.set_xlabel("message size (bytes, nccl-tests size column)")
     ax.set_ylabel("busbw (GB/s)")
     ys = [v for s in series for v in s.values if v > 0] + [a for a in advertised if a]
-    # always log-log, so that the charts of one comparison read alike (issue 21: some were linear);
+    # always log-log, so that the charts of one comparison read alike (none linear);
     # a 0.6 GB/s gloo curve under a 450 GB/s NVLink line would be flat at 0 on a linear axis
     ax.set_yscale("log")
     if ys:
@@ -292,7 +292,7 @@ def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return _encode(fig)
+    return encode_png(fig)
 
 
 def cost_stack(
@@ -306,7 +306,7 @@ def cost_stack(
     """One horizontal bar per cluster: the cost of a unit of work, split into what pays for
     compute and what pays for GPUs waiting on each component (cost x that component's
     share of the idle time); the segments add up to the bar."""
-    plt = _plt()
+    plt = load_pyplot()
     n = len(names)
     fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.5 * n))
     ys = list(range(n))
@@ -328,7 +328,7 @@ def cost_stack(
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return _encode(fig)
+    return encode_png(fig)
 
 
 def grouped_bars(
@@ -340,7 +340,7 @@ def grouped_bars(
 ) -> str:
     """values[i][k]: cluster k in group i (GB/s); a missing value leaves a gap, never a 0 bar.
     noise[i][k]: its relative noise, drawn as an error bar where it is known."""
-    plt = _plt()
+    plt = load_pyplot()
     n, k = len(groups), max(1, len(names))
     fig, ax = plt.subplots(figsize=(7.5, 1.0 + 0.3 * n * k))
     h = 0.8 / k
@@ -364,4 +364,4 @@ def grouped_bars(
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return _encode(fig)
+    return encode_png(fig)

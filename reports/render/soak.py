@@ -1,4 +1,4 @@
-"""report.html's "Soak" section (issue 25): the time series of a soak, on one time axis
+"""report.html's "Soak" section: the time series of a soak, on one time axis
 (minutes since its first record). Pure apart from matplotlib drawing into memory:
 
 - busbw over time per scope (one line per op at the largest size), the passing band when a
@@ -18,7 +18,7 @@ from typing import Any
 
 from reports.evidence.soak import SPIKE_K, io_series, node_scores, pair_series, soak_pass, spikes
 from reports.records import IoRecord, NetRecord
-from reports.render.plots import _encode, _plt
+from reports.render.plots import encode_png, load_pyplot
 
 _W = (9.0, 3.0)
 
@@ -120,7 +120,7 @@ def _scope_plots(
         if r.scope in _COMPONENT and r.bytes == top[r.scope] and k is not None:
             by_scope[r.scope][r.op][k].append(r.busbw_GBps)
     out = []
-    plt = _plt()
+    plt = load_pyplot()
     for scope, ops in sorted(by_scope.items()):
         fig, ax = plt.subplots(figsize=_W)
         for op, vals in sorted(ops.items()):
@@ -146,7 +146,7 @@ def _scope_plots(
         ax.set_ylim(bottom=0)
         _axis(ax, t_end, f"{scope}: busbw per pass at {top[scope] >> 20} MiB (lowest group)", "busbw (GB/s)")
         ax.legend(fontsize=7, loc="lower right")
-        out.append(_img(_encode(fig), f"{scope} busbw over time"))
+        out.append(_img(encode_png(fig), f"{scope} busbw over time"))
     return out
 
 
@@ -178,7 +178,7 @@ def _heat_map(net: Sequence[NetRecord], start: Mapping[int, float], t_end: float
     grid = [
         [scores[h].get(k, float("nan")) / med[k] if med[k] else float("nan") for k in passes] for h in hosts
     ]
-    plt = _plt()
+    plt = load_pyplot()
     fig, ax = plt.subplots(figsize=(_W[0], 0.5 + 0.28 * len(hosts)))
     edges = [start[k] for k in passes] + [t_end]
     mesh = ax.pcolormesh(edges, range(len(hosts) + 1), grid, cmap="RdYlGn", vmin=0, vmax=1.2, shading="flat")
@@ -186,7 +186,7 @@ def _heat_map(net: Sequence[NetRecord], start: Mapping[int, float], t_end: float
     _axis(ax, t_end, "pairs: each node's best pair busbw / the pass's fleet median", "node")
     ax.grid(False)
     fig.colorbar(mesh, ax=ax, pad=0.01, label="share of fleet median")
-    return [_img(_encode(fig), "node by time heat map of pair busbw")]
+    return [_img(encode_png(fig), "node by time heat map of pair busbw")]
 
 
 def _counter_plot(
@@ -203,7 +203,7 @@ def _counter_plot(
     for c in moved:
         key = f"{c['host']} {c['device']} {c['counter']}"
         series[key].append(((_epoch(str(c.get("ts", ""))) - t0) / 60, float(c["delta"]), str(c["severity"])))
-    plt = _plt()
+    plt = load_pyplot()
     fig, ax = plt.subplots(figsize=_W)
     for key, pts in sorted(series.items())[:12]:
         err = pts[0][2] == "error"
@@ -217,7 +217,7 @@ def _counter_plot(
         ax.set_ylim(0, top * 1.25)
     _axis(ax, t_end, "counters that moved (delta over the pass, read after it)", "delta")
     ax.legend(fontsize=6, loc="upper left")
-    return [_img(_encode(fig), "counter deltas over time")]
+    return [_img(encode_png(fig), "counter deltas over time")]
 
 
 def _storage_plot(
@@ -229,7 +229,7 @@ def _storage_plot(
     series = io_series(io)
     if not series:
         return []
-    plt = _plt()
+    plt = load_pyplot()
     fig, ax = plt.subplots(figsize=_W)
     for (_scope, path, workload, direction), vals in sorted(series.items()):
         ks = sorted(vals)
@@ -239,4 +239,4 @@ def _storage_plot(
     ax.set_ylim(bottom=0)
     _axis(ax, t_end, "storage bandwidth per checkpoint write (fio bw, all writers)", "GB/s")
     ax.legend(fontsize=6, loc="lower right")
-    return [_img(_encode(fig), "storage bandwidth per pass")]
+    return [_img(encode_png(fig), "storage bandwidth per pass")]

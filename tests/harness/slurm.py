@@ -245,6 +245,10 @@ class SlurmCluster:
                 return int(field.split("=", 1)[1].split(":")[0])
         raise RuntimeError(f"no ExitCode for job {job}: {out!r}")
 
+    def daemon_pid(self, node: int) -> int:
+        """The pid of node `node`'s (0-based) slurmd: its mount namespace is the node's own."""
+        return self._procs[1 + node].pid
+
     def node_path(self, node: int, path: Path) -> Path:
         """`path` as node `node` (0-based) sees it, through its daemon's mount namespace."""
         return Path(f"/proc/{self._procs[1 + node].pid}/root") / path.relative_to("/")

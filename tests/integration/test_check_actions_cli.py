@@ -196,3 +196,58 @@ def test_metrics_file_is_0644_under_umask_077(tmp_path: Path) -> None:
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert stat.S_IMODE(prom.stat().st_mode) == 0o644
     assert "stoker_check_last_run_timestamp_seconds" in prom.read_text()
+
+
+def test_an_older_stokers_metrics_file_says_to_move_or_delete_it_once(tmp_path: Path) -> None:
+    """After an upgrade the metrics file a stoker from before the ledger wrote is in no ledger:
+    refused (never written over), with the one thing to do; done once, the check writes it."""
+    fake = FakeScheduler(tmp_path)
+    prom = tmp_path / "stoker.prom"
+    old = (  # hand-written in the textfile collector's format, as an older stoker left it
+        "# HELP stoker_check_pass 1 when the last check passed\n"
+        "# TYPE stoker_check_pass gauge\n"
+        'stoker_check_pass{host="n1"} 1.0\n'
+    )
+    prom.write_text(old)
+    p = check(fake, "--checks", "inventory", "--prometheus", str(prom), STOKER_HOSTNAME="n1")
+    assert p.returncode == 2 and prom.read_text() == old
+    assert p.stderr.count("\n") == 1 and "move or delete it once" in p.stderr
+    assert f"`rm {prom}`" in p.stderr and str(tmp_path / ".stoker-outputs") in p.stderr
+    prom.unlink()  # what the line says, once
+    p = check(fake, "--checks", "inventory", "--prometheus", str(prom), STOKER_HOSTNAME="n1")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert "stoker_check_last_run_timestamp_seconds" in prom.read_text()
+
+
+def test_without_path_the_check_measures_where_the_baseline_accepted_this_nodes_disk(tmp_path: Path) -> None:
+    """A baseline of n1's local disk on DIR/scratch (figures hand-made with 1 writer and worker,
+    accepted at 0.001 GB/s so any disk passes): `check --checks io --baseline` without --path
+    measures there, not in /var/tmp, and -v says so in one line; a path the baseline accepted
+    that this node lacks is refused, naming where it came from."""
+    from reports.baseline_file import to_yaml
+    from reports.judging.baseline import Figure, make
+
+    fake = FakeScheduler(tmp_path)
+    scratch = tmp_path / "scratch"
+    figs = [
+        Figure(
+            kind="node-storage", component="node", what=f"{wl} {d} on {scratch}", value=0.001,
+            scope="local", path=str(scratch), workload=wl, direction=d, host="n1", hosts=("n1",),
+            backend="fio", procs=1,
+        )
+        for wl, d in (("checkpoint_write", "write"), ("checkpoint_read", "read"), ("dataloader_read", "read"))
+    ]  # fmt: skip
+    base = tmp_path / "b.yaml"
+    base.write_text(to_yaml(make("acc-1", "t", figs)))
+    said = f"--path {scratch}: the local path the baseline {base} accepted for n1"
+    p = check(fake, "--checks", "io", "--baseline", str(base), STOKER_HOSTNAME="n1")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+    assert f"--path {scratch}: no such directory ({said})" in p.stderr
+    scratch.mkdir()
+    out = tmp_path / "kept"
+    p = check(fake, "--checks", "io", "--baseline", str(base), "--out", str(out), "-v", STOKER_HOSTNAME="n1")
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.stdout.splitlines()[0] == f"stoker check: {said}"
+    from reports.table import read_records
+
+    assert {r.path for r in read_records(out).io} == {str(scratch)}

@@ -273,7 +273,7 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
     phases = [json.loads(x)["phase"] for x in (out / "phases.jsonl").read_text().splitlines()]
     assert phases == ["inventory", "compute", "intra-node", "inter-node", "pairs", "storage"], phases
     # the compute phase ran on every node, each sweeping its own devices into its own OUT
-    # (issue 27; without a shared volume node 1's stay in its pod's dir, as its inventory does)
+    # (without a shared volume node 1's stay in its pod's dir, as its inventory does)
     assert {r["host"] for d in dirs for r in read_records(d).compute} == hosts, logs
 
 

@@ -1,4 +1,4 @@
-"""`stoker compare` joins only like with like (issue 21 §2), on results directories made from the
+"""`stoker compare` joins only like with like, on results directories made from the
 golden run (tests/data/reports/basic): runs under one name that bought something else are refused
 or kept apart; the same directories in any order give the same compare.json; every figure of the
 headline is recomputed here by hand from the figures printed beside it."""
@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from launchers.cli import main as stoker
-from tests.integration.test_report_compare import _edit_records, _trial
+from tests.integration.test_report_compare import edit_records, make_trial
 
 
 def _h100(root: Path, dirname: str, name: str, price: float, intra_scale: float = 1.0) -> Path:
-    d = _trial(root, dirname, price)
+    d = make_trial(root, dirname, price)
     spec = (d / "spec.yaml").read_text().replace(f"name: {dirname}", f"name: {name}")
     (d / "spec.yaml").write_text(spec)
     if intra_scale != 1.0:  # a slower intra-node link: more tensor-parallel idle in this run
-        _edit_records(
+        edit_records(
             d,
             "net.jsonl",
             lambda o: (

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reports.findings import FAILING
-from tests.conftest import STOKER, needs_root
+from tests.conftest import STOKER, bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, net_argv, unavailable_reason
 
 pytestmark = needs_root
@@ -32,7 +32,7 @@ SPEC = "name: bed\ngpus_per_node: 1\nnetwork:\n  inter_node: {Gbps: 0.2}\n"
 def cluster() -> Iterator[NetnsCluster]:
     reason = unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)
     with NetnsCluster(prefix="nxb", nodes=3, rate_mbit=RATE_MBIT) as c:
         yield c
 

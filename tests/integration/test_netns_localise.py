@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.evidence.pairs import pair_evidence
+from reports.evidence.rails import pair_evidence
 from reports.findings import Finding
 from reports.judging import localise as judging
 from reports.records import NetRecord

@@ -1,4 +1,4 @@
-"""A soak on a real namespaced 4-node cluster (issue 25): `stoker net --soak` runs passes of
+"""A soak on a real namespaced 4-node cluster: `stoker net --soak` runs passes of
 the world sweep and the pair tests across the namespaces while this test shapes one node's
 link down to 1/4 for ~25 s in the middle and takes another node's link down and up once (a
 real carrier_changes increment on its eth0). The report must name both, with the passes
@@ -20,7 +20,7 @@ import pytest
 
 from reports.evidence.soak import soak_pass
 from reports.table import read_records
-from tests.conftest import needs_root
+from tests.conftest import bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
 from tests.unit.recordgen import judge_records
 
@@ -48,7 +48,7 @@ def net_args(out: Path, seconds: float) -> list[str]:
 def cluster() -> Iterator[NetnsCluster]:
     reason = unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        bed_missing(reason)
     with NetnsCluster(prefix="nxk", nodes=4, rate_mbit=RATE_MBIT) as c:
         yield c
 

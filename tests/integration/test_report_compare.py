@@ -19,7 +19,7 @@ from reports.report_cmd import collect
 from tests.conftest import DATA, STOKER, needs_tool
 
 
-def _edit_records(d: Path, name: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
+def edit_records(d: Path, name: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
     out = []
     for line in (d / name).read_text().splitlines():
         try:
@@ -33,7 +33,7 @@ def _edit_records(d: Path, name: str, change: Callable[[dict[str, Any]], dict[st
     (d / name).write_text("\n".join(out) + "\n")
 
 
-def _trial(
+def make_trial(
     root: Path, name: str, price: float | str, *, drop_intra: bool = False, workload: str | None = None
 ) -> Path:
     d = root / name
@@ -43,7 +43,7 @@ def _trial(
     )
     (d / "all_reduce_perf.log").unlink()
     if drop_intra:
-        _edit_records(d, "net.jsonl", lambda o: None if o["scope"] == "intra-node" else o)
+        edit_records(d, "net.jsonl", lambda o: None if o["scope"] == "intra-node" else o)
     if workload is not None:
         (d / "workload.yaml").write_text(f"preset: {workload}\n")
     return d
@@ -51,9 +51,9 @@ def _trial(
 
 def test_three_trials_incomplete_one_not_ranked(tmp_path: Path) -> None:
     dirs = [
-        _trial(tmp_path, "neo-a", 2.49),
-        _trial(tmp_path, "neo-b", 1.99),
-        _trial(tmp_path, "neo-c", 1.49, drop_intra=True),
+        make_trial(tmp_path, "neo-a", 2.49),
+        make_trial(tmp_path, "neo-b", 1.99),
+        make_trial(tmp_path, "neo-c", 1.49, drop_intra=True),
     ]
     out = tmp_path / "cmp"
     p = subprocess.run(
@@ -87,7 +87,7 @@ def test_three_trials_incomplete_one_not_ranked(tmp_path: Path) -> None:
     )  # 2.49 / 1.99 = 1.251
     neo_c = next(x for x in got["clusters"] if x["name"] == "neo-c")
     assert not neo_c["ranked"] and neo_c["idle_by_component"]["tensor parallel"] is None
-    # the split only where whole (issue 21): with tensor parallel unmeasured, no other part is shown
+    # the split only where whole: with tensor parallel unmeasured, no other part is shown
     assert neo_c["idle_by_component"] == {"tensor parallel": None}
     why = next(line for line in md.splitlines() if line.startswith("| neo-c | fail"))
     assert "| unmeasured |" in why  # tensor parallel: never 0% idle
@@ -101,8 +101,8 @@ def test_three_trials_incomplete_one_not_ranked(tmp_path: Path) -> None:
 def test_different_size_ranges_compared_at_the_common_size(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    a, b = _trial(tmp_path, "short", 2.49), _trial(tmp_path, "long", 2.49)
-    _edit_records(
+    a, b = make_trial(tmp_path, "short", 2.49), make_trial(tmp_path, "long", 2.49)
+    edit_records(
         a, "net.jsonl", lambda o: o if o["scope"] != "intra-node" or o["bytes"] <= 16 << 20 else None
     )
     assert stoker(["compare", str(a), str(b), "--out", str(tmp_path / "o")]) == 0
@@ -123,18 +123,18 @@ def _refused(argv: list[str], capsys: pytest.CaptureFixture[str], words: str) ->
 
 
 def test_bad_input_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    a, b = _trial(tmp_path, "a", 2.49), _trial(tmp_path, "b", 1.99)
+    a, b = make_trial(tmp_path, "a", 2.49), make_trial(tmp_path, "b", 1.99)
     out = ["--out", str(tmp_path / "o")]
     _refused(["compare", str(a), *out], capsys, "at least two")
     _refused(["compare", str(a), str(tmp_path / "a" / ".." / "a"), *out], capsys, "is given twice")
     _refused(["compare", str(a), str(tmp_path / "nope"), *out], capsys, "no such results directory")
-    c = _trial(tmp_path, "c", 2.0)
-    _edit_records(c, "io.jsonl", lambda o: {**o, "schema": 2})
+    c = make_trial(tmp_path, "c", 2.0)
+    edit_records(c, "io.jsonl", lambda o: {**o, "schema": 2})
     _refused(["compare", str(a), str(c), *out], capsys, "records of schema 2; this stoker reads schema 1")
     (a / "workload.yaml").write_text("preset: llama-70b\n")  # b keeps llama-8b
     _refused(["compare", str(a), str(b), *out], capsys, "judged against different workloads (")
-    for bad in ("-1", ".inf", ".nan", "1e308"):  # 1e308: beyond any cluster (issue 22, reports/plausible.py)
-        d = _trial(tmp_path, f"p{bad}", bad)
+    for bad in ("-1", ".inf", ".nan", "1e308"):  # 1e308: beyond any cluster (reports/plausible.py)
+        d = make_trial(tmp_path, f"p{bad}", bad)
         _refused(["compare", str(b), str(d), "--workload", "llama-70b", *out], capsys, "price_per_gpu_hour")
     assert not (tmp_path / "o").exists()  # nothing written on refusal
 
@@ -146,7 +146,7 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
     ],
 )
 def test_bad_price_row_left_out_with_reason(tmp_path: Path, price: str, why: str) -> None:
-    a, b = _trial(tmp_path, "a", 2.49), _trial(tmp_path, "b", price)
+    a, b = make_trial(tmp_path, "a", 2.49), make_trial(tmp_path, "b", price)
     assert stoker(["compare", str(a), str(b), "--workload", "llama-70b", "--out", str(tmp_path / "o")]) == 0
     md = (tmp_path / "o" / "compare.md").read_text()
     assert f"- b is not ranked: {why}." in md and "Cheapest per billion tokens of llama-70b: a at" in md
@@ -156,12 +156,14 @@ def test_bad_price_row_left_out_with_reason(tmp_path: Path, price: str, why: str
 
 
 def test_no_spec_and_nan_record(tmp_path: Path) -> None:
-    a, b, c = _trial(tmp_path, "a", 2.49), _trial(tmp_path, "b", 1.99), _trial(tmp_path, "c", 0.99)
+    a, b, c = (
+        make_trial(tmp_path, "a", 2.49),
+        make_trial(tmp_path, "b", 1.99),
+        make_trial(tmp_path, "c", 0.99),
+    )
     (b / "spec.yaml").unlink()
     # c's intra-node busbw is NaN: it must not become a starving-free tensor-parallel component
-    _edit_records(
-        c, "net.jsonl", lambda o: {**o, "busbw_GBps": math.nan} if o["scope"] == "intra-node" else o
-    )
+    edit_records(c, "net.jsonl", lambda o: {**o, "busbw_GBps": math.nan} if o["scope"] == "intra-node" else o)
     assert (
         stoker(["compare", str(a), str(b), str(c), "--workload", "llama-70b", "--out", str(tmp_path / "o")])
         == 0
@@ -178,15 +180,15 @@ def test_no_spec_and_nan_record(tmp_path: Path) -> None:
 @needs_tool("chromium")
 def test_compare_html_in_chromium(tmp_path: Path) -> None:
     """compare.html in a real headless Chromium: every chart decodes, nothing fetched from outside."""
-    from tests.integration.test_report_html import PROBE, _chromium
+    from tests.integration.test_report_html import PROBE, chromium_path
 
-    dirs = [_trial(tmp_path, "neo-a", 2.49), _trial(tmp_path, "neo-c", 1.49, drop_intra=True)]
+    dirs = [make_trial(tmp_path, "neo-a", 2.49), make_trial(tmp_path, "neo-c", 1.49, drop_intra=True)]
     assert stoker(["compare", *map(str, dirs), "--workload", "llama-70b", "--out", str(tmp_path / "o")]) == 0
     page = (tmp_path / "o" / "compare.html").read_text()
     assert not re.search(r'(src|href)="(https?:)?//', page)
     probe = tmp_path / "probe.html"
     probe.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    p = _chromium("--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
+    p = chromium_path("--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
     m = re.search(r"IMGS:([01]*):END", p.stdout)
     assert m, p.stderr[-2000:]
     assert m.group(1) == "1111"  # cost stacked by component, inter- and intra-node busbw, storage
@@ -244,7 +246,7 @@ def test_real_gloo_sweeps_of_different_ranges(tmp_path: Path) -> None:
 def test_nothing_ranked_is_exit_2_and_the_files_say_why(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    a, b = _trial(tmp_path, "a", 0), _trial(tmp_path, "b", 0)
+    a, b = make_trial(tmp_path, "a", 0), make_trial(tmp_path, "b", 0)
     out = tmp_path / "o"
     assert stoker(["compare", str(a), str(b), "--workload", "llama-70b", "--out", str(out)]) == 2
     err = capsys.readouterr().err
@@ -257,7 +259,7 @@ def test_nothing_ranked_is_exit_2_and_the_files_say_why(
 def test_the_basic_trials_say_they_failed_and_what_they_cost_waiting(tmp_path: Path) -> None:
     """The fixture run fails (a slow link, an inter-node plateau at 72%): the headline says so in
     its first sentence; every row has $ lost per day and GPUs fed; the deciding cell is whole."""
-    dirs = [_trial(tmp_path, "neo-a", 2.49), _trial(tmp_path, "neo-b", 1.99)]
+    dirs = [make_trial(tmp_path, "neo-a", 2.49), make_trial(tmp_path, "neo-b", 1.99)]
     out = tmp_path / "o"
     assert stoker(["compare", *map(str, dirs), "--workload", "llama-70b", "--out", str(out)]) == 0
     got = json.loads((out / "compare.json").read_text())
@@ -302,7 +304,7 @@ def test_nccl_tests_logs_get_nccl_tests_advice(tmp_path: Path, capsys: pytest.Ca
 def test_a_copied_directory_is_one_run(tmp_path: Path) -> None:
     """Two directories holding the same run (a copy) are one run of that cluster, not two with a
     noise of 0.0; the copy is named on stderr."""
-    a = _trial(tmp_path, "neo-a", 2.49)
+    a = make_trial(tmp_path, "neo-a", 2.49)
     b = tmp_path / "neo-a-copy"
     shutil.copytree(a, b)
     out = tmp_path / "cmp"

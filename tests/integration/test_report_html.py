@@ -34,7 +34,7 @@ PROBE = (
 )
 
 
-def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
+def chromium_path(*args: str) -> subprocess.CompletedProcess[str]:
     with tempfile.TemporaryDirectory(prefix="rp_chromium_") as profile:
         return subprocess.run(
             [*CHROMIUM, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
@@ -64,7 +64,7 @@ def test_embedded_pngs_decode(page: Path) -> None:
 def test_chromium_loads_every_image(page: Path, tmp_path: Path) -> None:
     probe = tmp_path / "probe.html"
     probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    p = _chromium("--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
+    p = chromium_path("--virtual-time-budget=10000", "--dump-dom", probe.as_uri())
     m = re.search(r"IMGS:([01]*):END", p.stdout)
     assert m, p.stderr[-2000:]
     assert m.group(1) == "1" * 6
@@ -73,7 +73,7 @@ def test_chromium_loads_every_image(page: Path, tmp_path: Path) -> None:
 @needs_tool("chromium")
 def test_chromium_screenshot_is_not_blank(page: Path, tmp_path: Path) -> None:
     shot = tmp_path / "shot.png"
-    _chromium(f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri())
+    chromium_path(f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri())
     raw = shot.read_bytes()
     assert raw[:8] == b"\x89PNG\r\n\x1a\n"
     import matplotlib.image as mpimg

@@ -91,7 +91,7 @@ def test_run_measures_judges_and_exits_with_the_verdict(tmp_path: Path) -> None:
     # progress while it works, a summary table and the verdict at the end
     assert "[1/5] inventory: started" in p.stdout and "[2/5] compute: started" in p.stdout
     assert "[3/5] network: started" in p.stdout and "[5/5] report: started" in p.stdout
-    # the compute phase measured CPU matmul for real and the report shows it (issue 27)
+    # the compute phase measured CPU matmul for real and the report shows it
     assert recs.compute and {r["device"] for r in recs.compute} == {"cpu"}
     assert all(r["median_tflops"] > 0 for r in recs.compute if r["dtype"] == "fp32")
     assert "phase      status" in p.stdout and "verdict: FAIL" in p.stdout  # "inventory" sets the width
@@ -130,8 +130,8 @@ def test_an_aborted_phase_still_gets_a_report_and_exit_3(tmp_path: Path) -> None
 
 
 def test_sigterm_is_ctrl_c(tmp_path: Path) -> None:
-    # issue 22 case 4: `timeout`, scancel and Kubernetes send SIGTERM; it used to leave no report,
-    # no phase line for the running phase and the scratch behind (exit 124). The TERM is sent once
+    # `timeout`, scancel and Kubernetes send SIGTERM: the run still leaves its report, a phase
+    # line for the running phase and no scratch behind (not exit 124). The TERM is sent once
     # the storage phase has started (a fixed clock once missed every phase on a faster machine),
     # with --io-runtime 120 keeping that phase busy; the run stops it and reports: incomplete, 3.
     out = tmp_path / "results"

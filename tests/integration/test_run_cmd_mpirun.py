@@ -75,7 +75,7 @@ def test_mpirun_script_runs_every_phase_and_exits_with_the_verdict(tmp_path: Pat
     assert all(x["log"] == f"phase-{x['phase']}.log" and (out / x["log"]).is_file() for x in phases)
     assert (out / "host.jsonl").is_file()  # the inventory ran on the node
     recs = read_records(out)
-    assert recs.compute  # and the compute phase, under mpirun (issue 27)
+    assert recs.compute  # and the compute phase, under mpirun
     assert {r.ranks for r in recs.net.records()} == {2} and recs.io
     assert len({r.run_id for r in [*recs.net.records(), *recs.io]}) == 1
     assert all(r.run_id.startswith("mpirun-") for r in recs.net.records())
@@ -107,7 +107,7 @@ def test_script_bad_input_is_one_line_exit_2(
 @needs_tool("fio")
 @pytest.mark.slow
 def test_mpirun_script_takes_sigterm_as_ctrl_c(tmp_path: Path) -> None:
-    # issue 22 case 4, for the shell launchers: a real `timeout -s TERM` during a phase (storage
+    # SIGTERM for the shell launchers: a real `timeout -s TERM` during a phase (storage
     # runs for minutes here). The phase is stopped and keeps its line (130), the report is written
     # on what was measured, the script exits 3 (incomplete).
     out = tmp_path / "results"

@@ -1,5 +1,5 @@
 """`stoker run --skip storage` for real: the storage phase does not run, phases.jsonl marks it
-left out, and the report's coverage names the storage promise as not measured (issue 21 §5);
+left out, and the report's coverage names the storage promise as not measured;
 with `--scope node` a one-node run names the inter-node link as not covered."""
 
 from __future__ import annotations

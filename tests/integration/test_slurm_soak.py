@@ -1,4 +1,4 @@
-"""`stoker submit --soak` on a real two-node Slurm (issue 25): the job runs passes of every
+"""`stoker submit --soak` on a real two-node Slurm: the job runs passes of every
 scope from both nodes and ends in a report; scancel mid-soak (SIGTERM to every task) keeps
 every finished pass. Slow (~1.5 min): a 15 s soak (a pass takes ~0.5 s here: 20 or more) and a
 cancelled one."""
@@ -44,7 +44,7 @@ def test_soak_job_ends_in_a_report_with_passes_from_both_nodes(slurm: SlurmClust
     state, rc, log = finish(slurm, job, tmp_path, timeout_s=900)
     wall = time.monotonic() - t0
     phases = [json.loads(line)["phase"] for line in (out / "phases.jsonl").read_text().splitlines()]
-    assert phases == ["inventory", "compute", "soak", "storage"], log[-3000:]  # compute: issue 27
+    assert phases == ["inventory", "compute", "soak", "storage"], log[-3000:]  # compute: the appetite
     seen = passes(out)
     scopes = {r.scope for r in read_records(out).net.records()}
     print(f"job {job} {state} exit {rc} in {wall:.0f} s: {len(seen)} passes, scopes {sorted(scopes)}")

@@ -224,7 +224,7 @@ def _one(recs: list, write: float = 0.5):  # type: ignore[no-untyped-def]
 
 
 def test_page_cache_assisted_dcp_never_stands_for_the_disk() -> None:
-    # issue 11 on CI: torch.dcp (buffered) 0.46 GB/s, fio O_DIRECT 0.33 GB/s; advertised 0.5
+    # as seen on CI: torch.dcp (buffered) 0.46 GB/s, fio O_DIRECT 0.33 GB/s; advertised 0.5
     f = _one(
         [
             io("checkpoint_write", "write", "/ckpt", 0.33, runtime_s=3.0),
@@ -260,7 +260,7 @@ def test_a_record_too_short_to_be_steady_is_not_judged() -> None:
 
 
 def test_no_spec_advice_never_names_the_throwaway_scratch_dir() -> None:
-    # issue 21: the advice pointed at stoker run's .io-scratch-XXXX, removed after the run
+    # the advice never points at stoker run's .io-scratch-XXXX, removed after the run
     from reports.judging.advertised import spec_advice
 
     assert spec_advice("/r/run1/.io-scratch-k2j3", "local") == (

@@ -11,7 +11,7 @@ from reports import evidence
 from reports.baseline_file import load, to_yaml
 from reports.errors import UsageError
 from reports.findings import verdict_of
-from reports.judging import baseline as baseline_judging
+from reports.judging import baseline_figures as baseline_judging
 from reports.judging.baseline import (
     DEFAULT_TOLERANCE,
     MAX_TOLERANCE,

@@ -18,11 +18,11 @@ from reports.judging.baseline import (
     STORAGE_TOLERANCE,
     Figure,
     differences,
-    figures,
     judge,
     make,
     tolerance_for,
 )
+from reports.judging.baseline_figures import figures
 from reports.table import RecordSet
 from tests.unit.recordgen import io, net
 
@@ -265,3 +265,30 @@ def test_a_sweep_plateau_at_another_of_its_top_sizes_is_still_the_same_figure() 
     assert found["sweep"].status == "ok"
     assert found["node-intra"].status == "no_reference"
     assert "message size 4M here, 256M accepted" in found["node-intra"].message
+
+
+def test_the_check_takes_its_path_from_the_baseline_when_none_is_given() -> None:
+    """`stoker check --baseline FILE` without --path: the one local path the baseline accepted
+    this node's fio figures on; /var/tmp when it has none; several: refused (ValueError)."""
+    base = make("acc", "t", [node_io("checkpoint_write", 3.0, path="/local/scratch")])
+    base = replace(base, file="b.yaml")
+    assert cp.accepted_path(base, "n1") == (
+        "/local/scratch",
+        "--path /local/scratch: the local path the baseline b.yaml accepted for n1",
+    )
+    # a fleet's baseline taken on one node: every node's local disk is on the same path
+    assert cp.accepted_path(base, "n7")[0] == "/local/scratch"
+    assert cp.accepted_path(None, "n1") == ("/var/tmp", "")
+    shared = replace(node_io("checkpoint_write", 3.0, path="/lustre"), scope="shared")
+    torch = node_io("checkpoint_write", 3.0, path="/dcp", backend="torch.dcp")
+    for figs in ([shared], [torch], [intra(100.0)]):  # no local fio figure: the default, and why
+        path, said = cp.accepted_path(make("acc", "t", figs), "n1")
+        assert (path, said) == (
+            "/var/tmp",
+            "--path /var/tmp: the baseline run acc has no local disk figure of n1",
+        )
+    two = make(
+        "acc", "t", [node_io("checkpoint_write", 3.0, path="/a"), node_io("dataloader_read", 1.0, path="/b")]
+    )
+    with pytest.raises(ValueError, match=r"accepted local storage of n1 on 2 paths \(/a, /b\): give --path"):
+        cp.accepted_path(two, "n1")

@@ -24,7 +24,7 @@ def figs(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         out.append(fig)
         return ""
 
-    monkeypatch.setattr(plots, "_encode", keep)
+    monkeypatch.setattr(plots, "encode_png", keep)
     return out
 
 

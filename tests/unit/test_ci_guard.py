@@ -1,4 +1,4 @@
-"""tests/conftest.py's guard (issue 20 §6): under CI=true a test whose bed (root, namespaces,
+"""tests/conftest.py's guard: under CI=true a test whose bed (root, namespaces,
 Slurm, fio, ...) is missing fails instead of skipping, and hypothesis is derandomized. Run on a
 real test file of the suite, with fio hidden from PATH."""
 

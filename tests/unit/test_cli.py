@@ -19,7 +19,7 @@ def test_unknown_option_is_one_line_exit_2() -> None:
 
 
 def test_run_and_submit_take_a_workload_preset_name(tmp_path: Path) -> None:
-    """Issue 17: `stoker run --workload llama-70b` was refused though report/compare accept it."""
+    """`stoker run --workload llama-70b` takes the preset name, as report and compare do."""
     from launchers.options import checked_workload, keep_inputs
     from reports.errors import UsageError
     from reports.judging.workload import load_workload

@@ -51,7 +51,7 @@ CASES: dict[str, tuple[str, CloudJob]] = {
         ),
     ),
     "k8s-mpijob-efa.yaml": ("k8s", base_job("efa", "mpijob", namespace="acceptance")),
-    # issue 26: `stoker check` on every GPU node, a DaemonSet (launchers/k8s_check.py)
+    # `stoker check` on every GPU node, a DaemonSet (launchers/k8s_check.py)
     "k8s-check-daemonset.yaml": (
         "k8s",
         base_job("ib", "check", namespace="ops", node_selector=(("nvidia.com/gpu.present", "true"),)),

@@ -1,6 +1,6 @@
 """The host-link copy test's pinned buffer, on a fake torch whose caching host allocator keeps
 freed pinned blocks (as torch's CachingHostAllocator does: `torch.cuda.empty_cache()` frees device
-memory only, pytorch issue 134332) and places a new block on the NUMA node the process is bound
+memory only, github.com/pytorch/pytorch/issues/134332) and places a new block on the NUMA node the process is bound
 to. Each GPU must get a block of its own node, allocated under its binding."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Coverage in the verdict (issue 21 §1): every promise of the spec measured, or named.
+"""Coverage in the verdict: every promise of the spec measured, or named.
 
 The scenario of the issue: a spec for 8 x H100 per node with an 8 x ib-ndr inter-node link and a
 shared /data path, judged on a one-node CPU run whose intra-node figure met the spec. It passed

@@ -1,4 +1,5 @@
-"""Hardware detection (netbench/inventory/hardware*.py) on recorded outputs (tests/data/detect/),
+"""Hardware detection (netbench/inventory/hardware*.py) on the outputs in tests/data/detect/ (one
+recorded, the rest hand-written in the real formats: tests/data/SOURCES.md),
 and the report's summary of it (reports/evidence/hosts.py)."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def accelerator_of(reported: str) -> str | None:
 
 
 def sys_tree(tmp_path: Path, name: str) -> Path:
-    """Materialise a recorded /sys (files and symlinks) under tmp_path."""
+    """Materialise a hand-written /sys tree (files and symlinks) under tmp_path."""
     spec = yaml.safe_load((D / name).read_text())
     root = tmp_path / "sys"
     for rel, content in spec["files"].items():

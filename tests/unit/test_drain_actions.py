@@ -215,3 +215,37 @@ def test_a_hung_sinfo_is_stopped_at_the_time_left(fake: FakeScheduler, tmp_path:
     pid = int((tmp_path / "sinfo.pid").read_text())
     assert not Path(f"/proc/{pid}").exists() or "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
     assert fake.node("n1") == ("idle", "none")
+
+
+def test_a_report_baseline_regression_of_a_local_disk_drains_and_of_shared_storage_never(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stoker baseline`, `stoker report --baseline`, `stoker drain` end to end: n1's local
+    /nvme and n2's share of /lustre each fell from 3.0 to 1.0 GB/s (synthetic records)."""
+    from reports.records import IO_FILE, write_all
+    from tests.unit.recordgen import io
+
+    def results(name: str, bw: float) -> Path:
+        d = tmp_path / name
+        d.mkdir()
+        write_all(
+            d / IO_FILE,
+            [
+                io("checkpoint_write", "write", "/nvme", bw, scope="local", per_host={"n1": bw}),
+                io("checkpoint_write", "write", "/lustre", bw, scope="shared", per_host={"n2": bw}),
+            ],
+        )
+        return d
+
+    base = tmp_path / "b.yaml"
+    assert main(["baseline", str(results("acc", 3.0)), "--out", str(base)]) == 0
+    later = results("later", 1.0)
+    assert main(["report", str(later), "--baseline", str(base)]) == 1
+    capsys.readouterr()
+    assert main(["drain", str(later)]) == 0
+    sinfo, drain = fake.calls()  # n1 alone: n2's finding never reaches the scheduler
+    assert sinfo == [*SINFO, "n1", "-o", "%N|%T|%E"]
+    assert drain[:4] == ["scontrol", "update", "NodeName=n1", "State=DRAIN"]
+    assert drain[4].startswith("Reason=stoker: [report] baseline: checkpoint_write write on /nvme")
+    out = capsys.readouterr().out
+    assert "/lustre is shared storage, not this node's own disk: not drained" in out

@@ -14,7 +14,7 @@ import pytest
 
 from reports.render import plots
 from reports.render.figure_process import FigureProcess
-from tests.unit.test_plot_processes import _jobs
+from tests.unit.test_plot_processes import plot_jobs
 
 
 @pytest.fixture
@@ -26,17 +26,17 @@ def figures() -> Any:
 
 @functools.cache
 def _inline() -> list[str]:
-    return [fn(*args) for fn, args in _jobs()]  # type: ignore[operator]
+    return [fn(*args) for fn, args in plot_jobs()]  # type: ignore[operator]
 
 
 def test_drawn_there_the_bytes_drawn_here(figures: FigureProcess) -> None:
     figures.warm()
-    assert figures.draw(_jobs()) == _inline()  # type: ignore[arg-type]
-    assert figures.draw(_jobs()[:1]) == _inline()[:1]  # type: ignore[arg-type]  # and again
+    assert figures.draw(plot_jobs()) == _inline()  # type: ignore[arg-type]
+    assert figures.draw(plot_jobs()[:1]) == _inline()[:1]  # type: ignore[arg-type]  # and again
 
 
 def test_started_early_drawn_once(figures: FigureProcess) -> None:
-    jobs = _jobs()
+    jobs = plot_jobs()
     figures.start(jobs[2:3])  # the pair matrix, as report_cmd starts it
     assert figures.draw(jobs) == _inline()  # type: ignore[arg-type]
     assert len(figures._jobs) == len(jobs)  # the early one was not sent again
@@ -44,13 +44,13 @@ def test_started_early_drawn_once(figures: FigureProcess) -> None:
 
 
 def test_cold_the_same(figures: FigureProcess) -> None:
-    assert figures.draw(_jobs()) == _inline()  # type: ignore[arg-type]
+    assert figures.draw(plot_jobs()) == _inline()  # type: ignore[arg-type]
 
 
 def test_a_dead_process_leaves_the_figures_here(figures: FigureProcess) -> None:
     os.kill(figures._pid, signal.SIGKILL)
     os.waitpid(figures._pid, 0)
-    assert figures.draw(_jobs()) == _inline()  # type: ignore[arg-type]
+    assert figures.draw(plot_jobs()) == _inline()  # type: ignore[arg-type]
 
 
 def test_a_job_that_will_not_pickle_is_drawn_here(figures: FigureProcess) -> None:
@@ -67,4 +67,4 @@ def test_close_reaps_the_process() -> None:
     fp.close()  # twice: nothing left to do
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    assert fp.draw(_jobs()[:1]) == _inline()[:1]  # type: ignore[arg-type]  # closed: drawn here
+    assert fp.draw(plot_jobs()[:1]) == _inline()[:1]  # type: ignore[arg-type]  # closed: drawn here

@@ -116,7 +116,7 @@ def test_idle_parts_add_up_to_the_models_total() -> None:
 
 
 def test_unmeasured_is_never_zero_idle() -> None:
-    # issue 21: B's tensor parallel is unmeasured; its checkpoint part (0.229 of what?) is not shown
+    # B's tensor parallel is unmeasured; its checkpoint part (0.229 of what?) is not shown
     # beside A's, whose checkpoint part shrank under a measured 97% tensor-parallel idle
     rows = [
         _row("tensor parallel all_reduce (8 GPUs)", 0.0, 8.0, 0.0, status="no_reference"),
@@ -314,7 +314,7 @@ def test_without_a_workload_nothing_is_ranked_on_cost() -> None:
 
 
 def test_a_lack_names_only_the_missing_op() -> None:
-    # issue 21: "lacks an all_gather + reduce_scatter sweep" where all_gather was measured
+    # never "lacks an all_gather + reduce_scatter sweep" where all_gather was measured
     from reports.fleet.clusters import lack_line
     from reports.judging.model import Measured, starvation
     from reports.judging.workload import parse_workload

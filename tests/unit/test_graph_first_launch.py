@@ -13,7 +13,7 @@ import pytest
 
 from netbench.harness import GRAPH_REPLAYS
 from reports.errors import MeasurementAborted
-from tests.unit.test_graph_timing import GRAPH_OP_S, MARK_S, GraphBackend, _measure
+from tests.unit.test_graph_timing import GRAPH_OP_S, MARK_S, GraphBackend, measure_graph
 
 UPLOAD_S = 50e-6  # what the scripted first launch adds: the graph's upload
 
@@ -33,7 +33,7 @@ class UploadingBackend(GraphBackend):
 
 def test_the_first_graph_launch_is_timed_as_nccl_tests_does() -> None:
     b = UploadingBackend()
-    r = _measure(b, iters=10)
+    r = measure_graph(b, iters=10)
     assert b.replays == GRAPH_REPLAYS == 3
     # launches of 10 ops x 1 us plus a 2 us mark; the first also 50 us of upload:
     # per op (10+2+50)/10 = 6.2 us, then 1.2 us twice -> mean 8.6/3 us
@@ -49,7 +49,7 @@ class BrokenCommunicator(GraphBackend):
 def test_a_capture_that_breaks_the_communicator_ends_the_run_not_an_eager_fallback() -> None:
     b = BrokenCommunicator()
     with pytest.raises(MeasurementAborted, match="--no-graph"):
-        _measure(b)
+        measure_graph(b)
     assert b.replays == 0 and b.eager_calls == 2  # the warm-up, and nothing timed after the failure
 
 

@@ -60,7 +60,7 @@ class GraphBackend(ScriptedBackend):
         return replay
 
 
-def _measure(
+def measure_graph(
     b: Any,
     graph: bool = True,
     iters: int = 10,
@@ -89,7 +89,7 @@ def _measure(
 
 def test_graph_capture_and_replay_time_the_device_not_the_host() -> None:
     b = GraphBackend()
-    r = _measure(b, iters=10)
+    r = measure_graph(b, iters=10)
     assert b.captured == [10]  # the iterations, captured once
     assert b.replays == GRAPH_REPLAYS  # every launch timed, the first (upload) included
     assert b.eager_calls == 2  # the warm-up only: no eager timed loop
@@ -119,14 +119,14 @@ def test_one_eager_op_precedes_capture_even_without_check_and_warmup() -> None:
 
 def test_no_graph_and_graphless_backends_time_eagerly_without_a_word() -> None:
     for b, graph in ((GraphBackend(), False), (GraphBackend(can=False), True)):
-        r = _measure(b, graph=graph)
+        r = measure_graph(b, graph=graph)
         assert not r.graph and r.graph_error == "" and b.replays == 0
         assert r.time_s == pytest.approx((10 * EAGER_OP_S + MARK_S) / 10)  # the eager headline loop
 
 
 def test_failed_capture_falls_back_to_eager_and_says_why() -> None:
     b = GraphBackend(fail="NCCL 2.8.4 cannot be captured in a CUDA graph (needs 2.9.6 or later)\ndetail")
-    r = _measure(b)
+    r = measure_graph(b)
     assert not r.graph and b.replays == 0
     assert (
         r.graph_error == "RuntimeError: NCCL 2.8.4 cannot be captured in a CUDA graph (needs 2.9.6 or later)"
@@ -169,7 +169,7 @@ class OneRank(GraphBackend):
         pass
 
 
-def _run(b: OneRank, out: Path, graph: bool = True) -> list[dict[str, Any]]:
+def run_graph(b: OneRank, out: Path, graph: bool = True) -> list[dict[str, Any]]:
     s = Settings(
         ops=("all_gather", "broadcast"),
         sizes=(16, 1024),  # 16 B: all_gather gives each rank 16 B at least (nccl-tests)
@@ -191,7 +191,7 @@ def _run(b: OneRank, out: Path, graph: bool = True) -> list[dict[str, Any]]:
 
 
 def test_every_record_says_how_it_was_timed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    recs = _run(OneRank(), tmp_path / "g")
+    recs = run_graph(OneRank(), tmp_path / "g")
     assert [(r["op"], r["bytes"], r["graph"]) for r in recs] == [
         ("all_gather", 16, True),
         ("all_gather", 1024, True),
@@ -200,7 +200,7 @@ def test_every_record_says_how_it_was_timed(tmp_path: Path, capsys: pytest.Captu
     ]
     assert all(r["time_s"] == pytest.approx(1.2e-6) for r in recs)
     assert "CUDA graph" not in capsys.readouterr().err
-    eager = _run(OneRank(), tmp_path / "e", graph=False)
+    eager = run_graph(OneRank(), tmp_path / "e", graph=False)
     assert {r["graph"] for r in eager} == {False} and all(
         r["time_s"] == pytest.approx(10.2e-6) for r in eager
     )
@@ -209,7 +209,7 @@ def test_every_record_says_how_it_was_timed(tmp_path: Path, capsys: pytest.Captu
 def test_a_failed_capture_is_one_line_and_graph_false(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    recs = _run(OneRank(fail="operation not permitted when stream is capturing"), tmp_path)
+    recs = run_graph(OneRank(fail="operation not permitted when stream is capturing"), tmp_path)
     assert {r["graph"] for r in recs} == {False} and len(recs) == 4
     err = [line for line in capsys.readouterr().err.splitlines() if "CUDA graph" in line]
     assert err == [
@@ -221,7 +221,7 @@ def test_a_failed_capture_is_one_line_and_graph_false(
 def test_recorded_fixture_matches_what_the_runner_writes(tmp_path: Path) -> None:
     """tests/data/gpu/graph-scripted: records of this scripted backend (not a GPU), kept so that
     a change in what a graph run writes shows up as a diff; run and ts fields excluded."""
-    recs = _run(OneRank(), tmp_path)
+    recs = run_graph(OneRank(), tmp_path)
     kept = [
         json.loads(line) for line in (DATA / "gpu" / "graph-scripted" / "net.jsonl").read_text().splitlines()
     ]

@@ -1,4 +1,4 @@
-"""Issue 22 case 11: numeric environment values of the shell launchers are digits before
+"""Numeric environment values of the shell launchers are digits before
 any bash arithmetic sees them. `$(( ))` evaluates a variable's value again as an expression,
 so NNODES='PATH[$(touch F)]' ran `touch F`, and a non-number made the node-count check fail
 open. Each value here must stop the script in one line, exit 2, with nothing run or created."""

@@ -1,4 +1,4 @@
-"""Issue 22 cases 5-9: numbers no machine gives, records of the wrong shape, and files that
+"""Numbers no machine gives, records of the wrong shape, and files that
 are no files. Each is skipped and named or refused in one line (exit 2); a suspect figure
 never turns a fail into anything else; nothing crashes (exit 70) or hangs."""
 
@@ -212,7 +212,8 @@ def test_case6_compare_refuses_a_dir_of_two_runs(tmp_path: Path) -> None:
 
 
 def test_case7_imported_nccl_row_at_1e9_keeps_the_fail(tmp_path: Path) -> None:
-    # the real mpirun log (2 nodes x 8 H100, ~46 GB/s busbw) against 8 x XDR per node: a fail;
+    # the mpirun log (hand-written in the real format, tests/data/SOURCES.md; 2 nodes x 8 H100,
+    # ~46 GB/s busbw) against 8 x XDR per node: a fail;
     # its largest row's in-place busbw made 1e9 — it made the import `unjudged`, exit 0
     log = (DATA / "nccl_tests" / "v2.13_mpirun_all_reduce.log").read_text()
     spec = (

@@ -1,4 +1,4 @@
-"""Issue 22 case 10: every option of `stoker run` is checked by the phases' own rules before
+"""Every option of `stoker run` is checked by the phases' own rules before
 any phase runs (it was refused by the phase, minutes in, as "incomplete", exit 3), and
 `--timeout nan|-5|inf`, `--runtime 1e20` are one line, exit 2 for `stoker net` / `stoker io`."""
 

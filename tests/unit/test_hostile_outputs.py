@@ -1,4 +1,4 @@
-"""Issue 22 cases 1, 2 (import) and 8 (output dirs): `stoker report`, `compare` and `import`
+"""Hostile outputs (import, output dirs): `stoker report`, `compare` and `import`
 never change a byte of a file they did not create — not the user's report.md, not the file
 behind a report.html symlink, not a look-alike name — and a read-only or odd output is one
 line, exit 2."""

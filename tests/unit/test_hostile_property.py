@@ -1,4 +1,4 @@
-"""Issue 22, property: any JSON value in any field of a record, a spec or a workload is
+"""Property: any JSON value in any field of a record, a spec or a workload is
 accepted or refused by name — a record line skipped and named, a spec/workload refused in
 one UsageError line — and never crashes the reader, the judgement or the rendering (what
 the CLI would end with exit 70)."""

@@ -1,4 +1,4 @@
-"""Issue 22 cases 2 and 3: `stoker io` never follows a symlink planted where its work dir
+"""Hostile scratch paths: `stoker io` never follows a symlink planted where its work dir
 goes (`PATH/.stoker-<run id>`: it wrote into, and measured, another file system under PATH's
 name), and `stoker inventory --out` claims its dir like net and io do."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reports.ingest import nccl_tests, stream, stream_chunks
-from reports.ingest.importers import _mtime_utc, run_id_for
+from reports.ingest.sniff import mtime_utc, run_id_for
 from reports.records import to_dict
 from tests.conftest import DATA
 
@@ -23,7 +23,7 @@ LOGS += [DATA / "nccl_tests" / "all_reduce_perf_v2.4_old.txt", DATA / "import_ca
 def _whole(path: Path) -> tuple[bytes, list[str], dict]:
     """What parse_log makes of the whole text: the spool's bytes, the notes, the manifest."""
     text = path.read_bytes().decode("utf-8", errors="replace")
-    p = nccl_tests.parse_log(text, run_id=run_id_for(text), ts=_mtime_utc(path), source_name=path.name)
+    p = nccl_tests.parse_log(text, run_id=run_id_for(text), ts=mtime_utc(path), source_name=path.name)
     lines = "".join(json.dumps(to_dict(r), separators=(",", ":")) + "\n" for r in p.records)
     return lines.encode(), p.notes, p.manifest
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from launchers import cli
 from reports.ingest import nccl_log
 from reports.ingest import nccl_rows as nr
-from reports.ingest.fio_json import _documents, parse_document, rate
+from reports.ingest.fio_json import json_documents, parse_document, rate
 from reports.ingest.importers import import_text
 from reports.records import IoRecord, NetRecord
 from reports.table import read_records
@@ -67,7 +67,7 @@ def _truth(path: Path) -> tuple[set[tuple], set[tuple]]:
                 t = r.get(mode) or {}
                 if all(isinstance(t.get(k), (int, float)) for k in ("time", "alg_bw", "bus_bw")):
                     net.add((r["size"], in_place, round(t["time"] * 1e-6, 12), t["alg_bw"], t["bus_bw"]))
-        sections, _, _ = nccl_log._sections(text.splitlines())  # the list form of _iter_sections
+        sections, _, _ = nccl_log._sections(text.splitlines())  # the list form of iter_sections
         for sec in sections:
             for _, row in sec.rows:
                 tokens = nr.aligned(sec.header, row)
@@ -80,7 +80,7 @@ def _truth(path: Path) -> tuple[set[tuple], set[tuple]]:
                     if None not in f:
                         net.add((int(f[0]), i == 1, round(f[1] * 1e-6, 12), f[2], f[3]))
     io: set[tuple] = set()
-    for doc in _documents(text):
+    for doc in json_documents(text):
         # a job name garbled on one clone or host splits its sum: any subset of a direction's
         # parts (bytes added up over the longest runtime) is a figure of the file
         parts = parse_document(doc).parts

@@ -1,4 +1,4 @@
-"""Issue 22, scale: a log too large to hold is imported streamed (reports/ingest/stream.py)
+"""Scale: a log too large to hold is imported streamed (reports/ingest/stream.py)
 with the very records, run id, notes and manifest the whole-text import gives."""
 
 from __future__ import annotations

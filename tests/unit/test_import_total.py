@@ -1,4 +1,4 @@
-"""`stoker import` on the damaged and unusual files of issue 12 (tests/data/import_cases):
+"""`stoker import` on the damaged and unusual files of tests/data/import_cases:
 each imports with the right numbers (computed by hand from the file's text), or says in
 one line which file, which line and what was expected; a partial import says what it skipped."""
 

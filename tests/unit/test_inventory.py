@@ -19,7 +19,7 @@ from reports.judging.inventory import judge_inventory
 
 D = Path(__file__).resolve().parents[1] / "data" / "inventory"
 DEGRADED = yaml.safe_load((D / "degraded.yaml").read_text())
-OUTPUTS = {  # the command each recorded output answers (first distinguishing argument)
+OUTPUTS = {  # the command each fixture output (hand-written in the real format: tests/data/SOURCES.md) answers (first distinguishing argument)
     "--query-gpu=" + ",".join(parse.GPU_QUERY): "healthy-query-gpu.csv",
     "--query-remapped-rows=" + ",".join(parse.REMAP_QUERY): "healthy-remapped-rows.csv",
     "--query-gpu=" + ",".join(parse.FABRIC_QUERY): "healthy-fabric.csv",
@@ -38,7 +38,7 @@ def recorded(name: str) -> str:
 
 
 def materialise(tmp_path: Path, case: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
-    """The healthy node's /sys under tmp_path and its recorded outputs, with one case's fault."""
+    """The healthy node's /sys under tmp_path and its command outputs (hand-written), with one case's fault."""
     tree = yaml.safe_load((D / "healthy-sys.yaml").read_text())
     files = {**tree["files"], **case.get("sys", {})}
     root = tmp_path / "sys"

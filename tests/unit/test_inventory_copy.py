@@ -1,4 +1,4 @@
-"""The host-link copy test's pure parts and its place in the inventory (issue 23): GPUs found
+"""The host-link copy test's pure parts and its place in the inventory: GPUs found
 by UUID, not by nvidia-smi's index; CPUs of the GPU's NUMA node bound (for real, with
 sched_setaffinity) before pinned memory is allocated; the median of the samples; one GPU's
 CUDA error a skipped line, not the end of the inventory."""

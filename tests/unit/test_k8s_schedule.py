@@ -1,8 +1,8 @@
 """Validation beyond schemas: every rendered Kubernetes job placed on nodes of real instance
 shapes as kube-scheduler's filters would place it (tests/harness/k8s_scheduler.py: requests
 vs allocatable, nodeSelector, required anti-affinity both ways, every arrival order), and
-the environment each container that runs ranks gets. The MPIJob stoker rendered before
-issue 24 (its launcher carried the label the workers' anti-affinity selects) dead-ends on
+the environment each container that runs ranks gets. An MPIJob whose launcher carries
+the label the workers' anti-affinity selects (as stoker's once did) dead-ends on
 two GPU nodes here; the one rendered now schedules."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_mpijob_schedules_on_two_gpu_nodes_and_the_old_one_deadlocked() -> None:
     )
     why = dead_end(pods_of(old), nodes("p5.48xlarge", 2))
     assert why is not None and "anti-affinity" in why, why
-    print(f"\nbefore issue 24: {why}")
+    print(f"\nthe old MPIJob: {why}")
 
 
 def test_two_pods_never_share_a_node() -> None:

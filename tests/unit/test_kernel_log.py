@@ -68,3 +68,26 @@ def test_soak_counters_count_journal_xids() -> None:
 
     snap = read_snapshot(sys_root="/nonexistent", run=run)
     assert any(v.get("xid_hardware") == 1 for v in snap.values()), snap
+
+
+def test_an_unreadable_kernel_log_names_both_sources_and_each_fix(tmp_path: Path) -> None:
+    """dmesg refused and the journal empty (a user it does not let read): the finding says both
+    were tried, and that the journal's group is a fix as well as root or dmesg_restrict."""
+    from reports.judging.inventory import judge_inventory
+
+    root, outputs = materialise(tmp_path, {})
+    base = runner(outputs)
+
+    def run(args: Sequence[str]) -> ToolOutput | str | None:
+        if args[0] == "dmesg":
+            return REFUSED
+        if args[0] == "journalctl":
+            return ""  # what journalctl prints to a user outside systemd-journal/adm: nothing, exit 0
+        return base(args)
+
+    inv = read_inventory(sys_root=root, run=run, copier=None)
+    assert not any(r.get("kernel_log_readable") for r in inv.records if r["component"] == "gpu")
+    (f,) = [f for f in judge_inventory(inv.records) if f.check == "Xid events"]
+    assert f.status == "no_reference"
+    assert "neither `dmesg` nor `journalctl -k` answered" in f.message
+    assert "systemd-journal (or adm) group" in f.message and "kernel.dmesg_restrict=0" in f.message

@@ -38,7 +38,7 @@ SRUN_STEP = {
 }
 # MpiDefault=pmi2 adds these (no MPI_LOCALRANKID)
 PMI2 = {"PMI_FD": "11", "PMI_JOBID": "1.0", "PMI_RANK": "2", "PMI_SIZE": "4", "SLURM_MPI_TYPE": "pmi2"}
-# MpiDefault=pmix adds these: a rank but no size, the cause of issue 11's false PASS
+# MpiDefault=pmix adds these: a rank but no size (once the cause of a false PASS)
 PMIX = {
     "PMIX_NAMESPACE": "slurm.pmix.1.0",
     "PMIX_RANK": "2",

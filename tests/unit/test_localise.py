@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import pytest
 
 from reports.evidence import pairs as ev_pairs
+from reports.evidence import rails as ev_rails
 from reports.evidence.pairs import (
     PairValues,
     confirmation_pairs,
@@ -34,7 +35,7 @@ def pair_matrix(recs: list[NetRecord]) -> tuple[list[str], list[list[float | Non
 def localise(recs: list[NetRecord], io: list[IoRecord], expected_pair_GBps: float | None = None) -> list:
     """The judgement's localisation of these records, through their evidence as the report builds it."""
     frame = NetTable.of(recs).frame
-    return judging.localise(ev_pairs.pair_evidence(frame), frame, io, expected_pair_GBps)
+    return judging.localise(ev_rails.pair_evidence(frame), frame, io, expected_pair_GBps)
 
 
 F = 10.0  # a healthy pair's busbw, GB/s

@@ -129,7 +129,7 @@ def test_a_slow_link_in_a_trio_is_found_among_its_three_pairs() -> None:
     assert res.culprits == [] and res.links == [("h6", "h8")] and res.rounds == 1 + 1 + 3
 
 
-def _records(res_history: list[list[tuple[Group, float]]]) -> list[NetRecord]:
+def localise_records(res_history: list[list[tuple[Group, float]]]) -> list[NetRecord]:
     return [
         NetRecord(
             run_id="r",
@@ -157,17 +157,18 @@ def _records(res_history: list[list[tuple[Group, float]]]) -> list[NetRecord]:
 def test_group_findings_replay_the_recorded_search() -> None:
     c = Cluster(8, {5: F / 4}, noise=0.0)
     run = group_search(c.hosts, c.measure)
-    found = group_findings(_records(run.history))
+    found = group_findings(localise_records(run.history))
     assert [(f.component, f.hosts) for f in found] == [("node", ("h5",))]
     # its pairing round put h5 with a cleared node: measured at h5's speed, against the best group
     assert found[0].measured == F / 4 and found[0].expected == F and found[0].extra["rounds"] == 2
     lc = LinkCluster(8, {}, {(2, 3): F / 4})
-    found = group_findings(_records(group_search(lc.hosts, lc.measure).history))
+    found = group_findings(localise_records(group_search(lc.hosts, lc.measure).history))
     assert [(f.component, f.hosts, f.measured) for f in found] == [("link", ("h2", "h3"), F / 4)]
     # two runs in one directory: the last one's search is judged (here, the slow-link run)
     again = [
-        dataclasses.replace(r, run_id="r2") for r in _records(group_search(lc.hosts, lc.measure).history)
+        dataclasses.replace(r, run_id="r2")
+        for r in localise_records(group_search(lc.hosts, lc.measure).history)
     ]
-    assert [f.hosts for f in group_findings(_records(run.history) + again)] == [("h2", "h3")]
+    assert [f.hosts for f in group_findings(localise_records(run.history) + again)] == [("h2", "h3")]
     # a run cut short (the pairing round missing) is not judged on half a search
-    assert replay(_records(run.history[:1])) is None and group_findings([]) == []
+    assert replay(localise_records(run.history[:1])) is None and group_findings([]) == []

@@ -5,18 +5,20 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from netbench.topology import Topology, pair_rounds, round_robin, schedule_rounds, scope_groups
 from reports.evidence.groups import group_search, recorded_rounds, replay
-from reports.evidence.pairs import pair_evidence
-from reports.evidence.rails import rail_confirmation_pairs
+from reports.evidence.rails import pair_evidence, rail_confirmation_pairs, untested_note
 from reports.judging import localise as judging
 from reports.judging.groups import group_findings
-from reports.records import NetRecord, from_dict, rail_of, to_dict
+from reports.records import NetRecord, RecordWriter, from_dict, rail_of, to_dict
 from reports.table import NetTable
+from tests.conftest import STOKER
 
 F = 10.0  # a healthy pair's busbw on one rail, GB/s
 SLOW = F / 4
@@ -185,3 +187,19 @@ def test_groups_search_every_rail_slow_names_the_node() -> None:
     assert group_named(recs) == [("node", ("h5",), None, SLOW)]
     res = replay(NetTable.of(recs))
     assert res is not None and group_findings(res)[0].extra["rails"] == [0, 1]
+
+
+def test_untested_rails_are_a_note_of_report_md(tmp_path: Path) -> None:
+    # n2 ran one rank (no rail 1): its rail-1 pairs are missing
+    recs = [r for r in bed({}) if not (r.extra["rail"] == 1 and "n2" in r.hosts)]
+    assert untested_note({}) is None
+    with RecordWriter(tmp_path / "net.jsonl") as w:
+        for r in recs:
+            w.write(r)
+    p = subprocess.run([*STOKER, "report", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    line = (
+        "rails not tested by the pair tests (ranks per node differ; rail j is local rank j, measured "
+        "only between nodes that both run a rank j): n2: rail 1; a slow NIC there cannot be named"
+    )
+    assert line in (tmp_path / "report.md").read_text()

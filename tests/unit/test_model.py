@@ -84,7 +84,7 @@ def test_ddp_starving_and_the_cost() -> None:
 
 
 def test_ddp_one_bucket_is_never_hidden() -> None:
-    """The 2 x 200 Mbit/s bed of issue 13: 6.3 M fp32 parameters = 25.2 MB, one 25 MiB bucket
+    """The 2 x 200 Mbit/s bed: 6.3 M fp32 parameters = 25.2 MB, one 25 MiB bucket
     plus a small one; a compute-heavy step hid almost none of it."""
     w = Workload(params=6.3e6, gpus=2, gpus_per_node=1, data="ddp", grad_bytes=4.0, compute_s=1.38)
     rows, s = starvation(w, None, measured(flat("inter-node", "all_reduce", 0.025, B)))
@@ -277,7 +277,7 @@ def test_docs_worked_example() -> None:
 
 
 def test_dataloader_demand_follows_compute_not_the_starved_step() -> None:
-    """Issue 17: a starving network stretched the step and made the dataloader look idle."""
+    """A starving network stretches the step but never makes the dataloader look idle."""
     w = dataclasses.replace(DDP, dataloader=Dataloader(name="llm-text", bytes_per_token=4.0))
     rows, _ = starvation(w, SPEC, measured(flat("inter-node", "all_reduce", 0.01, B), read=1.0))
     dl = rows[-1]
@@ -298,15 +298,15 @@ def test_compute_s_replaces_the_flops_estimate() -> None:
 
 
 def test_cpu_ranks_lose_compute_to_overlapped_communication() -> None:
-    from reports.judging.model import _ddp_time
+    from reports.judging.model import ddp_time
 
     curve = build_curves(flat("inter-node", "all_reduce", 0.01, B))[0][("inter-node", "all_reduce")]
     # two 1 MB buckets among 2 ranks at 0.01 GB/s: 0.1 s each; backward window 1.0 s
     # GPU (steal 0): bucket 1 ready at 0.5 s, done at 0.6; bucket 2 ready at 1.0, done at 1.1: 0.1 s exposed
-    assert _ddp_time(curve, 2, [1e6, 1e6], 1.0)[2] == pytest.approx(0.1)
+    assert ddp_time(curve, 2, [1e6, 1e6], 1.0)[2] == pytest.approx(0.1)
     # CPU (steal 0.5): bucket 1's 0.1 s overlaps the backward and stretches it by 0.05 s, to 1.05;
     # bucket 2 then runs 1.05..1.15: exposed = 0.05 (stretch) + 0.1 (last bucket) = 0.15 s
-    assert _ddp_time(curve, 2, [1e6, 1e6], 1.0, steal=0.5)[2] == pytest.approx(0.15)
+    assert ddp_time(curve, 2, [1e6, 1e6], 1.0, steal=0.5)[2] == pytest.approx(0.15)
 
 
 def test_fsdp_on_cpu_ranks_does_not_overlap() -> None:

@@ -1,5 +1,5 @@
 """The fast path of an nccl-tests row (reports/ingest/nccl_fast.py) against the general one
-(nccl_records._record, which names what is wrong): on every fixture log and on damaged variants
+(nccl_records.row_record, which names what is wrong): on every fixture log and on damaged variants
 of them, the same records, written byte for byte the same, and the same notes. The general
 path is forced by making the fast one decline every row."""
 

@@ -1,4 +1,4 @@
-"""The NCCL path's decisions, without a GPU (issue 23): graph or eager agreed by the group,
+"""The NCCL path's decisions, without a GPU: graph or eager agreed by the group,
 the replayed path checked, buffer sets rotated as nccl-tests shifts its offset, device choice
 under one-GPU-per-task launches, one backend and one GPU per rank agreed through a real
 rendezvous store, `auto` refusing a node whose driver has GPUs torch cannot use, and every
@@ -21,12 +21,12 @@ from netbench.backends import agreement_problem, pick_device, resolve
 from netbench.collectives import TABLE
 from netbench.harness import GRAPH_REPLAYS, slots_for
 from reports.errors import UsageError
-from tests.unit.test_graph_timing import GraphBackend, OneRank, _measure, _run
+from tests.unit.test_graph_timing import GraphBackend, OneRank, measure_graph, run_graph
 
 
 def test_a_capture_that_failed_elsewhere_makes_every_rank_time_eagerly() -> None:
     b = GraphBackend(peers_ok=False)  # this rank captured; another rank of the group did not
-    r = _measure(b, iters=10)
+    r = measure_graph(b, iters=10)
     assert b.agreed == 1 and b.captured == [10] and b.replays == 0  # captured, never replayed
     assert not r.graph and r.graph_error == "capture failed on another rank of the group"
     # the eager path's count of collectives: 2 warm-up + 10 (statistics) + 10 (headline)
@@ -72,7 +72,7 @@ class DataGraphBackend(GraphBackend):
 
 
 def _all_reduce(b: Any, *, check: bool, graph: bool, slots: int = 1, iters: int = 4) -> Any:
-    return _measure(b, graph, iters, op="all_reduce", warmup=1, in_place=True, check=check, slots=slots)
+    return measure_graph(b, graph, iters, op="all_reduce", warmup=1, in_place=True, check=check, slots=slots)
 
 
 def test_graph_mode_checks_the_replayed_path_after_timing() -> None:
@@ -159,5 +159,5 @@ def test_driver_gpus_counts_procfs_entries(tmp_path: Path) -> None:
 
 def test_every_round_releases_its_groups(tmp_path: Path) -> None:
     b = OneRank()
-    _run(b, tmp_path)
+    run_graph(b, tmp_path)
     assert b.released == 1  # one scope, one round: its groups released once

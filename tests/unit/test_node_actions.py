@@ -163,28 +163,26 @@ def test_kubectl_must_answer_for_that_node(text: str, ok: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("component", "extra", "scope", "own"),
+    ("component", "extra", "own"),
     [
-        ("gpu", {}, None, True),
-        ("network port", {}, None, True),
-        ("node", {"figure": "node-pair"}, None, True),
-        ("local storage", {}, None, True),
-        ("shared storage", {}, None, False),
-        ("intra-node network", {}, None, False),
-        ("inter-node network", {}, None, False),
-        ("link", {}, None, False),
-        ("node", {"figure": "node-storage"}, None, False),  # a node's share of which storage?
-        ("node", {"figure": "node-storage"}, "shared", False),
-        ("node", {"figure": "node-storage"}, "local", True),
+        ("gpu", {}, True),
+        ("network port", {}, True),
+        ("node", {"figure": "node-pair"}, True),
+        ("local storage", {}, True),
+        ("shared storage", {}, False),
+        ("intra-node network", {}, False),
+        ("inter-node network", {}, False),
+        ("link", {}, False),
+        ("node", {"figure": "node-storage"}, False),  # a node's share of which storage?
+        ("node", {"figure": "node-storage", "scope": "shared", "path": "/lustre"}, False),
+        ("node", {"figure": "node-storage", "scope": "local", "path": "/nvme"}, True),
     ],
 )
-def test_only_the_node_own_findings_drain(
-    component: str, extra: dict[str, str], scope: str | None, own: bool
-) -> None:
-    assert (na.not_node_own(component, extra, scope) == "") == own
+def test_only_the_node_own_findings_drain(component: str, extra: dict[str, str], own: bool) -> None:
+    assert (na.not_node_own(component, extra) == "") == own
 
 
-def _f(status: str, figure: str, component: str = "node") -> Finding:
+def _f(status: str, figure: str, component: str = "node", **where: str) -> Finding:
     return Finding(
         component=component,  # type: ignore[arg-type]
         check=f"baseline: {figure}",
@@ -194,25 +192,68 @@ def _f(status: str, figure: str, component: str = "node") -> Finding:
         unit="GB/s",
         hosts=("n1",),
         message="m",
-        extra={"figure": figure},
+        extra={"figure": figure, **where},
     )
 
 
 def test_check_plan_passes_only_steps_that_ran_and_judged() -> None:
-    tagged = [("io", _f("ok", "node-storage"))]
+    tagged = [("io", _f("ok", "node-storage", scope="local"))]
     ran = [cp.StepResult(name=n, rc=0, elapsed_s=1.0) for n in ("inventory", "io")]
-    p = ca.plan(tagged, cp.outcome([f for _, f in tagged], ran), ran, io_scope="local")
+    p = ca.plan(tagged, cp.outcome([f for _, f in tagged], ran), ran)
     assert p.passed == {"inventory", "io"} and p.drain == ()
     # io ran without a baseline figure: nothing judged, nothing it can clear
-    p = ca.plan([], cp.outcome([], ran), ran, io_scope="local")
+    p = ca.plan([], cp.outcome([], ran), ran)
     assert p.passed == {"inventory"}
 
 
-def test_check_plan_never_drains_for_shared_storage() -> None:
-    tagged = [("io", _f("regression", "node-storage"))]
+@pytest.mark.parametrize(
+    ("where", "drains"),
+    [
+        ({}, False),
+        ({"scope": "shared", "path": "/lustre"}, False),
+        ({"scope": "local", "path": "/nvme"}, True),
+    ],
+)
+def test_check_plan_drains_for_a_local_disk_only(where: dict[str, str], drains: bool) -> None:
+    tagged = [("io", _f("regression", "node-storage", **where))]
     ran = [cp.StepResult(name="io", rc=0, elapsed_s=1.0)]
-    o = cp.outcome([f for _, f in tagged], ran)
-    assert ca.plan(tagged, o, ran, io_scope=None).drain == ()
-    local = ca.plan(tagged, o, ran, io_scope="local")
-    assert local.drain == (("io", "baseline: node-storage regression (1 < 2 GB/s)"),)
-    assert local.passed == frozenset()
+    p = ca.plan(tagged, cp.outcome([f for _, f in tagged], ran), ran)
+    assert p.drain == ((("io", "baseline: node-storage regression (1 < 2 GB/s)"),) if drains else ())
+    assert p.passed == frozenset()
+    if not drains:
+        assert p.left and p.left[0].endswith(": no action")
+
+
+def test_check_and_drain_judge_one_baseline_finding_alike() -> None:
+    """The findings `stoker check` and `stoker report --baseline` both make (judge_evidence):
+    n1's local /nvme and n2's share of /lustre, each at a third of the accepted figure. Both
+    are regressions; only the local disk is the node's own, in check's plan and in drain's
+    culprits (which read the finding as verdict.json carries it)."""
+    from launchers.drain_cmd import culprits
+    from reports import evidence
+    from reports.judging.baseline import figures as run_figures
+    from reports.judging.baseline import judge_evidence, make
+    from reports.table import RecordSet
+    from tests.unit.recordgen import io
+
+    def run(local: float, shared: float) -> RecordSet:
+        return RecordSet(
+            io=[
+                io("checkpoint_write", "write", "/nvme", local, scope="local", per_host={"n1": local}),
+                io("checkpoint_write", "write", "/lustre", shared, scope="shared", per_host={"n2": shared}),
+            ]
+        )
+
+    base = make("acc-1", "t", run_figures(evidence.build(run(3.0, 3.0))))
+    found = judge_evidence(base, evidence.build(run(1.0, 1.0)))
+    assert [(f.status, f.hosts, f.extra["scope"], f.extra["path"]) for f in found] == [
+        ("regression", ("n1",), "local", "/nvme"),
+        ("regression", ("n2",), "shared", "/lustre"),
+    ]
+    tagged = [("io", f) for f in found]
+    ran = [cp.StepResult(name="io", rc=0, elapsed_s=1.0)]
+    p = ca.plan(tagged, cp.outcome(found, ran), ran)
+    assert [t for t, _ in p.drain] == ["io"] and len(p.left) == 1 and "/lustre" in p.left[0]
+    named = culprits({"findings": [f.to_dict() for f in found]})
+    assert list(named.hosts) == ["n1"]
+    assert len(named.left) == 1 and "/lustre is shared storage" in named.left[0]

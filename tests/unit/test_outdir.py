@@ -62,7 +62,7 @@ NAMES = (".stoker-run-id", ".stoker-seen-0", ".shared-check-12", "phases.jsonl",
 
 
 def test_look_alike_names_do_not_make_a_dir_stokers(tmp_path: Path) -> None:
-    # issue 22 case 2: ownership is the marker, never a name; these were taken as stoker's own
+    # ownership is the marker, never a name: none of these makes a dir stoker's own
     for n in (*NAMES, "phase-1-notes.md", ".stoker-config"):
         (tmp_path / n).write_text("the user's\n")
     (tmp_path / "io-scratch").mkdir()
@@ -131,7 +131,7 @@ def test_stoker_run_keeps_someones_spec_and_records(
 
 
 def test_a_tee_log_the_shell_made_is_named_and_a_path_beside_suggested(tmp_path: Path) -> None:
-    # `mkdir R && stoker run --out R 2>&1 | tee R/run.log`: the shell opened R/run.log first (issue 21)
+    # `mkdir R && stoker run --out R 2>&1 | tee R/run.log`: the shell opened R/run.log first
     r = tmp_path / "R"
     r.mkdir()
     (r / "run.log").write_text("")

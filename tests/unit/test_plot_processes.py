@@ -15,7 +15,7 @@ SERIES = [
 PARENT = os.getpid()
 
 
-def _jobs() -> list[tuple[object, tuple[object, ...]]]:
+def plot_jobs() -> list[tuple[object, tuple[object, ...]]]:
     return [
         (plots.sweep_plot, ("a", SERIES, 12.0, 0.8)),
         (plots.bar_plot, ("b", ["x", "y"], [1.0, 2.0], [("spec", [1.5, None])])),
@@ -25,9 +25,9 @@ def _jobs() -> list[tuple[object, tuple[object, ...]]]:
 
 
 def test_two_processes_draw_the_bytes_one_would() -> None:
-    inline = [fn(*args) for fn, args in _jobs()]  # type: ignore[operator]
+    inline = [fn(*args) for fn, args in plot_jobs()]  # type: ignore[operator]
     fig = figure_jobs.Deferred()
-    page = "|".join(fig(fn, *args) for fn, args in _jobs())  # type: ignore[arg-type]
+    page = "|".join(fig(fn, *args) for fn, args in plot_jobs())  # type: ignore[arg-type]
     assert "\x00figure3\x00" in page
     assert fig.fill(page).split("|") == inline
 

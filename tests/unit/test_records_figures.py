@@ -1,5 +1,5 @@
 """Records with unusable figures (NaN, infinite, negative, wrongly typed) are refused where
-they are read, named by file and line, and never change a verdict (issue 12 §1)."""
+they are read, named by file and line, and never change a verdict."""
 
 from __future__ import annotations
 

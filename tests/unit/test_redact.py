@@ -1,4 +1,4 @@
-"""Issue 22 case 12: secrets under allowlisted names are redacted by value — URL
+"""Secrets under allowlisted names are redacted by value — URL
 credentials, token=/key=/password= query parameters, *PSK* names — in manifest.jsonl and in
 report.md / report.html (which re-apply the rule to manifests read from elsewhere)."""
 

@@ -149,10 +149,12 @@ def test_plots_are_deterministic_and_scale_to_a_thousand_hosts() -> None:
 def test_localisation_shows_the_groups_search_round_by_round() -> None:
     from reports.evidence.groups import group_search, replay
     from reports.render.markdown import groups_search_lines
-    from tests.unit.test_localise_groups import Cluster, _records
+    from tests.unit.test_localise_groups import Cluster, localise_records
 
     c = Cluster(8, {5: 2.5}, noise=0.0)
-    lines = groups_search_lines(replay(NetTable.of(_records(group_search(c.hosts, c.measure).history))))
+    lines = groups_search_lines(
+        replay(NetTable.of(localise_records(group_search(c.hosts, c.measure).history)))
+    )
     assert (
         lines[0]
         == "Groups search (`--scopes groups`): 2 rounds over 8 nodes, reference 10.00 GB/s; slow: h5."
@@ -163,7 +165,7 @@ def test_localisation_shows_the_groups_search_round_by_round() -> None:
 
 
 def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # issue 21: report.html drew the spec's tick against torch.save/dcp bars the text calls "not compared"
+    # report.html draws no spec tick against torch.save/dcp bars the text calls "not compared"
     import dataclasses
 
     from reports.judging.spec import parse_spec
@@ -190,10 +192,10 @@ def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ig
 
 
 def test_compare_charts_read_alike(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    # issue 21: compare charts mixed linear and log axes, the advertised legend had no unit,
-    # and no error bars where the spread is known
+    # compare charts are all log-log, the advertised legend has its unit, and error bars show
+    # where the spread is known
     figs: list[object] = []
-    monkeypatch.setattr(plots, "_encode", lambda fig: figs.append(fig) or "")
+    monkeypatch.setattr(plots, "encode_png", lambda fig: figs.append(fig) or "")
     s = plots.Series(label="a (8 ranks on 1 nodes)", sizes=[1 << 20, 1 << 24], values=[300.0, 350.0])
     plots.sweeps_with_lines("t", [s], [450.0])  # a narrow range: it was linear
     ax = figs[-1].axes[0]  # type: ignore[attr-defined]

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.evidence.pairs import MAX_MATRIX_HOSTS, pair_evidence
+from reports.evidence.pairs import MAX_MATRIX_HOSTS
+from reports.evidence.rails import pair_evidence
 from reports.records import RecordWriter, to_dict
 from reports.render import figure_jobs, figure_process
 from reports.render.figure_jobs import NOT_DRAWN, NOT_DRAWN_NOTE, Deferred, draw_all

@@ -1,5 +1,5 @@
 """Bad input to `stoker run` / `stoker submit` is refused in one line, exit 2, before anything
-runs (issue 21 §5: `--ops allreduce` used to run the storage phase for 47 s, then exit 3)."""
+runs (`--ops allreduce` would otherwise run the storage phase for 47 s, then exit 3)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from iobench.workloads import FAMILIES
-from launchers.profiles import IO_FAMILIES, get_profile
+from launchers.profiles import get_profile
 from launchers.run_cmd import SKIPPABLE, plan, skipped_phases
 from reports.errors import UsageError
+from reports.records import IO_FAMILIES
 from tests.conftest import STOKER
 
 

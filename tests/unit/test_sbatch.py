@@ -12,6 +12,7 @@ import pytest
 
 from launchers.profiles import get_profile
 from launchers.sbatch import SbatchConfig, job_time, net_phases, render
+from reports.errors import UsageError
 from tests.conftest import DATA
 
 GOLDEN = DATA / "launchers"
@@ -124,6 +125,9 @@ case "$1" in
   io) exit "${IO_RC:-0}" ;;
   inventory) exit 0 ;;
   compute) exit 0 ;;
+  preflight) exit 0 ;;
+  set-aside) [ -n "${SETASIDE_RC:-}" ] && { echo "stoker: n2 set aside: bad" >&2; exit "$SETASIDE_RC"; }
+    echo n1,n2; exit 0 ;;  # every node passed its preflight
   fingerprint) echo "n1 0123456789abcdef /venv/bin/python"; echo "n2 0123456789abcdef /venv/bin/python"; exit 0 ;;  # the fake srun runs once for both nodes
   report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
   phase-record) shift; exec "$STOKER_PY" -m reports.phases "$@" ;;  # the real line writer
@@ -204,7 +208,7 @@ def test_groups_search_replaces_pairs_above_64_nodes() -> None:
 
 
 def test_launcher_scripts_switch_to_groups_at_the_same_node_count() -> None:
-    from launchers.argv import _parser, program
+    from launchers.argv import argv_parser, program
     from launchers.profiles import GROUPS_ABOVE_NODES
 
     # the scripts take their phase list from launchers/acceptance.py (`launchers.argv phases`)
@@ -212,7 +216,50 @@ def test_launcher_scripts_switch_to_groups_at_the_same_node_count() -> None:
         text = (Path(__file__).resolve().parents[2] / "launchers" / script).read_text()
         assert 'tokens PAIRS --nnodes "$NNODES" phases' in text, script
     for nodes, last in ((GROUPS_ABOVE_NODES, "pairs"), (GROUPS_ABOVE_NODES + 1, "groups")):
-        assert program(_parser().parse_args(["--nnodes", str(nodes), "phases"]), Path.cwd())[-2:] == [
+        assert program(argv_parser().parse_args(["--nnodes", str(nodes), "phases"]), Path.cwd())[-2:] == [
             last,
             last,
         ]
+
+
+@pytest.mark.parametrize(("setaside_rc", "job_rc"), [(3, 3), (2, 2)])
+def test_too_few_nodes_after_the_preflight_stop_the_job(
+    setaside_rc: int, job_rc: int, tmp_path: Path
+) -> None:
+    """`stoker set-aside` below --min-nodes (3) or given bad names (2): nothing runs after it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL), ("stoker", FAKE_STOKER)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    out = tmp_path / "out"
+    cfg = SbatchConfig(
+        nodes=2,
+        ranks_per_node=2,
+        gpus_per_node=0,
+        profile=get_profile("quick"),
+        out=str(out),
+        local_path=str(tmp_path / "local"),
+        stoker=("stoker",),
+    )
+    script = tmp_path / "job.sbatch"
+    script.write_text(render(cfg), encoding="utf-8")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1"}
+    p = subprocess.run(
+        ["bash", str(script)],
+        env={**env, "SETASIDE_RC": str(setaside_rc)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == job_rc, p.stdout + p.stderr
+    assert "stoker: n2 set aside: bad" in p.stderr and "stops after the preflight" in p.stderr
+    assert not (out / "phases.jsonl").exists()
+
+
+def test_min_nodes_is_between_one_and_the_nodes() -> None:
+    base = CASES["two-node-quick-gloo"]
+    assert "--min-nodes 2)" in render(base)  # the default on 2 nodes
+    assert "--min-nodes 1)" in render(replace(base, min_nodes=1))
+    with pytest.raises(UsageError, match="--min-nodes 3: give 1 to --nodes"):
+        render(replace(base, min_nodes=3))

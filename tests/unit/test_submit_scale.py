@@ -171,7 +171,8 @@ def test_a_node_with_another_stoker_stops_the_job_before_any_sweep(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     echo = "; ".join(f"echo '{x}'" for x in lines)
-    fake = f'#!/bin/sh\n[ "$1" = fingerprint ] && {{ {echo}; exit 0; }}\nexit 0\n'
+    fake = f'#!/bin/sh\n[ "$1" = fingerprint ] && {{ {echo}; exit 0; }}\n'
+    fake += '[ "$1" = set-aside ] && { echo n1,n2; exit 0; }\nexit 0\n'  # both passed the preflight
     for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL), ("stoker", fake)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
@@ -252,6 +253,6 @@ def test_torchrun_and_mpirun_limits_follow_the_same_model() -> None:
         "standard",
     )
     sbatch = render(replace(BIG, spec=None, more_shared=(), local_GBps=None, shared_GBps=None, fabric=None))
-    (groups,) = [x for x in sbatch.splitlines() if x.startswith("phase groups ")]
+    (groups,) = [x for x in sbatch.splitlines() if x.startswith("across groups ")]
     timeout = net[net.index("--timeout") + 1]
     assert f" --timeout {timeout} " in groups

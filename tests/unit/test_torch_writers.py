@@ -1,4 +1,4 @@
-"""How many processes save a checkpoint at once on a node (iobench/torch_ckpt.node_writers):
+"""How many processes save a checkpoint at once on a node (iobench.torch_ckpt.node_writers):
 one per GPU the NVIDIA driver lists, else the run's --writers."""
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def f(status: str) -> Finding:
         ([], ["phase network ended with exit code 1"], "incomplete"),
         (["no_reference"] * 4, [], "unjudged"),
         ([], [], "unjudged"),  # nothing measured, nothing judged
-        (["ok", "suspect"], [], "unjudged"),  # issue 11: this said PASS
+        (["ok", "suspect"], [], "unjudged"),  # never PASS
         (["suspect"], ["phase storage ran past its time limit after 9 s"], "incomplete"),
     ],
 )
@@ -86,12 +86,14 @@ def test_missing_phases(tmp_path: Path) -> None:
         "phase pairs ended cleanly but wrote no network records",
         "phase storage ran past its time limit after 200 s: fio: io_u error on file x",
     ]
-    assert missing_phases(tmp_path, [{"phase": "storage", "rc": 0}], set(), io_count=0) == [
+    other = tmp_path / "other"  # a dir of no phase log: phase-inter-node.log with no line is unfinished
+    other.mkdir()
+    assert missing_phases(other, [{"phase": "storage", "rc": 0}], set(), io_count=0) == [
         "phase storage ended cleanly but wrote no storage records"
     ]
     # a log name is only ever a file in DIR
     assert missing_phases(
-        tmp_path, [{"phase": "pairs", "rc": 1, "elapsed_s": 1, "log": "../etc/passwd"}], set(), 0
+        other, [{"phase": "pairs", "rc": 1, "elapsed_s": 1, "log": "../etc/passwd"}], set(), 0
     ) == ["phase pairs ended with exit code 1 after 1 s"]
 
 

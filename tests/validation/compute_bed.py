@@ -1,4 +1,4 @@
-"""The model's compute time from `stoker compute` records vs the real training step's (issue 27).
+"""The model's compute time from `stoker compute` records vs the real training step's.
 
 `stoker compute` runs on the bed's CPU as the training does: one process per rank at once, one
 torch thread each (ddp_worker sets torch.set_num_threads(1)), fp32. The prediction goes through
@@ -22,7 +22,7 @@ from tests.validation.bed import ENV, REPO, STOKER, Training, training_of
 # The share of the matmul ceiling this MLP's step reaches, as a user sets `matmul_efficiency`
 # from a job whose MFU was measured: calibrated on batch 1200 (the median of 5 paired rounds of
 # `stoker compute` and the step on 2026-11-24: 0.740, 0.632, 0.770, 0.666, 0.729 -> 0.73), and
-# validated on batch 4000, out of that sample (test_validate_compute.py). Not 1.0: beside its
+# checked on batch 4000, out of that sample (benchmarks/validate_model.py --components compute). Not 1.0: beside its
 # GEMMs the step runs 12 ReLUs and bias adds forward and back, the loss and the SGD update over
 # 3.15 M parameters, memory-bound work that is ~27% of its CPU time at width 512.
 MLP_MATMUL_EFFICIENCY = 0.73

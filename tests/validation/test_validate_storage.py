@@ -15,9 +15,9 @@ pytestmark = [needs_root, needs_tool("fio")]
 RATE = 50 << 20
 
 
-# issue 21: predict saves of *other sizes* than the one stoker measured, and from fio alone; the
-# old test predicted a torch.save from stoker's own torch.save record of the same size (it timed
-# torch.save twice and could not fail). Size: an MLP + Adam state of width 4096, depth 5 (4 times
+# predict saves of *other sizes* than the one stoker measured, and from fio alone (a
+# torch.save predicted from stoker's own torch.save record of the same size times torch.save
+# twice and cannot fail). Size: an MLP + Adam state of width 4096, depth 5 (4 times
 # the measured size). A second, 2 GiB size was measured once within 8% of its prediction (40 s a
 # save at 50 MiB/s); it is left out to keep the suite's time, and larger saves pass the kernel's
 # dirty-background threshold, where the flusher writes them unthrottled and they judge nothing.
