@@ -38,7 +38,8 @@ def finite(x: Any) -> bool:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class IoFigure:
-    """The best bandwidth of one storage workload at one block size and process count."""
+    """The best bandwidth of one storage workload measured one way: its tool, block size,
+    processes (all nodes together) and nodes."""
 
     scope: str
     workload: str
@@ -47,6 +48,13 @@ class IoFigure:
     procs: int
     bw: float
     path: str
+    backend: str = ""  # the tool: fio, torch.save, torch.dcp ("": not recorded)
+    nodes: int = 1
+
+    @property
+    def procs_per_node(self) -> int:
+        """Checkpoint writers or dataloader workers per node."""
+        return self.procs // max(1, self.nodes)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -146,9 +154,9 @@ def cost_per_useful(price: float | None, idle_share: float | None) -> float | No
 
 
 def io_figures(io: Sequence[IoRecord]) -> tuple[IoFigure, ...]:
-    """Best bandwidth per (scope, workload, direction, block, procs); failed, page-cache and
-    non-finite results are left out (they say nothing about the storage)."""
-    best: dict[tuple[str, str, str, int, int], IoRecord] = {}
+    """Best bandwidth per (scope, workload, direction, block, procs, tool, nodes); failed,
+    page-cache and non-finite results are left out (they say nothing about the storage)."""
+    best: dict[tuple[str, str, str, int, int, str, int], IoRecord] = {}
     for r in io:
         if (
             r.failed
@@ -159,11 +167,21 @@ def io_figures(io: Sequence[IoRecord]) -> tuple[IoFigure, ...]:
             or r.bw_GBps < 0
         ):
             continue
-        key = (r.scope, r.workload, r.direction, r.block_size, r.procs)
+        key = (r.scope, r.workload, r.direction, r.block_size, r.procs, r.backend, r.nodes)
         if key not in best or r.bw_GBps > best[key].bw_GBps:
             best[key] = r
     return tuple(
-        IoFigure(scope=k[0], workload=k[1], direction=k[2], block=k[3], procs=k[4], bw=r.bw_GBps, path=r.path)
+        IoFigure(
+            scope=k[0],
+            workload=k[1],
+            direction=k[2],
+            block=k[3],
+            procs=k[4],
+            bw=r.bw_GBps,
+            path=r.path,
+            backend=k[5],
+            nodes=k[6],
+        )
         for k, r in sorted(best.items())
     )
 

@@ -5,11 +5,12 @@ median over its runs and the runs' spread is its noise. A figure's noise is the 
 that run-to-run spread (half the range over the median) and the records' iteration CV at
 the size compared. Two figures whose noise bands overlap are a tie, not a winner.
 
-Like for like: a network row is one (scope, op), compared only when every cluster that
-measured it did so with the same ranks per node, and at the largest message size all of
-them measured (a sweep to 16M is not set against one to 4M at their own ends). A storage
-row is one (scope, workload, direction), compared at a block size and process count all
-of them measured. Where that fails the row says what differs and ranks nothing.
+Like for like (reports/fleet/rows.py): a network row is one (scope, op), compared only when
+every cluster that measured it did so with the same tool, ranks and nodes, and at the largest
+message size all of them measured (a sweep to 16M is not set against one to 4M at their own
+ends). A storage row is one (scope, workload, direction), compared at a tool, processes per
+node, block size and nodes all of them measured. Where that fails the row says "not
+comparable:" and what differs, and ranks nothing.
 
 The ranking, under a workload: $ per billion tokens (training workloads: the model's step
 time prices the work, so an H200 hour and an H100 hour are set against what they buy),

@@ -1,7 +1,11 @@
 """The like-for-like rows of a cross-cluster comparison (pure): one per network (scope, op)
 and per storage (scope, workload, direction), each compared only where every cluster
-measured it the same way (reports/fleet/ranking.py says what "the same way" is), and the
-one rule for a tie: noise bands that overlap.
+measured it the same way, and the one rule for a tie: noise bands that overlap.
+
+"The same way" is the identity the baseline declares (reports.judging.baseline.IDENTITY): a
+sweep's tool, ranks and nodes (so its ranks per node); a storage figure's tool, writers or
+workers per node, block size and nodes. A row whose figures differ in it says "not
+comparable:" and what differs, and ranks nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +16,38 @@ from dataclasses import dataclass
 from typing import Any
 
 from reports.fleet.clusters import ClusterSummary
+from reports.judging.baseline import FIELD_NAMES, IDENTITY
 from reports.units import format_size
+
+NET_IDENTITY = IDENTITY["sweep"]
+IO_IDENTITY = IDENTITY["storage"]
+
+
+def measured(fig: Any, field: str) -> Any:
+    """How a figure was measured, one identity field: a storage figure's processes per node."""
+    return getattr(fig, "procs_per_node" if field == "procs" else field)
+
+
+def identity(fig: Any, fields: Sequence[str]) -> tuple[Any, ...]:
+    return tuple(measured(fig, f) for f in fields)
+
+
+def _shown(field: str, value: Any) -> str:
+    if field in ("block", "bytes"):
+        return format_size(int(value)) if value else "?"
+    return str(value) if value not in ("", None) else "?"
+
+
+def unlike(fields: Sequence[str], members: dict[str, list[Any]]) -> str:
+    """ "not comparable: ..." naming each identity field whose values differ between the
+    clusters, with each cluster's values."""
+    parts = []
+    for f in fields:
+        vals = {n: sorted({measured(x, f) for x in figs}, key=str) for n, figs in members.items()}
+        if len({tuple(v) for v in vals.values()}) > 1 or any(len(v) > 1 for v in vals.values()):
+            each = ", ".join(f"{n} {'/'.join(_shown(f, x) for x in v)}" for n, v in vals.items())
+            parts.append(f"{FIELD_NAMES.get(f, f)} ({each})")
+    return "not comparable: " + ("; ".join(parts) or "no way of measuring it is shared by all")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -80,20 +115,17 @@ def net_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
         }
         members = {n: cs for n, cs in have.items() if cs}
         reasons: list[str] = [f"{n} did not measure it" for n, cs in have.items() if not cs]
-        rpn = {n: sorted({c.ranks_per_node for c in cs}) for n, cs in members.items()}
         common = set.intersection(*(set(c.sizes) for cs in members.values() for c in cs))
         figure = f"{scope} {op} busbw"
-        if len({tuple(v) for v in rpn.values()}) > 1 or any(len(v) > 1 for v in rpn.values()):
-            reasons.append(
-                "ranks per node differ ("
-                + ", ".join(f"{n} {'/'.join(map(str, v))}" for n, v in rpn.items())
-                + "): not like for like"
-            )
+        if len({identity(c, NET_IDENTITY) for cs in members.values() for c in cs}) > 1:
+            reasons.append(unlike(NET_IDENTITY, members))
             cells = {
                 n: Cell(
                     value=None,
                     note="; ".join(
-                        f"{c.ranks_per_node} ranks/node, {max(c.busbw):.2f} GB/s best" for c in cs
+                        f"{c.backend or '?'}, {c.ranks} ranks on {c.nodes} node{'s' if c.nodes != 1 else ''} "
+                        f"({c.ranks_per_node}/node), {max(c.busbw):.2f} GB/s best"
+                        for c in cs
                     ),
                 )
                 for n, cs in members.items()
@@ -143,37 +175,26 @@ def io_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
         }
         members = {n: [fs for fs in runs if fs] for n, runs in have.items() if any(runs)}
         reasons = [f"{n} did not measure it" for n in clusters if n not in members]
-        shapes = [{(f.block, f.procs) for f in fs} for runs in members.values() for fs in runs]
+        shapes = [{identity(f, IO_IDENTITY) for f in fs} for runs in members.values() for fs in runs]
         common = set.intersection(*shapes)
         figure = f"{scope} {direction} ({workload})"
         if not common:
-
-            def what(n: str, members: dict[str, list[list[Any]]] = members) -> str:
-                return "/".join(
-                    sorted(
-                        {
-                            f"block {format_size(f.block) if f.block else '?'}, {f.procs} procs"
-                            for fs in members[n]
-                            for f in fs
-                        }
-                    )
-                )
-
-            reasons.append(
-                "block size or procs differ ("
-                + "; ".join(f"{n}: {what(n)}" for n in members)
-                + "): not like for like"
-            )
+            figs = {n: [f for fs in runs for f in fs] for n, runs in members.items()}
+            reasons.append(unlike(IO_IDENTITY, figs))
             rows.append(gbps_row(figure, "storage", {}, clusters, reasons, alike=False))
             continue
-        block, procs = max(common, key=lambda bp: (bp[1], bp[0]))
+
+        # of the ways all measured it: the most processes per node, then the largest block
+        def most(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+            got = dict(zip(IO_IDENTITY, shape))
+            return (got["procs"], got["block"], str(shape))
+
+        pick = max(common, key=most)
         cells = {}
         for n, runs in members.items():
-            c = combine(
-                [(max(f.bw for f in fs if (f.block, f.procs) == (block, procs)), None) for fs in runs]
-            )
+            c = combine([(max(f.bw for f in fs if identity(f, IO_IDENTITY) == pick), None) for fs in runs])
             cells[n] = Cell(value=c.value, noise=c.noise, note=", ".join(x for x in (c.note,) if x))
-        label = f"block {format_size(block)}, {procs} procs" if block else f"{procs} procs"
+        label = ", ".join(f"{FIELD_NAMES.get(f, f)} {_shown(f, v)}" for f, v in zip(IO_IDENTITY, pick) if v)
         rows.append(gbps_row(f"{figure}, {label}", "storage", cells, clusters, reasons))
     return rows
 

@@ -53,6 +53,13 @@ IDENTITY: dict[str, tuple[str, ...]] = {
 # writers or workers, and an older file mixed fio with torch.save under one figure
 REQUIRED: dict[str, tuple[str, ...]] = {"storage": ("backend", "procs"), "node-storage": ("backend", "procs")}
 assert set(IDENTITY) == set(KINDS) and set(REQUIRED) <= set(KINDS)
+# an identity field as a person reads it (a field not named here reads as itself)
+FIELD_NAMES = {
+    "backend": "tool",
+    "block": "block size",
+    "bytes": "message size",
+    "procs": "processes per node",
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -101,7 +108,7 @@ def _label(fig: Figure, field: str) -> str:
         return {"checkpoint": "writers per node", "dataloader": "workers per node"}.get(
             fig.workload.split("_")[0], "processes per node"
         )
-    return {"backend": "tool", "block": "block size", "bytes": "message size"}.get(field, field)
+    return FIELD_NAMES.get(field, field)
 
 
 def _shown(field: str, value: object) -> str:

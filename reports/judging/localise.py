@@ -5,6 +5,11 @@ The statistics — the pair matrix, node scores, the fleet outlier rule — are 
 `node` finding; a slow path between two otherwise healthy nodes names both ends in one
 `link` finding, never two node findings. Per-node intra-node busbw and per-host storage
 bandwidth get the same outlier test. A fleet comparison needs 3 hosts.
+
+A fleet is made of figures measured the same way (reports.judging.baseline.IDENTITY): an
+intra-node figure with the same op, tool and ranks, at the largest size they all share; a
+storage figure with the hosts of one record (one path, tool, writers or workers, block size).
+Nodes measured differently are never outliers of each other.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from reports.evidence.pairs import (
     slow_nodes,
 )
 from reports.findings import Finding
+from reports.judging.baseline import IDENTITY
 from reports.records import IoRecord
 
 
@@ -141,8 +147,9 @@ def _one_rail(
 
 # -- per-node intra-node and storage ---------------------------------------------------
 def intra_node_findings(df: pd.DataFrame, min_gap: float = DEFAULT_MIN_GAP) -> list[Finding]:
-    """Per-node intra-node busbw (one `intra-node` record per host) against the fleet: each
-    host's best at the op's largest size. On codes (a 1,000-node frame has ~680k rows)."""
+    """Per-node intra-node busbw (one `intra-node` record per host) against the fleet of the
+    hosts measured alike (the op and the node-intra identity: tool and ranks): each host's best
+    at the fleet's largest size. On codes (a 1,000-node frame has ~680k rows)."""
     (scope, scopes), (op, ops), (host, hosts) = (codes(df[c]) for c in ("scope", "op", "host"))
     rows = np.flatnonzero(
         np.isin(scope, np.flatnonzero(scopes == "intra-node"))
@@ -150,9 +157,13 @@ def intra_node_findings(df: pd.DataFrame, min_gap: float = DEFAULT_MIN_GAP) -> l
         & (df["wrong"].to_numpy() == 0)
     )
     size_all, bw_all = df["bytes"].to_numpy(dtype=np.int64), df["busbw_GBps"].to_numpy(dtype=float)
+    # the message size is the fleet's largest (below), every other identity field splits the fleet
+    alike = [codes(df[f])[0] for f in IDENTITY["node-intra"] if f != "bytes"]
+    fleet = Groups(op[rows], *(c[rows] for c in alike))
     out: list[Finding] = []
-    for k in sorted(set(op[rows].tolist()), key=lambda c: str(ops[c]) if c >= 0 else "nan"):
-        recs = rows[op[rows] == k]
+    for start, n in zip(fleet.starts.tolist(), fleet.sizes.tolist()):  # by op name, then tool, ranks
+        recs = rows[fleet.rows[start : start + n]]
+        k = op[recs[0]]
         size = int(size_all[recs].max())
         top = recs[size_all[recs] == size]
         per = Groups(host[top])
@@ -180,7 +191,9 @@ def intra_node_findings(df: pd.DataFrame, min_gap: float = DEFAULT_MIN_GAP) -> l
 
 
 def storage_findings(io: Sequence[IoRecord], min_gap: float = DEFAULT_MIN_GAP) -> list[Finding]:
-    """Per-host storage bandwidth (`IoRecord.per_host_bw_GBps`) against the fleet."""
+    """Per-host storage bandwidth (`IoRecord.per_host_bw_GBps`) against the fleet of one
+    record's hosts: one path, tool, writers or workers per node and block size (records
+    measured differently are never pooled)."""
     out: list[Finding] = []
     for r in io:
         if r.failed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from dataclasses import replace
 
 import pytest
 
@@ -183,6 +184,25 @@ def test_intra_node_outlier() -> None:
     found = localise(recs, [])
     assert kinds(found) == [("node", ("n2",))] and found[0].expected == 99
     assert localise(recs[:2], []) == []  # two hosts cannot be told apart
+
+
+def test_intra_node_fleet_is_of_one_identity() -> None:
+    # 4 nodes swept with nccl over 8 ranks (~360 GB/s), 3 with gloo over 2 ranks (~5 GB/s): two
+    # fleets, medians 361 and 5.2 by hand, and no node of one is an outlier of the other. One
+    # fleet of 7 (median 355) would name the 3 gloo nodes.
+    nccl = [
+        replace(rec((f"g{i}",), v, scope="intra-node"), backend="nccl", ranks=8)
+        for i, v in enumerate([360, 355, 365, 362])
+    ]
+    gloo = [rec((f"c{i}",), v, scope="intra-node") for i, v in enumerate([5.0, 5.2, 6.0])]
+    assert localise(nccl + gloo, []) == []
+    # within its own fleet a slow node is still found: g1 at 150 against the median of 360, 362, 365
+    slow = [replace(r, busbw_GBps=150.0, algbw_GBps=150.0) if r.hosts == ("g1",) else r for r in nccl]
+    found = localise(slow + gloo, [])
+    assert kinds(found) == [("node", ("g1",))] and found[0].expected == 361
+    # the gloo fleet is judged alone too: c2 at 1.0 against the median of 5.0, 5.2, 1.0 -> 5.0
+    found = localise(nccl + gloo[:2] + [rec(("c2",), 1.0, scope="intra-node")], [])
+    assert kinds(found) == [("node", ("c2",))] and found[0].expected == 5.0
 
 
 def io(per_host: dict[str, float], failed: str = "") -> IoRecord:

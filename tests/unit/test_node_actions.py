@@ -231,8 +231,9 @@ def test_check_and_drain_judge_one_baseline_finding_alike() -> None:
     culprits (which read the finding as verdict.json carries it)."""
     from launchers.drain_cmd import culprits
     from reports import evidence
-    from reports.judging.baseline import figures as run_figures
-    from reports.judging.baseline import judge_evidence, make
+    from reports.judging.baseline import make
+    from reports.judging.baseline_figures import figures as run_figures
+    from reports.judging.baseline_figures import judge_evidence
     from reports.table import RecordSet
     from tests.unit.recordgen import io
 

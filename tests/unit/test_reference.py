@@ -4,7 +4,7 @@ when no spec gives the advertised figure (reports/judging/reference.py). Figures
 tests/data/nccl_tests/h100x8_{ring,nvls}_all_reduce.log are hand-written in nccl-tests 2.13's
 format (its header, device lines and columns, as v2.13_mpirun_all_reduce.log), 8 x "NVIDIA H100
 80GB HBM3" on one host, 8M to 8G: none of the fixtures held an 8 x H100 single-node log. Their
-busbw follows the published figures (NCCL issue 1455: ring 365-370 GB/s; NVLS 480 GB/s on 8 GPUs),
+busbw follows the published figures (github.com/NVIDIA/nccl/issues/1455: ring 365-370 GB/s; NVLS 480 GB/s on 8 GPUs),
 each row's time and algbw computed from it (algbw = busbw / 1.75, time = size / algbw).
 """
 
