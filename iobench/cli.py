@@ -53,6 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--writers", type=int, default=d.writers, help=f"checkpoint writers per node (default {d.writers})"
     )
     parser.add_argument(
+        "--save-repeats",
+        type=int,
+        default=d.save_repeats,
+        help=f"torch.save and DCP saves per figure, the median judged (default {d.save_repeats}; each save "
+        "--ckpt-bytes / repeats, so the repeats cost what one save of --ckpt-bytes does)",
+    )
+    parser.add_argument(
         "--runtime",
         type=int,
         default=d.runtime_s,
@@ -101,6 +108,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1800.0,
         help="seconds one fio job may take before the run aborts (default 1800)",
     )
+    parser.add_argument(
+        "--spec",
+        default=None,
+        help="cluster spec (YAML): a figure under its storage threshold is measured again at the end of "
+        "its path's tests, the same test on the same nodes, before the report fails it",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the fio command lines and exit")
     parser.add_argument("--out", default=None, help=f"results directory (default ./{DEFAULT_OUT}/<run_id>)")
 
@@ -146,6 +159,7 @@ def settings_from_args(args: argparse.Namespace) -> IoSettings:
         ckpt_bytes=ckpt,
         ckpt_block=block,
         writers=_positive(args.writers, "--writers", high=256),
+        save_repeats=_positive(args.save_repeats, "--save-repeats", high=100),
         runtime_s=_positive(args.runtime, "--runtime", low=MIN_RUNTIME_S, high=int(MAX_SECONDS)),
         dl_workers=_positive(args.workers, "--workers", high=256),
         dl_sample_bytes=sample,
@@ -178,7 +192,13 @@ def main(args: argparse.Namespace) -> int:
         run_id = new_run_id()
         out = args.out or os.path.join(DEFAULT_OUT, run_id)
         return run(
-            settings, paths, out=out, run_id=run_id, torch_ckpt=not args.no_torch, timeout_s=args.timeout
+            settings,
+            paths,
+            out=out,
+            run_id=run_id,
+            torch_ckpt=not args.no_torch,
+            timeout_s=args.timeout,
+            spec_file=args.spec,
         )
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -22,9 +22,12 @@ from iobench.coordinator import Coordinator, connect
 from iobench.runner import DiskFull, find_fio, fio_version, run_job
 from iobench.workloads import RAMP_S, FioJob, IoSettings, plan
 from reports.errors import MeasurementAborted, StokerError, UsageError
+from reports.judging import confirm
+from reports.judging.spec import Spec, load_spec
 from reports.manifest import base_manifest, installed_versions
 from reports.outdir import claim
 from reports.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
+from reports.spread import median_record, spread_of
 from reports.units import format_size
 
 T = TypeVar("T")
@@ -57,8 +60,10 @@ class Session:
         run_id: str,
         torch_ckpt: bool,
         timeout_s: float,
+        spec: Spec | None = None,
     ) -> None:
         self.coord = coord
+        self.spec = spec  # a figure under its threshold is measured again (confirm_under)
         self.s = settings
         self.out = out
         self.run_id = run_id
@@ -125,13 +130,28 @@ class Session:
             if refusals:
                 self.say(f"{path}: {refusals[0]}")
             s = replace(self.s, direct=direct)
+            fallback = refusals[0] if refusals else ""
+            measured: list[tuple[FioJob, IoRecord]] = []
             for job in plan(s, str(wd.dir)):
-                self._run_job(job, path, scope, s, refusals[0] if refusals else "")
+                measured += [(job, r) for r in self._run_job(job, path, scope, s, fallback)]
                 if job.workload == "checkpoint_write" and self.torch_note == "":
                     self._torch(path, scope, wd)
+            self.confirm_under(measured, path, scope, s, fallback)
             c.barrier()  # nobody removes files another node may still read (shared path)
         finally:
             wd.remove()
+
+    def confirm_under(
+        self, measured: list[tuple[FioJob, IoRecord]], path: Path, scope: str, s: IoSettings, fallback: str
+    ) -> None:
+        """At the end of the path's phase, every test with a figure under the spec's threshold
+        runs again on the same nodes; its records say `confirmation` (reports/judging/confirm.py
+        judges the two together). Every node decides alike: all hold the same records."""
+        if self.spec is None:
+            return
+        spec = self.spec
+        for job in dict.fromkeys(job for job, r in measured if confirm.to_confirm(r, spec)):
+            self._run_job(job, path, scope, s, fallback, confirmation=True)
 
     def _scope(self, path: Path, wd: safety.WorkDir) -> str:
         """shared when every node sees the marker rank 0 wrote (one file system for all),
@@ -146,27 +166,36 @@ class Session:
             return "shared" if all(seen) else "local"
         return "shared" if safety.mount_of(path).fstype in safety.SHARED_FS_TYPES else "local"
 
-    def _run_job(self, job: FioJob, path: Path, scope: str, s: IoSettings, fallback: str) -> None:
+    def _run_job(
+        self, job: FioJob, path: Path, scope: str, s: IoSettings, fallback: str, confirmation: bool = False
+    ) -> list[IoRecord]:
         c = self.coord
         dropped = False
         if job.workload == "checkpoint_read" and not s.direct:
             dropped = all(collective(c, safety.drop_caches))
         label = f"{job.workload} {job.op}".strip() if job.workload else ""
+        if label and confirmation:
+            label += " (measured again: under the spec's threshold)"
         if label:
             self.say(f"{label} on {path} ...")
         c.barrier()
         procs = int(dict(job.options).get("numjobs", "1"))
         ctx = self._context(job, path, scope, s, fallback, dropped)
+        if confirmation:
+            ctx = replace(ctx, extra={**ctx.extra, "confirmation": True})
         limit = self.timeout_s + s.runtime_s + RAMP_S  # --timeout is on top of a time-based job's own runtime
         runs = self._measure(ctx, lambda: run_job(self.fio, job, c.host, limit))
         if not job.workload:
-            return
+            return []
         # gathered in rank order: rank i ran on self.hosts[i]
         named = [r for i, run in enumerate(runs) for r in host_results(run.doc, self.hosts[i], procs)]
+        out = []
         for direction in sorted({r.direction for r in named}):
             rec = aggregate([r for r in named if r.direction == direction], ctx)
             self.write(rec)
             self.say(f"{label} on {path}: {figure(rec)}")
+            out.append(rec)
+        return out
 
     def _context(
         self, job: FioJob, path: Path, scope: str, s: IoSettings, fallback: str, dropped: bool
@@ -225,9 +254,9 @@ class Session:
         once (the node's figure: every rank of a sharded checkpoint saves its own shard)."""
         c = self.coord
         writers = max(collective(c, lambda: torch_ckpt.node_writers(self.s.writers)))
-        # one rank's shard per process, held in RAM: all of a node's never more than a quarter
-        # of the smallest node's memory
-        nbytes = min(self.s.ckpt_bytes, max(_MIB, self.ram // 4 // writers // _MIB * _MIB))
+        # one rank's shard per process (--ckpt-bytes shared by the repeats), held in RAM: all of
+        # a node's never more than a quarter of the smallest node's memory
+        nbytes = min(self.s.save_bytes(), max(_MIB, self.ram // 4 // writers // _MIB * _MIB))
         for backend in torch_ckpt.BACKENDS:
             for procs in sorted({1, writers}):
                 self._torch_save(path, scope, wd, backend, nbytes, procs)
@@ -237,7 +266,8 @@ class Session:
     ) -> None:
         c = self.coord
         who = f"{procs} processes per node" if procs > 1 else "one process per node"
-        self.say(f"checkpoint_write {backend} ({format_size(nbytes)} each, {who}) on {path} ...")
+        n = self.s.save_repeats
+        self.say(f"checkpoint_write {backend} ({format_size(nbytes)} each, {who}, {n} saves) on {path} ...")
         c.barrier()
         ctx = RecordContext(
             run_id=self.run_id,
@@ -250,22 +280,25 @@ class Session:
             extra={
                 "shard_bytes": nbytes,
                 "writers_per_node": procs,
-                "capped_by_ram": nbytes < self.s.ckpt_bytes,
+                "capped_by_ram": nbytes < self.s.save_bytes(),
             },
         )
-        results = self._measure(ctx, lambda: _save(backend, nbytes, wd.dir, c.host, procs))
-        rec = aggregate(results, ctx)
+        results = self._measure(ctx, lambda: _save(backend, nbytes, wd.dir, c.host, procs, n))
+        # one record per save over every host's part in it; the median save's is written
+        rec = median_record([aggregate([host[i] for host in results], ctx) for i in range(n)])
         self.write(rec)
-        self.say(f"checkpoint_write {backend} ({who}) on {path}: {figure(rec)}")
+        self.say(f"checkpoint_write {backend} ({who}) on {path}: {figure(rec)}, {spread_of(rec).text()}")
 
 
-def _save(backend: str, nbytes: int, directory: Path, host: str, procs: int = 1) -> HostResult:
+def _save(
+    backend: str, nbytes: int, directory: Path, host: str, procs: int = 1, repeats: int = 1
+) -> list[HostResult]:
     target = directory / "torch"
     target.mkdir(exist_ok=True)
     try:
         if procs == 1:
-            return torch_ckpt.save(backend, nbytes, target, host)
-        return torch_ckpt.save_many(backend, nbytes, target, host, procs)
+            return torch_ckpt.save(backend, nbytes, target, host, repeats)
+        return torch_ckpt.save_many(backend, nbytes, target, host, procs, repeats)
     except OSError as exc:
         if "No space left" in str(exc):
             raise DiskFull(f"disk full during {backend}: {exc}") from None
@@ -301,7 +334,14 @@ def figure(rec: IoRecord) -> str:
 
 
 def run(
-    settings: IoSettings, paths: list[str], *, out: str, run_id: str, torch_ckpt: bool, timeout_s: float
+    settings: IoSettings,
+    paths: list[str],
+    *,
+    out: str,
+    run_id: str,
+    torch_ckpt: bool,
+    timeout_s: float,
+    spec_file: str | None = None,
 ) -> int:
     coord = connect(timeout_s=timeout_s)
     session: Session | None = None
@@ -310,11 +350,21 @@ def run(
         # of them at once instead of leaving the others waiting at a barrier
         collective(coord, find_fio)
         checked = collective(coord, lambda: [safety.check_path(p) for p in paths])[coord.rank]
-        run_id = coord.gather(run_id)[0]  # every node files its work under rank 0's run id
+        run_id = coord.gather(run_id)[0]
+        # rank 0 reads the spec (a bad file stops every node); all judge by its copy
+        spec = collective(coord, lambda: load_spec(spec_file) if spec_file and coord.rank == 0 else None)[
+            0
+        ]  # every node files its work under rank 0's run id
         # the results dir is new or this run's own, else every node stops here (exit 2)
         collective(coord, lambda: claim(Path(out), run_id) if coord.rank == 0 else None)
         session = Session(
-            coord, settings, out=Path(out), run_id=run_id, torch_ckpt=torch_ckpt, timeout_s=timeout_s
+            coord,
+            settings,
+            out=Path(out),
+            run_id=run_id,
+            torch_ckpt=torch_ckpt,
+            timeout_s=timeout_s,
+            spec=spec,
         )
         if session.torch_note and session.torch_note != "not run":
             session.say(session.torch_note)

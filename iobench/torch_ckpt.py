@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -70,14 +71,29 @@ def _fsync_tree(directory: Path) -> None:
                 os.close(fd)
 
 
-def save(backend: str, nbytes: int, directory: Path, host: str) -> HostResult:
-    """Save `nbytes` of tensors into `directory` with `backend` in this process; the files
-    stay until the work directory is removed."""
+def save(backend: str, nbytes: int, directory: Path, host: str, repeats: int = 1) -> list[HostResult]:
+    """Save `nbytes` of tensors into `directory` with `backend` in this process, `repeats`
+    times (the one state dict each time; the previous save's files removed before the next,
+    outside the timing): one result per save."""
     state = _state_dict(nbytes)
-    start, end = _timed_save(backend, state, directory / backend.replace(".", "_"))
-    return HostResult(
-        host=host, direction="write", bytes=nbytes, ios=len(state), start_s=start, end_s=end, procs=1
-    )
+    target = directory / backend.replace(".", "_")
+    out = []
+    for _ in range(repeats):
+        _clear(target)
+        start, end = _timed_save(backend, state, target)
+        out.append(
+            HostResult(
+                host=host, direction="write", bytes=nbytes, ios=len(state), start_s=start, end_s=end, procs=1
+            )
+        )
+    return out
+
+
+def _clear(target: Path) -> None:
+    """The previous save's files (a file for torch.save, a directory for DCP), so that each
+    save writes new files and the disk holds one shard at a time."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.with_suffix(".pt").unlink(missing_ok=True)
 
 
 def _timed_save(backend: str, state: dict[str, Any], target: Path) -> tuple[float, float]:
@@ -101,9 +117,12 @@ def _timed_save(backend: str, state: dict[str, Any], target: Path) -> tuple[floa
     return start, time.time()
 
 
-def save_many(backend: str, nbytes: int, directory: Path, host: str, writers: int) -> HostResult:
+def save_many(
+    backend: str, nbytes: int, directory: Path, host: str, writers: int, repeats: int = 1
+) -> list[HostResult]:
     """`writers` processes each save `nbytes` into its own file under `directory` at the same
-    moment: the node's figure is all their bytes over the first start to the last fsync."""
+    moment, `repeats` times (the processes and their state dicts kept between the saves): a
+    save's figure is all their bytes over the first start to the last fsync."""
     argv = [sys.executable, "-m", "iobench.torch_ckpt", backend, str(nbytes)]
     kids = [
         subprocess.Popen(
@@ -115,28 +134,37 @@ def save_many(backend: str, nbytes: int, directory: Path, host: str, writers: in
         )
         for i in range(writers)
     ]
+    out = []
     try:
         for k in kids:  # every state dict is built before any save starts
             _expect(k, "ready")
-        for k in kids:
-            assert k.stdin is not None
-            k.stdin.write("go\n")
-            k.stdin.flush()
-        done = [json.loads(_expect(k, "{")) for k in kids]
+        for _ in range(repeats):
+            for k in kids:
+                assert k.stdin is not None
+                k.stdin.write("go\n")
+                k.stdin.flush()
+            done = [json.loads(_expect(k, "{")) for k in kids]
+            out.append(
+                HostResult(
+                    host=host,
+                    direction="write",
+                    bytes=sum(int(d["bytes"]) for d in done),
+                    ios=sum(int(d["ios"]) for d in done),
+                    start_s=min(float(d["start"]) for d in done),
+                    end_s=max(float(d["end"]) for d in done),
+                    procs=writers,
+                )
+            )
     finally:
         for k in kids:
-            if k.poll() is None:
+            if k.stdin is not None and k.poll() is None:
+                k.stdin.close()  # end of input: the child exits
+            try:
+                k.wait(timeout=30)
+            except subprocess.TimeoutExpired:
                 k.kill()
-            k.wait()
-    return HostResult(
-        host=host,
-        direction="write",
-        bytes=sum(int(d["bytes"]) for d in done),
-        ios=sum(int(d["ios"]) for d in done),
-        start_s=min(float(d["start"]) for d in done),
-        end_s=max(float(d["end"]) for d in done),
-        procs=writers,
-    )
+                k.wait()
+    return out
 
 
 def _expect(kid: subprocess.Popen[str], head: str) -> str:
@@ -153,14 +181,16 @@ def _expect(kid: subprocess.Popen[str], head: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """One child of save_many: BACKEND BYTES DIR; prints ready, waits for a line, saves, prints
-    its bytes and times as JSON."""
+    """One child of save_many: BACKEND BYTES DIR; prints ready, then for every line it reads
+    saves (the previous save's files removed first) and prints its bytes and times as JSON;
+    ends at the end of its input."""
     backend, nbytes, target = argv[0], int(argv[1]), Path(argv[2])
     state = _state_dict(nbytes)
     print("ready", flush=True)
-    sys.stdin.readline()
-    start, end = _timed_save(backend, state, target)
-    print(json.dumps({"bytes": nbytes, "ios": len(state), "start": start, "end": end}), flush=True)
+    while sys.stdin.readline():
+        _clear(target)
+        start, end = _timed_save(backend, state, target)
+        print(json.dumps({"bytes": nbytes, "ios": len(state), "start": start, "end": end}), flush=True)
     return 0
 
 

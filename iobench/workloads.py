@@ -36,6 +36,7 @@ class IoSettings:
     ckpt_bytes: int = 256 * MIB  # per writer
     ckpt_block: int = 4 * MIB
     writers: int = default_procs()
+    save_repeats: int = 3  # torch.save / DCP saves per figure (the median is judged)
     direct: bool = True  # O_DIRECT; False when the file system refuses it
     runtime_s: int = 10  # every bandwidth job (time_based), after RAMP_S of ramp
     dl_workers: int = default_procs()
@@ -64,6 +65,11 @@ class IoSettings:
                 self.storm_files * self.storm_file_bytes,
             )
         return need
+
+    def save_bytes(self) -> int:
+        """One torch.save / DCP save's shard per process: ckpt_bytes shared by the repeats (whole
+        MiB, at least one), so the repeats write what one save of ckpt_bytes did."""
+        return max(MIB, self.ckpt_bytes // self.save_repeats // MIB * MIB)
 
     def inodes_needed(self) -> int:
         n = 16

@@ -48,6 +48,7 @@ class IoCommand:
     paths: tuple[str, ...]
     stoker: tuple[str, ...] = STOKER
     writers: int | None = None  # checkpoint writers per node (one shard per GPU); None: stoker io's default
+    spec: str | None = None  # a figure under the spec's storage threshold is measured again
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -146,6 +147,7 @@ def io_argv(c: IoCommand) -> list[str]:
         "--timeout",
         str(p.io_timeout_s),
         *(["--writers", str(c.writers)] if c.writers else []),
+        *(["--spec", c.spec] if c.spec else []),
         "--out",
         c.out,
     ]

@@ -126,7 +126,9 @@ def plan(
         b.NetCommand(profile=profile, out=out, scopes=("world",), backend=backend, nproc=nproc, stoker=stoker)
     )
     io = b.io_argv(
-        b.IoCommand(profile=profile, out=out, paths=(io_path,), stoker=stoker, writers=gpus or None)
+        b.IoCommand(
+            profile=profile, out=out, paths=(io_path,), stoker=stoker, writers=gpus or None, spec=spec
+        )
     )
     report = b.report_argv(b.ReportCommand(out=out, spec=spec, workload=workload, stoker=stoker, scope=scope))
     # the launcher's limit sits past stoker's own --timeout, so stoker ends first and says why

@@ -25,7 +25,10 @@ Component = Literal[
     "nvlink",
     "gpu",
 ]
-Status = Literal["ok", "below_spec", "starving", "no_reference", "suspect", "unstable", "regression"]
+# transient: under its threshold at first, passing when measured again (shown, not failed)
+Status = Literal[
+    "ok", "below_spec", "starving", "no_reference", "suspect", "unstable", "regression", "transient"
+]
 Verdict = Literal["pass", "fail", "incomplete", "unjudged"]
 # the parts of a training job the GPUs can wait for, in the order a buyer reads them
 Part = Literal["data parallel", "tensor parallel", "pipeline", "dataloader", "checkpoint"]
@@ -42,6 +45,8 @@ FAILING: tuple[Status, ...] = (
     "unstable",
     "regression",
 )  # unstable: a soak's dip or rising error counter; regression: under the accepted baseline
+# judged and passed: a transient's confirming measurement passed its threshold
+PASSED: tuple[Status, ...] = ("ok", "transient")
 # the share of an advertised figure that passes, unless the spec says otherwise (the one place)
 DEFAULT_THRESHOLDS: dict[str, float] = {"network": 0.80, "storage": 0.80}
 
@@ -122,14 +127,15 @@ EXIT_CODES: dict[Verdict, int] = {"pass": 0, "fail": 1, "incomplete": 3, "unjudg
 def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> Verdict:
     """docs/contract.md's order: `fail` when any finding is below_spec, starving, unstable or a regression; else
     `incomplete` when a phase that should have produced records did not (`missing`: one
-    line per such phase); else `unjudged` when nothing was judged: no finding is `ok`, or one
+    line per such phase); else `unjudged` when nothing was judged: no finding is `ok` (or a
+    `transient`, which passed when measured again), or one
     is `suspect` (a result the hardware cannot physically give: the measurement cannot vouch
     for it); else `pass`."""
     if any(f.status in FAILING for f in findings):
         return "fail"
     if missing:
         return "incomplete"
-    if not any(f.status == "ok" for f in findings) or any(f.status == "suspect" for f in findings):
+    if not any(f.status in PASSED for f in findings) or any(f.status == "suspect" for f in findings):
         return "unjudged"
     return "pass"
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from reports.records import IoRecord
+from reports.spread import spread_of
 
 # the framework's own save paths (iobench/torch_ckpt.py): a real checkpoint through the page
 # cache, shown beside fio and used by the starvation model, never held against the spec
@@ -60,6 +61,17 @@ def io_frame(io: Sequence[IoRecord]) -> pd.DataFrame:
             "cache_suspect": r.cache_suspect,
             "failed": r.failed,
             "compared": not why_not_compared(r),
+            # beside the figure: its spread, and whether it is a confirming measurement
+            "aside": "; ".join(
+                x
+                for x in (
+                    spread_of(r).text() if "samples_GBps" in r.extra else "",
+                    "measured again: under its threshold at first"
+                    if r.extra.get("confirmation") is True
+                    else "",
+                )
+                if x
+            ),
         }
         for r in io
     ]

@@ -10,13 +10,14 @@ findings are `no_reference` (never a guessed figure).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from reports.evidence import Evidence
 from reports.evidence.rails import untested_note
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
-from reports.judging import advertised, model, reference, savepath
+from reports.judging import advertised, confirm, model, reference, savepath
 from reports.judging.baseline import Baseline
 from reports.judging.baseline_figures import judge_evidence
 from reports.judging.compute import appetite, compute_findings, compute_notes
@@ -31,6 +32,7 @@ from reports.judging.spec import Spec, fill_from_hardware, given_scopes
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
 from reports.records import IoRecord
+from reports.spread import Spread, spread_of, threshold_note
 from reports.table import SkippedLine
 
 _FIX = {
@@ -87,6 +89,17 @@ def _model_finding(row: ModelRow, wname: str, budget: float, price: float | None
             "note": row.extra.get("note", ""),
         },
     )
+
+
+def _in_spread(f: Finding, spread: Spread) -> Finding:
+    """The checkpoint finding, saying so when its threshold lies inside the saves' spread."""
+    if f.measured is None or f.expected is None:
+        return f
+    note = threshold_note(spread, f.measured, f.expected, f.unit)
+    if not note:
+        return f
+    extra = {**f.extra, "threshold_in_spread": True, "spread": spread.text()}
+    return dataclasses.replace(f, message=f"{f.message[:-1]}; {note}.", extra=extra)
 
 
 def _appetite(ev: Evidence, workload: Workload, spec: Spec | None) -> dict[str, Any]:
@@ -168,7 +181,7 @@ def judge(
             "no spec for the network: judged against what healthy systems of the detected kind reach "
             "(reports/judging/catalog/references.yaml; each finding names its source)"
         )
-    io_findings, io_expected = advertised.compare_storage(ev.io, spec)
+    io_findings, io_expected = confirm.compare_storage(ev.io, spec)  # confirmations judged beside
     findings += io_findings
     expected.update(io_expected)
     located = localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
@@ -207,7 +220,13 @@ def judge(
         if "why" in summary:
             notes.append(f"workload {workload.name}: {summary['why']}")
         price = spec.price_per_gpu_hour if spec else None
-        findings += [_model_finding(r, workload.name, workload.idle_budget, price) for r in rows]
+        spread = spread_of(save.record) if save and save.record else None
+        findings += [
+            _in_spread(_model_finding(r, workload.name, workload.idle_budget, price), spread)
+            if r.part == "checkpoint" and spread is not None
+            else _model_finding(r, workload.name, workload.idle_budget, price)
+            for r in rows
+        ]
     findings += cov.findings
     findings = [*set_aside, *findings]  # the nodes left out first: the rest was judged without them
     unmeasured = [*missing, *(ln.sentence for ln in cov.unmeasured)]

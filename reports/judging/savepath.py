@@ -7,7 +7,8 @@ and `async` (DCP's async_save writes through the same FileSystemWriter) the `tor
 `stoker io` saves twice per kind: one process per node (the per-writer figure) and as many
 processes per node as it has GPUs, all at once (the node's figure, iobench/torch_ckpt.py).
 A synchronous save waits for its slowest node, so a record's node figure is its slowest
-host's; of repeated records the best counts.
+host's; each record is already the median of its saves (`samples_GBps`, reports/spread.py),
+and of repeated records the best counts.
 
 Without a record of that kind, fio's figure stands in with a stated overhead: a real save
 also serialises the state dict before the bytes reach the disk, each rank its own shard, so

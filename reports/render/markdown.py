@@ -192,6 +192,7 @@ def storage_table(io: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in io.itertuples(index=False):
         note = "FAILED: " + r.failed if r.failed else ("page cache suspected" if r.cache_suspect else "")
+        note = "; ".join(n for n in (getattr(r, "aside", ""), note) if n)  # "median of 3, 1.2–1.6 GB/s"
         rows.append(
             {
                 "workload": r.workload + (f" ({r.op})" if r.op else ""),

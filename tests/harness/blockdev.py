@@ -111,3 +111,13 @@ def start_in_cgroup(procs_file: Path) -> None:
     """preexec_fn for subprocess: join the cgroup before exec, so the child and everything
     it starts (fio) are throttled from their first byte."""
     procs_file.write_text(f"{os.getpid()}\n")
+
+
+def set_rate(disk: ThrottledDisk, rate: int) -> None:
+    """Change the throttle of `disk`'s cgroup while processes run in it (both ways)."""
+    d = disk.cgroup_procs.parent
+    if (d / "blkio.throttle.write_bps_device").exists():
+        (d / "blkio.throttle.write_bps_device").write_text(f"{disk.majmin} {rate}\n")
+        (d / "blkio.throttle.read_bps_device").write_text(f"{disk.majmin} {rate}\n")
+    else:
+        (d / "io.max").write_text(f"{disk.majmin} rbps={rate} wbps={rate}\n")

@@ -22,3 +22,17 @@ def test_without_gpus_the_writers_option_counts(tmp_path: Path) -> None:
     empty.mkdir()
     assert node_writers(3, empty) == 3
     assert node_writers(0, empty) == 1
+
+
+def test_repeated_saves_each_timed_and_one_shard_on_disk_at_a_time(tmp_path: Path) -> None:
+    import pytest
+
+    pytest.importorskip("torch")
+    from iobench.torch_ckpt import save, save_many
+
+    one = save("torch.save", 1 << 20, tmp_path, "n1", repeats=3)
+    assert [r.bytes for r in one] == [1 << 20] * 3  # three saves of 1 MiB, three results
+    assert all(r.end_s >= r.start_s for r in one) and one[0].end_s <= one[1].start_s
+    assert [p.name for p in tmp_path.iterdir()] == ["torch_save.pt"]  # the last save's file only
+    many = save_many("torch.dcp", 1 << 20, tmp_path / "m", "n1", writers=2, repeats=2)
+    assert [(r.bytes, r.procs) for r in many] == [(2 << 20, 2)] * 2  # 2 writers x 1 MiB, twice

@@ -1,0 +1,93 @@
+"""Confirm before fail (pure): a storage figure under its threshold that `stoker io --spec`
+measured again at the end of its phase (the same test, the same nodes) is judged by both.
+
+`stoker io` marks the second measurement `confirmation: true` (docs/contract.md). The first
+measurements are judged as always; the confirmations apart, the same way. A failing finding
+whose confirmation passes is a `transient` (shown, not failed: a dip that did not last); one
+whose confirmation fails too fails with both figures. A finding without a confirmation is
+left as it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Sequence
+
+from reports.evidence.storage import why_not_compared
+from reports.findings import DEFAULT_THRESHOLDS, FAILING, Finding
+from reports.judging import advertised
+from reports.judging.spec import Spec
+from reports.records import IO_WORKLOADS, IoRecord
+
+Key = tuple[str, str, str]  # path, workload, direction
+# the bandwidth workloads the spec judges (metadata has no advertised figure)
+CONFIRMED_WORKLOADS = tuple(w for w in IO_WORKLOADS if w != "metadata")
+
+
+def to_confirm(r: IoRecord, spec: Spec) -> bool:
+    """Whether `stoker io --spec` measures this record's test again at the end of its phase:
+    a figure the report compares with the spec (fio, past the page cache, long enough) that
+    is under its threshold, by the report's rule (advertised.compare_storage: shared storage's
+    aggregate, local storage's median node)."""
+    if r.failed or r.backend != "fio" or r.workload not in CONFIRMED_WORKLOADS or why_not_compared(r):
+        return False
+    entry = advertised.match_storage(r.path, spec.storage)
+    expected = (entry.read_GBps if r.direction == "read" else entry.write_GBps) if entry else None
+    if not expected:
+        return False
+    kind = entry.kind if entry else r.scope
+    judged = (
+        statistics.median(r.per_host_bw_GBps.values())
+        if kind == "local" and r.per_host_bw_GBps
+        else r.bw_GBps
+    )
+    return judged < spec.thresholds.get("storage", DEFAULT_THRESHOLDS["storage"]) * expected
+
+
+def is_confirmation(r: IoRecord) -> bool:
+    return r.extra.get("confirmation") is True
+
+
+def _key(f: Finding) -> Key:
+    return (str(f.extra.get("path")), str(f.extra.get("workload")), str(f.extra.get("direction")))
+
+
+def merge(first: Sequence[Finding], again: Sequence[Finding]) -> list[Finding]:
+    """The first findings, each failing one judged with its confirmation when there is one."""
+    confirming = {_key(f): f for f in again}
+    out = []
+    for f in first:
+        c = confirming.get(_key(f))
+        if c is None or f.status not in FAILING or c.measured is None or f.measured is None:
+            out.append(f)
+            continue
+        both = {**f.extra, "first_GBps": f.measured, "confirm_GBps": c.measured}
+        again_at = (
+            f"measured again at the end of the phase (the same test, the same nodes): {c.measured:.2f} GB/s"
+        )
+        if c.status == "ok":
+            head = f.message.split(":", 1)[0]
+            msg = (
+                f"{head}: {f.measured:.2f} GB/s at first, under the threshold, and {again_at}, which passes: "
+                f"a transient dip, not failed; if it recurs, look at what else used the storage then."
+            )
+            out.append(
+                dataclasses.replace(f, status="transient", measured=c.measured, message=msg, extra=both)
+            )
+        else:
+            out.append(
+                dataclasses.replace(
+                    f, message=f"{f.message} {again_at[0].upper()}{again_at[1:]}, still under.", extra=both
+                )
+            )
+    return out
+
+
+def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Finding], dict[str, float]]:
+    """advertised.compare_storage over the first measurements, with the confirmations merged."""
+    first, expected = advertised.compare_storage([r for r in io if not is_confirmation(r)], spec)
+    again = [r for r in io if is_confirmation(r)]
+    if not again:
+        return first, expected
+    return merge(first, advertised.compare_storage(again, spec)[0]), expected
