@@ -378,8 +378,15 @@ def _claim(out_dir: str, run_id: str) -> str | None:
 
 def execute(b: Backend, s: Settings, launcher: str) -> int:
     """Run the whole sweep on this rank; returns the exit code."""
+    wd = Watchdog(s.timeout_s, speak=b.rank == 0, where="no records written yet")
+    try:
+        return _sweep(b, s, launcher, wd)
+    finally:
+        wd.close()
+
+
+def _sweep(b: Backend, s: Settings, launcher: str, wd: Watchdog) -> int:
     rank0 = b.rank == 0
-    wd = Watchdog(s.timeout_s, speak=rank0, where="no records written yet")
     host = my_host(b.rank, s.hosts_override)
     with measure_step(wd, "start-up (exchanging host names)"):
         topo = Topology(hosts=tuple(b.allgather(host)))

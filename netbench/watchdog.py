@@ -33,10 +33,12 @@ class Watchdog:
         self._told = False
         # A blocked collective never returns to the interpreter, so Python's SIGINT
         # handler would not run; the wakeup fd is written by the C-level handler at once.
-        self._rfd, wfd = os.pipe()
-        os.set_blocking(wfd, False)
+        self._rfd, self._wfd = os.pipe()
+        os.set_blocking(self._wfd, False)
+        self._prev_wfd: int | None = None
+        self._closed = threading.Event()
         try:
-            signal.set_wakeup_fd(wfd)
+            self._prev_wfd = signal.set_wakeup_fd(self._wfd)
         except ValueError:  # not the main thread (embedded use): no Ctrl-C watch
             pass
         threading.Thread(target=self._watch, name="stoker-net-watchdog", daemon=True).start()
@@ -61,8 +63,22 @@ class Watchdog:
             sys.stderr.flush()
         os._exit(ABORT_EXIT)
 
+    def close(self) -> None:
+        """The sweep is over: the process's signal wakeup fd is given back and the thread
+        ends, so a process that goes on (a test, an embedding program) keeps its own handling
+        of SIGINT and SIGTERM instead of this watchdog's exit 3."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        if self._prev_wfd is not None:
+            try:
+                signal.set_wakeup_fd(self._prev_wfd)
+            except ValueError:  # not the main thread: the wakeup fd stays until the process ends
+                return
+        os.close(self._wfd)
+
     def _watch(self) -> None:
-        while True:
+        while not self._closed.is_set():
             ready, _, _ = select.select([self._rfd], [], [], 0.2)
             if ready:
                 sig = os.read(self._rfd, 64)

@@ -202,3 +202,18 @@ def test_the_watchdog_ends_a_pass_not_over_within_the_grace() -> None:
     p = _watched(0.5)  # the pass needs 2 s
     assert p.returncode == 3 and "pass finished" not in p.stdout, (p.returncode, p.stdout, p.stderr)
     assert "did not finish within 0.5 s of the stop" in p.stderr
+
+
+def test_a_closed_watchdog_gives_back_the_signal_wakeup_fd() -> None:
+    """A sweep run inside a process that goes on (stoker's own tests) leaves no watcher behind:
+    otherwise the next SIGINT the process receives ends it with the watchdog's exit 3."""
+    from netbench.watchdog import Watchdog
+
+    before = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(before)
+    wd = Watchdog(60, speak=False, where="")
+    mine = signal.set_wakeup_fd(-1)  # the watchdog's pipe, put back at once
+    signal.set_wakeup_fd(mine)
+    assert mine != before
+    wd.close()
+    assert signal.set_wakeup_fd(before) == before
