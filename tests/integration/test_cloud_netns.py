@@ -259,9 +259,16 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
             rails.setdefault((r.bytes, r.in_place), []).append(r.busbw_GBps)
     # per size, the rails at the slowest one's pace (the judge's node aggregate) fit in the link too
     assert all(min(v) * len(v) <= NODE_GBPS * 1.10 for v in rails.values()), rails
-    # the pair test is one stream at a time over the link: close to the shaped rate, not over it
-    # (its token bucket was measured to give 0.94-0.957 of the rate to iperf3)
-    assert pair and all(NODE_GBPS * 0.5 <= b <= NODE_GBPS * 1.10 for b in pair), pair
+    # the pair test runs every rail of a pair at once (local rank j with local rank j); here the
+    # node's two ranks share its one shaped link, so a pair's rails together come close to the
+    # shaped rate, not over it (its token bucket was measured to give 0.94-0.957 of the rate to
+    # iperf3)
+    pairs: dict[tuple[tuple[str, ...], int], float] = {}
+    for r in recs.net.records():
+        if r.scope == "pair":
+            k = (tuple(sorted(r.hosts)), r.bytes)
+            pairs[k] = pairs.get(k, 0.0) + r.busbw_GBps
+    assert pair and all(NODE_GBPS * 0.5 <= b <= NODE_GBPS * 1.10 for b in pairs.values()), (pair, pairs)
     if not shared:  # node 1's own dir holds nothing: rank 0 wrote every record on node 0
         assert not (tmp_path / "pod1" / j.name / "net.jsonl").exists()
     fabric_env_in_every_rank(out, fabric, hosts)
