@@ -84,9 +84,14 @@ def test_health_check_drains_resumes_and_keeps_an_admin_drain(tmp_path: Path) ->
         subprocess.run([*STOKER, "baseline", str(acc), "--out", str(b)], check=True, timeout=120)
         doc = yaml.safe_load(b.read_text())
         # edited as an operator would on a machine shared with other work: judge the O_DIRECT
-        # checkpoint write only (the reads met the host's cache at acceptance) and loosely
+        # checkpoint write only (the reads met the host's cache at acceptance) and loosely, at
+        # the rate the disk must keep: the unthrottled loop device wrote 2.1-7.6 GB/s on this
+        # machine from one check to the next (a CI run: 7.58 accepted, then 2.1-3.6), far above
+        # 0.2 GB/s and its 0.1 floor; the throttle (8 MiB/s) far below
         doc["figures"] = [f for f in doc["figures"] if f["workload"] == "checkpoint_write"]
         for f in doc["figures"]:
+            f["accepted"] = 0.2
+            f["spread"] = [0.2, 0.2]
             f["tolerance"] = 0.5  # the widest a baseline allows
         # n2 was accepted on the same disk: its own entries (a baseline of another host's
         # figures only judges nothing, an incomplete check)
