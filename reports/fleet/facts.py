@@ -25,6 +25,7 @@ from typing import Any
 
 from reports.evidence import Evidence
 from reports.findings import FAILING, Judgement
+from reports.judging import ckpt_save
 from reports.judging.needs import pick_io
 
 # the tools whose files stoker imports (backend of their records) -> how to take the measurement
@@ -100,7 +101,7 @@ def job_nodes(summary: Mapping[str, Any]) -> int | None:
     gpus, g = summary.get("gpus"), summary.get("gpus_per_node")
     if not isinstance(gpus, int) or not isinstance(g, int) or g <= 0:
         return None
-    return max(1, math.ceil(gpus / g))
+    return ckpt_save.job_nodes(gpus, g)
 
 
 def gpus_fed(ev: Evidence, j: Judgement, spec: Any, workload: Any) -> Fed | None:

@@ -242,13 +242,18 @@ def _network_rows(w: Workload, m: Measured, g: int, c: float, usd: float | None)
     return rows
 
 
-def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelRow], dict[str, Any]]:
-    """Model rows and the summary (step time, compute time, total idle share, $/day lost)."""
-    g = (
+def gpus_per_node(w: Workload, spec: Spec | None) -> int:
+    """The node size the job is priced on: the spec's, else the workload's, else the default."""
+    return (
         (spec.gpus_per_node if spec and spec.gpus_per_node else None)
         or w.gpus_per_node
         or DEFAULT_GPUS_PER_NODE
     )
+
+
+def starvation(w: Workload, spec: Spec | None, m: Measured) -> tuple[list[ModelRow], dict[str, Any]]:
+    """Model rows and the summary (step time, compute time, total idle share, $/day lost)."""
+    g = gpus_per_node(w, spec)
     n = w.gpus or g
     price = spec.price_per_gpu_hour if spec else None
     usd = n * price * 24 if price is not None else None  # $ per day of the whole job per unit idle share

@@ -23,11 +23,10 @@ from typing import Any
 from reports.judging import advertised, ckpt_save, savepath
 from reports.judging.compute import CPU, devices, measured_devices
 from reports.judging.coverage import Line, Scope
+from reports.judging.model import gpus_per_node
 from reports.judging.spec import Spec
 from reports.judging.workload import Workload
 from reports.records import IoRecord
-
-DEFAULT_GPUS_PER_NODE = 8  # as the starvation model assumes without a spec
 
 
 def place(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> list[IoRecord]:
@@ -56,15 +55,6 @@ def runs_on(w: Workload, spec: Spec | None) -> str | None:
     if w.accelerator:
         return w.accelerator
     return spec.accelerator.name if spec is not None and spec.accelerator is not None else None
-
-
-def gpus_per_node(w: Workload, spec: Spec | None) -> int:
-    """The node size the model prices the job on (reports.judging.model.starvation's rule)."""
-    return (
-        (spec.gpus_per_node if spec and spec.gpus_per_node else None)
-        or w.gpus_per_node
-        or DEFAULT_GPUS_PER_NODE
-    )
 
 
 def _skipped(phase: str, skipped: Collection[str]) -> str:
