@@ -21,7 +21,7 @@ from reports.evidence.groups import SearchResult
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.stragglers import Stragglers, stragglers
 from reports.evidence.sweeps import Sweep
-from reports.records import IoRecord, NetRecord
+from reports.records import IoRecord, NetRecord, is_confirmation
 from reports.table import NetTable, RecordSet, SkippedLine
 
 
@@ -47,6 +47,11 @@ class Evidence:
     soak: list[NetRecord] = field(default_factory=list)  # a soak's records (extra.soak_pass)
     counters: list[dict[str, Any]] = field(default_factory=list)  # a soak's counter deltas
     compute: list[dict[str, Any]] = field(default_factory=list)  # matmul appetite per device
+    # the tests measured again because their first figure was under its threshold
+    # (`confirmation: true`): judged beside the first measurement (reports.judging.confirm),
+    # never pooled with it (`net`, `io`, the curves, localisation and stability hold none)
+    confirm_curves: dict[tuple[str, str], Sweep] = field(default_factory=dict)
+    io_again: list[IoRecord] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -68,7 +73,9 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
     """The evidence of a record set. `localised` is called with the per-host figures and the
     pair evidence as soon as they are computed, before the rest (stoker report starts drawing
     their figures then, on its other core)."""
-    frame = rs.net.frame
+    again = rs.net.frame["confirmation"].to_numpy(dtype=bool)
+    net = rs.net.subset(~again)  # the first measurements; the confirmations apart
+    frame = net.frame
     shown = sweeps.shown(frame)
     per_host, pair_ev = sweeps.per_host(shown), rails.pair_evidence(frame)
     if localised is not None:
@@ -76,8 +83,8 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
     curves, wrong = sweeps.judged(frame)
     return Evidence(
         run_ids=rs.run_ids(),
-        net=rs.net,
-        io=rs.io,
+        net=net,
+        io=[r for r in rs.io if not is_confirmation(r.extra)],
         host=rs.host,
         manifests=rs.manifests,
         skipped=rs.skipped,
@@ -87,14 +94,16 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
         wrong=wrong,
         per_host=per_host,
         pairs=pair_ev,
-        search=groups.replay(rs.net),
-        io_frame=storage.io_frame(rs.io),
+        search=groups.replay(net),
+        io_frame=storage.io_frame(rs.io),  # every record shown, a confirmation marked
         hardware=hosts.summarise(
             [m["hardware"] for m in rs.manifests if isinstance(m.get("hardware"), dict)]
         ),
         cpu_ranks=len(frame) > 0 and bool((frame["device"] == "cpu").all()),
-        stragglers=stragglers(rs.net.where(frame["per_iter"].to_numpy(dtype=bool))),
-        soak=rs.net.where(frame["soak"].to_numpy(dtype=bool)),
+        stragglers=stragglers(net.where(frame["per_iter"].to_numpy(dtype=bool))),
+        soak=net.where(frame["soak"].to_numpy(dtype=bool)),
         counters=rs.counters,
         compute=rs.compute,
+        confirm_curves=sweeps.judged(rs.net.subset(again).frame)[0] if again.any() else {},
+        io_again=[r for r in rs.io if is_confirmation(r.extra)],
     )
