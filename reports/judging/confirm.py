@@ -111,10 +111,11 @@ def merge(first: Sequence[Finding], again: Sequence[Finding], kind: Kind = STORA
             out.append(
                 dataclasses.replace(f, status="transient", measured=c.measured, message=msg, extra=both)
             )
-        else:
+        else:  # still under; or judged otherwise (suspect: above what the link carries)
+            said = "still under" if c.status in FAILING else f"judged {c.status} ({c.message})"
             out.append(
                 dataclasses.replace(
-                    f, message=f"{f.message} {again_at[0].upper()}{again_at[1:]}, still under.", extra=both
+                    f, message=f"{f.message} {again_at[0].upper()}{again_at[1:]}, {said}.", extra=both
                 )
             )
     return out
