@@ -74,6 +74,14 @@ def _net_head(f: Finding) -> str:
     return f"{f.extra.get('scope')} {f.check}"
 
 
+def _baseline_key(f: Finding) -> Key:
+    return (f.component, f.check, ",".join(f.hosts))
+
+
+def _baseline_head(f: Finding) -> str:
+    return f"{' '.join(f.hosts)} {f.check}".strip()
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class Kind:
     """How the findings of one kind of figure are matched and named: the key a finding and its
@@ -83,10 +91,19 @@ class Kind:
     head: Callable[[Finding], str]
     shared: str
     digits: str  # the figures' format
+    under: str = "under the threshold"
 
 
 STORAGE = Kind(key=_storage_key, head=_storage_head, shared="the storage", digits=".2f")
 NETWORK = Kind(key=_net_key, head=_net_head, shared="the network", digits=".3g")
+# `stoker check --baseline`: a regression measured again by the same step, the same settings
+BASELINE = Kind(
+    key=_baseline_key,
+    head=_baseline_head,
+    shared="the node",
+    digits=".3g",
+    under="past the accepted figure's tolerance",
+)
 
 
 def merge(first: Sequence[Finding], again: Sequence[Finding], kind: Kind = STORAGE) -> list[Finding]:
@@ -101,11 +118,11 @@ def merge(first: Sequence[Finding], again: Sequence[Finding], kind: Kind = STORA
         both = {**f.extra, "first_GBps": f.measured, "confirm_GBps": c.measured}
         again_at = (
             "measured again at the end of the phase (the same test, the same nodes): "
-            f"{c.measured:{kind.digits}} GB/s"
+            f"{c.measured:{kind.digits}} {f.unit}"
         )
         if c.status in PASSED:
             msg = (
-                f"{kind.head(f)}: {f.measured:{kind.digits}} GB/s at first, under the threshold, and {again_at}, which passes: "
+                f"{kind.head(f)}: {f.measured:{kind.digits}} {f.unit} at first, {kind.under}, and {again_at}, which passes: "
                 f"a transient dip, not failed; if it recurs, look at what else used {kind.shared} then."
             )
             out.append(
