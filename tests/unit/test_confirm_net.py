@@ -132,3 +132,25 @@ def test_a_confirmation_is_never_the_best_of_the_storage_runs(tmp_path: Path) ->
     rec = pick_io(ev.io, "dataloader_read", "/scratch", None)
     assert rec is not None and rec.bw_GBps == 7.6
     assert [r.bw_GBps for r in ev.io_again] == [8.4]
+
+
+def test_the_network_phase_gets_the_spec_so_it_can_confirm() -> None:
+    from launchers import builders as b
+    from launchers.profiles import PROFILES
+    from launchers.run_cmd import plan
+
+    argv = b.net_argv(b.NetCommand(profile=PROFILES["quick"], out="/o", scopes=("world",), spec="/s.yaml"))
+    assert argv[argv.index("--spec") + 1] == "/s.yaml"
+    assert "--spec" not in b.net_argv(b.NetCommand(profile=PROFILES["quick"], out="/o", scopes=("world",)))
+    phases = plan(
+        profile=PROFILES["quick"],
+        out="/o",
+        io_path="/p",
+        nproc=2,
+        backend="gloo",
+        spec="/s.yaml",
+        workload=None,
+        stoker=("stoker",),
+    )
+    net = next(p.argv for p in phases if "net" in p.argv)
+    assert net[net.index("--spec") + 1] == "/s.yaml"
