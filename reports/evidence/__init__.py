@@ -51,6 +51,7 @@ class Evidence:
     # (`confirmation: true`): judged beside the first measurement (reports.judging.confirm),
     # never pooled with it (`net`, `io`, the curves, localisation and stability hold none)
     confirm_curves: dict[tuple[str, str], Sweep] = field(default_factory=dict)
+    confirm_frame: pd.DataFrame | None = None  # their rows (per-node figures); None: none
     io_again: list[IoRecord] = field(default_factory=list)
 
     @property
@@ -105,5 +106,6 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
         counters=rs.counters,
         compute=rs.compute,
         confirm_curves=sweeps.judged(rs.net.subset(again).frame)[0] if again.any() else {},
+        confirm_frame=rs.net.subset(again).frame if again.any() else None,
         io_again=[r for r in rs.io if is_confirmation(r.extra)],
     )

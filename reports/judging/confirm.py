@@ -4,8 +4,10 @@ end of its phase (the same test, the same nodes) is judged by both measurements.
 Storage: `stoker io --spec` measures a fio test again when its figure is under the spec's
 threshold (to_confirm). Network: `stoker net` measures a swept scope's judged op again when its
 plateau is under the threshold the report holds it to, the spec's or, without one, what healthy
-systems of the detected kind reach (net_to_confirm); the pairs' fleet rule has its own second
-pass (reports.evidence.pairs.confirmation_pairs). Both mark the second measurement
+systems of the detected kind reach, and the intra-node scope's op where a node is a low outlier
+of the fleet (net_to_confirm; confirm_nodes judges those nodes); the pairs' fleet rule has its
+own second pass (reports.evidence.pairs.confirmation_pairs). `stoker check --baseline` runs a
+step again when a figure is past the accepted one's tolerance (BASELINE). Both mark the second measurement
 `confirmation: true` (docs/contract.md). The first measurements are judged as always; the
 confirmations apart, the same way. A failing finding whose confirmation passes is a
 `transient` (shown, not failed: a dip that did not last); one whose confirmation fails too
@@ -18,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reports import records
 from reports.evidence.storage import why_not_compared
@@ -26,8 +28,12 @@ from reports.evidence.sweeps import Sweep
 from reports.findings import DEFAULT_THRESHOLDS, FAILING, PASSED, Finding
 from reports.judging import advertised, reference
 from reports.judging.coverage import gpus_seen
+from reports.judging.localise import intra_node_findings
 from reports.judging.spec import Spec, fill_from_hardware, given_scopes
 from reports.records import CONFIRMED_SCOPES, IO_WORKLOADS, IoRecord, NetRecord
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Key = tuple[str, str, str]  # path, workload, direction
 # the bandwidth workloads the spec judges (metadata has no advertised figure)
@@ -96,6 +102,14 @@ class Kind:
 
 STORAGE = Kind(key=_storage_key, head=_storage_head, shared="the storage", digits=".2f")
 NETWORK = Kind(key=_net_key, head=_net_head, shared="the network", digits=".3g")
+# a node a low outlier of its fleet's intra-node figures, the scope swept again
+NODE = Kind(
+    key=_baseline_key,
+    head=_baseline_head,
+    shared="the node",
+    digits=".3g",
+    under="a low outlier of the fleet",
+)
 # `stoker check --baseline`: a regression measured again by the same step, the same settings
 BASELINE = Kind(
     key=_baseline_key,
@@ -163,6 +177,33 @@ def compare_network(
     return merge(first, confirming, NETWORK), expected
 
 
+def confirm_nodes(first: Sequence[Finding], again: pd.DataFrame | None) -> list[Finding]:
+    """The per-node intra-node findings of the fleet rule (reports.judging.localise) judged with
+    the intra-node sweep measured again (`again`: its rows): a node that is no longer a low
+    outlier of the fleet measured again is a transient; one that still is fails with both
+    figures. Other findings, and nodes the confirmation did not measure, are left as they are."""
+    if again is None or again.empty:
+        return list(first)
+    still = {(f.check, f.hosts): f for f in intra_node_findings(again)}
+    out: list[Finding] = []
+    for f in first:
+        op = f.extra.get("op")
+        rows = again[
+            (again["scope"] == "intra-node")
+            & (again["op"] == op)
+            & (again["host"] == (f.hosts[0] if f.hosts else ""))
+            & (again["n_hosts"] == 1)
+            & (again["wrong"] == 0)
+        ]
+        if f.component != "node" or f.extra.get("basis") != "fleet" or op is None or rows.empty:
+            out.append(f)
+            continue
+        best = float(rows[rows["bytes"] == rows["bytes"].max()]["busbw_GBps"].max())
+        c = still.get((f.check, f.hosts)) or dataclasses.replace(f, status="ok", measured=best)
+        out += merge([f], [c], NODE)
+    return out
+
+
 def judged_spec(
     spec: Spec | None, hardware: Mapping[str, Any], manifests: Sequence[Mapping[str, Any]]
 ) -> Spec | None:
@@ -186,7 +227,8 @@ def net_to_confirm(
     first = [r for r in recs if not is_confirmation(r) and r.scope in CONFIRMED_SCOPES]
     if not first:
         return []
-    curves, _ = judged(records_frame(first))
+    frame = records_frame(first)
+    curves, _ = judged(frame)
     found = [m["hardware"] for m in manifests if isinstance(m.get("hardware"), dict)]
     filled = judged_spec(spec, hosts.summarise(found), manifests)
     findings, _ = advertised.compare_network(
@@ -197,4 +239,6 @@ def net_to_confirm(
         c = main_op(curves, str(f.extra.get("scope")))
         if f.status in FAILING and c is not None:
             out.append(("world" if c.from_world else c.scope, c.op))
+    # a node a low outlier of the fleet's intra-node figures (the fleet rule)
+    out += [("intra-node", str(f.extra["op"])) for f in intra_node_findings(frame)]
     return list(dict.fromkeys(out))

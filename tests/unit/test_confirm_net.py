@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reports import evidence
-from reports.findings import FAILING, verdict_of
+from reports.findings import FAILING, Finding, verdict_of
 from reports.judging.confirm import net_to_confirm
 from reports.judging.judge import judge
 from reports.judging.needs import pick_io
@@ -154,3 +154,54 @@ def test_the_network_phase_gets_the_spec_so_it_can_confirm() -> None:
     )
     net = next(p.argv for p in phases if "net" in p.argv)
     assert net[net.index("--spec") + 1] == "/s.yaml"
+
+
+def _intra(host: str, busbw: float, *, confirmation: bool = False) -> NetRecord:
+    """One node's intra-node all_reduce over its 2 ranks (busbw = algbw × 2·(2−1)/2)."""
+    return NetRecord(
+        run_id="r",
+        ts="2026-01-01T00:00:00Z",
+        hosts=(host,),
+        nodes=1,
+        op="all_reduce",
+        scope="intra-node",
+        ranks=2,
+        backend="gloo",
+        dtype="float32",
+        bytes=SIZE,
+        time_s=SIZE / (busbw * 1e9),
+        algbw_GBps=busbw,
+        busbw_GBps=busbw,
+        wrong=0,
+        count=SIZE // 4,
+        group=int(host[1:]),
+        extra={"confirmation": True} if confirmation else {},
+    )
+
+
+def _nodes(tmp: Path, again_n3: float) -> list[Finding]:
+    """n1, n2 at 10 GB/s and n3 at 5 (a low outlier of the fleet: the median 10 less 25% is
+    7.5), then the intra-node sweep measured again with n3 at `again_n3`."""
+    first = [_intra("n1", 10.0), _intra("n2", 10.0), _intra("n3", 5.0)]
+    again = [_intra("n1", 10.0, confirmation=True), _intra("n2", 10.0, confirmation=True)]
+    j = judge(_judged(tmp, *first, *again, _intra("n3", again_n3, confirmation=True)), None)
+    return [f for f in j.findings if f.component == "node"]
+
+
+def test_stoker_net_sweeps_again_a_node_the_fleet_rule_names() -> None:
+    first = [_intra("n1", 10.0), _intra("n2", 10.0), _intra("n3", 5.0)]
+    assert net_to_confirm(first, None, []) == [("intra-node", "all_reduce")]
+    assert net_to_confirm([_intra("n1", 10.0), _intra("n2", 10.0), _intra("n3", 9.0)], None, []) == []
+
+
+def test_a_node_no_longer_an_outlier_when_measured_again_is_a_transient(tmp_path: Path) -> None:
+    (f,) = _nodes(tmp_path, 9.5)
+    assert f.hosts == ("n3",) and f.status == "transient"
+    assert (f.extra["first_GBps"], f.extra["confirm_GBps"]) == (5.0, 9.5)
+
+
+def test_a_node_still_an_outlier_fails_with_both_figures(tmp_path: Path) -> None:
+    (f,) = _nodes(tmp_path, 5.5)
+    assert f.hosts == ("n3",) and f.status == "below_spec"
+    assert (f.extra["first_GBps"], f.extra["confirm_GBps"]) == (5.0, 5.5)
+    assert f.message.endswith("5.5 GB/s, still under.")
