@@ -56,7 +56,12 @@ class Evidence:
 
     @property
     def counts(self) -> dict[str, int]:
-        return {"net": len(self.net), "io": len(self.io), **({"host": len(self.host)} if self.host else {})}
+        again = 0 if self.confirm_frame is None else len(self.confirm_frame)  # every record read
+        return {
+            "net": len(self.net) + again,
+            "io": len(self.io) + len(self.io_again),
+            **({"host": len(self.host)} if self.host else {}),
+        }
 
     @property
     def ranks_per_node(self) -> float | None:

@@ -91,7 +91,7 @@ def test_the_confirmation_is_not_pooled_with_the_first_sweep(tmp_path: Path) -> 
     ev = _judged(tmp_path, _net(0.076), _net(0.095, confirmation=True))
     assert ev.curves[("inter-node", "all_reduce")].plateau() == (SIZE, 0.076)
     assert ev.confirm_curves[("inter-node", "all_reduce")].plateau() == (SIZE, 0.095)
-    assert len(ev.net) == 1
+    assert len(ev.net) == 1 and ev.counts["net"] == 2  # verdict.json's records: every line read
 
 
 def test_stoker_net_sweeps_again_only_a_figure_under_its_threshold() -> None:
