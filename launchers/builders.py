@@ -37,6 +37,7 @@ class NetCommand:
     backend: str = "auto"
     nproc: int | None = None  # standalone: start this many local ranks
     stoker: tuple[str, ...] = STOKER
+    spec: str | None = None  # a swept figure under its threshold is measured again
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -124,6 +125,7 @@ def net_argv(c: NetCommand) -> list[str]:
         ",".join(c.scopes),
         "--timeout",
         str(p.net_timeout_s),
+        *(["--spec", c.spec] if c.spec else []),
         "--out",
         c.out,
     ]

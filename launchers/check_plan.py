@@ -160,6 +160,13 @@ def steps(
     return plan
 
 
+def to_confirm(tagged: Sequence[tuple[str, Finding]]) -> list[StepName]:
+    """The measuring steps (in plan order) with a figure under the baseline's tolerance: each is
+    run again, with the same settings, before its figures are regressions."""
+    under = {t for t, f in tagged if f.status == "regression"}
+    return [s for s in STEPS if s in under and s != "inventory"]
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StepResult:
     name: str

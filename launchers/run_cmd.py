@@ -123,7 +123,15 @@ def plan(
     """The phases of a local run, in order (pure): the node inventory first, the matmul appetite, then the sweeps. With GPUs, one checkpoint writer per GPU,
     as each rank saves its own shard."""
     net = b.net_argv(
-        b.NetCommand(profile=profile, out=out, scopes=("world",), backend=backend, nproc=nproc, stoker=stoker)
+        b.NetCommand(
+            profile=profile,
+            out=out,
+            scopes=("world",),
+            backend=backend,
+            nproc=nproc,
+            stoker=stoker,
+            spec=spec,
+        )
     )
     io = b.io_argv(
         b.IoCommand(

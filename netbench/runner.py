@@ -28,10 +28,22 @@ from netbench.topology import (
 )
 from netbench.watchdog import Watchdog
 from reports.errors import MeasurementAborted, StokerError, UsageError
+from reports.judging.spec import Spec, load_spec
 from reports.manifest import base_manifest, installed_versions
 from reports.outdir import claim
-from reports.records import MANIFEST_FILE, NET_FILE, NetRecord, RecordWriter, new_run_id, utc_now
+from reports.records import (
+    CONFIRMED_SCOPES,
+    MANIFEST_FILE,
+    NET_FILE,
+    NetRecord,
+    RecordWriter,
+    is_confirmation,
+    new_run_id,
+    utc_now,
+)
 from reports.units import gbps
+
+CONFIRMING = {"confirmation": True}  # the records of a test measured again (netbench.confirm)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,6 +66,7 @@ class Settings:
     soak_s: float | None = None  # soak: repeat the scopes in passes for this long (netbench.soak)
     soak_passes: int | None = None  # ... or at most this many passes
     soak_first: int = 1  # the first pass's number (a soak of several phases counts on)
+    spec_file: str | None = None  # a swept figure under its threshold is measured again (_confirm)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -68,6 +81,10 @@ class RankRun:
     tag: dict[str, Any] = field(default_factory=dict)  # added to every record (a soak's pass)
     quiet: bool = False  # a soak prints one line per pass instead of the tables
     lowest: dict[str, float] = field(default_factory=dict)  # scope -> lowest busbw since reset
+    # global rank 0: what the confirmation pass judges (_confirm)
+    spec: Spec | None = None
+    manifests: list[dict[str, Any]] = field(default_factory=list)
+    swept: list[NetRecord] = field(default_factory=list)  # the swept scopes' first records
 
     def say(self, line: str) -> None:
         if self.writer is not None and not self.quiet:
@@ -266,6 +283,8 @@ def _round(
                         r.writer.write(rec)
                         r.n_records += 1
                         r.lowest[scope] = min(r.lowest.get(scope, rec.busbw_GBps), rec.busbw_GBps)
+                        if scope in CONFIRMED_SCOPES and not is_confirmation(rec.extra):
+                            r.swept.append(rec)
                         rows.setdefault(g.index, []).append(rec)
             for index, recs in rows.items():
                 last[index] = recs[0].busbw_GBps
@@ -409,6 +428,9 @@ def _sweep(b: Backend, s: Settings, launcher: str, wd: Watchdog) -> int:
                 if m is not None:
                     mw.write(m)
     r = RankRun(b=b, s=s, wd=wd, writer=writer, run_id=run_id)
+    if writer is not None:
+        r.manifests = [m for m in manifests or [] if m is not None]
+        r.spec = load_spec(s.spec_file) if s.spec_file else None
     if s.soak_s is not None or s.soak_passes is not None:
         from netbench.soak import soak
 
@@ -436,3 +458,6 @@ def sweep(r: RankRun, topo: Topology) -> None:
             )
         for scope in planned:
             _scope(r, topo, scope)
+        from netbench.confirm import confirm_under
+
+        confirm_under(r, topo, lambda scope, groups, op: _round(r, scope, groups, (op,), s.sizes, CONFIRMING))

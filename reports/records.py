@@ -40,6 +40,9 @@ OPS = ops.OPS  # the op names, defined once in reports/ops.py
 # `pairs` for the records of scope `pair` (CLI_NET_SCOPES, derived)
 NET_SCOPES = ("world", "intra-node", "inter-node", "pair", "groups")
 CLI_NET_SCOPES = tuple("pairs" if s == "pair" else s for s in NET_SCOPES)
+# the scopes swept as one test each, which a figure under its threshold sweeps again
+# (`confirmation`); the pairs and the groups search confirm their own way (second pass, search)
+CONFIRMED_SCOPES = tuple(s for s in NET_SCOPES if s not in ("pair", "groups"))
 IO_SCOPES = ("local", "shared")  # the `scope` an io record carries: a node's own disk, or shared
 # the `backend` a net record of stoker's own carries; `--backend` also takes `auto`
 BACKENDS = ("nccl", "gloo", "mpi")
@@ -127,6 +130,13 @@ def rail_of(rec: NetRecord) -> int:
     written before rails were measured."""
     rail = rec.extra.get("rail", 0)
     return rail if isinstance(rail, int) and rail >= 0 else 0
+
+
+def is_confirmation(extra: Mapping[str, Any]) -> bool:
+    """A record of a test measured again because its first figure was under its threshold
+    (`confirmation: true`, docs/contract.md): judged beside the first measurement, never pooled
+    with it (reports.judging.confirm)."""
+    return extra.get("confirmation") is True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -34,6 +34,7 @@ from reports.records import (
     check_figures,
     from_dict,
     hosts_why,
+    is_confirmation,
     iter_jsonl,
 )
 from reports.table_frame import ALL_COLUMNS as _ALL_COLUMNS
@@ -100,6 +101,23 @@ class NetTable:
         part = NetTable(self.frame.iloc[:0], self._table.take(pa.array(head, pa.int64())))
         return [*part._head(), *(self._tail[i - n] for i in rows[rows >= n])]
 
+    def subset(self, mask: Any) -> NetTable:
+        """The table of the rows where `mask` (a boolean array over `frame`) is true."""
+        import numpy as np
+        import pyarrow as pa
+
+        rows = np.flatnonzero(np.asarray(mask, dtype=bool))
+        if len(rows) == len(self.frame):
+            return self
+        frame = self.frame.iloc[rows].reset_index(drop=True)
+        if self._records is not None or self._table is None:
+            every = self.records()
+            return NetTable(frame, None, [every[i] for i in rows])
+        n = self._table.num_rows
+        part = NetTable(frame, self._table.take(pa.array(rows[rows < n], pa.int64())))
+        part._tail = [self._tail[i - n] for i in rows[rows >= n]]
+        return part
+
     def scope(self, *scopes: str) -> list[NetRecord]:
         """The records of these scopes (the groups search has tens of records among 10^5)."""
         return self.where(self.frame["scope"].isin(scopes).to_numpy())
@@ -147,6 +165,7 @@ def records_frame(net: Iterable[NetRecord]) -> pd.DataFrame:
                 "stragglers" in r.extra,
                 "soak_pass" in r.extra,
                 r.extra.get("rail"),
+                is_confirmation(r.extra),
                 r.hosts[0] if r.hosts else "",
                 r.hosts[1] if len(r.hosts) == 2 else None,
                 tuple(r.hosts) if len(r.hosts) > 2 else None,

@@ -42,6 +42,7 @@ FRAME_COLUMNS = (
     "per_iter",  # the record carries nccl-tests' per-iteration, per-process times (-I)
     "soak",  # the record is one of a soak's passes (extra.soak_pass)
     "rail",  # pair and groups records: the local rank index (null: rail 0, as before rails)
+    "confirmation",  # the record measured a test again: its first figure was under its threshold
 )
 # host: the first; host2: the second of a two-host record; hosts: the tuple of a record of
 # more (few: world and inter-node sweeps); pair_a < pair_b: a record's two distinct hosts.
@@ -80,6 +81,12 @@ def frame_of(table: Any) -> pd.DataFrame:
     for flag, field in (("per_iter", "stragglers"), ("soak", "soak_pass")):
         has = table.column(field) if field in names else None
         cols[flag] = pc.is_valid(has) if has is not None else pa.array(np.zeros(n, dtype=bool))
+    said = table.column("confirmation") if "confirmation" in names else None
+    cols["confirmation"] = (
+        pc.fill_null(pc.equal(said, True), False)  # `confirmation: true` only (records.is_confirmation)
+        if said is not None and pa.types.is_boolean(said.type)
+        else pa.array(np.zeros(n, dtype=bool))
+    )
 
     hosts = table.column("hosts").combine_chunks()
     off = np.asarray(hosts.offsets, dtype=np.int64)  # into hosts.values, whatever the slice

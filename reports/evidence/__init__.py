@@ -21,7 +21,7 @@ from reports.evidence.groups import SearchResult
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.stragglers import Stragglers, stragglers
 from reports.evidence.sweeps import Sweep
-from reports.records import IoRecord, NetRecord
+from reports.records import IoRecord, NetRecord, is_confirmation
 from reports.table import NetTable, RecordSet, SkippedLine
 
 
@@ -47,10 +47,21 @@ class Evidence:
     soak: list[NetRecord] = field(default_factory=list)  # a soak's records (extra.soak_pass)
     counters: list[dict[str, Any]] = field(default_factory=list)  # a soak's counter deltas
     compute: list[dict[str, Any]] = field(default_factory=list)  # matmul appetite per device
+    # the tests measured again because their first figure was under its threshold
+    # (`confirmation: true`): judged beside the first measurement (reports.judging.confirm),
+    # never pooled with it (`net`, `io`, the curves, localisation and stability hold none)
+    confirm_curves: dict[tuple[str, str], Sweep] = field(default_factory=dict)
+    confirm_frame: pd.DataFrame | None = None  # their rows (per-node figures); None: none
+    io_again: list[IoRecord] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
-        return {"net": len(self.net), "io": len(self.io), **({"host": len(self.host)} if self.host else {})}
+        again = 0 if self.confirm_frame is None else len(self.confirm_frame)  # every record read
+        return {
+            "net": len(self.net) + again,
+            "io": len(self.io) + len(self.io_again),
+            **({"host": len(self.host)} if self.host else {}),
+        }
 
     @property
     def ranks_per_node(self) -> float | None:
@@ -68,7 +79,9 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
     """The evidence of a record set. `localised` is called with the per-host figures and the
     pair evidence as soon as they are computed, before the rest (stoker report starts drawing
     their figures then, on its other core)."""
-    frame = rs.net.frame
+    again = rs.net.frame["confirmation"].to_numpy(dtype=bool)
+    net = rs.net.subset(~again)  # the first measurements; the confirmations apart
+    frame = net.frame
     shown = sweeps.shown(frame)
     per_host, pair_ev = sweeps.per_host(shown), rails.pair_evidence(frame)
     if localised is not None:
@@ -76,8 +89,8 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
     curves, wrong = sweeps.judged(frame)
     return Evidence(
         run_ids=rs.run_ids(),
-        net=rs.net,
-        io=rs.io,
+        net=net,
+        io=[r for r in rs.io if not is_confirmation(r.extra)],
         host=rs.host,
         manifests=rs.manifests,
         skipped=rs.skipped,
@@ -87,14 +100,17 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
         wrong=wrong,
         per_host=per_host,
         pairs=pair_ev,
-        search=groups.replay(rs.net),
-        io_frame=storage.io_frame(rs.io),
+        search=groups.replay(net),
+        io_frame=storage.io_frame(rs.io),  # every record shown, a confirmation marked
         hardware=hosts.summarise(
             [m["hardware"] for m in rs.manifests if isinstance(m.get("hardware"), dict)]
         ),
         cpu_ranks=len(frame) > 0 and bool((frame["device"] == "cpu").all()),
-        stragglers=stragglers(rs.net.where(frame["per_iter"].to_numpy(dtype=bool))),
-        soak=rs.net.where(frame["soak"].to_numpy(dtype=bool)),
+        stragglers=stragglers(net.where(frame["per_iter"].to_numpy(dtype=bool))),
+        soak=net.where(frame["soak"].to_numpy(dtype=bool)),
         counters=rs.counters,
         compute=rs.compute,
+        confirm_curves=sweeps.judged(rs.net.subset(again).frame)[0] if again.any() else {},
+        confirm_frame=rs.net.subset(again).frame if again.any() else None,
+        io_again=[r for r in rs.io if is_confirmation(r.extra)],
     )

@@ -97,7 +97,9 @@ def _metric_row(
         if merged is not None and finite(merged) and all(v is not None and finite(v) for v in vals):
             per_run = [float(v) for v in vals if v is not None]
             note = f"{STATISTIC} ({len(runs)})" if len(runs) > 1 else ""
-            cells[n] = Cell(value=float(merged), noise=spread(per_run, float(merged)), note=note)
+            cells[n] = Cell(
+                value=float(merged), noise=spread(per_run, float(merged)), note=note, runs=len(per_run)
+            )
         else:
             cells[n] = Cell(
                 value=None, note="unmeasured" if kind == "idle" else "not ranked" if n not in ranked else ""

@@ -47,6 +47,32 @@ COMPARE_LEGEND = (
 )
 
 
+# where a figure of a cluster is one run's: what would give it a spread
+SPREAD_ADVICE = (
+    '"± unknown" (or "within one run"): a figure measured in one run of its cluster has no run-to-run spread; '
+    "take 3 or more runs of each cluster (one results directory each, under one spec name) to know how far "
+    "its figures move from run to run."
+)
+
+
+def spread_text(c: Cell) -> str:
+    """A figure's spread as the table shows it: "± 4% over 3 runs" for runs of one cluster
+    measured alike; "± 2% within one run" (the records' iteration CV) or "± unknown" for one
+    run. Unknown noise is said, never shown as none."""
+    if c.noise is None:
+        return "± unknown"
+    if c.runs >= 2:
+        return f"± {c.noise:.0%} over {c.runs} runs"
+    return f"± {c.noise:.0%} within one run" if c.noise >= 0.005 else ""
+
+
+def one_run_figures(cmp: Comparison) -> bool:
+    """Whether a figure shown side by side is one run's (its spread is not run-to-run)."""
+    return any(
+        c.value is not None and c.runs < 2 for r in cmp.rows if r.unit == "GB/s" for c in r.cells.values()
+    )
+
+
 def fmt(c: Cell, unit: str, price: float | None = None) -> str:
     if c.value is None or not finite(c.value):
         return c.note or "—"
@@ -56,8 +82,8 @@ def fmt(c: Cell, unit: str, price: float | None = None) -> str:
         v = f"{c.value:.1%}" if c.value <= 1 else f"{c.value:,.1f}"
     else:
         v = f"{c.value:,.2f}"
-    # unknown noise is said, never shown as none
-    extra = ["± unknown"] if c.noise is None else [f"±{c.noise:.0%}"] if c.noise >= 0.005 else []
+    said = spread_text(c)
+    extra = [said] if said else []
     if unit == "GB/s" and price and finite(c.value / price):
         extra.append(f"{c.value / price:.2f} per $")
     if c.note and not c.note.startswith("at "):
@@ -167,6 +193,7 @@ def render_md(cmp: Comparison) -> str:
         "",
         md_table(rows_table(cmp)),
         "",
+        *([SPREAD_ADVICE, ""] if one_run_figures(cmp) else []),
         "## How to read it",
         "",
         *COMPARE_LEGEND,
@@ -245,6 +272,8 @@ def render_html(cmp: Comparison) -> str:
     body += _cost_chart(cmp)
     body += ["<h2>Why: where the GPUs wait, the verdict and what decides it</h2>", table(why_table(cmp))]
     body += ["<h2>Side by side</h2>", table(_plain(rows_table(cmp)))]
+    if one_run_figures(cmp):
+        body.append(f'<p class="muted">{esc(SPREAD_ADVICE)}</p>')
     body += _net_charts(cmp)
     body += _storage_chart(cmp)
     body += ["<h2>How to read it</h2>", bullets([*COMPARE_LEGEND, *LEGEND[:2]])]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from reports.fleet.clusters import ClusterSummary
@@ -57,6 +57,7 @@ class Cell:
         None  # relative: 0.05 = +-5%; None = unknown (one run, no iteration spread recorded)
     )
     note: str = ""  # e.g. "block 1M, 16 procs" or "not measured"
+    runs: int = 1  # the runs of the cluster the figure is the median of (measured alike)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -80,7 +81,10 @@ def combine(values: Sequence[tuple[float, float | None]]) -> Cell:
     if len(vals) > 1:
         known.append((max(vals) - min(vals)) / 2 / med if med > 0 else 0.0)
     return Cell(
-        value=med, noise=max(known) if known else None, note=f"{len(vals)} runs" if len(vals) > 1 else ""
+        value=med,
+        noise=max(known) if known else None,
+        note=f"{len(vals)} runs" if len(vals) > 1 else "",
+        runs=len(vals),
     )
 
 
@@ -151,9 +155,7 @@ def net_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
                 )
         cells = {n: combine([c.point(at) for c in cs]) for n, cs in members.items()}
         cells = {
-            n: Cell(
-                value=c.value, noise=c.noise, note=f"at {format_size(at)}" + (f", {c.note}" if c.note else "")
-            )
+            n: replace(c, note=f"at {format_size(at)}" + (f", {c.note}" if c.note else ""))
             for n, c in cells.items()
         }
         rows.append(gbps_row(f"{figure} at {format_size(at)}", "network", cells, clusters, reasons))
@@ -193,7 +195,7 @@ def io_rows(clusters: dict[str, list[ClusterSummary]]) -> list[Row]:
         cells = {}
         for n, runs in members.items():
             c = combine([(max(f.bw for f in fs if identity(f, IO_IDENTITY) == pick), None) for fs in runs])
-            cells[n] = Cell(value=c.value, noise=c.noise, note=", ".join(x for x in (c.note,) if x))
+            cells[n] = replace(c, note="")  # the runs are said with the spread (render.spread_text)
         label = ", ".join(f"{FIELD_NAMES.get(f, f)} {_shown(f, v)}" for f, v in zip(IO_IDENTITY, pick) if v)
         rows.append(gbps_row(f"{figure}, {label}", "storage", cells, clusters, reasons))
     return rows

@@ -21,14 +21,14 @@ from reports.judging import advertised, confirm, model, reference, savepath
 from reports.judging.baseline import Baseline
 from reports.judging.baseline_figures import judge_evidence
 from reports.judging.compute import appetite, compute_findings, compute_notes
-from reports.judging.coverage import Scope, assess, gpus_seen
+from reports.judging.coverage import Scope, assess
 from reports.judging.groups import group_findings
 from reports.judging.inventory import explain, host_link_figures, judge_inventory
 from reports.judging.localise import localise
 from reports.judging.needs import need_lines, pick_io, place, runs_on
 from reports.judging.nic_counters import sweep_counter_findings
 from reports.judging.rail_nic import name_nics
-from reports.judging.spec import Spec, fill_from_hardware, given_scopes
+from reports.judging.spec import Spec, given_scopes
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
 from reports.records import IoRecord
@@ -137,8 +137,7 @@ def judge(
     written = spec  # the spec as the user wrote it: its promises are what coverage holds
     # what the hosts showed, else the devices an imported log's ranks named: a fresh cluster's
     # links are then judged against what healthy systems reach on them (reports.judging.reference)
-    seen = hardware if hardware.get("gpu_model") else {**hardware, **gpus_seen(hardware, ev.manifests)}
-    spec = fill_from_hardware(spec, seen) if seen else spec
+    spec = confirm.judged_spec(spec, hardware, ev.manifests)
     scopes = {sc for sc, _ in ev.curves}
     nodes = int(ev.net.frame["nodes"].max()) if len(ev.net) else 0
     needs = (
@@ -173,18 +172,23 @@ def judge(
         notes.append(
             f"{ev.wrong} net record(s) failed the correctness check (#wrong > 0) and were left out of the bandwidth figures"
         )
-    findings, expected = advertised.compare_network(
-        ev.curves, spec, written=given_scopes(written), env=reference.run_env(ev.manifests)
+    findings, expected = confirm.compare_network(  # a figure measured again judged by both
+        ev.curves,
+        ev.confirm_curves,
+        spec,
+        written=given_scopes(written),
+        env=reference.run_env(ev.manifests),
     )
     if any(f.extra.get("basis") == "reference" for f in findings):
         notes.append(
             "no spec for the network: judged against what healthy systems of the detected kind reach "
             "(reports/judging/catalog/references.yaml; each finding names its source)"
         )
-    io_findings, io_expected = confirm.compare_storage(ev.io, spec)  # confirmations judged beside
+    io_findings, io_expected = confirm.compare_storage([*ev.io, *ev.io_again], spec)  # judged beside
     findings += io_findings
     expected.update(io_expected)
     located = localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
+    located = confirm.confirm_nodes(located, ev.confirm_frame)  # a node's intra-node sweep measured again
     notes += [n for n in [untested_note(ev.pairs.untested)] if n]  # (host, rail)s no pair test measured
     named = name_nics(located + group_findings(ev.search), ev.host, ev.counters)  # (host, rail): its NIC
     findings += named + sweep_counter_findings(named, ev.host, ev.counters)  # a NIC erring on a fine rail

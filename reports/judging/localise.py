@@ -181,7 +181,7 @@ def intra_node_findings(df: pd.DataFrame, min_gap: float = DEFAULT_MIN_GAP) -> l
                 expected=med,
                 unit="GB/s",
                 hosts=(h,),
-                extra={"bytes": size, "basis": "fleet"},
+                extra={"bytes": size, "basis": "fleet", "op": name},
                 message=f"{h}'s intra-node {name} reaches {_fmt(per_host[h])} GB/s against a fleet median of "
                 f"{_fmt(med)} GB/s: check its GPU links (nvidia-smi topo -m, NVLink errors) or drain it.",
             )

@@ -166,3 +166,41 @@ def test_metrics_file_parses_and_is_never_half_written(tmp_path: Path) -> None:
     assert s.value == 299.0
     # no temp file left; the one writer's ledger says the file is stoker's
     assert sorted(p.name for p in tmp_path.iterdir()) == [".stoker-outputs", "stoker.prom"]
+
+
+def _regression(measured: float, status: Status = "regression") -> Finding:
+    """A baseline finding as reports.judging.baseline writes it (hand-built): accepted 10 GB/s."""
+    return Finding(
+        component="node",
+        check="baseline: checkpoint_write write on /scratch",
+        status=status,
+        measured=measured,
+        expected=10.0,
+        unit="GB/s",
+        hosts=("n1",),
+        message="n1 checkpoint_write write on /scratch: regressed",
+        extra={"basis": "baseline", "figure": "node-storage", "scope": "local", "path": "/scratch"},
+    )
+
+
+def test_a_regression_measured_again_and_passing_is_a_transient_and_drains_nothing() -> None:
+    from launchers.check_actions import plan
+    from reports.judging.confirm import BASELINE, merge
+
+    tagged = [("inventory", finding("ok")), ("io", _regression(7.6))]
+    assert cp.to_confirm(tagged) == ["io"]  # only the step whose figure regressed, never the inventory
+    _, g = merge([f for _, f in tagged], [_regression(8.4, "ok")], BASELINE)
+    assert (g.status, g.extra["first_GBps"], g.extra["confirm_GBps"]) == ("transient", 7.6, 8.4)
+    merged = [tagged[0], ("io", g)]
+    o = cp.outcome([x for _, x in merged], [])
+    assert o.verdict == "pass" and o.problems == ()
+    p = plan(merged, o, [cp.StepResult(name="io", rc=0, elapsed_s=1.0)])
+    # nothing to drain, and a transient clears nothing either (resume needs the io figure ok)
+    assert p.drain == () and "io" not in p.passed
+    # still under when measured again: a regression, both figures in it
+    (_, still) = merge([f for _, f in tagged], [_regression(7.7)], BASELINE)
+    assert still.status == "regression" and (still.extra["first_GBps"], still.extra["confirm_GBps"]) == (
+        7.6,
+        7.7,
+    )
+    assert still.message.endswith("7.7 GB/s, still under.")

@@ -61,3 +61,19 @@ def test_two_runs_are_two_runs_even_under_one_run_id(tmp_path: Path) -> None:
     cell = row.cells["h100-cluster"]
     # median of 40 and 44 = 42; noise half the range over it: 2 / 42
     assert cell.value == 42.0 and abs(cell.noise - 2 / 42) < 1e-12 and "2 runs" in cell.note
+
+
+def test_compare_shows_each_figures_spread_over_its_runs(tmp_path: Path) -> None:
+    """Two runs of one cluster measured alike: "± 5% over 2 runs" (half the range 2 over the
+    median 42 = 4.8%); another cluster's one run: "± unknown", and the page says to take 3 runs."""
+    from reports.fleet.render import SPREAD_ADVICE, fmt, render_md
+
+    runs = [_summary(_run(tmp_path / "mon", 40.0, "r1")), _summary(_run(tmp_path / "tue", 44.0, "r2"))]
+    other = _summary(_run(tmp_path / "b", 30.0, "r3"), name="other-cluster")
+    cmp = compare([*runs, other], None)
+    (row,) = [r for r in cmp.rows if r.figure == "inter-node all_reduce busbw at 1G"]
+    assert fmt(row.cells["h100-cluster"], "GB/s") == "42.00 (± 5% over 2 runs)"
+    assert fmt(row.cells["other-cluster"], "GB/s") == "30.00 (± unknown)"
+    assert SPREAD_ADVICE in render_md(cmp) and "3 or more runs" in SPREAD_ADVICE
+    # every cluster with runs measured alike: no advice
+    assert SPREAD_ADVICE not in render_md(compare(runs, None))

@@ -46,6 +46,10 @@ def kernels_frame(table: Any) -> pd.DataFrame:
     for flag, field in (("per_iter", "stragglers"), ("soak", "soak_pass")):
         has = table.column(field) if field in table.column_names else None
         cols[flag] = pc.is_valid(has) if has is not None else pa.array(np.zeros(n, dtype=bool))
+    said = table.column("confirmation") if "confirmation" in table.column_names else None
+    cols["confirmation"] = (
+        pc.fill_null(pc.equal(said, True), False) if said is not None else pa.array(np.zeros(n, dtype=bool))
+    )
     padded = pc.if_else(pc.greater(n_hosts, 0), hosts, pa.scalar([""], hosts.type))
     cols["host"] = pc.list_element(padded, 0).dictionary_encode()
     two = pc.equal(n_hosts, 2)
@@ -90,6 +94,7 @@ OPTIONAL = {
     "round": st.sampled_from([None, 0, 1]),
     "stragglers": st.sampled_from([None, {"max": 1.0}]),
     "soak_pass": st.sampled_from([None, 3]),
+    "confirmation": st.sampled_from([None, True]),
 }
 
 
@@ -102,6 +107,7 @@ TYPES = {
     "time_cv": pa.float64(),
     "round": pa.int64(),
     "soak_pass": pa.int64(),
+    "confirmation": pa.bool_(),
 }
 
 

@@ -189,9 +189,9 @@ def test_the_frame_columns_are_record_fields_or_documented_extras() -> None:
     pytest.importorskip("pandas")
     from reports.table_frame import FRAME_COLUMNS
 
-    # the extra keys net records carry at the top level (docs/contract.md: pass, round, rail;
-    # per_iter and soak are the frame's own flags of nccl-tests -I and soak records)
-    extras = {"pass", "round", "rail", "per_iter", "soak"}
+    # the extra keys net records carry at the top level (docs/contract.md: pass, round, rail,
+    # confirmation; per_iter and soak are the frame's own flags of nccl-tests -I and soak records)
+    extras = {"pass", "round", "rail", "confirmation", "per_iter", "soak"}
     fields = set(_types(NetRecord))
     assert set(FRAME_COLUMNS) - fields == extras
     assert {n for n, _ in records.NET_FIGURES} <= set(FRAME_COLUMNS)
