@@ -15,9 +15,9 @@ import collections
 from collections.abc import Sequence
 from typing import Any
 
+from reports import catalog
 from reports.errors import UsageError
 from reports.findings import Component, Finding
-from reports.judging import catalog
 from reports.judging.inventory_faults import all_links_down, gpu_faults, nvswitch_findings
 from reports.judging.spec import Spec
 

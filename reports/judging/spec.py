@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reports import catalog
+from reports.catalog import Accelerator, Link
 from reports.errors import UsageError
 from reports.findings import DEFAULT_THRESHOLDS
-from reports.judging import catalog
-from reports.judging.catalog import Accelerator, Link
 from reports.plausible import setting_why
 
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reports import catalog
 from reports.errors import UsageError
-from reports.judging import catalog
 from reports.judging.savepath import CHECKPOINT_FORMATS
 from reports.judging.spec import Fields, read_yaml
 

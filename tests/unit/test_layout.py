@@ -91,7 +91,7 @@ def test_measurement_imports_only_the_schema_from_reports() -> None:
         "reports.evidence.pairs",
         "reports.evidence.groups",
         "reports.evidence.rails",  # the confirmation pairs of each rail (the pairs scope, rail by rail)
-        "reports.judging.catalog",  # stoker compute sweeps the dtypes the catalog lists per accelerator
+        "reports.catalog",  # stoker compute sweeps the dtypes the catalog lists per accelerator
         "reports.spread",  # the median of repeated saves, with its samples, is the record written
         "reports.judging.spec",  # stoker io --spec: a figure under its storage threshold is measured
         "reports.judging.confirm",  # again, chosen by the report's own rule (confirm.to_confirm)

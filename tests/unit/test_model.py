@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from reports.judging.catalog import Accelerator
+from reports.catalog import Accelerator
 from reports.judging.model import Measured, starvation
 from reports.judging.spec import Spec
 from reports.judging.workload import Checkpoint, Dataloader, Workload, load_workload

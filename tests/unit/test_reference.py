@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from reports import catalog
 from reports.findings import Finding
 from reports.judging import advertised as compare
-from reports.judging import catalog, reference
+from reports.judging import reference
 from reports.judging.spec import Spec, parse_spec
 from reports.report_cmd import collect
 from tests.conftest import DATA
