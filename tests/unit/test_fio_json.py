@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reports.errors import UsageError
-from reports.ingest.fio_json import load_document, parse_fio, percentile_from_bins
+from reports.fio_json import load_document, parse_fio, percentile_from_bins
 from reports.ingest.fio_records import records_from_fio_output
 from tests.conftest import DATA
 

@@ -87,7 +87,7 @@ def test_measurement_imports_only_the_schema_from_reports() -> None:
     # measure again (the pairs scope's confirmation pass) and the groups search (the groups
     # scope runs the search that the report replays).
     allowed = SHARED | {
-        "reports.ingest.fio_json",
+        "reports.fio_json",
         "reports.evidence.pairs",
         "reports.evidence.groups",
         "reports.evidence.rails",  # the confirmation pairs of each rail (the pairs scope, rail by rail)
