@@ -40,7 +40,7 @@ HELP = "judge the records in DIR: report.md, report.html, verdict.json"
 SPEC_FILES = ("spec.yaml", "spec.yml")
 WORKLOAD_FILES = ("workload.yaml", "workload.yml")
 _LOADERS = {
-    "spec": ("reports.judging.spec", "load_spec"),
+    "spec": ("reports.spec", "load_spec"),
     "workload": ("reports.judging.workload", "load_workload"),
 }
 
@@ -192,7 +192,7 @@ class Collected:
     one pipeline `stoker report` and `stoker compare` share."""
 
     report: ReportInput
-    spec: Any  # reports.judging.spec.Spec or None
+    spec: Any  # reports.spec.Spec or None
     workload: Any  # reports.judging.workload.Workload or None
     verdict: dict[str, Any]
 

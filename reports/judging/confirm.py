@@ -11,42 +11,15 @@ left as it is.
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from collections.abc import Sequence
 
-from reports.evidence.storage import why_not_compared
-from reports.findings import DEFAULT_THRESHOLDS, FAILING, Finding
+from reports.findings import FAILING, Finding
 from reports.judging import advertised
-from reports.judging.spec import Spec
-from reports.records import IO_WORKLOADS, IoRecord
+from reports.records import IoRecord
+from reports.spec import Spec
+from reports.storage_rule import is_confirmation
 
 Key = tuple[str, str, str]  # path, workload, direction
-# the bandwidth workloads the spec judges (metadata has no advertised figure)
-CONFIRMED_WORKLOADS = tuple(w for w in IO_WORKLOADS if w != "metadata")
-
-
-def to_confirm(r: IoRecord, spec: Spec) -> bool:
-    """Whether `stoker io --spec` measures this record's test again at the end of its phase:
-    a figure the report compares with the spec (fio, past the page cache, long enough) that
-    is under its threshold, by the report's rule (advertised.compare_storage: shared storage's
-    aggregate, local storage's median node)."""
-    if r.failed or r.backend != "fio" or r.workload not in CONFIRMED_WORKLOADS or why_not_compared(r):
-        return False
-    entry = advertised.match_storage(r.path, spec.storage)
-    expected = (entry.read_GBps if r.direction == "read" else entry.write_GBps) if entry else None
-    if not expected:
-        return False
-    kind = entry.kind if entry else r.scope
-    judged = (
-        statistics.median(r.per_host_bw_GBps.values())
-        if kind == "local" and r.per_host_bw_GBps
-        else r.bw_GBps
-    )
-    return judged < spec.thresholds.get("storage", DEFAULT_THRESHOLDS["storage"]) * expected
-
-
-def is_confirmation(r: IoRecord) -> bool:
-    return r.extra.get("confirmation") is True
 
 
 def _key(f: Finding) -> Key:

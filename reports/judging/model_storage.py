@@ -7,8 +7,8 @@ from reports import catalog
 from reports.findings import ModelRow
 from reports.judging import ckpt_save, savepath
 from reports.judging.model_rows import Measured, missing, row
-from reports.judging.spec import Spec
 from reports.judging.workload import Workload
+from reports.spec import Spec
 
 
 def dataloader_row(

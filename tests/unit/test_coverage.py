@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 
 from reports.judging import coverage
-from reports.judging.spec import parse_spec
 from reports.records import write_all
 from reports.report_cmd import build, main
+from reports.spec import parse_spec
 from tests.unit.recordgen import curves, io, net
 
 

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from reports import report_cmd
 from reports.errors import UsageError
-from reports.judging.spec import parse_spec
 from reports.judging.workload import parse_workload
 from reports.records import to_dict
+from reports.spec import parse_spec
 from tests.unit.recordgen import io, net
 
 JSON = st.recursive(

@@ -93,8 +93,8 @@ def test_measurement_imports_only_the_schema_from_reports() -> None:
         "reports.evidence.rails",  # the confirmation pairs of each rail (the pairs scope, rail by rail)
         "reports.catalog",  # stoker compute sweeps the dtypes the catalog lists per accelerator
         "reports.spread",  # the median of repeated saves, with its samples, is the record written
-        "reports.judging.spec",  # stoker io --spec: a figure under its storage threshold is measured
-        "reports.judging.confirm",  # again, chosen by the report's own rule (confirm.to_confirm)
+        "reports.spec",  # stoker io --spec: a figure under its storage threshold is measured
+        "reports.storage_rule",  # again, chosen by the report's own rule (storage_rule.to_confirm)
     }
     for pkg in ("netbench", "iobench"):
         for p in (ROOT / pkg).rglob("*.py"):

@@ -10,8 +10,8 @@ import pytest
 
 from reports import report_cmd
 from reports.errors import UsageError
-from reports.judging.spec import parse_spec
 from reports.records import RecordWriter, to_dict
+from reports.spec import parse_spec
 from reports.table import read_records
 from tests.unit.recordgen import io, judge_records, net
 

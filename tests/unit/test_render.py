@@ -168,7 +168,7 @@ def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ig
     # report.html draws no spec tick against torch.save/dcp bars the text calls "not compared"
     import dataclasses
 
-    from reports.judging.spec import parse_spec
+    from reports.spec import parse_spec
     from reports.table import RecordSet
     from tests.unit.recordgen import evidence, io, judge_records
 
