@@ -312,10 +312,10 @@ def _warn_untested(r: RankRun, topo: Topology, scope: str) -> None:
 
 
 def _groups(r: RankRun, topo: Topology) -> None:
-    """The log-round search for a slow node or link (reports.evidence.groups): each
+    """The log-round search for a slow node or link (reports.group_search): each
     round measures the search's groups at once with real collectives; rank 0's busbw of each
     group is shared so that every rank's copy of the search takes the same next step."""
-    from reports.evidence.groups import group_search
+    from reports.group_search import group_search
 
     done = 0
 
@@ -352,7 +352,7 @@ def _scope(r: RankRun, topo: Topology, scope: str) -> None:
         return
     _warn_untested(r, topo, "pairs")
     first = _pairs(r, topo, rounds, 1)
-    from reports.evidence.rails import rail_confirmation_pairs
+    from reports.outliers import rail_confirmation_pairs
 
     with measure_step(r.wd, "sharing the confirmation pairs"):
         again = r.b.bcast(rail_confirmation_pairs(first) if r.writer is not None else None)

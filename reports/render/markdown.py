@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 
 from reports.evidence import Evidence
-from reports.evidence.groups import SearchResult
 from reports.evidence.sweeps import Sweep, expected_for
 from reports.findings import FAILING, STATUSES, Finding, Judgement
+from reports.group_search import SearchResult
 from reports.manifest import allowlisted_env
 from reports.render.stragglers import straggler_lines
 from reports.units import format_size

@@ -88,9 +88,8 @@ def test_measurement_imports_only_the_schema_from_reports() -> None:
     # scope runs the search that the report replays).
     allowed = SHARED | {
         "reports.fio_json",
-        "reports.evidence.pairs",
-        "reports.evidence.groups",
-        "reports.evidence.rails",  # the confirmation pairs of each rail (the pairs scope, rail by rail)
+        "reports.outliers",  # the confirmation pairs of each rail (the pairs scope, rail by rail)
+        "reports.group_search",
         "reports.catalog",  # stoker compute sweeps the dtypes the catalog lists per accelerator
         "reports.spread",  # the median of repeated saves, with its samples, is the record written
         "reports.spec",  # stoker io --spec: a figure under its storage threshold is measured

@@ -147,7 +147,8 @@ def test_plots_are_deterministic_and_scale_to_a_thousand_hosts() -> None:
 
 
 def test_localisation_shows_the_groups_search_round_by_round() -> None:
-    from reports.evidence.groups import group_search, replay
+    from reports.evidence.groups import replay
+    from reports.group_search import group_search
     from reports.render.markdown import groups_search_lines
     from tests.unit.test_localise_groups import Cluster, localise_records
 

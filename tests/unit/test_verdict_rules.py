@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from reports.evidence.groups import Group, group_search
 from reports.findings import Judgement
+from reports.group_search import Group, group_search
 from reports.judging import baseline as bl
 from reports.judging.baseline_figures import figures as baseline_figures
 from reports.judging.judge import judge
