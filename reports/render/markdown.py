@@ -49,7 +49,7 @@ LEGEND = (
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReportInput:
     """Everything a report is made from (evidence and the judgement of it, each computed
-    once by report_cmd.collect); rendered by md and html, which judge nothing."""
+    once by pipeline.collect); rendered by md and html, which judge nothing."""
 
     title: str
     evidence: Evidence

@@ -12,7 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reports import report_cmd
+from reports import pipeline
 from reports.errors import UsageError
 from reports.judging.workload import parse_workload
 from reports.records import to_dict
@@ -56,7 +56,7 @@ def _report(lines: dict[str, list[str]]) -> dict:
         Path(d, "net.jsonl").write_text("\n".join(good + lines.get("net", [])) + "\n")
         if "io" in lines:
             Path(d, "io.jsonl").write_text("\n".join(lines["io"]) + "\n")
-        return report_cmd.build(Path(d)).verdict
+        return pipeline.build(Path(d)).verdict
 
 
 def _dumps(obj: dict) -> str:

@@ -19,7 +19,7 @@ from reports import catalog
 from reports.findings import Finding
 from reports.judging import advertised as compare
 from reports.judging import reference
-from reports.report_cmd import collect
+from reports.pipeline import collect
 from reports.spec import Spec, parse_spec
 from tests.conftest import DATA
 from tests.unit.recordgen import curves as build_curves
