@@ -22,7 +22,7 @@ from reports.errors import StokerError, UsageError
 from reports.units import check_seconds, parse_size
 
 if TYPE_CHECKING:
-    from netbench.runner import Settings
+    from netbench.rank_run import Settings
 
 HELP = "collective sweeps (nccl-tests semantics) over torch.distributed or MPI"
 
@@ -230,7 +230,7 @@ def _choice_list(text: str, valid: tuple[str, ...], what: str, all_ok: bool = Fa
 def settings(args: argparse.Namespace) -> Settings:
     """Validate every option (one-line UsageError on bad input) into runner Settings."""
     from netbench.backends import DTYPES
-    from netbench.runner import Settings
+    from netbench.rank_run import Settings
     from netbench.sweep import sizes
 
     ops = _choice_list(args.ops, OP_NAMES, "op", all_ok=True)
@@ -292,7 +292,8 @@ def _check_world(world: int, s: Settings) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from netbench.backends import check_installed, open_backend, resolve
+    from netbench.backends import check_installed, resolve
+    from netbench.backends.opener import open_backend
     from netbench.spawn import CHILD_ENV, supervise
 
     s = settings(args)
