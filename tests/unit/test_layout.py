@@ -242,3 +242,9 @@ def test_the_rules_see_through_a_detour_and_a_circle() -> None:
     assert circles(g) == [["netbench.runner", "netbench.soak"]]
     src = "import os\ndef f():\n    from netbench.runner import RankRun\n"
     assert imports_of(src) == {"os", "netbench.runner", "netbench.runner.RankRun"}
+
+
+def test_the_architecture_doc_quotes_these_rules() -> None:
+    doc = " ".join((ROOT / "docs" / "architecture.md").read_text().split())
+    rules = (__doc__ or "").split("\n\n")[1]  # the numbered rules of this module's docstring
+    assert " ".join(rules.split()) in doc, "docs/architecture.md must quote test_layout's rules"
