@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.ingest.fio_json import (
+from reports.fio_json import (
     PHYSICAL_MAX_HOST_GBPS,
     FioDoc,
     exceeds_physical_bound,

@@ -22,12 +22,12 @@ from iobench.coordinator import Coordinator, connect
 from iobench.runner import DiskFull, find_fio, fio_version, run_job
 from iobench.workloads import RAMP_S, FioJob, IoSettings, plan
 from reports.errors import MeasurementAborted, StokerError, UsageError
-from reports.judging import confirm
-from reports.judging.spec import Spec, load_spec
 from reports.manifest import base_manifest, installed_versions
 from reports.outdir import claim
 from reports.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
+from reports.spec import Spec, load_spec
 from reports.spread import median_record, spread_of
+from reports.storage_rule import to_confirm
 from reports.units import format_size
 
 T = TypeVar("T")
@@ -145,12 +145,12 @@ class Session:
         self, measured: list[tuple[FioJob, IoRecord]], path: Path, scope: str, s: IoSettings, fallback: str
     ) -> None:
         """At the end of the path's phase, every test with a figure under the spec's threshold
-        runs again on the same nodes; its records say `confirmation` (reports/judging/confirm.py
-        judges the two together). Every node decides alike: all hold the same records."""
+        runs again on the same nodes (reports/storage_rule.py chooses them); its records say
+        `confirmation` (reports/judging/confirm.py judges the two together). Every node decides alike: all hold the same records."""
         if self.spec is None:
             return
         spec = self.spec
-        for job in dict.fromkeys(job for job, r in measured if confirm.to_confirm(r, spec)):
+        for job in dict.fromkeys(job for job, r in measured if to_confirm(r, spec)):
             self._run_job(job, path, scope, s, fallback, confirmation=True)
 
     def _scope(self, path: Path, wd: safety.WorkDir) -> str:

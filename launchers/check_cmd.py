@@ -32,8 +32,8 @@ from typing import Any
 from launchers import check_plan as cp
 from launchers.action_io import ACTION_FAILED, Actor, k8s, slurm
 from launchers.check_actions import baseline_step, plan
+from launchers.local_session import count_gpus
 from launchers.phases import end_group
-from launchers.run_cmd import count_gpus
 from reports.errors import UsageError
 from reports.hostnames import why_not_plain
 from reports.outdir import claim

@@ -27,7 +27,7 @@ CRASHED = 70
 COMMANDS: dict[str, str] = {
     "run": "launchers.run_cmd",
     "soak": "launchers.soak_cmd",
-    "net": "netbench.cli",
+    "net": "launchers.net_cmd",
     "io": "iobench.cli",
     "inventory": "netbench.inventory.cli",
     "compute": "netbench.compute.cli",

@@ -122,7 +122,7 @@ def checked_workload(given: str | None, cwd: Path) -> str | None:
 
 
 def _preset_yaml(name: str) -> str:
-    from reports.judging import catalog
+    from reports import catalog
 
     if catalog.normalise(name) in {catalog.normalise(n) for n in catalog.names("model preset")}:
         return f"preset: {name}\n"

@@ -13,18 +13,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from launchers import builders as b
+from launchers.local_session import CPU_RANKS, INTERRUPTED, count_gpus, summary
 from launchers.options import (
     add_profile_arguments,
     checked_file,
@@ -42,9 +40,6 @@ from reports.phases import phase_name
 from reports.records import BACKEND_CHOICES, new_run_id
 
 HELP = "the embedded default: network sweep, storage tests and the report on this machine"
-CPU_RANKS = 2
-INTERRUPTED = 130  # as a shell reports a Ctrl-C
-_NVIDIA_DEV = re.compile(r"^nvidia\d+$")
 # the phases --skip may leave out (the report always runs); phases.jsonl marks them `skipped`
 # and the report's coverage (reports/judging/coverage.py) names what they would have measured
 SKIPPABLE = ("inventory", "network", "storage")
@@ -95,15 +90,6 @@ def skipped_phases(given: list[str]) -> frozenset[str]:
             f"--skip {bad[0] or '(empty)'}: not a phase of stoker run; give one of {', '.join(SKIPPABLE)}"
         )
     return frozenset(names)
-
-
-def count_gpus(dev_names: Iterable[str], environ: Mapping[str, str]) -> int:
-    """GPUs this process may use, without importing torch: CUDA_VISIBLE_DEVICES when set,
-    else the /dev/nvidiaN device files."""
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
-    return sum(1 for n in dev_names if _NVIDIA_DEV.match(n))
 
 
 def plan(
@@ -171,52 +157,6 @@ def plan(
         *(p for p in measure if p.name not in skip),
         Phase(name="report", argv=tuple(report), limit_s=profile.report_timeout_s),
     ]
-
-
-def _fmt(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else ("-" if value is None else str(value))
-
-
-def table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
-
-
-def summary(results: list[PhaseResult], verdict: dict[str, Any] | None, out: Path) -> str:
-    parts = [
-        table(
-            [[r.name, "ok" if r.ok else f"exit {r.rc}", f"{r.elapsed_s:.1f}"] for r in results],
-            ["phase", "status", "seconds"],
-        )
-    ]
-    if verdict is not None:
-        rows = [
-            [
-                f.get("component", ""),
-                f.get("check", ""),
-                f.get("status", ""),
-                _fmt(f.get("measured")),
-                _fmt(f.get("expected")),
-                f.get("unit", ""),
-            ]
-            for f in verdict.get("findings", [])
-        ]
-        if rows:
-            parts.append(table(rows, ["component", "check", "status", "measured", "expected", "unit"]))
-        words = str(verdict.get("headline") or str(verdict.get("verdict", "?")).upper())
-        parts.append(f"verdict: {words}  (run {verdict.get('run_id', '?')})")
-    else:
-        parts.append("verdict: none (the report was not written)")
-    # only what is there: a report that failed leaves some or none of its files
-    written = [n for n in ("report.md", "report.html", "verdict.json") if (out / n).is_file()]
-    parts.append(
-        f"results: {out}" + (f"  ({', '.join(written)})" if written else "  (no report files were written)")
-    )
-    return "\n\n".join(parts)
 
 
 def _term_is_interrupt(signum: int, frame: object) -> None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from launchers import builders as b
+from launchers.local_session import CPU_RANKS, INTERRUPTED, count_gpus, summary
 from launchers.options import (
     add_profile_arguments,
     checked_file,
@@ -37,7 +38,6 @@ from launchers.options import (
 )
 from launchers.phases import Phase, PhaseResult, StopSignals, exit_code, record_phase, run_phase
 from launchers.profiles import Profile, default_profile, plateau
-from launchers.run_cmd import CPU_RANKS, INTERRUPTED, count_gpus, summary
 from reports.errors import UsageError
 from reports.outdir import claim
 from reports.records import BACKEND_CHOICES, new_run_id

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reports.judging.spec import Spec, StorageSpec
+from reports.spec import Spec, StorageSpec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

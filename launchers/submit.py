@@ -25,9 +25,9 @@ from launchers.options import (
 from launchers.sbatch import SbatchConfig, model, render
 from launchers.spec_paths import storage_plan, warning
 from reports.errors import UsageError
-from reports.judging.spec import load_spec
 from reports.outdir import mark_submitted
 from reports.records import BACKEND_CHOICES
+from reports.spec import load_spec
 
 HELP = "render launchers/slurm/acceptance.sbatch for this cluster and submit it"
 CPU_RANKS = 2  # ranks per node on nodes without GPUs (gloo), as `stoker run` uses

@@ -22,7 +22,7 @@ from reports.errors import StokerError, UsageError
 from reports.units import check_seconds, parse_size
 
 if TYPE_CHECKING:
-    from netbench.runner import Settings
+    from netbench.rank_run import Settings
 
 HELP = "collective sweeps (nccl-tests semantics) over torch.distributed or MPI"
 
@@ -240,7 +240,7 @@ def _choice_list(text: str, valid: tuple[str, ...], what: str, all_ok: bool = Fa
 def settings(args: argparse.Namespace) -> Settings:
     """Validate every option (one-line UsageError on bad input) into runner Settings."""
     from netbench.backends import DTYPES
-    from netbench.runner import Settings
+    from netbench.rank_run import Settings
     from netbench.sweep import sizes
 
     ops = _choice_list(args.ops, OP_NAMES, "op", all_ok=True)
@@ -262,7 +262,7 @@ def settings(args: argparse.Namespace) -> Settings:
     if args.soak is not None and args.soak <= 0:
         raise UsageError("--soak must be a positive number of seconds, e.g. --soak 3600")
     if args.spec is not None:
-        from reports.judging.spec import load_spec
+        from reports.spec import load_spec
 
         load_spec(args.spec)  # a spec that cannot be read is refused before anything runs
     if (args.soak_passes is not None and args.soak_passes < 1) or (
@@ -289,6 +289,7 @@ def settings(args: argparse.Namespace) -> Settings:
         soak_passes=args.soak_passes,
         soak_first=args.soak_first or 1,
         spec_file=args.spec,
+        confirm_rule=getattr(args, "confirm_rule", None),
     )
 
 
@@ -307,7 +308,8 @@ def _check_world(world: int, s: Settings) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from netbench.backends import check_installed, open_backend, resolve
+    from netbench.backends import check_installed, resolve
+    from netbench.backends.opener import open_backend
     from netbench.spawn import CHILD_ENV, supervise
 
     s = settings(args)

@@ -4,11 +4,9 @@ op and size in each group, and (global rank 0 only) write records, manifests and
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from netbench import output
 from netbench.backends import ITEMSIZE, Backend
 from netbench.collectives import TABLE, Collective
 from netbench.harness import ROOT, RankResult, measure, slots_for
+from netbench.rank_run import RankRun, Settings, measure_step
 from netbench.sweep import mean_across_ranks, slowest
 from netbench.topology import (
     Group,
@@ -27,8 +26,7 @@ from netbench.topology import (
     scope_groups,
 )
 from netbench.watchdog import Watchdog
-from reports.errors import MeasurementAborted, StokerError, UsageError
-from reports.judging.spec import Spec, load_spec
+from reports.errors import UsageError
 from reports.manifest import base_manifest, installed_versions
 from reports.outdir import claim
 from reports.records import (
@@ -41,72 +39,10 @@ from reports.records import (
     new_run_id,
     utc_now,
 )
+from reports.spec import load_spec
 from reports.units import gbps
 
 CONFIRMING = {"confirmation": True}  # the records of a test measured again (netbench.confirm)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Settings:
-    ops: tuple[str, ...]
-    sizes: tuple[int, ...]
-    iters: int
-    warmup: int
-    dtype: str
-    scopes: tuple[str, ...]
-    in_place: bool
-    check: bool
-    timeout_s: float
-    pair_bytes: int
-    pair_op: str
-    pairs: tuple[tuple[str, str], ...] = ()
-    graph: bool = True  # NCCL: time as a captured CUDA graph (gloo/MPI: always eager)
-    out: str | None = None
-    hosts_override: str | None = None
-    soak_s: float | None = None  # soak: repeat the scopes in passes for this long (netbench.soak)
-    soak_passes: int | None = None  # ... or at most this many passes
-    soak_first: int = 1  # the first pass's number (a soak of several phases counts on)
-    spec_file: str | None = None  # a swept figure under its threshold is measured again (_confirm)
-
-
-@dataclass(kw_only=True, slots=True)
-class RankRun:
-    b: Backend
-    s: Settings
-    wd: Watchdog
-    writer: RecordWriter | None  # global rank 0 only
-    run_id: str
-    n_records: int = 0
-    graph_warned: bool = False
-    tag: dict[str, Any] = field(default_factory=dict)  # added to every record (a soak's pass)
-    quiet: bool = False  # a soak prints one line per pass instead of the tables
-    lowest: dict[str, float] = field(default_factory=dict)  # scope -> lowest busbw since reset
-    # global rank 0: what the confirmation pass judges (_confirm)
-    spec: Spec | None = None
-    manifests: list[dict[str, Any]] = field(default_factory=list)
-    swept: list[NetRecord] = field(default_factory=list)  # the swept scopes' first records
-
-    def say(self, line: str) -> None:
-        if self.writer is not None and not self.quiet:
-            print(line, flush=True)
-
-
-@contextmanager
-def measure_step(wd: Watchdog, what: str) -> Iterator[None]:
-    """One watched step: the watchdog ends a hang; an error from the backend (a peer
-    died, a connection reset) becomes MeasurementAborted (exit 3) naming the step."""
-    wd.arm(what)
-    try:
-        yield
-    except StokerError:
-        raise
-    except Exception as exc:
-        # gloo prefixes its messages with a source location; keep the words
-        first = re.sub(r"^\[[^\]]*\]\s*", "", (str(exc).strip().splitlines() or [""])[0])
-        first = first.split(". ")[0][:160]
-        raise MeasurementAborted(f"{what} failed ({type(exc).__name__}: {first}); {wd.where}") from None
-    finally:
-        wd.disarm()
 
 
 def _warn(r: RankRun, line: str) -> None:
@@ -331,10 +267,10 @@ def _warn_untested(r: RankRun, topo: Topology, scope: str) -> None:
 
 
 def _groups(r: RankRun, topo: Topology) -> None:
-    """The log-round search for a slow node or link (reports.evidence.groups): each
+    """The log-round search for a slow node or link (reports.group_search): each
     round measures the search's groups at once with real collectives; rank 0's busbw of each
     group is shared so that every rank's copy of the search takes the same next step."""
-    from reports.evidence.groups import group_search
+    from reports.group_search import group_search
 
     done = 0
 
@@ -371,7 +307,7 @@ def _scope(r: RankRun, topo: Topology, scope: str) -> None:
         return
     _warn_untested(r, topo, "pairs")
     first = _pairs(r, topo, rounds, 1)
-    from reports.evidence.rails import rail_confirmation_pairs
+    from reports.outliers import rail_confirmation_pairs
 
     with measure_step(r.wd, "sharing the confirmation pairs"):
         again = r.b.bcast(rail_confirmation_pairs(first) if r.writer is not None else None)

@@ -35,7 +35,7 @@ from netbench.watchdog import Watchdog
 from reports.records import COUNTER_FILE, SCHEMA, RecordWriter, utc_now
 
 if TYPE_CHECKING:
-    from netbench.runner import RankRun
+    from netbench.rank_run import RankRun
 
 LAST_FILE = ".counters-last.json"  # the last snapshot: the next soak phase of this run counts on from it
 SLURM_STOP_GRACE_S = 20.0  # the pass in flight's time after scancel; the job's epilogue gets the rest
@@ -125,7 +125,7 @@ def gather_counters(
     r: RankRun, host: str, is_leader: bool, read: Callable[[], Snapshot]
 ) -> dict[str, Snapshot]:
     """Each node's counters now, read by its leader; {host: snapshot} on global rank 0."""
-    from netbench.runner import measure_step
+    from netbench.rank_run import measure_step
 
     with measure_step(r.wd, "reading the counters"):
         got = r.b.gather((host, read()) if is_leader else None)
@@ -171,7 +171,7 @@ def soak(
     read: Callable[[], Snapshot] = read_snapshot,
 ) -> int:
     """Passes until the deadline, the pass limit or a stop; returns the passes done."""
-    from netbench.runner import measure_step
+    from netbench.rank_run import measure_step
 
     s, b = r.s, r.b
     host = topo.hosts[b.rank]

@@ -52,8 +52,8 @@ def main(args: argparse.Namespace) -> int:
     from reports.baseline_file import to_yaml
     from reports.judging.baseline import DEFAULT_TOLERANCE, MAX_TOLERANCE, make
     from reports.judging.baseline_figures import figures
+    from reports.pipeline import collect
     from reports.records import utc_now
-    from reports.report_cmd import collect
     from reports.safe_write import write_outputs
 
     tol = DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance

@@ -20,7 +20,7 @@ import yaml
 from reports.errors import UsageError
 from reports.findings import COMPONENTS
 from reports.judging.baseline import KINDS, MAX_TOLERANCE, VERSION, Accepted, Baseline, Figure
-from reports.judging.spec import Fields
+from reports.spec import Fields
 
 HEADER = f"""\
 # stoker baseline: what the accepted run measured (docs/check.md).

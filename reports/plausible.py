@@ -41,7 +41,7 @@ _RUN_ID = re.compile(RUN_ID_PATTERN)
 @functools.cache
 def max_GBps() -> float:
     """MARGIN x the fastest link or storage class figure in the catalog (GB/s)."""
-    from reports.judging import catalog
+    from reports import catalog
 
     rates = [float(catalog.link(n).GBps) for n in catalog.names("link")]
     for n in catalog.names("storage class"):

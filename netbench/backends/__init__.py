@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from netbench.launch_env import LaunchEnv
 from reports.errors import UsageError
 from reports.records import BACKEND_CHOICES
 
@@ -264,14 +263,3 @@ def agreement_problem(choices: Sequence[tuple[str, str]]) -> str | None:
             "as it has GPUs, or give each task its own (srun --gpus-per-task=1)"
         )
     return None
-
-
-def open_backend(name: str, le: LaunchEnv, dtype: str, timeout_s: float) -> Backend:
-    """Join the job as the launcher describes it."""
-    if name == "mpi":
-        from netbench.backends.mpi import MpiBackend
-
-        return MpiBackend(dtype)
-    from netbench.backends.torch_dist import TorchBackend
-
-    return TorchBackend(name, le, dtype, timeout_s)

@@ -76,7 +76,7 @@ def _check(args: argparse.Namespace) -> None:
 
 def gpu_dtypes(device_name: str) -> tuple[sw.Dtype, ...]:
     """The catalog's dtypes for this GPU among bf16, fp16, fp8; bf16, fp16 when it is unknown."""
-    from reports.judging.catalog import match_gpu_name
+    from reports.catalog import match_gpu_name
 
     acc = match_gpu_name(device_name)
     listed = tuple(d for d in ("bf16", "fp16", "fp8") if acc and d in acc.tflops)

@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 
 from reports.evidence import groups, hosts, rails, storage, sweeps
-from reports.evidence.groups import SearchResult
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.stragglers import Stragglers, stragglers
 from reports.evidence.sweeps import Sweep
+from reports.group_search import SearchResult
 from reports.records import IoRecord, NetRecord, is_confirmation
 from reports.table import NetTable, RecordSet, SkippedLine
 

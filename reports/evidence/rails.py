@@ -1,7 +1,7 @@
 """Pair evidence rail by rail (pure): a node of several ranks has one NIC per local rank (rail j
 is local rank j), and a pair test runs every rail of a pair at once, one record per rail
 (`rail`; records without it are rail 0). Each rail is its own fleet: the pair values, scores
-and outlier rule of reports.evidence.pairs, computed rail by rail, so that a slow NIC is a
+and outlier rule of reports.outliers, computed rail by rail, so that a slow NIC is a
 low outlier on its rail alone; the matrix a report shows holds each pair's slowest rail.
 """
 
@@ -12,17 +12,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from reports.evidence.pairs import (
-    Cells,
-    Pair,
-    PairEvidence,
-    PairValues,
-    confirmation_pairs,
-    confirmed_with,
-    node_scores,
-    pair_matrix,
-    pair_values,
-)
+from reports.evidence.pairs import Cells, PairEvidence, confirmed_with, pair_matrix, pair_values
+from reports.outliers import PairValues, node_scores
 
 
 def rail_of(frame: pd.DataFrame) -> np.ndarray:
@@ -70,11 +61,6 @@ def untested_rails(rails: Mapping[int, PairValues]) -> dict[str, tuple[int, ...]
     hosts = sorted(set().union(*seen.values())) if seen else []
     out = {h: tuple(j for j in sorted(seen) if h not in seen[j]) for h in hosts}
     return {h: js for h, js in out.items() if js}
-
-
-def rail_confirmation_pairs(by_rail: Mapping[int, dict[Pair, float]]) -> list[Pair]:
-    """The confirmation pairs of every rail together (a re-pairing runs on all rails at once)."""
-    return list(dict.fromkeys(p for j in sorted(by_rail) for p in confirmation_pairs(by_rail[j])))
 
 
 def untested_note(untested: Mapping[str, tuple[int, ...]]) -> str | None:

@@ -1,10 +1,8 @@
-"""Storage evidence (pure): the io records as the report shows them, and which of them may
-stand for the storage against an advertised figure.
+"""Storage evidence (pure): the io records as the report shows them, each marked with whether
+it may stand for the storage against an advertised figure (reports/storage_rule.py decides).
 
-Only IO that bypassed the page cache (fio O_DIRECT, or buffered over a data set larger than
-the host's memory) and ran long enough to be steady is compared; torch.save / torch.dcp
-records are the framework's save path through the page cache, shown beside and used by the
-starvation model's checkpoint component.
+torch.save / torch.dcp records are the framework's save path through the page cache, shown
+beside and used by the starvation model's checkpoint component.
 """
 
 from __future__ import annotations
@@ -15,29 +13,11 @@ import pandas as pd
 
 from reports.records import IoRecord
 from reports.spread import spread_of
+from reports.storage_rule import why_not_compared
 
 # the framework's own save paths (iobench/torch_ckpt.py): a real checkpoint through the page
 # cache, shown beside fio and used by the starvation model, never held against the spec
 REAL_SAVE_BACKENDS = ("torch.save", "torch.dcp")
-# a storage record shorter than this is not a steady bandwidth (stoker's fio jobs run at
-# least 2 s after their ramp; fio may report a hair under): shown, never judged
-MIN_STEADY_S = 1.5
-
-
-def why_not_compared(r: IoRecord) -> str:
-    """Why a storage record may not stand for the disk against its advertised figure ("" when
-    it may)."""
-    if r.backend.startswith("torch"):
-        return "the framework's save path, through the page cache"
-    if r.direct is not True:
-        data, ram = r.extra.get("data_bytes") or 0, r.extra.get("ram_bytes") or 0
-        if not (r.direct is False and data > ram > 0):
-            return (
-                "buffered IO that the page cache can hold" if r.direct is False else "direct IO not recorded"
-            )
-    if 0 < r.runtime_s < MIN_STEADY_S:
-        return f"ran {r.runtime_s:.2g} s, too short to be a steady bandwidth (at least {MIN_STEADY_S:g} s)"
-    return ""
 
 
 def io_frame(io: Sequence[IoRecord]) -> pd.DataFrame:

@@ -53,8 +53,8 @@ def record_schemas(directory: Path) -> set[object]:
 
 def check_inputs(dirs: list[str], workload_arg: str | None) -> list[Path]:
     """One-line refusals (exit 2) for input no comparison can be made of."""
+    from reports.pipeline import load_optional
     from reports.records import SCHEMA
-    from reports.report_cmd import load_optional
 
     if len(dirs) < 2:
         raise UsageError("give at least two results directories to compare")
@@ -104,7 +104,7 @@ def main(args: argparse.Namespace) -> int:
     from reports.fleet.ranking import compare, to_json
     from reports.fleet.render import render_html, render_md
     from reports.fleet.runs import RunIdentity, by_dir, check_alike, distinct
-    from reports.report_cmd import collect
+    from reports.pipeline import collect
     from reports.runs import MixedRuns
     from reports.safe_write import write_outputs
 

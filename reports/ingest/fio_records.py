@@ -1,5 +1,5 @@
 """Foreign fio output -> io records (pure): `stoker import` and `stoker report` of fio JSON
-files people already have. The parsing and summing are reports/ingest/fio_json.py's, shared
+files people already have. The parsing and summing are reports/fio_json.py's, shared
 with iobench's own fio runs."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reports.errors import UsageError
-from reports.ingest.fio_json import exceeds_physical_bound, group_parts, parse_fio, procs_of, rate
+from reports.fio_json import exceeds_physical_bound, group_parts, parse_fio, procs_of, rate
 from reports.records import IoRecord, utc_now
 from reports.units import parse_size
 

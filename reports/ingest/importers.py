@@ -1,6 +1,6 @@
 """Foreign results -> records: nccl-tests logs and `-J` JSON, fio JSON. Files are told apart
 by their content, never by their name. The IO is here (reading files); the parsing is in
-`reports.ingest.nccl_tests` and `reports.ingest.fio_json` (pure).
+`reports.ingest.nccl_tests` and `reports.fio_json` (pure).
 
 A file's run id is derived from its content (`import-<sha256[:12]>`), so importing the
 same file twice, or a copy left in a results directory that was already imported, is

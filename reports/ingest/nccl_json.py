@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from reports.ingest import nccl_per_iter
-from reports.ingest.json_shapes import list_at, mapping_at
 from reports.ingest.nccl_fast import Context as _Context
 from reports.ingest.nccl_records import (
     Parsed,
@@ -19,6 +18,7 @@ from reports.ingest.nccl_records import (
     row_record,
 )
 from reports.ingest.nccl_rows import number, skipped_note
+from reports.json_shapes import list_at, mapping_at
 from reports.records import NetRecord, hosts_why
 
 

@@ -18,12 +18,12 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
-from reports.evidence.storage import why_not_compared
 from reports.evidence.sweeps import Sweep, main_op
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Status
 from reports.judging import reference
-from reports.judging.spec import Spec, StorageSpec
 from reports.records import IoRecord
+from reports.spec import Spec, StorageSpec, match_storage
+from reports.storage_rule import why_not_compared
 from reports.units import format_size
 
 SUSPECT_FACTOR = 1.05
@@ -198,17 +198,6 @@ def compare_network(
             )
         )
     return findings, expected_used
-
-
-def match_storage(path: str, entries: Sequence[StorageSpec]) -> StorageSpec | None:
-    """The spec entry for a measured path: the longest spec path that is it or contains it."""
-    best: StorageSpec | None = None
-    for e in entries:
-        root = e.path.rstrip("/") or "/"
-        if path == root or path.startswith(root if root == "/" else root + "/"):
-            if best is None or len(root) > len(best.path.rstrip("/")):
-                best = e
-    return best
 
 
 def _advertised(entry: StorageSpec | None, direction: str) -> float | None:

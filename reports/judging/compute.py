@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reports import catalog
 from reports.findings import Finding, Status
-from reports.judging import catalog
 from reports.judging.localise import low_outliers
 
 # Healthy GPUs of one model differ by about 5% in matmul throughput (silicon lottery and

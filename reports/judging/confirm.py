@@ -2,11 +2,11 @@
 end of its phase (the same test, the same nodes) is judged by both measurements.
 
 Storage: `stoker io --spec` measures a fio test again when its figure is under the spec's
-threshold (to_confirm). Network: `stoker net` measures a swept scope's judged op again when its
+threshold (reports.storage_rule.to_confirm). Network: `stoker net` measures a swept scope's judged op again when its
 plateau is under the threshold the report holds it to, the spec's or, without one, what healthy
 systems of the detected kind reach, and the intra-node scope's op where a node is a low outlier
 of the fleet (net_to_confirm; confirm_nodes judges those nodes); the pairs' fleet rule has its
-own second pass (reports.evidence.pairs.confirmation_pairs). `stoker check --baseline` runs a
+own second pass (reports.outliers.confirmation_pairs). `stoker check --baseline` runs a
 step again when a figure is past the accepted one's tolerance (BASELINE). Both mark the second measurement
 `confirmation: true` (docs/contract.md). The first measurements are judged as always; the
 confirmations apart, the same way. A failing finding whose confirmation passes is a
@@ -18,46 +18,22 @@ left as it is.
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from reports import records
-from reports.evidence.storage import why_not_compared
 from reports.evidence.sweeps import Sweep
-from reports.findings import DEFAULT_THRESHOLDS, FAILING, PASSED, Finding
+from reports.findings import FAILING, PASSED, Finding
 from reports.judging import advertised, reference
 from reports.judging.coverage import gpus_seen
 from reports.judging.localise import intra_node_findings
-from reports.judging.spec import Spec, fill_from_hardware, given_scopes
-from reports.records import CONFIRMED_SCOPES, IO_WORKLOADS, IoRecord, NetRecord
+from reports.records import CONFIRMED_SCOPES, IoRecord, NetRecord
+from reports.spec import Spec, fill_from_hardware, given_scopes
 
 if TYPE_CHECKING:
     import pandas as pd
 
 Key = tuple[str, str, str]  # path, workload, direction
-# the bandwidth workloads the spec judges (metadata has no advertised figure)
-CONFIRMED_WORKLOADS = tuple(w for w in IO_WORKLOADS if w != "metadata")
-
-
-def to_confirm(r: IoRecord, spec: Spec) -> bool:
-    """Whether `stoker io --spec` measures this record's test again at the end of its phase:
-    a figure the report compares with the spec (fio, past the page cache, long enough) that
-    is under its threshold, by the report's rule (advertised.compare_storage: shared storage's
-    aggregate, local storage's median node)."""
-    if r.failed or r.backend != "fio" or r.workload not in CONFIRMED_WORKLOADS or why_not_compared(r):
-        return False
-    entry = advertised.match_storage(r.path, spec.storage)
-    expected = (entry.read_GBps if r.direction == "read" else entry.write_GBps) if entry else None
-    if not expected:
-        return False
-    kind = entry.kind if entry else r.scope
-    judged = (
-        statistics.median(r.per_host_bw_GBps.values())
-        if kind == "local" and r.per_host_bw_GBps
-        else r.bw_GBps
-    )
-    return judged < spec.thresholds.get("storage", DEFAULT_THRESHOLDS["storage"]) * expected
 
 
 def is_confirmation(r: IoRecord | NetRecord) -> bool:

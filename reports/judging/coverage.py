@@ -22,11 +22,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from reports.catalog import match_gpu_name
 from reports.findings import Finding, ReportScope
-from reports.judging.advertised import match_storage
-from reports.judging.catalog import match_gpu_name
-from reports.judging.spec import Spec, StorageSpec
 from reports.records import IoRecord
+from reports.spec import Spec, StorageSpec, match_storage
 
 Scope = ReportScope  # declared in reports/findings.py (REPORT_SCOPES)
 Status = Literal["measured", "not_met", "unmeasured", "out_of_scope", "nothing_to_measure"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reports.evidence.groups import SearchResult
-from reports.evidence.pairs import DEFAULT_MIN_GAP
 from reports.findings import Finding
+from reports.group_search import SearchResult
+from reports.outliers import DEFAULT_MIN_GAP
 
 
 def group_findings(res: SearchResult | None) -> list[Finding]:

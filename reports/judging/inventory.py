@@ -15,11 +15,11 @@ import collections
 from collections.abc import Sequence
 from typing import Any
 
+from reports import catalog
 from reports.errors import UsageError
 from reports.findings import Component, Finding
-from reports.judging import catalog
 from reports.judging.inventory_faults import all_links_down, gpu_faults, nvswitch_findings
-from reports.judging.spec import Spec
+from reports.spec import Spec
 
 # A pinned copy moves payload in PCIe TLPs: headers, flow control and completions cost
 # ~10-15% of the raw rate (55 GB/s on a 63 GB/s Gen5 x16 link, tests/data/gpu), so a host

@@ -17,7 +17,7 @@ from typing import Any
 from reports.evidence import Evidence
 from reports.evidence.rails import untested_note
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
-from reports.judging import advertised, confirm, model, reference, savepath
+from reports.judging import confirm, model, reference, savepath
 from reports.judging.baseline import Baseline
 from reports.judging.baseline_figures import judge_evidence
 from reports.judging.compute import appetite, compute_findings, compute_notes
@@ -28,10 +28,10 @@ from reports.judging.localise import localise
 from reports.judging.needs import need_lines, pick_io, place, runs_on
 from reports.judging.nic_counters import sweep_counter_findings
 from reports.judging.rail_nic import name_nics
-from reports.judging.spec import Spec, given_scopes
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
 from reports.records import IoRecord
+from reports.spec import Spec, given_scopes, match_storage
 from reports.spread import Spread, spread_of, threshold_note
 from reports.table import SkippedLine
 
@@ -46,7 +46,7 @@ _FIX = {
 def _component(r: IoRecord | None, spec: Spec | None) -> Component:
     if r is None:
         return "shared storage"
-    e = advertised.match_storage(r.path, spec.storage) if spec else None
+    e = match_storage(r.path, spec.storage) if spec else None
     return "local storage" if (e.kind if e else r.scope) == "local" else "shared storage"
 
 

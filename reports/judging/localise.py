@@ -1,7 +1,7 @@
 """Localisation: name the slow node or link (pure findings from evidence).
 
-The statistics — the pair matrix, node scores, the fleet outlier rule — are evidence
-(reports.evidence.pairs); here they become findings. A node whose every pair is slow is a
+The statistics — the pair matrix (reports.evidence.pairs), node scores and the fleet outlier
+rule (reports.outliers) — are computed before; here they become findings. A node whose every pair is slow is a
 `node` finding; a slow path between two otherwise healthy nodes names both ends in one
 `link` finding, never two node findings. Per-node intra-node busbw and per-host storage
 bandwidth get the same outlier test. A fleet comparison needs 3 hosts.
@@ -21,17 +21,17 @@ import numpy as np
 import pandas as pd
 
 from reports.evidence.grouped import Groups, codes
-from reports.evidence.pairs import (
+from reports.evidence.pairs import PairEvidence
+from reports.findings import Finding
+from reports.judging.baseline import IDENTITY
+from reports.outliers import (
     DEFAULT_MIN_GAP,
-    PairEvidence,
     PairValues,
     low_outliers,
     node_scores,
     slow_link_values,
     slow_nodes,
 )
-from reports.findings import Finding
-from reports.judging.baseline import IDENTITY
 from reports.records import IoRecord
 
 

@@ -28,9 +28,9 @@ from reports.evidence.sweeps import Sweep
 from reports.findings import Component, ModelRow
 from reports.judging.model_rows import Measured, idle_share_of, missing, row
 from reports.judging.model_storage import checkpoint_row, dataloader_row
-from reports.judging.spec import Spec
 from reports.judging.workload import DDP_FIRST_BUCKET_BYTES, Workload
 from reports.ops import bus_factor
+from reports.spec import Spec
 
 DEFAULT_GPUS_PER_NODE = 8
 # CPU ranks only (Measured.cpu_ranks): the share of communication time hidden behind compute that the compute

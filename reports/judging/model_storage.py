@@ -3,11 +3,12 @@ stall, judged on wall time as the network rows are (docs/model.md)."""
 
 from __future__ import annotations
 
+from reports import catalog
 from reports.findings import ModelRow
-from reports.judging import catalog, ckpt_save, savepath
+from reports.judging import ckpt_save, savepath
 from reports.judging.model_rows import Measured, missing, row
-from reports.judging.spec import Spec
 from reports.judging.workload import Workload
+from reports.spec import Spec
 
 
 def dataloader_row(

@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from reports.judging import advertised, ckpt_save, savepath
+from reports.judging import ckpt_save, savepath
 from reports.judging.compute import CPU, devices, measured_devices
 from reports.judging.coverage import Line, Scope
 from reports.judging.model import gpus_per_node
-from reports.judging.spec import Spec
 from reports.judging.workload import Workload
 from reports.records import IoRecord
+from reports.spec import Spec, match_storage
 
 
 def place(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | None) -> list[IoRecord]:
@@ -37,7 +37,7 @@ def place(io: Sequence[IoRecord], workload: str, path: str | None, spec: Spec | 
         return [r for r in recs if r.path == path or r.path.startswith(path.rstrip("/") + "/")]
 
     def kind(r: IoRecord) -> str:
-        e = advertised.match_storage(r.path, spec.storage) if spec else None
+        e = match_storage(r.path, spec.storage) if spec else None
         return e.kind if e else r.scope
 
     shared = [r for r in recs if kind(r) == "shared"]
@@ -128,7 +128,7 @@ def _storage(
         phase = rec.split("_")[0]
         why = _skipped("storage", skipped) or f"no {rec} record {'on ' + path if path else 'anywhere'}"
         how = f"stoker io --path {path or 'DIR'} --workloads {phase} (or stoker run --path {path or 'DIR'})"
-        entry = advertised.match_storage(path, spec.storage) if path and spec else None
+        entry = match_storage(path, spec.storage) if path and spec else None
         if scope == "node" and entry is not None and entry.kind == "shared":
             out.append(Line(what=what, status="out_of_scope", why=f"--scope node; {why}", how=how))
         else:

@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reports import catalog
+from reports.catalog import Link, NetReference
 from reports.evidence.sweeps import Sweep
 from reports.findings import Status
-from reports.judging import catalog
-from reports.judging.catalog import Link, NetReference
 from reports.units import format_size
 
 REFERENCE_SHARE = 0.90  # a plateau under 90% of what healthy systems reach is below it

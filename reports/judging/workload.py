@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reports import catalog
 from reports.errors import UsageError
-from reports.judging import catalog
 from reports.judging.savepath import CHECKPOINT_FORMATS
-from reports.judging.spec import Fields, read_yaml
+from reports.spec import Fields, read_yaml
 
 DDP_BUCKET_BYTES = 25 * 2**20  # torch DDP's default bucket_cap_mb=25
 DDP_FIRST_BUCKET_BYTES = 2**20  # torch DDP's first bucket (the last layers' gradients): 1 MiB

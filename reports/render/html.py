@@ -166,7 +166,7 @@ def _storage(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
 
 def localisation_figures(ph: pd.DataFrame, pe: PairEvidence) -> dict[str, figure_jobs.Job]:
     """The figures drawn from the evidence alone, by name: the per-host grids and the pair
-    matrix (`stoker report` starts them before it judges: report_cmd.build)."""
+    matrix (`stoker report` starts them before it judges: pipeline.build)."""
     out: dict[str, figure_jobs.Job] = {}
     if not ph.empty:
         grids = [

@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 
 from reports.evidence import Evidence
-from reports.evidence.groups import SearchResult
 from reports.evidence.sweeps import Sweep, expected_for
 from reports.findings import FAILING, STATUSES, Finding, Judgement
+from reports.group_search import SearchResult
 from reports.manifest import allowlisted_env
 from reports.render.stragglers import straggler_lines
 from reports.units import format_size
@@ -49,7 +49,7 @@ LEGEND = (
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReportInput:
     """Everything a report is made from (evidence and the judgement of it, each computed
-    once by report_cmd.collect); rendered by md and html, which judge nothing."""
+    once by pipeline.collect); rendered by md and html, which judge nothing."""
 
     title: str
     evidence: Evidence

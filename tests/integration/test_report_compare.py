@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from launchers.cli import main as stoker
-from reports.report_cmd import collect
+from reports.pipeline import collect
 from tests.conftest import DATA, STOKER, needs_tool
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from reports.evidence.sweeps import Sweep
 from reports.judging import advertised as compare
-from reports.judging.spec import Spec, StorageSpec, parse_spec
+from reports.spec import Spec, StorageSpec, match_storage, parse_spec
 from tests.unit.recordgen import curves as build_curves
 from tests.unit.recordgen import flat, io, net
 
@@ -179,9 +179,9 @@ def test_match_storage_prefers_the_longest_prefix() -> None:
         StorageSpec(path="/data", kind="shared", read_GBps=1, write_GBps=1),
         StorageSpec(path="/data/fast/", kind="shared", read_GBps=2, write_GBps=2),
     )
-    assert compare.match_storage("/data/fast/x", [a, b]) is b
-    assert compare.match_storage("/data/slow", [a, b]) is a
-    assert compare.match_storage("/database", [a, b]) is None
+    assert match_storage("/data/fast/x", [a, b]) is b
+    assert match_storage("/data/slow", [a, b]) is a
+    assert match_storage("/database", [a, b]) is None
 
 
 def test_concurrent_rails_count_at_the_slowest_rail() -> None:

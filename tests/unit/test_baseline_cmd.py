@@ -11,8 +11,8 @@ import pytest
 
 from launchers.cli import main
 from reports.baseline_file import load
+from reports.pipeline import collect
 from reports.records import IO_FILE, write_all
-from reports.report_cmd import collect
 from tests.unit.recordgen import io
 
 

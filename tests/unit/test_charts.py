@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from reports.judging.spec import parse_spec
 from reports.render import plots
 from reports.render.html import render as render_html
 from reports.render.markdown import ReportInput
+from reports.spec import parse_spec
 from reports.table import NetTable, RecordSet
 from tests.unit.recordgen import evidence, judge_records, net
 

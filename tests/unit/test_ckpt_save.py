@@ -11,9 +11,9 @@ import pytest
 from reports.findings import Finding, ModelRow
 from reports.judging.ckpt_save import layout, save_time
 from reports.judging.savepath import SaveRates, pick
-from reports.judging.spec import parse_spec
 from reports.judging.workload import load_workload, parse_workload
 from reports.records import IoRecord
+from reports.spec import parse_spec
 from reports.table import RecordSet
 from tests.unit.recordgen import io, judge_records
 

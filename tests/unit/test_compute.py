@@ -335,7 +335,7 @@ def test_mamf_finder_summary_becomes_a_compute_record(tmp_path: Path) -> None:
 
 
 def test_a_compute_phase_without_records_makes_the_run_incomplete(tmp_path: Path) -> None:
-    from reports.report_cmd import missing_phases
+    from reports.pipeline import missing_phases
 
     phases = [{"phase": "compute", "rc": 0, "elapsed_s": 21.0}]
     assert missing_phases(tmp_path, phases, set(), 0) == [

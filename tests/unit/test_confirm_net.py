@@ -14,8 +14,8 @@ from reports.findings import FAILING, Finding, verdict_of
 from reports.judging.confirm import net_to_confirm
 from reports.judging.judge import judge
 from reports.judging.needs import pick_io
-from reports.judging.spec import parse_spec
 from reports.records import IO_FILE, NET_FILE, IoRecord, NetRecord, RecordWriter
+from reports.spec import parse_spec
 from reports.table import read_records
 
 # one GPU per node, 0.1 GB/s per NIC advertised; threshold 80% -> 0.08 GB/s passes

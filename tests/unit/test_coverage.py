@@ -13,9 +13,10 @@ import json
 from pathlib import Path
 
 from reports.judging import coverage
-from reports.judging.spec import parse_spec
+from reports.pipeline import build
 from reports.records import write_all
-from reports.report_cmd import build, main
+from reports.report_cmd import main
+from reports.spec import parse_spec
 from tests.unit.recordgen import curves, io, net
 
 

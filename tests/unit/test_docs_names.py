@@ -1,5 +1,5 @@
 """The docs cannot drift from the code: every repository path (`reports/records.py`,
-`tests/unit/`), module and dotted name (`reports.evidence.pairs.confirmation_pairs`), test file
+`tests/unit/`), module and dotted name (`reports.outliers.confirmation_pairs`), test file
 and constant (`NET_FIGURES`) that the README, docs/*.md and the modules' docstrings name exists.
 
 Paths and modules are looked up on disk; a dotted name's attributes in the module's source
@@ -145,7 +145,7 @@ def test_the_checker_finds_a_name_that_is_gone() -> None:
     assert not _path_exists("reports/columns.py") and not _path_exists("tests/gpu/")
     assert _path_exists("reports/records.py") and _path_exists("tests/unit/")
     assert not _dotted_exists("reports.judging.localise.confirmation_pairs")
-    assert _dotted_exists("reports.evidence.pairs.confirmation_pairs")
+    assert _dotted_exists("reports.outliers.confirmation_pairs")
     assert _dotted_exists("reports.records.NetRecord.busbw_GBps")
     assert "FIGURE_RULES" not in _all_text() and "NET_FIGURES" in _all_text()
     assert "test_clusters.py" not in _file_names() and "test_layout.py" in _file_names()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from reports.report_cmd import last_error_line
+from reports.pipeline import last_error_line
 
 
 def test_slurmstepd_with_a_node_name_is_chatter(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reports.errors import UsageError
-from reports.ingest.fio_json import load_document, parse_fio, percentile_from_bins
+from reports.fio_json import load_document, parse_fio, percentile_from_bins
 from reports.ingest.fio_records import records_from_fio_output
 from tests.conftest import DATA
 
@@ -105,7 +105,7 @@ def test_a_job_error_marks_the_record_failed_and_it_is_not_judged() -> None:
     import json
 
     from reports.judging.advertised import compare_storage
-    from reports.judging.spec import Spec, StorageSpec
+    from reports.spec import Spec, StorageSpec
 
     doc = json.loads((FIO / "fio-3.33_ckpt_group.json").read_text())
     doc["jobs"][0]["error"] = 5  # EIO, mid-run: fio still wrote its JSON

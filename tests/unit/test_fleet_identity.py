@@ -11,8 +11,8 @@ from pathlib import Path
 from reports.fleet.clusters import ClusterSummary, summarise
 from reports.fleet.ranking import compare
 from reports.fleet.rows import Row
+from reports.pipeline import collect
 from reports.records import RecordWriter
-from reports.report_cmd import collect
 from tests.unit.recordgen import io, net
 
 G = 1 << 30

@@ -11,8 +11,8 @@ from pathlib import Path
 from reports.fleet.clusters import summarise
 from reports.fleet.ranking import compare
 from reports.fleet.runs import distinct, merge
+from reports.pipeline import collect
 from reports.records import RecordWriter
-from reports.report_cmd import collect
 from tests.unit.recordgen import net
 
 G = 1 << 30

@@ -14,7 +14,8 @@ import pytest
 
 from netbench.collectives import TABLE
 from netbench.harness import GRAPH_REPLAYS, measure
-from netbench.runner import Settings, execute
+from netbench.rank_run import Settings
+from netbench.runner import execute
 from tests.conftest import DATA
 from tests.unit.test_harness import ScriptedBackend
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from reports.errors import UsageError
-from reports.judging.spec import load_spec
 from reports.judging.workload import load_workload
 from reports.records import to_dict
+from reports.spec import load_spec
 from reports.table import read_records
 from tests.conftest import DATA, STOKER
 from tests.unit.recordgen import io, net

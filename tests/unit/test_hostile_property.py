@@ -12,11 +12,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reports import report_cmd
+from reports import pipeline
 from reports.errors import UsageError
-from reports.judging.spec import parse_spec
 from reports.judging.workload import parse_workload
 from reports.records import to_dict
+from reports.spec import parse_spec
 from tests.unit.recordgen import io, net
 
 JSON = st.recursive(
@@ -56,7 +56,7 @@ def _report(lines: dict[str, list[str]]) -> dict:
         Path(d, "net.jsonl").write_text("\n".join(good + lines.get("net", [])) + "\n")
         if "io" in lines:
             Path(d, "io.jsonl").write_text("\n".join(lines["io"]) + "\n")
-        return report_cmd.build(Path(d)).verdict
+        return pipeline.build(Path(d)).verdict
 
 
 def _dumps(obj: dict) -> str:

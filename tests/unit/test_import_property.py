@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from launchers import cli
+from reports.fio_json import json_documents, parse_document, rate
 from reports.ingest import nccl_log
 from reports.ingest import nccl_rows as nr
-from reports.ingest.fio_json import json_documents, parse_document, rate
 from reports.ingest.importers import import_text
 from reports.records import IoRecord, NetRecord
 from reports.table import read_records

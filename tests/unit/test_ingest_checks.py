@@ -18,7 +18,7 @@ import pytest
 from reports import import_cmd
 from reports.errors import UsageError
 from reports.ingest.importers import import_file
-from reports.report_cmd import build, collect
+from reports.pipeline import build, collect
 from reports.safe_write import write_outputs
 from tests.conftest import DATA, needs_root
 

@@ -16,7 +16,7 @@ import pytest
 from reports import import_cmd
 from reports.ingest import stream
 from reports.ingest.importers import import_dir
-from reports.report_cmd import collect
+from reports.pipeline import collect
 from tests.conftest import DATA
 
 LOG = DATA / "nccl_tests" / "v2.13_mpirun_all_reduce.log"

@@ -268,7 +268,7 @@ def test_the_copier_is_built_only_where_nvidia_smi_shows_a_gpu(tmp_path: Path) -
 
 
 def test_spec_port_count_and_a_network_finding_pointing_at_the_port(tmp_path: Path) -> None:
-    from reports.judging.spec import parse_spec
+    from reports.spec import parse_spec
     from reports.table import RecordSet
     from tests.unit.recordgen import flat, judge_records
 

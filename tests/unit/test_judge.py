@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from reports.findings import ModelRow
-from reports.judging.spec import parse_spec
 from reports.judging.workload import Workload, load_workload, parse_workload
 from reports.records import IoRecord, RecordWriter
+from reports.spec import parse_spec
 from reports.table import RecordSet, read_records
 from tests.unit.recordgen import flat, io, judge_records, net
 

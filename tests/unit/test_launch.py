@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from launchers.local_session import count_gpus, summary
 from launchers.phases import PhaseResult, exit_code
 from launchers.profiles import PROFILES, default_profile, get_profile, with_overrides
-from launchers.run_cmd import count_gpus, plan, summary
+from launchers.run_cmd import plan
 from reports.errors import UsageError
 from reports.units import parse_size
 from tests.conftest import STOKER

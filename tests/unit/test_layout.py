@@ -1,28 +1,70 @@
-"""The package layout keeps one direction (docs/architecture.md): inside reports, the schema
--> table -> evidence -> judging -> render, with the cross-cluster comparison (fleet) a sibling
-that may use them all; never back (render never imports judging), and no module of reports
-imports itself in a circle (read from the source with ast, so a lazy import inside a function
-counts too)."""
+"""The package layout keeps one direction (docs/architecture.md quotes these rules), read from
+the source with ast over every package (reports, netbench, iobench, launchers), so that a lazy
+import inside a function, or one under TYPE_CHECKING, counts like one at the top; and every rule
+is checked on what a module reaches TRANSITIVELY, so that no wall is crossed by a detour:
+
+1. the floor (FLOOR: the record schema and what every room shares) imports only the floor;
+2. inside reports the rooms go one way, table -> ingest -> evidence -> judging -> render ->
+   pipeline -> fleet -> commands: a room reaches only the floor, its own room and earlier
+   ones; every module of reports is on the floor or in a room;
+3. netbench and iobench (measurement) reach only the floor of reports, never each other,
+   never launchers;
+4. launchers is the top: it drives measurement and the report; nothing else reaches it;
+5. no import circle anywhere.
+
+There is no allow-list: a module that must cross a wall moves to where the rules put it."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# the rooms of reports in their order: a module may import its own room and earlier ones.
-# ingest (imports of other tools' output) sits beside the table: both turn files into records.
-ROOMS = ("table", "ingest", "evidence", "judging", "render", "fleet")
-# the shared schema every room (and netbench/iobench) may use
-SHARED = {
-    "reports",
-    "reports.errors",
-    "reports.records",
-    "reports.ops",
-    "reports.findings",
-    "reports.units",
-    "reports.manifest",
-    "reports.outdir",
+PACKAGES = ("reports", "netbench", "iobench", "launchers")
+
+# What every room shares, below netbench, iobench, launchers and the rooms of reports.
+FLOOR = frozenset(
+    {
+        "reports",
+        # the record schema and its vocabularies
+        "reports.records",
+        "reports.ops",
+        "reports.findings",
+        "reports.units",
+        "reports.errors",
+        "reports.plausible",  # the number checks every reader applies
+        "reports.hostnames",
+        "reports.spread",  # the median of repeated measurements, with its samples
+        # the run's files: manifest, phase lines, output ownership, redaction, run ids
+        "reports.manifest",
+        "reports.redact",
+        "reports.phases",
+        "reports.outdir",
+        "reports.safe_read",
+        "reports.safe_write",
+        "reports.runs",
+        "reports.setaside",
+        # what measurement decides by the report's own rules
+        "reports.catalog",  # advertised figures (YAML in reports/judging/catalog/)
+        "reports.spec",  # the cluster spec: what the hardware is advertised to do
+        "reports.storage_rule",  # which storage figures count, which are measured again
+        "reports.outliers",  # the fleet outlier rule and the confirmation pairs
+        "reports.group_search",  # the groups search the run takes and the report replays
+        "reports.fio_json",  # fio's JSON, for iobench's own runs and for `stoker import`
+        "reports.json_shapes",
+    }
+)
+# the rooms of reports in their order; a module's room is its second name, or, for the
+# modules directly in reports/ that belong to a room, this table's entry
+ROOMS = ("table", "ingest", "evidence", "judging", "render", "pipeline", "fleet", "commands")
+TOP_LEVEL_ROOM = {
+    "table_parse": "table",
+    "table_frame": "table",
+    "baseline_file": "judging",  # the baseline YAML a person edits, read and written
+    "report_cmd": "commands",
+    "baseline_cmd": "commands",
+    "import_cmd": "commands",
 }
 
 
@@ -31,9 +73,10 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
+def imports_of(source: str) -> set[str]:
+    """Every module and `module.name` the source imports, wherever the import statement is."""
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             out.add(node.module)
             out.update(f"{node.module}.{a.name}" for a in node.names)
@@ -42,72 +85,126 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
-def _graph(pkg: str) -> dict[str, set[str]]:
-    mods = {_module(p): p for p in (ROOT / pkg).rglob("*.py")}
-    return {m: {i for i in _imports(p) if i in mods and i != m} for m, p in mods.items()}
+@functools.cache
+def graph() -> dict[str, frozenset[str]]:
+    """Each module of the packages -> the modules of the packages it imports directly."""
+    mods = {_module(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    return {
+        m: frozenset(i for i in imports_of(p.read_text()) if i in mods and i != m) for m, p in mods.items()
+    }
 
 
-def _room(mod: str) -> str | None:
+def reach(g: dict[str, frozenset[str]], m: str) -> set[str]:
+    """Every module `m` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [m]
+    while todo:
+        for n in g[todo.pop()]:
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
+    return seen
+
+
+def circles(g: dict[str, frozenset[str]]) -> list[list[str]]:
+    """The import circles of `g` (its strongly connected components of 2 or more modules)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def room(mod: str) -> str | None:
     parts = mod.split(".")
-    return parts[1] if len(parts) >= 2 and parts[1] in ROOMS else None
+    if parts[0] != "reports" or len(parts) < 2 or mod in FLOOR:
+        return None
+    return parts[1] if parts[1] in ROOMS else TOP_LEVEL_ROOM.get(parts[1])
 
 
-def test_reports_has_no_import_cycle() -> None:
-    graph = _graph("reports")
-    state: dict[str, int] = {}
+def test_no_import_circle_anywhere() -> None:
+    found = circles(graph())
+    assert not found, f"import circles: {found}"
 
-    def visit(m: str, stack: list[str]) -> None:
-        state[m] = 1
-        for n in sorted(graph[m]):
-            if state.get(n) == 1:
-                raise AssertionError("import cycle: " + " -> ".join([*stack, m, n]))
-            if n not in state:
-                visit(n, [*stack, m])
-        state[m] = 2
 
-    for m in sorted(graph):
-        if m not in state:
-            visit(m, [])
+def test_the_floor_is_there() -> None:
+    assert FLOOR <= set(graph()), sorted(FLOOR - set(graph()))
+
+
+def test_the_floor_imports_only_the_floor() -> None:
+    g = graph()
+    bad = {m: sorted(reach(g, m) - FLOOR) for m in sorted(FLOOR)}
+    assert not any(bad.values()), {m: b for m, b in bad.items() if b}
+
+
+def test_every_module_of_reports_is_on_the_floor_or_in_a_room() -> None:
+    lost = sorted(m for m in graph() if m.startswith("reports.") and m not in FLOOR and room(m) is None)
+    assert not lost, f"neither floor nor room: {lost} (add it to FLOOR or TOP_LEVEL_ROOM)"
 
 
 def test_rooms_depend_one_way() -> None:
-    order = {r: i for i, r in enumerate(ROOMS)}
-    bad = [
-        (m, n)
-        for m, deps in _graph("reports").items()
-        for n in deps
-        if _room(m) and _room(n) and order[_room(n)] > order[_room(m)]
-    ]  # type: ignore[index]
-    assert not bad, f"a room imports a later room: {bad}"
-
-
-def test_measurement_imports_only_the_schema_from_reports() -> None:
-    # netbench/iobench may use the record schema, plus three documented extras: the fio
-    # parser (shared with `stoker import`), the pair statistics that choose the pairs to
-    # measure again (the pairs scope's confirmation pass) and the groups search (the groups
-    # scope runs the search that the report replays).
-    allowed = SHARED | {
-        "reports.ingest.fio_json",
-        "reports.evidence.pairs",
-        "reports.evidence.groups",
-        "reports.evidence.rails",  # the confirmation pairs of each rail (the pairs scope, rail by rail)
-        "reports.judging.catalog",  # stoker compute sweeps the dtypes the catalog lists per accelerator
-        "reports.spread",  # the median of repeated saves, with its samples, is the record written
-        "reports.judging.spec",  # stoker io/net --spec: a figure under its threshold is measured again,
-        "reports.judging.confirm",  # chosen by the report's own rule (to_confirm, net_to_confirm)
-    }
-    for pkg in ("netbench", "iobench"):
-        for p in (ROOT / pkg).rglob("*.py"):
-            used = {i for i in _imports(p) if i.startswith("reports")}
-            extra = {i for i in used if i not in allowed and i.rsplit(".", 1)[0] not in allowed}
-            assert not extra, f"{p.relative_to(ROOT)} imports {sorted(extra)}"
-
-
-def test_render_reads_evidence_and_judgement_never_judging() -> None:
-    graph = _graph("reports")
+    g, order = graph(), {r: i for i, r in enumerate(ROOMS)}
     bad = sorted(
-        (m, n) for m, deps in graph.items() if _room(m) == "render" for n in deps if _room(n) == "judging"
+        (m, n)
+        for m in g
+        if (r := room(m))
+        for n in reach(g, m)
+        if not n.startswith("reports") or (n not in FLOOR and order[room(n) or "commands"] > order[r])
     )
+    assert not bad, f"a room reaches a later room or another package: {bad}"
+
+
+def test_measurement_reaches_only_the_floor() -> None:
+    g = graph()
+    for pkg, other in (("netbench", "iobench"), ("iobench", "netbench")):
+        bad = sorted(
+            (m, n)
+            for m in g
+            if m.split(".")[0] == pkg
+            for n in reach(g, m)
+            if (n.startswith("reports") and n not in FLOOR) or n.split(".")[0] in (other, "launchers")
+        )
+        assert not bad, f"{pkg} reaches past the floor: {bad}"
+
+
+def test_launchers_is_the_top() -> None:
+    g = graph()
+    bad = sorted(
+        (m, n) for m in g if not m.startswith("launchers") for n in reach(g, m) if n.startswith("launchers")
+    )
+    assert not bad, f"launchers is reached from below: {bad}"
+
+
+def test_render_never_reaches_judging() -> None:
+    # the evidence and the judgement come in as data (reports.render.markdown.ReportInput)
+    g = graph()
+    bad = sorted((m, n) for m in g if room(m) == "render" for n in reach(g, m) if room(n) == "judging")
     assert not bad, f"render imports judging: {bad}"
 
 
@@ -124,14 +221,30 @@ def test_the_verdict_is_decided_in_one_place() -> None:
     assert callers == ["reports.judging.judge"], callers
 
 
-def test_the_schema_imports_no_room() -> None:
-    graph = _graph("reports")
-    bad = sorted((m, n) for m in SHARED if m in graph for n in graph[m] if _room(n))
-    assert not bad, f"the schema imports a room: {bad}"
-
-
 def test_judging_runs_no_tool() -> None:
     # judging is pure: hardware detection (nvidia-smi, sysfs) is IO on the measuring side
     # (netbench/inventory/hardware.py) and reaches the report only through the records
     for p in (ROOT / "reports" / "judging").rglob("*.py"):
-        assert not {"subprocess", "shutil"} & _imports(p), f"{p.relative_to(ROOT)} runs tools"
+        assert not {"subprocess", "shutil"} & imports_of(p.read_text()), f"{p.relative_to(ROOT)} runs tools"
+
+
+def test_the_rules_see_through_a_detour_and_a_circle() -> None:
+    # by hand: a floor module that reaches a room through another floor module, and a circle
+    # made of an import inside a function
+    g = {
+        "reports.records": frozenset({"reports.plausible"}),
+        "reports.plausible": frozenset({"reports.judging.catalog"}),
+        "reports.judging.catalog": frozenset(),
+        "netbench.runner": frozenset({"netbench.soak"}),
+        "netbench.soak": frozenset({"netbench.runner"}),
+    }
+    assert reach(g, "reports.records") == {"reports.plausible", "reports.judging.catalog"}
+    assert circles(g) == [["netbench.runner", "netbench.soak"]]
+    src = "import os\ndef f():\n    from netbench.runner import RankRun\n"
+    assert imports_of(src) == {"os", "netbench.runner", "netbench.runner.RankRun"}
+
+
+def test_the_architecture_doc_quotes_these_rules() -> None:
+    doc = " ".join((ROOT / "docs" / "architecture.md").read_text().split())
+    rules = (__doc__ or "").split("\n\n")[1]  # the numbered rules of this module's docstring
+    assert " ".join(rules.split()) in doc, "docs/architecture.md must quote test_layout's rules"

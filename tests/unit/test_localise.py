@@ -10,7 +10,8 @@ import pytest
 
 from reports.evidence import pairs as ev_pairs
 from reports.evidence import rails as ev_rails
-from reports.evidence.pairs import (
+from reports.judging import localise as judging
+from reports.outliers import (
     PairValues,
     confirmation_pairs,
     low_threshold,
@@ -19,7 +20,6 @@ from reports.evidence.pairs import (
     slow_links,
     slow_nodes,
 )
-from reports.judging import localise as judging
 from reports.records import IoRecord, NetRecord
 from reports.table import NetTable
 

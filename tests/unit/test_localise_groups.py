@@ -12,20 +12,14 @@ import pytest
 
 from netbench.topology import round_robin
 from reports.evidence import groups as ev_groups
-from reports.evidence.groups import (
-    Group,
-    Sizes,
-    estimate,
-    group_search,
-    round_robin_rounds,
-    round_seconds,
-)
+from reports.evidence.groups import Sizes, estimate, round_seconds
+from reports.group_search import Group, SearchResult, group_search, round_robin_rounds
 from reports.judging import groups as judging
 from reports.records import NetRecord
 from reports.table import NetTable
 
 
-def replay(recs: list[NetRecord]) -> ev_groups.SearchResult | None:
+def replay(recs: list[NetRecord]) -> SearchResult | None:
     return ev_groups.replay(NetTable.of(recs))
 
 

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from netbench.topology import Topology, pair_rounds, round_robin, schedule_rounds, scope_groups
-from reports.evidence.groups import group_search, recorded_rounds, replay
-from reports.evidence.rails import pair_evidence, rail_confirmation_pairs, untested_note
+from reports.evidence.groups import recorded_rounds, replay
+from reports.evidence.rails import pair_evidence, untested_note
+from reports.group_search import group_search
 from reports.judging import localise as judging
 from reports.judging.groups import group_findings
+from reports.outliers import rail_confirmation_pairs
 from reports.records import NetRecord, RecordWriter, from_dict, rail_of, to_dict
 from reports.table import NetTable
 from tests.conftest import STOKER

@@ -11,10 +11,10 @@ import dataclasses
 
 import pytest
 
-from reports.judging.catalog import Accelerator
+from reports.catalog import Accelerator
 from reports.judging.model import Measured, starvation
-from reports.judging.spec import Spec
 from reports.judging.workload import Checkpoint, Dataloader, Workload, load_workload
+from reports.spec import Spec
 from tests.unit.recordgen import curves as build_curves
 from tests.unit.recordgen import flat
 
@@ -243,7 +243,7 @@ def test_total_idle_share_combines_step_and_checkpoint() -> None:
 
 def test_docs_worked_example() -> None:
     """The numbers of docs/model.md's worked example."""
-    from reports.judging.spec import load_spec
+    from reports.spec import load_spec
     from tests.conftest import REPO
 
     spec = load_spec(REPO / "examples" / "spec-h100.yaml")

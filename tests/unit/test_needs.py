@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from reports.judging.workload import Workload, load_workload, parse_workload
+from reports.pipeline import build
 from reports.records import write_all
-from reports.report_cmd import build
 from reports.table import RecordSet
 from tests.unit.recordgen import io, judge_records, net
 

@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reports.evidence.pairs import Cells, PairValues
+from reports.evidence.pairs import Cells
+from reports.outliers import PairValues
 
 NAMES = ["a", "b", "c10", "c9", "node1", "é"]
 

@@ -17,7 +17,7 @@ from launchers.phases import PhaseResult, record_phase
 from launchers.profiles import GROUPS_ABOVE_NODES, get_profile
 from launchers.sbatch import SbatchConfig, render
 from reports import phases
-from reports.report_cmd import missing_phases
+from reports.pipeline import missing_phases
 from tests.conftest import REPO
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from reports import report_cmd
+from reports import pipeline
 from reports.errors import UsageError
-from reports.judging.spec import parse_spec
 from reports.records import RecordWriter, to_dict
+from reports.spec import parse_spec
 from reports.table import read_records
 from tests.unit.recordgen import io, judge_records, net
 
@@ -113,7 +113,7 @@ def test_an_all_nan_file_is_one_line_naming_the_first_bad_line(tmp_path: Path) -
         [{**o, "busbw_GBps": float("nan"), "algbw_GBps": float("nan")} for o in _slow_sweep()],
     )
     with pytest.raises(UsageError) as e:
-        report_cmd.build(tmp_path)
+        pipeline.build(tmp_path)
     msg = str(e.value)
     assert "\n" not in msg and e.value.exit_code == 2
     assert (
@@ -124,7 +124,7 @@ def test_an_all_nan_file_is_one_line_naming_the_first_bad_line(tmp_path: Path) -
 
 def test_report_counts_the_skipped_lines_and_renders(tmp_path: Path) -> None:
     _write(tmp_path / "net.jsonl", [*_slow_sweep(), {**_slow_sweep()[0], "busbw_GBps": "fast"}])
-    out = report_cmd.build(tmp_path, None, None)
+    out = pipeline.build(tmp_path, None, None)
     assert out.verdict["skipped_lines"] == 1
     assert "1 line(s) could not be read" in out.markdown and "net.jsonl" in out.markdown
     assert out.html.startswith("<!DOCTYPE html>")

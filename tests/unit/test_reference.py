@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from reports import catalog
 from reports.findings import Finding
 from reports.judging import advertised as compare
-from reports.judging import catalog, reference
-from reports.judging.spec import Spec, parse_spec
-from reports.report_cmd import collect
+from reports.judging import reference
+from reports.pipeline import collect
+from reports.spec import Spec, parse_spec
 from tests.conftest import DATA
 from tests.unit.recordgen import curves as build_curves
 from tests.unit.recordgen import flat

@@ -147,7 +147,8 @@ def test_plots_are_deterministic_and_scale_to_a_thousand_hosts() -> None:
 
 
 def test_localisation_shows_the_groups_search_round_by_round() -> None:
-    from reports.evidence.groups import group_search, replay
+    from reports.evidence.groups import replay
+    from reports.group_search import group_search
     from reports.render.markdown import groups_search_lines
     from tests.unit.test_localise_groups import Cluster, localise_records
 
@@ -168,7 +169,7 @@ def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ig
     # report.html draws no spec tick against torch.save/dcp bars the text calls "not compared"
     import dataclasses
 
-    from reports.judging.spec import parse_spec
+    from reports.spec import parse_spec
     from reports.table import RecordSet
     from tests.unit.recordgen import evidence, io, judge_records
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.report_cmd import build
+from reports.pipeline import build
 from tests.conftest import DATA
 
 

@@ -99,7 +99,7 @@ def test_no_file_no_set_aside(tmp_path: Path) -> None:
 
 
 def test_the_report_reads_the_record_first_and_still_judges_the_rest(tmp_path: Path) -> None:
-    from reports.report_cmd import collect
+    from reports.pipeline import collect
     from tests.conftest import DATA
 
     d = tmp_path / "basic"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reports.errors import UsageError
-from reports.judging.spec import fill_from_hardware, load_spec
+from reports.spec import fill_from_hardware, load_spec
 from tests.conftest import REPO
 
 

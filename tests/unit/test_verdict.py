@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from reports.findings import EXIT_CODES, Finding, headline, verdict_of
-from reports.report_cmd import build, main, missing_phases
+from reports.pipeline import build, missing_phases
+from reports.report_cmd import main
 from tests.conftest import DATA
 
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from reports.evidence.groups import Group, group_search
 from reports.findings import Judgement
+from reports.group_search import Group, group_search
 from reports.judging import baseline as bl
 from reports.judging.baseline_figures import figures as baseline_figures
 from reports.judging.judge import judge
-from reports.judging.spec import parse_spec
 from reports.judging.workload import Workload, parse_workload
 from reports.records import IoRecord, NetRecord
+from reports.spec import parse_spec
 from tests.unit.recordgen import evidence, flat, io
 
 H100 = "NVIDIA H100 80GB HBM3"  # the name nvidia-smi gives an H100 SXM

@@ -18,7 +18,8 @@ import yaml
 
 from reports.errors import UsageError
 
-CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
+# the data stays under judging/ (the report cites reports/judging/catalog/references.yaml)
+CATALOG_DIR = Path(__file__).resolve().parent / "judging" / "catalog"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

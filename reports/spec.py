@@ -13,15 +13,15 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reports import catalog
+from reports.catalog import Accelerator, Link
 from reports.errors import UsageError
 from reports.findings import DEFAULT_THRESHOLDS
-from reports.judging import catalog
-from reports.judging.catalog import Accelerator, Link
 from reports.plausible import setting_why
 
 
@@ -298,3 +298,14 @@ def fill_from_hardware(spec: Spec | None, hardware: Mapping[str, Any]) -> Spec |
         return spec
     out = fill_defaults(dataclasses.replace(base, **changes, detected=base.detected + tuple(filled)))
     return out
+
+
+def match_storage(path: str, entries: Sequence[StorageSpec]) -> StorageSpec | None:
+    """The spec entry for a measured path: the longest spec path that is it or contains it."""
+    best: StorageSpec | None = None
+    for e in entries:
+        root = e.path.rstrip("/") or "/"
+        if path == root or path.startswith(root if root == "/" else root + "/"):
+            if best is None or len(root) > len(best.path.rstrip("/")):
+                best = e
+    return best

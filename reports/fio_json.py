@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from reports.errors import UsageError
-from reports.ingest.json_shapes import list_at, mapping_at
+from reports.json_shapes import list_at, mapping_at
 from reports.records import hosts_why
 
 DIRECTIONS = ("read", "write")
