@@ -67,16 +67,16 @@ def test_no_placeholder_left() -> None:
 
 
 def test_job_time_adds_up_phase_limits() -> None:
-    # quick, 2 nodes: (120 + 120) inventory + (200 + 120) compute + 3 net phases x (180 + 120)
-    # + (180 + 120) io + 120 report + 300 margin = 2180 s
-    assert job_time(CASES["two-node-quick-gloo"]) == "0:36:20"
-    # full, 1 node of 8 GPUs: (120 + 120) + (1980 + 120) + 1 x (1800 + 120) + (1800 + 120) + 300 + 300
-    # = 6780 s (one node is below the two the profiles are sized for: their limits as they are)
+    # quick, 2 nodes: (120 + 120) preflight + (120 + 120) inventory + (200 + 120) compute
+    # + 3 net phases x (180 + 120) + (180 + 120) io + 120 report + 300 margin = 2420 s
+    assert job_time(CASES["two-node-quick-gloo"]) == "0:40:20"
+    # full, 1 node of 8 GPUs: (120 + 120) + (120 + 120) + (1980 + 120) + 1 x (1800 + 120) + (1800 + 120)
+    # + 300 + 300 = 7020 s (one node is below the two the profiles are sized for: their limits as they are)
     assert (
         job_time(
             SbatchConfig(nodes=1, ranks_per_node=8, gpus_per_node=8, profile=get_profile("full"), out="/r")
         )
-        == "1:53:00"
+        == "1:57:00"
     )
 
 
@@ -86,7 +86,7 @@ def test_compute_budget_sets_the_phase_and_its_limit() -> None:
     (line,) = [x for x in render(short).splitlines() if x.startswith("phase compute ")]
     # 2 s of sweep + 1 + 180 s of start-up room, + the job's 120 s grace; the default is 200 + 120
     assert line.startswith("phase compute 303 ") and " compute --profile quick --budget 2 --out " in line
-    assert job_time(short) == "0:36:03"  # 2180 - 320 + 303 = 2163 s
+    assert job_time(short) == "0:40:03"  # 2420 - 320 + 303 = 2403 s
 
 
 def test_given_time_and_quoted_out() -> None:
