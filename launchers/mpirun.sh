@@ -74,7 +74,7 @@ if [ "$NNODES" -gt 1 ]; then
     read -r h _ <<< "$hl"
     [[ $h =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die2 "HOSTFILE line '$hl': its host is not a plain name; give one host name per line"
     HF_HOSTS+=("$h")
-    printf '%s\n' "$hl" > "$OUT/.stoker-hostfile-$h"
+    echo "$hl" > "$OUT/.stoker-hostfile-$h"
     tokens PF preflight --node "$h" --gpus "$GPUS" --path "$LOCAL_IO" --path "$SHARED_IO" "$@"
     tokens CMD --launcher mpirun --nnodes 1 --hostfile "$OUT/.stoker-hostfile-$h" --export "$(rank_env)" "${ROOT[@]}" \
       --nproc-per-node 1 exec -- sh -c '"$@" > "$0" 2>&1; exit 0' "$OUT/preflight/$h.log" "${PF[@]}"
@@ -95,7 +95,7 @@ if [ "$NNODES" -gt 1 ]; then
     HOSTFILE="$OUT/.stoker-hostfile"
     for hl in "${HF_LINES[@]}"; do
       read -r h _ <<< "$hl"
-      [[ ",$KEPT," != *",$h,"* ]] || printf '%s\n' "$hl"
+      [[ ",$KEPT," != *",$h,"* ]] || echo "$hl"
     done > "$HOSTFILE"
     echo "stoker: ${#KEPT_HOSTS[@]} of $NNODES nodes go on: $KEPT"
     NNODES=${#KEPT_HOSTS[@]}

@@ -222,11 +222,12 @@ def test_launcher_scripts_switch_to_groups_at_the_same_node_count() -> None:
         ]
 
 
-@pytest.mark.parametrize(("setaside_rc", "job_rc"), [(3, 3), (2, 2)])
+@pytest.mark.parametrize(("setaside_rc", "job_rc", "soak_s"), [(3, 3, None), (2, 2, None), (3, 3, 600)])
 def test_too_few_nodes_after_the_preflight_stop_the_job(
-    setaside_rc: int, job_rc: int, tmp_path: Path
+    setaside_rc: int, job_rc: int, soak_s: int | None, tmp_path: Path
 ) -> None:
-    """`stoker set-aside` below --min-nodes (3) or given bad names (2): nothing runs after it."""
+    """`stoker set-aside` below --min-nodes (3) or given bad names (2): nothing runs after it,
+    a burn-in's soak (`--soak`) neither."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL), ("stoker", FAKE_STOKER)):
@@ -241,9 +242,11 @@ def test_too_few_nodes_after_the_preflight_stop_the_job(
         out=str(out),
         local_path=str(tmp_path / "local"),
         stoker=("stoker",),
+        soak_s=soak_s,
     )
     script = tmp_path / "job.sbatch"
     script.write_text(render(cfg), encoding="utf-8")
+    assert ("\nphase soak " in script.read_text()) == bool(soak_s)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1"}
     p = subprocess.run(
         ["bash", str(script)],
@@ -254,7 +257,7 @@ def test_too_few_nodes_after_the_preflight_stop_the_job(
     )
     assert p.returncode == job_rc, p.stdout + p.stderr
     assert "stoker: n2 set aside: bad" in p.stderr and "stops after the preflight" in p.stderr
-    assert not (out / "phases.jsonl").exists()
+    assert not (out / "phases.jsonl").exists() and not (out / "phase-soak.log").exists()
 
 
 def test_min_nodes_is_between_one_and_the_nodes() -> None:
