@@ -194,3 +194,23 @@ def test_mpirun_stops_below_min_nodes(tmp_path: Path) -> None:
     p, _ = mpirun_sh(tmp_path, {"h1": PASS.format(n="h1"), "h2": "stoker preflight: h2 has 0 of the 8 GPUs"})
     assert p.returncode == 3, p.stdout + p.stderr
     assert "1 of 2 nodes passed the preflight, fewer than --min-nodes 2" in p.stderr
+
+
+def test_stoker_set_aside_compares_with_its_own_stoker(tmp_path: Path) -> None:
+    """The command (launchers/setaside_cmd.py) takes the job's digest from the stoker it runs."""
+    from argparse import Namespace
+
+    from launchers import setaside_cmd
+
+    mine = digest(REPO)
+    other = "0" * 16 if mine != "0" * 16 else "1" * 16
+    (tmp_path / "preflight").mkdir()
+    for node, d in (("n1", mine), ("n2", other)):
+        text = f"stoker fingerprint: {node} {d} /v/python\n" + PASS.format(n=node)
+        (tmp_path / "preflight" / f"{node}.log").write_text(text)
+    assert setaside_cmd.main(Namespace(out=tmp_path, nodes="n1,n2", min_nodes=1)) == 0
+    (line,) = (tmp_path / "setaside.jsonl").read_text().splitlines()
+    assert json.loads(line)["host"] == "n2"
+    assert json.loads(line)["reason"].startswith(
+        f"runs another stoker than the job's (stoker {other} at /v/python"
+    )
