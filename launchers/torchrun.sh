@@ -150,6 +150,11 @@ if [ "$PREFLIGHT" = 1 ]; then
       sleep 1
     done
     ALL=$(for r in $(seq 0 $((NNODES - 1))); do head -n 1 "$OUT/.stoker-seen-$r"; done | paste -sd, -)
+    SAME=$(tr , '\n' <<< "$ALL" | sort | uniq -d | head -n 1)
+    if [ -n "$SAME" ]; then   # ranks are given by name: two nodes of one name cannot be told apart
+      echo STOP > "$GO"
+      die2 "two or more nodes are named $SAME (hostname): give every node its own host name"
+    fi
     KEPT=$("$STOKER_PY" -m launchers.cli set-aside "$OUT" "$ALL" --min-nodes "$MIN_NODES")
     SA_RC=$?
     if [ "$SA_RC" -ne 0 ] || [ "${KEPT%%,*}" != "$HOST" ]; then
