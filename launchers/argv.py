@@ -12,6 +12,7 @@ defined once, here in Python, none in bash).
     python -m launchers.argv compute --profile quick --out /shared/r   # one per node, each its own devices
     python -m launchers.argv --launcher mpirun --nnodes 2 exec -- test -s FILE
     python -m launchers.argv --nnodes 2 phases     # the network phases: name, scopes, name, ...
+    python -m launchers.argv preflight --gpus 8 --path /tmp/x --path /shared/x --spec spec.yaml
     python -m launchers.argv --launcher mpirun --hostfile hosts --nnodes 2 inventory --out /shared/r
     STOKER_RUN_ID=r1 python -m launchers.argv claim --out /shared/r --option OUT  # r1's, or exit 2
 """
@@ -55,10 +56,14 @@ def argv_parser() -> OneLineParser:
     c = sub.add_parser("claim")
     c.add_argument("--out", required=True)
     c.add_argument("--option", default="--out", help="how the user gave the dir, for the error line (OUT)")
-    for what in ("net", "io", "report", "limits", "compute"):
+    for what in ("net", "io", "report", "limits", "compute", "preflight"):
         p = sub.add_parser(what)
-        if what != "limits":
+        if what not in ("limits", "preflight"):
             p.add_argument("--out", required=True)
+        if what == "preflight":  # one node's check (launchers/preflight.py): its paths, GPUs, the spec
+            p.add_argument("--path", action="append", required=True)
+            p.add_argument("--gpus", type=int, default=0)
+            p.add_argument("--node")
         if what == "net":
             p.add_argument("--scopes", default="world")
             p.add_argument("--backend", default="auto")
@@ -99,6 +104,12 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
     if args.what == "inventory":
         return b.inventory_argv(b.InventoryCommand(out=args.out, stoker=stoker))
     spec = checked_file(args.spec, "--spec", cwd)
+    if args.what == "preflight":
+        return b.preflight_argv(
+            b.PreflightCommand(
+                paths=tuple(args.path), gpus=args.gpus, spec=spec, node=args.node, stoker=stoker
+            )
+        )
     workload = checked_workload(args.workload, cwd)
     profile = scaled(args, profile_from_args(args))
     if args.what == "limits":
@@ -130,7 +141,12 @@ def program(args: argparse.Namespace, cwd: Path) -> list[str]:
         )
     return b.io_argv(
         b.IoCommand(
-            profile=profile, out=args.out, paths=tuple(args.path), stoker=stoker, writers=args.writers
+            profile=profile,
+            out=args.out,
+            paths=tuple(args.path),
+            stoker=stoker,
+            writers=args.writers,
+            spec=spec,  # a figure under the spec's storage promise is measured again, as `stoker run`
         )
     )
 

@@ -70,6 +70,8 @@ class InventoryCommand:
     stoker: tuple[str, ...] = STOKER
 
 
+# one node's preflight: stoker check's 50 s, its inventory and the storage paths, with room
+PREFLIGHT_LIMIT_S = 120
 INVENTORY_LIMIT_S = 120  # nvidia-smi reads and 30 x 1 GiB copies per GPU take seconds; room for slow tools
 
 
@@ -153,6 +155,28 @@ def io_argv(c: IoCommand) -> list[str]:
         "--out",
         c.out,
     ]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PreflightCommand:
+    """One node's `stoker preflight` (launchers/preflight.py) before the sweeps."""
+
+    paths: tuple[str, ...]  # the storage paths it must be able to write
+    gpus: int = 0  # the GPUs per node the job runs on; 0: a CPU job, no GPU count compared
+    spec: str | None = None  # its gpus_per_node and inter-node NIC count
+    node: str | None = None  # the node's name as the job knows it; None: its host name
+    stoker: tuple[str, ...] = STOKER
+
+
+def preflight_argv(c: PreflightCommand) -> list[str]:
+    argv = [*c.stoker, "preflight", *c.paths]
+    if c.node:
+        argv += ["--node", c.node]
+    if c.gpus > 0:
+        argv += ["--gpus", str(c.gpus)]
+    if c.spec:
+        argv += ["--spec", c.spec]
+    return argv
 
 
 def report_argv(c: ReportCommand) -> list[str]:

@@ -46,7 +46,7 @@ INTERNAL: dict[str, str] = {
     "phase-record": "reports.phases",
     "fingerprint": "launchers.fingerprint",
     "preflight": "launchers.preflight",  # each node before the sweeps; set-aside gathers them
-    "set-aside": "reports.setaside",
+    "set-aside": "launchers.setaside_cmd",
 }
 
 

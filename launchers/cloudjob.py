@@ -67,6 +67,8 @@ class CloudJob:
     fabric_resources: tuple[tuple[str, int], ...] = ()  # --fabric-resource: replaces the row
     local_volume: str | None = None  # hostpath:/DIR or ephemeral:CLASS[:SIZE]; None: emptyDir
     allow_unjudged: bool = False  # False: nothing compared with a reference fails the job
+    # fewest nodes left after the preflight (torchrun.sh MIN_NODES); None: its default, 2 (1 on one node)
+    min_nodes: int | None = None
     data_volume: str | None = None  # k8s: a PVC (the training data's) tested as shared storage
     cpus_per_node: int | None = None  # None: CPUS_PER_RANK per rank
     # --toleration KEY[=VALUE][:EFFECT] beyond the GPU taint's: (key, value, effect), "" for none
@@ -196,6 +198,8 @@ def node_env(job: CloudJob) -> list[tuple[str, str]]:
         ("FAIL_UNJUDGED", "0" if job.allow_unjudged else "1"),
         ("SYNC_TIMEOUT", str(START_BARRIER_S)),
     ]
+    if job.min_nodes is not None:
+        env.append(("MIN_NODES", str(job.min_nodes)))
     if job.data_volume:  # the training data's volume, tested as the shared storage
         env.append(("SHARED_IO", f"{DATA_DIR}/stoker-io-{job.name}"))
     if job.local_volume:  # the node's own disk, mounted at LOCAL_DIR (k8s.py, tasks.py)

@@ -22,8 +22,12 @@ if [ -z "${STOKER_PY:-}" ]; then
   elif [ -x "$HERE/../.venv/bin/python" ]; then STOKER_PY="$HERE/../.venv/bin/python"
   else STOKER_PY=python3; fi
 fi
+# need_stoker: stop in one line unless STOKER_PY imports stoker. torchrun.sh's other nodes
+# call it only after their preflight, so a node whose stoker is broken is set aside, named.
+STOKER_IMPORT_ERR=
 "$STOKER_PY" -c 'import launchers.argv' 2>/dev/null ||
-  die2 "$STOKER_PY cannot import stoker: set STOKER_PY to the python it is installed in (./install.sh makes .venv)"
+  STOKER_IMPORT_ERR="$STOKER_PY cannot import stoker: set STOKER_PY to the python it is installed in (./install.sh makes .venv)"
+need_stoker() { [ -z "$STOKER_IMPORT_ERR" ] || die2 "$STOKER_IMPORT_ERR"; }
 
 # tokens ARRAY ARGS...: ARRAY := the NUL-separated tokens `launchers.argv ARGS` prints;
 # bad input there (a missing spec, a bad size) ends this script with its one line, exit 2.
@@ -96,8 +100,8 @@ phase() {
 # STOKER_RANK_ENV (the fabric's, set by the cloud jobs) and every NCCL_/FI_/UCX_/GLOO_ variable
 # set here, so a fabric setting never stays on the launcher only.
 rank_env() {
-  local v out=()
-  for v in STOKER_RUN_ID MASTER_ADDR MASTER_PORT ${STOKER_RANK_ENV//,/ } $(compgen -e | grep -E '^(NCCL|FI|UCX|GLOO)_'); do
+  local v out=() named=${STOKER_RANK_ENV:-}   # unset: none (under set -u, not an error)
+  for v in STOKER_RUN_ID MASTER_ADDR MASTER_PORT ${named//,/ } $(compgen -e | grep -E '^(NCCL|FI|UCX|GLOO)_'); do
     [ -n "${!v+x}" ] && [[ " ${out[*]} " != *" $v "* ]] && out+=("$v")   # set, and once
   done
   (IFS=,; echo "${out[*]}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from launchers.builders import INVENTORY_LIMIT_S, compute_limit_s
+from launchers.builders import INVENTORY_LIMIT_S, PREFLIGHT_LIMIT_S, compute_limit_s
 from launchers.profiles import GROUPS_ABOVE_NODES, Profile
 from reports import phases
 from reports.evidence.groups import Sizes, estimate
@@ -32,6 +32,9 @@ BASE_NODES = 2  # the node count the profiles' limits are sized for
 SHARED_CAP_BYTES = 1 << 40  # checkpoint shards written into one shared file system: 1 TiB
 MIN_SHARD_BYTES = 64 << 20  # below 64 MiB per writer a checkpoint test says little
 IO_RAMP_S = 1  # iobench.workloads.RAMP_S: each timed storage workload's ramp
+# a node's preflight past its start-up: stoker check's inventory and short local collective,
+# 14 s alone on the 2-core development machine, 19 s three at once on the torchrun bed
+PREFLIGHT_CHECK_S = 15
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -165,6 +168,12 @@ def plan(job: Job) -> list[Phase]:
     p = job.profile
     compute = compute_limit_s(p.name, p.compute_budget_s)
     out = [
+        # every node at once, each on its own: no communicator, so no growth with N
+        Phase(
+            name="preflight",
+            expected_s=math.ceil(_startup(r, 0) + PREFLIGHT_CHECK_S),
+            limit_s=PREFLIGHT_LIMIT_S,
+        ),
         Phase(name="inventory", expected_s=math.ceil(_startup(r, 0)), limit_s=INVENTORY_LIMIT_S),
         Phase(name="compute", expected_s=math.ceil(compute - 60 - 120 + r.startup_s), limit_s=compute),
     ]

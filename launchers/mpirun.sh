@@ -12,7 +12,8 @@
 # else 2), OUT (required), MASTER_ADDR (this host), MASTER_PORT (29500), BACKEND (auto; mpi
 # uses mpi4py), LOCAL_IO ($TMPDIR or /tmp on each node), SHARED_IO ($OUT/io-scratch),
 # STOKER_PY (the python with stoker), STOKER_EXPECT_NODES (the node count the job asked for:
-# NNODES and the hostfile's lines must match it), FAIL_UNJUDGED (1: unjudged ends 1).
+# NNODES and the hostfile's lines must match it), FAIL_UNJUDGED (1: unjudged ends 1),
+# MIN_NODES (2: fewer hosts left after the preflight stops the run, exit 3), PREFLIGHT_LIMIT (120 s).
 # STOKER_RANK_ENV (names forwarded to every rank with -x, besides every NCCL_/FI_/UCX_/GLOO_ set
 # here), IO_WRITERS (checkpoint writers per node; default one per GPU, as `stoker run`).
 # Open MPI settings pass through OMPI_MCA_*.
@@ -21,6 +22,7 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=launchers/common.sh
 . "$HERE/common.sh"
+need_stoker
 
 NNODES=${NNODES:-1}
 BACKEND=${BACKEND:-auto}
@@ -52,10 +54,58 @@ INVENTORY_LIMIT=${LIMITS[3]}
 mkdir -p "$OUT" || die2 "cannot create $OUT"
 tokens _ claim --out "$OUT" --option OUT  # OUT is this run's before anything is written into it
 
+ROOT=(); [ "$(id -u)" -eq 0 ] && ROOT=(--allow-run-as-root)
+
+# Preflight (as the sbatch job's), more than one node: every host of HOSTFILE checks itself at
+# once, each by its own mpirun (one broken host must not end the others' check), its output
+# kept as OUT/preflight/HOST.log (a host that cannot write there has none: set aside too). The
+# hosts that did not pass are set aside (OUT/setaside.jsonl, named with the last line of their
+# check; the verdict is fail) and the run goes on with the others' lines of HOSTFILE, in a
+# smaller world. Fewer than MIN_NODES left, or the first host set aside (rank 0 and
+# MASTER_ADDR live there): stop, exit 3.
+if [ "$NNODES" -gt 1 ]; then
+  MIN_NODES=${MIN_NODES:-2} PREFLIGHT_LIMIT=${PREFLIGHT_LIMIT:-120}
+  need_int MIN_NODES PREFLIGHT_LIMIT
+  mkdir -p "$OUT/preflight" || die2 "cannot create $OUT/preflight"
+  mapfile -t HF_LINES < <(grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$HOSTFILE")
+  HF_HOSTS=() PIDS=()
+  echo "stoker: preflight on ${#HF_LINES[@]} nodes started $(date -u +%FT%TZ)"
+  for hl in "${HF_LINES[@]}"; do
+    read -r h _ <<< "$hl"
+    [[ $h =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || die2 "HOSTFILE line '$hl': its host is not a plain name; give one host name per line"
+    HF_HOSTS+=("$h")
+    echo "$hl" > "$OUT/.stoker-hostfile-$h"
+    tokens PF preflight --node "$h" --gpus "$GPUS" --path "$LOCAL_IO" --path "$SHARED_IO" "$@"
+    tokens CMD --launcher mpirun --nnodes 1 --hostfile "$OUT/.stoker-hostfile-$h" --export "$(rank_env)" "${ROOT[@]}" \
+      --nproc-per-node 1 exec -- sh -c '"$@" > "$0" 2>&1; exit 0' "$OUT/preflight/$h.log" "${PF[@]}"
+    timeout --kill-after=10 "$PREFLIGHT_LIMIT" "${CMD[@]}" > /dev/null 2>&1 &
+    PIDS+=($!)
+  done
+  wait "${PIDS[@]}"
+  rm -f "$OUT"/.stoker-hostfile-*
+  KEPT=$("$STOKER_PY" -m launchers.cli set-aside "$OUT" "$(IFS=,; echo "${HF_HOSTS[*]}")" --min-nodes "$MIN_NODES")
+  SA_RC=$?
+  if [ "$SA_RC" -ne 0 ] || [ "${KEPT%%,*}" != "${HF_HOSTS[0]}" ]; then
+    [ "$SA_RC" -ne 0 ] || echo "stoker: the first host ${HF_HOSTS[0]} did not pass its preflight; rank 0 and MASTER_ADDR live there: repair it, or put a healthy host first in HOSTFILE" >&2
+    echo "stoker: the run stops after the preflight (each node's output in $OUT/preflight/)" >&2
+    exit "$([ "$SA_RC" -eq 2 ] && echo 2 || echo 3)"
+  fi
+  IFS=, read -r -a KEPT_HOSTS <<< "$KEPT"
+  if [ "${#KEPT_HOSTS[@]}" -lt "$NNODES" ]; then
+    HOSTFILE="$OUT/.stoker-hostfile"
+    for hl in "${HF_LINES[@]}"; do
+      read -r h _ <<< "$hl"
+      [[ ",$KEPT," != *",$h,"* ]] || echo "$hl"
+    done > "$HOSTFILE"
+    echo "stoker: ${#KEPT_HOSTS[@]} of $NNODES nodes go on: $KEPT"
+    NNODES=${#KEPT_HOSTS[@]}
+    tokens LIMITS --nnodes "$NNODES" --gpus-per-node "$GPUS" limits "$@"  # for the smaller world
+  fi
+fi
+
 # every rank gets the run's settings and the fabric's (rank_env, common.sh), wherever it runs
-L=(--launcher mpirun --nnodes "$NNODES" --gpus-per-node "$GPUS" --export "$(rank_env)")
+L=(--launcher mpirun --nnodes "$NNODES" --gpus-per-node "$GPUS" --export "$(rank_env)" "${ROOT[@]}")
 [ -n "${HOSTFILE:-}" ] && L+=(--hostfile "$HOSTFILE")
-[ "$(id -u)" -eq 0 ] && L+=(--allow-run-as-root)
 
 # Every node must see OUT: a marker written here must be readable on all of them.
 MARK="$OUT/.stoker-shared-check-$$"
@@ -92,6 +142,7 @@ if [ -n "$OWN_LOCAL_IO" ]; then  # rmdir: only if stoker io left it empty
   timeout 120 "${CMD[@]}" 2>/dev/null
 fi
 
+rm -f "$OUT/.stoker-hostfile"
 echo "stoker: [$PHASES/$PHASES] report"
 tokens CMD report --out "$OUT" "$@"
 [ "${FAIL_UNJUDGED:-0}" = 1 ] && CMD+=(--fail-unjudged)

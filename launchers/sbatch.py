@@ -24,7 +24,6 @@ SRUN_GRACE_S = 60  # PHASE_GRACE_S, JOB_MARGIN_S: launchers/acceptance.py
 KEPT = ("$NN", "$NN", "$GOOD")
 KEPT_RANKS = ("$NN", "$NRANKS", "$GOOD")  # one task per rank
 ACROSS = ("inter-node", "pairs", "groups")  # phases that need two nodes: skipped on one
-PREFLIGHT_LIMIT_S = 120  # stoker check's 50 s and the storage paths, with room; srun kills past it
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -185,6 +184,7 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
             paths=paths,
             stoker=cfg.stoker,
             writers=cfg.gpus_per_node or None,  # one per GPU, as `stoker run`
+            spec=cfg.spec,  # a figure under the spec's storage promise is measured again, as `stoker run`
         )
     )
     cmd = _srun(cfg, io, 1, io_p.io_timeout_s, mpi=False)
@@ -288,9 +288,18 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
     # every node at once, each on its own: its output kept as OUT/preflight/NODE.log
     preflight = b.srun(
         b.SrunSpec(
-            program=(*cfg.stoker, "preflight", "$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared),
+            program=tuple(
+                b.preflight_argv(
+                    b.PreflightCommand(
+                        paths=("$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared),
+                        gpus=cfg.gpus_per_node,
+                        spec=cfg.spec,
+                        stoker=cfg.stoker,
+                    )
+                )
+            ),
             nodes=cfg.nodes,
-            time_limit_s=PREFLIGHT_LIMIT_S,
+            time_limit_s=b.PREFLIGHT_LIMIT_S,
             label=False,
             kill_on_bad_exit=False,
             output="$OUT/preflight/%N.log",

@@ -82,8 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--min-nodes",
         type=int,
-        help="Slurm: the fewest nodes the acceptance goes on with once the preflight has set aside "
-        "the failing ones (default 2, or 1 on one node); fewer: the job stops, exit 3",
+        help="the fewest nodes the acceptance goes on with once the preflight has set aside "
+        "the failing ones (default 2, or 1 on one node); fewer: the job stops, exit 3 "
+        "(Slurm; torchrun.sh's MIN_NODES on k8s, SkyPilot, dstack)",
     )
     add_profile_arguments(parser, default="standard")
     submit_cloud.add_arguments(parser)

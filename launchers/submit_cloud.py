@@ -241,7 +241,15 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         data_volume=args.data_volume,
         cpus_per_node=args.cpus_per_node,
         tolerations=tuple(parse_toleration(t) for t in args.toleration),
+        min_nodes=_min_nodes(getattr(args, "min_nodes", None), args.nodes),
     )
+
+
+def _min_nodes(given: int | None, nodes: int) -> int | None:
+    """--min-nodes, checked: the fewest nodes torchrun.sh goes on with after its preflight."""
+    if given is not None and not 1 <= given <= nodes:
+        raise UsageError(f"--min-nodes {given}: give 1 to --nodes ({nodes})")
+    return given
 
 
 def check_image(image: str) -> None:

@@ -16,7 +16,9 @@
 # (the node count the job asked for: a world of another size stops here, in one line),
 # SHARED_OUT (1; 0: OUT is per node, so no marker exchange, storage on LOCAL_IO only, and
 # node 0 holds every record since rank 0 writes them; set STOKER_RUN_ID then), FAIL_UNJUDGED
-# (0; 1: a verdict with nothing compared with a reference ends 1, as the Slurm job does).
+# (0; 1: a verdict with nothing compared with a reference ends 1, as the Slurm job does),
+# MIN_NODES (2, 1 on one node: fewer nodes left after the preflight stops the run, exit 3),
+# PREFLIGHT_LIMIT (120 s for one node's preflight; node 0 waits that + SYNC_TIMEOUT for all).
 # SHARED_IO given (the k8s --data-volume) is measured whether or not OUT is shared.
 # Arguments: stoker run's options: --profile quick|standard|full, --spec FILE, --workload FILE,
 # --max-bytes 1G ... (every profile knob), --backend is set with BACKEND (auto).
@@ -41,6 +43,13 @@ SHARED_OUT=${SHARED_OUT:-1}
 need_int NNODES NODE_RANK MASTER_PORT NPROC_PER_NODE SYNC_TIMEOUT SHARED_OUT
 [ "$NPROC_PER_NODE" -gt 0 ] || NPROC_PER_NODE=2
 [ -z "${STOKER_EXPECT_NODES:-}" ] || need_int STOKER_EXPECT_NODES
+MIN_NODES=${MIN_NODES:-$((NNODES < 2 ? NNODES : 2))}
+need_int MIN_NODES
+{ [ "$MIN_NODES" -ge 1 ] && [ "$MIN_NODES" -le "$NNODES" ]; } || die2 "MIN_NODES=$MIN_NODES: give 1 to NNODES ($NNODES)"
+# the preflight sets aside a node whose stoker is broken; node 0 (the rendezvous, the report)
+# and a run without a shared OUT (no preflight) need theirs now
+PREFLIGHT=$([ "$SHARED_OUT" != 0 ] && [ "$NNODES" -gt 1 ] && echo 1 || echo 0)
+[ "$PREFLIGHT" = 1 ] && [ "$NODE_RANK" -ne 0 ] || need_stoker
 # Never N one-node tests reported as one N-node test: the world this node joined (its
 # platform's rank variables) must be the one the job asked for, before any sweep.
 # A node that stops here leaves its line in OUT (when OUT is shared), so node 0 stops with
@@ -61,8 +70,6 @@ fi
 { [ "$NODE_RANK" -ge 0 ] && [ "$NODE_RANK" -lt "$NNODES" ]; } 2>/dev/null ||
   bad_world "node rank '$NODE_RANK' is outside 0..$((NNODES - 1)) for a world of $NNODES node(s): check the platform's rank variables (no sweep was run)"
 GPUS=$(gpu_count)
-# each phase's limit for this N (launchers/duration.py), as the sbatch job and the k8s deadline have it
-tokens LIMITS --nnodes "$NNODES" --gpus-per-node "$GPUS" limits "$@"
 # one checkpoint writer per GPU (each rank saves its shard), as `stoker run`; none: stoker io's
 [ "$(gpu_count)" -gt 0 ] && IO_WRITERS=${IO_WRITERS:-$NPROC_PER_NODE}
 mkdir -p "$OUT" "$LOCAL_IO" || die2 "cannot create $OUT or $LOCAL_IO"
@@ -79,7 +86,7 @@ if [ "$SHARED_OUT" = 0 ]; then
 elif [ "$NODE_RANK" -eq 0 ]; then
   export STOKER_RUN_ID="${STOKER_RUN_ID:-torchrun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
   tokens _ claim --out "$OUT" --option OUT  # before the run id goes out: every node writes there
-  rm -f "$OUT"/.stoker-seen-*
+  rm -f "$OUT"/.stoker-seen-* "$OUT"/.stoker-pf-* "$OUT/.stoker-go"
   echo "$STOKER_RUN_ID" > "$MARK.tmp" && mv "$MARK.tmp" "$MARK"
 else
   for _ in $(seq "$SYNC_TIMEOUT"); do
@@ -92,7 +99,7 @@ else
   STOKER_RUN_ID=$(cat "$MARK")
   export STOKER_RUN_ID
 fi
-[ "$SHARED_OUT" = 0 ] || : > "$OUT/.stoker-seen-$NODE_RANK"
+[ "$SHARED_OUT" = 0 ] || hostname > "$OUT/.stoker-seen-$NODE_RANK"  # its name, for the preflight
 if [ "$SHARED_OUT" != 0 ] && [ "$NODE_RANK" -eq 0 ]; then
   for _ in $(seq "$SYNC_TIMEOUT"); do
     [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] && break
@@ -112,6 +119,71 @@ if [ "$SHARED_OUT" != 0 ] && [ "$NODE_RANK" -eq 0 ]; then
 fi
 
 mkdir -p "$SHARED_IO" || die2 "cannot create $SHARED_IO"  # after node 0's claim: OUT is stoker's now
+
+# Preflight (as the sbatch job's): every node checks itself (its storage paths writable, then
+# stoker check: its GPUs and NICs, a short local collective), its output kept as
+# OUT/preflight/HOST.log. Node 0 waits for every node's (PREFLIGHT_LIMIT + SYNC_TIMEOUT), sets
+# aside those that did not pass (OUT/setaside.jsonl, named with the last line of their check:
+# the report's verdict is fail) and writes the hosts that go on into OUT/.stoker-go; they take
+# ranks in that order in a smaller world. A set-aside node exits 0 (its failure is node 0's
+# verdict; a non-zero exit would end a Kubernetes Job before the report). Fewer than MIN_NODES
+# left, or node 0 itself set aside (it holds the rendezvous and writes the report): stop, exit 3.
+if [ "$PREFLIGHT" = 1 ]; then
+  PREFLIGHT_LIMIT=${PREFLIGHT_LIMIT:-120}
+  need_int PREFLIGHT_LIMIT
+  HOST=$(hostname)
+  GO="$OUT/.stoker-go"
+  # the spec's GPUs on a node that sees GPUs, its NICs; a broken stoker is run as it is, to say why
+  if [ -z "$STOKER_IMPORT_ERR" ]; then
+    tokens PF preflight --gpus "$GPUS" --path "$LOCAL_IO" --path "$SHARED_IO" "$@"
+  else
+    PF=("$STOKER_PY" -m launchers.cli preflight "$LOCAL_IO" "$SHARED_IO")
+  fi
+  mkdir -p "$OUT/preflight" || die2 "cannot create $OUT/preflight"
+  echo "stoker: preflight on $HOST started $(date -u +%FT%TZ)"
+  timeout --kill-after=10 "$PREFLIGHT_LIMIT" "${PF[@]}" > "$OUT/preflight/$HOST.log" 2>&1
+  echo "stoker: preflight on $HOST ended: $(grep -v '^[[:space:]]*$' "$OUT/preflight/$HOST.log" | tail -n 1)"
+  : > "$OUT/.stoker-pf-$NODE_RANK"
+  if [ "$NODE_RANK" -eq 0 ]; then
+    for _ in $(seq $((PREFLIGHT_LIMIT + SYNC_TIMEOUT))); do
+      [ "$(find "$OUT" -maxdepth 1 -name '.stoker-pf-*' | wc -l)" -ge "$NNODES" ] && break
+      sleep 1
+    done
+    ALL=$(for r in $(seq 0 $((NNODES - 1))); do head -n 1 "$OUT/.stoker-seen-$r"; done | paste -sd, -)
+    SAME=$(tr , '\n' <<< "$ALL" | sort | uniq -d | head -n 1)
+    if [ -n "$SAME" ]; then   # ranks are given by name: two nodes of one name cannot be told apart
+      echo STOP > "$GO"
+      die2 "two or more nodes are named $SAME (hostname): give every node its own host name"
+    fi
+    KEPT=$("$STOKER_PY" -m launchers.cli set-aside "$OUT" "$ALL" --min-nodes "$MIN_NODES")
+    SA_RC=$?
+    if [ "$SA_RC" -ne 0 ] || [ "${KEPT%%,*}" != "$HOST" ]; then
+      echo STOP > "$GO"
+      [ "$SA_RC" -ne 0 ] || echo "stoker: node 0 ($HOST) did not pass its preflight; it holds the rendezvous and writes the report: repair it, or start the run with a healthy node as node 0" >&2
+      echo "stoker: the run stops after the preflight (each node's output in $OUT/preflight/)" >&2
+      exit "$([ "$SA_RC" -eq 2 ] && echo 2 || echo 3)"
+    fi
+    echo "$KEPT" > "$GO.tmp" && mv "$GO.tmp" "$GO"
+  else
+    for _ in $(seq $((PREFLIGHT_LIMIT + 2 * SYNC_TIMEOUT))); do [ -s "$GO" ] && break; sleep 1; done
+    [ -s "$GO" ] || { echo "stoker: no word from node 0 after the preflight in $OUT: did node 0 stop?" >&2; exit 3; }
+    KEPT=$(head -n 1 "$GO")
+    [ "$KEPT" != STOP ] || { echo "stoker: node 0 stopped the run after the preflight (its log says why)" >&2; exit 3; }
+  fi
+  IFS=, read -r -a KEPT_HOSTS <<< "$KEPT"
+  NEW_RANK=
+  for k in "${!KEPT_HOSTS[@]}"; do [ "${KEPT_HOSTS[$k]}" != "$HOST" ] || NEW_RANK=$k; done
+  if [ -z "$NEW_RANK" ]; then
+    echo "stoker: $HOST was set aside by its preflight ($OUT/preflight/$HOST.log); node 0's report names it"
+    [ -z "$OWN_LOCAL_IO" ] || rmdir "$LOCAL_IO" 2>/dev/null
+    exit 0
+  fi
+  need_stoker
+  [ "${#KEPT_HOSTS[@]}" -eq "$NNODES" ] || echo "stoker: ${#KEPT_HOSTS[@]} of $NNODES nodes go on: $KEPT (node $NODE_RANK is now $NEW_RANK)"
+  NODE_RANK=$NEW_RANK NNODES=${#KEPT_HOSTS[@]}
+fi
+# each phase's limit for this N (launchers/duration.py), as the sbatch job and the k8s deadline have it
+tokens LIMITS --nnodes "$NNODES" --gpus-per-node "$GPUS" limits "$@"
 
 WRITE_PHASES=$([ "$NODE_RANK" -eq 0 ] && echo 1 || echo 0)
 L=(--launcher torchrun --nnodes "$NNODES" --gpus-per-node "$GPUS" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")
@@ -146,7 +218,7 @@ if [ "$NODE_RANK" -ne 0 ]; then
   [ "${#ABORTED[@]}" -eq 0 ] || exit 3
   exit 0
 fi
-rm -f "$MARK" "$OUT"/.stoker-seen-*
+rm -f "$MARK" "$OUT"/.stoker-seen-* "$OUT"/.stoker-pf-* "$OUT/.stoker-go"
 echo "stoker: [$PHASES/$PHASES] report"
 tokens CMD report --out "$OUT" "$@"
 [ "${FAIL_UNJUDGED:-0}" = 1 ] && CMD+=(--fail-unjudged)

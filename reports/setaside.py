@@ -4,7 +4,9 @@ Before any multi-node sweep every node runs its preflight (`stoker preflight`, w
 one last line: `stoker preflight: NODE passed`, or why not). Each node's output is kept as
 DIR/preflight/NODE.log; `stoker set-aside` on the batch host reads them back, writes one
 line per node that did not pass (its name and its reason: the last line of its output), and
-prints the nodes that go on. The report reads the lines: each is a finding (component node,
+prints the nodes that go on. Given the job's own stoker digest (launchers/fingerprint.py), a
+node that passed but runs another stoker (its preflight's `stoker fingerprint:` line) is set
+aside too, rather than stopping the job. The report reads the lines: each is a finding (component node,
 a failing status), so the verdict is fail (the spec promised every node) while the
 remaining nodes' records are still judged. Line format (docs/contract.md): one JSON object
 per line, `host` and `reason`. Pure but for `read`, `gather` and `main`.
@@ -26,6 +28,7 @@ from reports.hostnames import is_plain_host, why_not_plain
 SETASIDE_FILE = "setaside.jsonl"
 PREFLIGHT_DIR = "preflight"  # DIR/preflight/NODE.log: each node's preflight output
 NO_ANSWER = "no preflight output from this node (it did not start, or cannot write the results dir)"
+FINGERPRINT = "stoker fingerprint: "  # the preflight's line: HOST DIGEST PYTHON (launchers/fingerprint.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +47,36 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def decide(nodes: Sequence[str], logs: Mapping[str, str | None]) -> list[SetAside]:
-    """The nodes whose preflight output (None: none) does not end in their pass line."""
+def fingerprint_of(text: str) -> tuple[str, str] | None:
+    """(digest, python) from a preflight's last `stoker fingerprint:` line, or None."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith(FINGERPRINT)]
+    parts = lines[-1][len(FINGERPRINT) :].split(" ", 2) if lines else []
+    return (parts[1], parts[2]) if len(parts) == 3 else None
+
+
+def other_stoker(text: str, digest: str) -> str:
+    """Why a node that passed runs another stoker than the job's `digest` ('' when the same)."""
+    fp = fingerprint_of(text)
+    if fp is not None and fp[0] == digest:
+        return ""
+    theirs = f"stoker {fp[0]} at {fp[1]}" if fp else "a stoker that prints no fingerprint"
+    return (
+        f"runs another stoker than the job's ({theirs}; the job runs {digest}): install the same "
+        "stoker on every node, or on a file system every node sees"
+    )
+
+
+def decide(nodes: Sequence[str], logs: Mapping[str, str | None], digest: str | None = None) -> list[SetAside]:
+    """The nodes whose preflight output (None: none) does not end in their pass line, and,
+    given the job's stoker `digest`, those that passed with another stoker."""
     out = []
     for node in nodes:
-        text = logs.get(node)
-        last = last_line(text or "")
+        text = logs.get(node) or ""
+        last = last_line(text)
         if last != passed_line(node):
             out.append(SetAside(node, (last or NO_ANSWER)[:300]))
+        elif digest and (why := other_stoker(text, digest)):
+            out.append(SetAside(node, why[:300]))
     return out
 
 
@@ -92,7 +117,7 @@ def findings(items: Sequence[SetAside]) -> list[Finding]:
     ]
 
 
-def gather(out: Path, nodes: Sequence[str]) -> list[SetAside]:
+def gather(out: Path, nodes: Sequence[str], digest: str | None = None) -> list[SetAside]:
     """Read each node's DIR/preflight/NODE.log (a regular file only) and decide."""
     from reports.safe_read import read_text
 
@@ -100,7 +125,7 @@ def gather(out: Path, nodes: Sequence[str]) -> list[SetAside]:
     for node in nodes:
         p = out / PREFLIGHT_DIR / f"{node}.log"
         logs[node] = read_text(p) if p.is_file() and not p.is_symlink() else None
-    return decide(nodes, logs)
+    return decide(nodes, logs, digest)
 
 
 HELP = "after the preflight: write DIR/setaside.jsonl and print the nodes that go on (the sbatch job)"
@@ -118,7 +143,7 @@ def main(args: argparse.Namespace) -> int:
     if not nodes or bad is not None:
         raise UsageError(f"node {bad!r} {why_not_plain(bad)}; pass the job's nodes as plain names")
     out: Path = args.out
-    aside = gather(out, nodes)
+    aside = gather(out, nodes, getattr(args, "digest", None))
     try:
         with open(out / SETASIDE_FILE, "a", encoding="utf-8") as fh:
             fh.writelines(line(s) for s in aside)

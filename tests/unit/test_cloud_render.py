@@ -137,9 +137,9 @@ def test_indexed_job_is_one_world_of_two_pods() -> None:
         2,
         0,
     )
-    # quick: inventory (120 + 120) + compute (200 + 120) + 3 net phases x (180 + 120) + storage (180 + 120) + report 120 + margin 300
-    # quick, 2 nodes: the phases at the profile's limits, + the 600 s start barrier
-    assert spec["activeDeadlineSeconds"] == 240 + 320 + 3 * 300 + 300 + 120 + 300 + 600 == 2780
+    # quick: preflight (120 + 120) + inventory (120 + 120) + compute (200 + 120) + 3 net phases x (180 + 120)
+    # + storage (180 + 120) + report 120 + margin 300, + the 600 s start barrier
+    assert spec["activeDeadlineSeconds"] == 240 + 240 + 320 + 3 * 300 + 300 + 120 + 300 + 600 == 3020
     pod = spec["template"]["spec"]
     assert pod["subdomain"] == svc["metadata"]["name"] == "stoker-golden"
     env = {e["name"]: e["value"] for e in container(job)["env"]}

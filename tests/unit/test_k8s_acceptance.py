@@ -56,7 +56,8 @@ def test_pods_are_guaranteed_tolerate_the_gpu_taint_and_the_job_has_ttl_and_fail
     assert rules[1]["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
     env = {e["name"]: e["value"] for e in c["env"]}
     assert env["SYNC_TIMEOUT"] == "600"  # the start barrier, in the deadline too
-    assert spec["activeDeadlineSeconds"] == 2780  # 2180 s of phases (quick, 2 nodes) + 600
+    # 2420 s of phases (quick, 2 nodes, the preflight's 240 among them) + 600
+    assert spec["activeDeadlineSeconds"] == 3020
 
 
 def test_cpu_pods_tolerate_no_gpu_taint() -> None:

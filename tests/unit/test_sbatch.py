@@ -67,16 +67,16 @@ def test_no_placeholder_left() -> None:
 
 
 def test_job_time_adds_up_phase_limits() -> None:
-    # quick, 2 nodes: (120 + 120) inventory + (200 + 120) compute + 3 net phases x (180 + 120)
-    # + (180 + 120) io + 120 report + 300 margin = 2180 s
-    assert job_time(CASES["two-node-quick-gloo"]) == "0:36:20"
-    # full, 1 node of 8 GPUs: (120 + 120) + (1980 + 120) + 1 x (1800 + 120) + (1800 + 120) + 300 + 300
-    # = 6780 s (one node is below the two the profiles are sized for: their limits as they are)
+    # quick, 2 nodes: (120 + 120) preflight + (120 + 120) inventory + (200 + 120) compute
+    # + 3 net phases x (180 + 120) + (180 + 120) io + 120 report + 300 margin = 2420 s
+    assert job_time(CASES["two-node-quick-gloo"]) == "0:40:20"
+    # full, 1 node of 8 GPUs: (120 + 120) + (120 + 120) + (1980 + 120) + 1 x (1800 + 120) + (1800 + 120)
+    # + 300 + 300 = 7020 s (one node is below the two the profiles are sized for: their limits as they are)
     assert (
         job_time(
             SbatchConfig(nodes=1, ranks_per_node=8, gpus_per_node=8, profile=get_profile("full"), out="/r")
         )
-        == "1:53:00"
+        == "1:57:00"
     )
 
 
@@ -86,7 +86,7 @@ def test_compute_budget_sets_the_phase_and_its_limit() -> None:
     (line,) = [x for x in render(short).splitlines() if x.startswith("phase compute ")]
     # 2 s of sweep + 1 + 180 s of start-up room, + the job's 120 s grace; the default is 200 + 120
     assert line.startswith("phase compute 303 ") and " compute --profile quick --budget 2 --out " in line
-    assert job_time(short) == "0:36:03"  # 2180 - 320 + 303 = 2163 s
+    assert job_time(short) == "0:40:03"  # 2420 - 320 + 303 = 2403 s
 
 
 def test_given_time_and_quoted_out() -> None:
@@ -222,11 +222,12 @@ def test_launcher_scripts_switch_to_groups_at_the_same_node_count() -> None:
         ]
 
 
-@pytest.mark.parametrize(("setaside_rc", "job_rc"), [(3, 3), (2, 2)])
+@pytest.mark.parametrize(("setaside_rc", "job_rc", "soak_s"), [(3, 3, None), (2, 2, None), (3, 3, 600)])
 def test_too_few_nodes_after_the_preflight_stop_the_job(
-    setaside_rc: int, job_rc: int, tmp_path: Path
+    setaside_rc: int, job_rc: int, soak_s: int | None, tmp_path: Path
 ) -> None:
-    """`stoker set-aside` below --min-nodes (3) or given bad names (2): nothing runs after it."""
+    """`stoker set-aside` below --min-nodes (3) or given bad names (2): nothing runs after it,
+    a burn-in's soak (`--soak`) neither."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL), ("stoker", FAKE_STOKER)):
@@ -241,9 +242,11 @@ def test_too_few_nodes_after_the_preflight_stop_the_job(
         out=str(out),
         local_path=str(tmp_path / "local"),
         stoker=("stoker",),
+        soak_s=soak_s,
     )
     script = tmp_path / "job.sbatch"
     script.write_text(render(cfg), encoding="utf-8")
+    assert ("\nphase soak " in script.read_text()) == bool(soak_s)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1"}
     p = subprocess.run(
         ["bash", str(script)],
@@ -254,7 +257,7 @@ def test_too_few_nodes_after_the_preflight_stop_the_job(
     )
     assert p.returncode == job_rc, p.stdout + p.stderr
     assert "stoker: n2 set aside: bad" in p.stderr and "stops after the preflight" in p.stderr
-    assert not (out / "phases.jsonl").exists()
+    assert not (out / "phases.jsonl").exists() and not (out / "phase-soak.log").exists()
 
 
 def test_min_nodes_is_between_one_and_the_nodes() -> None:
