@@ -63,7 +63,7 @@ def promised(spec_path: str | None, job_gpus: int) -> tuple[int | None, int | No
     gpus_per_node, else the job's), NICs where the spec's inter_node is a link x count."""
     if not spec_path:
         return (job_gpus or None), None, ""
-    from reports.judging.spec import load_spec
+    from reports.spec import load_spec
 
     spec = load_spec(spec_path)
     gpus = (spec.gpus_per_node or job_gpus) if job_gpus > 0 else None
