@@ -2,7 +2,8 @@
 name is no `test_*.py`, so the suite never collects it). It builds what the beds build — a
 namespaced cluster (prefix `kst`), a throttled loop device with a process in its cgroup, a
 process in a namespace in a session of its own, an mpirun with two ranks started as
-test_net_mpi.py starts one — writes what it built to `$STOKER_STOP_BED/up.json`, then blocks
+test_net_mpi.py starts one, a one-node Slurm running a batch job (slurmd forks the job's
+slurmstepd twice: it leaves the process tree) — writes what it built to `$STOKER_STOP_BED/up.json`, then blocks
 in `subprocess.run` until it is stopped."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 
 from tests.harness.blockdev import start_in_cgroup, throttled_disk
 from tests.harness.netns import NetnsCluster
+from tests.harness.slurm import SlurmCluster
 
 PREFIX = "kst"
 SLEEP = "3607"  # a sleep no other test starts
@@ -33,7 +35,8 @@ def cluster() -> Iterator[NetnsCluster]:
 
 def test_a_bed_that_waits_to_be_stopped(cluster: NetnsCluster) -> None:
     out = Path(os.environ["STOKER_STOP_BED"])
-    with throttled_disk(rate=50 * 2**20, size="64M") as disk:
+    with throttled_disk(rate=50 * 2**20, size="64M") as disk, SlurmCluster(prefix=PREFIX, nodes=1) as slurm:
+        job = slurm.sbatch(["--wrap", f"sleep {SLEEP}"])
         in_cgroup = subprocess.Popen(
             ["sleep", SLEEP], preexec_fn=lambda: start_in_cgroup(disk.cgroup_procs), cwd=disk.mount
         )
@@ -44,7 +47,9 @@ def test_a_bed_that_waits_to_be_stopped(cluster: NetnsCluster) -> None:
             [mpirun, "-np", "2", "--oversubscribe", "sleep", SLEEP], env={**os.environ, **MPI_ENV}
         )
         up = {
-            "pids": [in_cgroup.pid, in_ns.pid, ranks.pid],
+            "pids": [in_cgroup.pid, in_ns.pid, ranks.pid, slurm.daemon_pid(0)],
+            "slurm": str(slurm.dir),
+            "job": job,
             "image": str(disk.mount.parent / "disk.img"),
             "mount": str(disk.mount),
             "cgroup": str(disk.cgroup_procs.parent),

@@ -1,8 +1,8 @@
 """A suite stopped by SIGTERM (CI's cancel, `timeout`) or SIGINT (Ctrl-C) leaves nothing
 behind: a pytest running a bed (stop_child_bed.py: a namespaced cluster, a throttled loop
-device, processes in a namespace, in a cgroup and under mpirun) is signalled once the bed is
-up, and afterwards no namespace of its prefix, no loop device, mount or cgroup of its disk and
-no process it started is left (tests/harness/stop.py and tests/conftest.py do the cleanup)."""
+device, processes in a namespace, in a cgroup and under mpirun, a Slurm daemon running a job)
+is signalled once the bed is up, and afterwards no namespace of its prefix, no loop device,
+mount or cgroup of its disk, no Slurm dir and no process it started is left (tests/harness/stop.py and tests/conftest.py do the cleanup)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ import pytest
 
 from tests.conftest import PYTHON, REPO, ctrl_c_default, needs_root, needs_tool
 from tests.harness.netns import NETNS_ETC, run_ip
-from tests.harness.stop import descendants
+from tests.harness.stop import run_processes
 
 CHILD = REPO / "tests" / "integration" / "stop_child_bed.py"
 PREFIX = "kst"  # stop_child_bed.PREFIX
-SLEEPS = 5  # stop_child_bed's `sleep 3607`s: in the cgroup, in a namespace, two ranks, the test's own
+# stop_child_bed's `sleep 3607`s: in the cgroup, in a namespace, two ranks, the Slurm job, the test's own
+SLEEPS = 6
 
 
 def _sleeps(procs: dict[int, int]) -> int:
@@ -60,7 +61,7 @@ def test_a_stopped_suite_leaves_no_namespace_loop_device_or_process(tmp_path: Pa
         deadline = time.monotonic() + 120
         procs: dict[int, int] = {}
         while time.monotonic() < deadline and child.poll() is None:
-            procs = descendants(child.pid)
+            procs = run_processes(child.pid)
             if (tmp_path / "up.json").exists() and _sleeps(procs) == SLEEPS:
                 break
             time.sleep(0.2)
@@ -90,3 +91,4 @@ def test_a_stopped_suite_leaves_no_namespace_loop_device_or_process(tmp_path: Pa
     assert loops.stdout.strip() == "" and not Path(up["image"]).exists(), loops.stdout
     assert up["mount"] not in Path("/proc/self/mounts").read_text()
     assert not Path(up["cgroup"]).exists()
+    assert not Path(up["slurm"]).exists()
