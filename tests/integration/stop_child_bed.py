@@ -36,7 +36,7 @@ def cluster() -> Iterator[NetnsCluster]:
 def test_a_bed_that_waits_to_be_stopped(cluster: NetnsCluster) -> None:
     out = Path(os.environ["STOKER_STOP_BED"])
     with throttled_disk(rate=50 * 2**20, size="64M") as disk, SlurmCluster(prefix=PREFIX, nodes=1) as slurm:
-        job = slurm.sbatch(["--wrap", f"sleep {SLEEP}"])
+        job = slurm.sbatch(["--output", str(slurm.dir / "job.out"), "--wrap", f"sleep {SLEEP}"])
         in_cgroup = subprocess.Popen(
             ["sleep", SLEEP], preexec_fn=lambda: start_in_cgroup(disk.cgroup_procs), cwd=disk.mount
         )
