@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 from hypothesis import settings
+
+from tests.harness import stop
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -25,6 +28,7 @@ PYTHON = sys.executable
 STOKER = [PYTHON, "-m", "launchers.cli"]
 
 CI = os.environ.get("CI", "").lower() == "true"
+_RESTORE_SIGNALS = pytest.StashKey[Callable[[], None]]()
 IS_ROOT = os.geteuid() == 0
 
 # the same examples on every CI run: a red CI is reproducible, a green one not luck
@@ -69,6 +73,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "needs_bed(missing, reason): the test needs root or a tool; skip (fail under CI=true)"
     )
     config.pluginmanager.register(BedProgress(config), "stoker-bed-progress")
+    # SIGTERM and SIGINT stop every process the suite started, then tear the beds down
+    # (tests/harness/stop.py); put back at the end
+    config.stash[_RESTORE_SIGNALS] = stop.install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    restore = config.stash.get(_RESTORE_SIGNALS, None)
+    if restore is not None:
+        restore()
 
 
 # The tiers (docs/testing.md): a test is `bed` when it builds or needs a bed (it lives in one of

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import STOKER
+from tests.conftest import STOKER, ctrl_c_default
 
 FAKE_FIO = '#!/bin/sh\ncase "$1" in --version) echo fio-3.33; exit 0;; esac\nexec /bin/sleep 120\n'
 # the least a run does before storage: the inventory and network left out, the compute phase
@@ -57,6 +57,7 @@ def _interrupted(
         text=True,
         env={**os.environ, "PATH": str(bin_dir)},
         start_new_session=True,  # its own group: a Ctrl-C here reaches it and its phases only
+        preexec_fn=ctrl_c_default,  # Ctrl-C stops it also when the suite runs in the background
     )
     assert proc.stdout is not None
     seen: list[str] = []
