@@ -2,8 +2,9 @@
 statistics, after mamf-finder's method: per shape, warm-up iterations then timed ones; the
 TFLOPS of a shape is 2 x M x N x K / time; `max` from its fastest iteration, `median` from its
 median one, `mean` from the mean (sustained: on a shared CPU an iteration shorter than a
-scheduler slice often runs unpreempted, so the median shows the core's speed, the mean its share); the device's figure is the best shape's. Shapes are ordered so that a time budget
-cut short still sees the large, well-aligned ones first.
+scheduler slice often runs unpreempted, so the median shows the core's speed, the mean its share); the device's figure is the best shape's. A GPU's grid begins with the shapes where
+mamf-finder's published table found each accelerator's maximum (MAMF_SHAPES); the rest is
+ordered so that a time budget cut short still sees the large, well-aligned ones first.
 
 Two passes: the first spends FIRST_PASS_SHARE of the budget over the grid, each shape at most its
 even share of it; the second measures the REPEAT_BEST best shapes again with the rest, and their
@@ -47,6 +48,20 @@ GPU_SIZES: dict[str, tuple[int, ...]] = {
     "quick": (4096, 8192),
     "standard": (2048, 4096, 8192, 12288),
     "full": (1024, 2048, 4096, 6144, 8192, 10240, 12288, 16384),  # 512 shapes: ~4 min per dtype
+}
+# Where mamf-finder's published table found each accelerator's maximum (ml-engineering
+# compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table": the best
+# (M, N, K) by the mean of 100 iterations after 50 warm-up ones), per catalog accelerator with a
+# `mamf` figure and per dtype. Every GPU profile measures these shapes first, then the cube of
+# GPU_SIZES: several of their sides (13312, 14336, 15360, 16128) lie beyond every cube but full's,
+# and the plateau of a device is where its table row says, not at a power of two.
+MAMF_SHAPES: dict[str, dict[Dtype, tuple[int, int, int]]] = {
+    "a100-sxm": {"bf16": (1024, 10240, 5120)},
+    "h100-sxm": {"bf16": (2048, 2048, 13312), "fp8": (1024, 9216, 14336)},
+    "h200": {"bf16": (2048, 2048, 13312), "fp8": (1280, 4096, 12032)},  # bf16: "H200 is the same"
+    "b200": {"bf16": (1792, 16128, 3072), "fp8": (15360, 4096, 3072)},
+    "mi300x": {"bf16": (10240, 15360, 8192)},
+    "gaudi2": {"bf16": (14336, 15360, 2048), "fp8": (6144, 11264, 5120)},
 }
 CPU_SIZES: dict[str, tuple[int, ...]] = {
     "quick": (1024, 2048),
@@ -146,6 +161,18 @@ def shapes(sizes: Sequence[int]) -> list[tuple[int, int, int]]:
     return sorted(grid, key=lambda s: (-(s[0] * s[1] * s[2]), s))
 
 
+def mamf_shapes() -> list[tuple[int, int, int]]:
+    """MAMF_SHAPES's shapes, each once, largest products first."""
+    named = {shape for per_dtype in MAMF_SHAPES.values() for shape in per_dtype.values()}
+    return sorted(named, key=lambda s: (-(s[0] * s[1] * s[2]), s))
+
+
+def gpu_grid(sizes: Sequence[int]) -> list[tuple[int, int, int]]:
+    """A GPU's grid: the shapes of mamf-finder's table first, then the cube of `sizes`."""
+    named = mamf_shapes()
+    return named + [s for s in shapes(sizes) if s not in named]
+
+
 def sweep_dtype(
     device: Device,
     dtype: Dtype,
@@ -216,11 +243,12 @@ class Plan:
     iters: int
     budget_s: float  # per dtype
     device_warmup_s: float  # before the first shape: a cold device scores high (mamf-finder)
+    gpu: bool = False  # a GPU's grid begins with MAMF_SHAPES
 
     grid: tuple[tuple[int, int, int], ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "grid", tuple(shapes(self.sizes)))
+        object.__setattr__(self, "grid", tuple(gpu_grid(self.sizes) if self.gpu else shapes(self.sizes)))
 
 
 def plan(profile: str, dtypes: Sequence[Dtype], gpu: bool, budget_s: float | None = None) -> Plan:
@@ -240,4 +268,5 @@ def plan(profile: str, dtypes: Sequence[Dtype], gpu: bool, budget_s: float | Non
         iters=n,
         budget_s=per,
         device_warmup_s=warm,
+        gpu=gpu,
     )

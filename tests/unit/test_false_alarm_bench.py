@@ -1,37 +1,67 @@
-"""The false-alarm benchmark's tally (benchmarks/false_alarm_bench.py), on hand-written
-verdict.json documents: false alarms per healthy run, misses per faulty run, per finding kind."""
+"""The false-alarm benchmark's tally (benchmarks/false_alarm_bench.py), on hand-written runs:
+false alarms per healthy run, misses and wrong names per faulty run, per finding kind; and its
+beds' spec files, whose figures must be the beds' own limits."""
 
 from __future__ import annotations
 
-from benchmarks.false_alarm_bench import failing_kinds, judged_findings, tally
+import yaml
+
+from benchmarks.false_alarm_bench import Run, findings_of, table, tally
+
+DISK_W = "local storage: checkpoint_write write bandwidth"
+PAIR = "node: pair busbw"
+EXPECT = ((DISK_W, None), (PAIR, "n2"))
 
 
-def _v(*findings: tuple[str, str, str]) -> dict[str, object]:
-    return {"findings": [{"component": c, "check": k, "status": s} for c, k, s in findings]}
+def _run(faulty: bool, *findings: tuple[str, str, tuple[str, ...]], error: str = "") -> Run:
+    return Run(bed="b", faulty=faulty, findings=findings, error=error)
 
 
-def test_false_alarms_and_misses_per_kind() -> None:
-    disk = ("local storage", "checkpoint_write write bandwidth")
-    healthy = [
-        _v((*disk, "ok")),
-        _v((*disk, "below_spec"), ("intra-node network", "all_reduce busbw plateau", "ok")),
-        _v((*disk, "below_spec"), (*disk, "below_spec")),  # one kind counts once per run
-        _v(("node", "slow node", "suspect")),  # suspect is not a fail
+def test_false_alarms_misses_and_wrong_names_per_kind() -> None:
+    runs = [
+        _run(False, (DISK_W, "ok", ()), (PAIR, "ok", ())),
+        _run(False, (DISK_W, "below_spec", ()), (PAIR, "transient", ())),
+        _run(False, (DISK_W, "regression", ()), ("gpu: x", "suspect", ())),  # suspect: not judged
+        _run(False, error="stoker io exited 2"),  # not counted at all
+        _run(True, (DISK_W, "below_spec", ()), (PAIR, "below_spec", ("n2",))),
+        _run(True, (DISK_W, "ok", ()), (PAIR, "below_spec", ("n0",))),  # two misses, one wrong name
+        _run(True, (DISK_W, "below_spec", ()), ("storage: other", "below_spec", ())),  # PAIR missed
     ]
-    faulty = [_v((*disk, "below_spec")), _v((*disk, "ok")), _v()]
-    rows = tally(healthy, faulty, ["local storage: checkpoint_write write bandwidth"])
-    alarm, miss = rows
-    assert (alarm.kind, alarm.runs, alarm.alarms, alarm.misses) == (
-        "local storage: checkpoint_write write bandwidth",
-        4,
-        2,
-        0,
-    )
-    assert alarm.per_run == 0.5  # 2 false alarms over 4 healthy runs
-    assert (miss.runs, miss.alarms, miss.misses) == (3, 0, 2) and abs(miss.per_run - 2 / 3) < 1e-12
-    assert failing_kinds(_v(("gpu", "matmul TFLOPS (bf16)", "regression"))) == {"gpu: matmul TFLOPS (bf16)"}
+    rows = {r.kind: r for r in tally("b", runs, EXPECT)}
+    assert sorted(rows) == [DISK_W, PAIR, "storage: other"]
+    d, p, o = rows[DISK_W], rows[PAIR], rows["storage: other"]
+    # healthy: 3 runs counted (the errored one is left out); DISK_W failed in 2 of them
+    assert (d.healthy, d.judged, d.alarms, d.transients) == (3, 3, 2, 0)
+    assert (d.faulty, d.misses, d.wrong) == (3, 1, 0)
+    # PAIR judged in 2 healthy runs (ok, transient), never failed there; named n2 in 1 of 3 faulty
+    assert (p.judged, p.alarms, p.transients) == (2, 0, 1)
+    assert (p.misses, p.wrong) == (2, 1)
+    # a kind nobody planted: no miss column, its fail on a faulty run is a wrong name
+    assert (o.judged, o.alarms, o.misses, o.wrong) == (0, 0, None, 1)
+    lines = table([d, o])
+    assert lines[2] == f"| b | {DISK_W} | 3/3 | 0.67 (2/3) | 0.00 (0/3) | 0.33 (1/3) | 0.00 (0/3) |"
+    assert lines[3].endswith("| — (not planted) | 0.33 (1/3) |")
 
 
-def test_a_run_that_judged_nothing_cannot_raise_an_alarm() -> None:
-    assert judged_findings(_v(("local storage", "x", "no_reference"), ("node", "y", "suspect"))) == 0
-    assert judged_findings(_v(("local storage", "x", "ok"), ("node", "y", "below_spec"))) == 2
+def test_findings_are_read_from_a_verdict() -> None:
+    verdict = {
+        "findings": [
+            {"component": "node", "check": "pair busbw", "status": "below_spec", "hosts": ["n2"]},
+            {"component": "local storage", "check": "x", "status": "ok"},
+            "garbage",
+        ]
+    }
+    assert findings_of(verdict) == ((PAIR, "below_spec", ("n2",)), ("local storage: x", "ok", ()))
+
+
+def test_the_spec_files_state_the_beds_limits() -> None:
+    from benchmarks.false_alarm_beds import DATA, spec_figures_agree
+
+    assert spec_figures_agree() == []
+    # by hand: 400 Mbit/s = 400e6 / 8 B/s = 0.05 GB/s; 50 MiB/s = 52,428,800 B/s = 0.0524288 GB/s
+    net = yaml.safe_load((DATA / "spec-netns.yaml").read_text())
+    assert net["network"]["inter_node"] == {"GBps": 0.05}
+    disk = yaml.safe_load((DATA / "spec-disk.yaml").read_text().replace("$mount", "/m"))
+    assert disk["storage"] == [
+        {"path": "/m", "kind": "local", "read_GBps": 0.0524288, "write_GBps": 0.0524288}
+    ]
