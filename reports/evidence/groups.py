@@ -6,9 +6,9 @@ decisions the run took; and the scale estimate of the search against the pair to
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from reports.group_search import Group, SearchResult, group_search, round_robin_rounds
+from reports.group_search import Group, SearchResult, group_search
 from reports.outliers import DEFAULT_MIN_GAP
 from reports.records import NetRecord, rail_of
 from reports.table import NetTable
@@ -90,43 +90,3 @@ def replay(table: NetTable, min_gap: float = DEFAULT_MIN_GAP) -> SearchResult | 
     except LookupError:
         return None
     return replace(res, rails=recorded_rails(net))
-
-
-# -- the scale estimate -------------------------------------------------------------
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Sizes:
-    """What one measurement costs: bytes per rank buffer, timed and warmup iterations (the
-    `standard` profile: --pair-bytes defaults to its --max-bytes 1G, 20 + 5 iterations), the
-    per-pair busbw (one 400 Gb/s rail at ~80%), and a fixed cost per round (creating the
-    round's communicators, barriers)."""
-
-    bytes: int = 1 << 30
-    iters: int = 20
-    warmup: int = 5
-    busbw_GBps: float = 40.0
-    round_setup_s: float = 2.0
-
-
-def round_seconds(group_nodes: int, sizes: Sizes) -> float:
-    """One all-reduce round over groups of `group_nodes`: a ring moves 2(g−1)/g × bytes
-    through each link per operation (nccl-tests' all_reduce bus factor)."""
-    factor = 2 * (group_nodes - 1) / group_nodes
-    per_op = sizes.bytes * factor / (sizes.busbw_GBps * 1e9)
-    return sizes.round_setup_s + (sizes.iters + sizes.warmup) * per_op
-
-
-def estimate(n: int, sizes: Sizes = Sizes()) -> dict[str, float]:
-    """Rounds and minutes for the round-robin tournament and for the grouping search with
-    one bad node (simulated: the round count depends only on n)."""
-    rr = round_robin_rounds(n)
-    hosts = [f"h{i}" for i in range(n)]
-    bad = hosts[-1]
-    result = group_search(hosts, lambda gs: [1.0 if bad in g else 4.0 for g in gs])
-    group_s = sum(round_seconds(max(len(g) for g, _ in rnd), sizes) for rnd in result.history)
-    return {
-        "nodes": n,
-        "round_robin_rounds": rr,
-        "round_robin_min": rr * round_seconds(2, sizes) / 60,
-        "group_rounds": result.rounds,
-        "group_min": group_s / 60,
-    }

@@ -12,8 +12,15 @@ import pytest
 
 from netbench.topology import round_robin
 from reports.evidence import groups as ev_groups
-from reports.evidence.groups import Sizes, estimate, round_seconds
-from reports.group_search import Group, SearchResult, group_search, round_robin_rounds
+from reports.group_search import (
+    Group,
+    SearchResult,
+    Sizes,
+    estimate,
+    group_search,
+    round_robin_rounds,
+    round_seconds,
+)
 from reports.judging import groups as judging
 from reports.records import NetRecord
 from reports.table import NetTable
