@@ -8,11 +8,11 @@ times with each backend, one process group for all the saves:
 
 `torch.save`: every rank saves its shard to its own file and fsyncs it; `torch.dcp`: one
 `torch.distributed.checkpoint.save` of the whole job (its planning collectives included),
-`sync_files`. Each save writes new files under D (its node's disk, or the one shared by all
-nodes; with several --dir, each in turn), is timed on every rank from a barrier to the next,
-and its files are removed after. Every rank prints one JSON
-line: {"rank": r, "saves": [{"dir", "backend", "repeat", "seconds", "bytes"}, ...]}, bytes being
-what this rank wrote (rank 0's DCP metadata file included).
+`sync_files`; `torch.dcp tiny`: the same with 4 KB per rank, its coordination alone. Each save
+writes new files under D (its node's disk, or the one shared by all nodes; with several --dir,
+each in turn), is timed on every rank from a barrier to the next, and its files are removed
+after. Every rank prints one JSON line: {"rank": r, "saves": [{"dir", "backend", "repeat",
+"seconds", "bytes"}, ...]}, bytes being what this rank wrote (rank 0's DCP metadata included).
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ import torch.distributed as dist
 from tests.validation.io_worker import checkpoint_state
 
 BACKENDS = ("torch.save", "torch.dcp")
+# a DCP save of almost nothing, timed like the others: what its coordination costs (planning
+# collectives, rank 0's metadata file after every rank's data, the final collective)
+TINY = "torch.dcp tiny"
 
 
 def _save(backend: str, state: dict, target: Path, rank: int) -> list[Path]:
@@ -61,13 +64,15 @@ def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     state = {f"rank{rank}": checkpoint_state(a.width, a.depth)}
+    tiny = {f"rank{rank}": torch.zeros(1024)}
     saves = []
-    for repeat, d, backend in itertools.product(range(a.repeats), a.dir, BACKENDS):
+    for repeat, d, backend in itertools.product(range(a.repeats), a.dir, (*BACKENDS, TINY)):
         target = Path(d) / f"{backend.replace('.', '_')}-{repeat}"
         target.mkdir(parents=True, exist_ok=True)
         dist.barrier()
         t0 = time.perf_counter()
-        files = _save(backend, state, target, rank)
+        kind, what = (backend, state) if backend != TINY else ("torch.dcp", tiny)
+        files = _save(kind, what, target, rank)
         dist.barrier()
         seconds = time.perf_counter() - t0
         nbytes = sum(p.stat().st_size for p in files)
