@@ -44,11 +44,12 @@ def test_sharded_save_of_two_nodes_within_15_percent(tmp_path: Path) -> None:
         t1 = time.monotonic()
         saves = sharded_nodes.real_saves(c, nodes, NPROC, 29611, REPEATS, DEPTH)
         print(f"stoker io {t1 - t0:.0f} s, the real saves {time.monotonic() - t1:.0f} s")
+    place = {str(p): name for name, p in zip(sharded_nodes.STORAGE, nodes[0].paths)}
     for r in records.io:
         if r.workload == "checkpoint_write":
             per_host = ", ".join(f"{v:.4f}" for v in r.per_host_bw_GBps.values())
             print(
-                f"stoker io: {Path(r.path).parent.parent.name} {r.backend} {r.procs} processes on {r.nodes} "
+                f"stoker io: {place[r.path]} {r.backend} {r.procs} processes on {r.nodes} "
                 f"nodes: per host {per_host} GB/s; together {together_GBps(r):.4f}, over the window "
                 f"{r.bw_GBps:.4f} GB/s"
             )
