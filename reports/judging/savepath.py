@@ -7,9 +7,8 @@ and `async` (DCP's async_save writes through the same FileSystemWriter) the `tor
 `stoker io` saves twice per kind: one process per node (the per-writer figure) and as many
 processes per node as it has GPUs, all at once (the node's figure, iobench/torch_ckpt.py).
 A synchronous save waits for its slowest node, so a record's node figure is its slowest
-host's, and its aggregate all hosts' bytes over the slowest host's time (`together_GBps`);
-each record is already the median of its saves (`samples_GBps`, reports/spread.py), and of
-repeated records the best counts.
+host's; each record is already the median of its saves (`samples_GBps`, reports/spread.py),
+and of repeated records the best counts.
 
 Without a record of that kind, fio's figure stands in with a stated overhead: a real save
 also serialises the state dict before the bytes reach the disk, each rank its own shard, so
@@ -61,28 +60,13 @@ def slowest_node_GBps(r: IoRecord) -> float:
     return min(per) if per else r.bw_GBps / max(1, r.nodes)
 
 
-def together_GBps(r: IoRecord) -> float:
-    """What a record's hosts wrote together, as a synchronous save that starts them at once:
-    all their bytes over the slowest host's own time. The record's bw_GBps divides by the
-    window from the first host's start to the last host's end, which also counts how much later
-    one host started than another (each builds its state dict or starts fio after the barrier;
-    its saves then run on, shifted): 2 namespaced nodes sharing a 30 MiB/s device wrote 0.031 GB/s
-    together while each host took 2.0 s, and 0.021 GB/s over that window. The record's bw_GBps
-    when it names no per-host bytes and times."""
-    secs = [float(v) for v in (r.extra.get("per_host_seconds") or {}).values()]
-    nbytes = [float(v) for v in (r.extra.get("per_host_bytes") or {}).values()]
-    if not secs or not nbytes or max(secs) <= 0:
-        return r.bw_GBps
-    return sum(nbytes) / max(secs) / 1e9
-
-
 def _best(recs: Sequence[IoRecord]) -> IoRecord:
     return max(recs, key=lambda r: (slowest_node_GBps(r), r.bw_GBps))
 
 
 def _widest(recs: Sequence[IoRecord]) -> IoRecord:
     """The record measured from the most nodes, the fastest of those: the aggregate."""
-    return max(recs, key=lambda r: (r.nodes, together_GBps(r)))
+    return max(recs, key=lambda r: (r.nodes, r.bw_GBps))
 
 
 def pick(records: Sequence[IoRecord], fmt: str = "torch.save") -> SaveRates | None:
@@ -112,7 +96,7 @@ def pick(records: Sequence[IoRecord], fmt: str = "torch.save") -> SaveRates | No
             per_writer_GBps=per_writer,
             node_GBps=node_GBps,
             node_writers=writers_per_node(node),
-            aggregate_GBps=together_GBps(agg),
+            aggregate_GBps=agg.bw_GBps,
             nodes_measured=agg.nodes,
             serialise_GBps=None,
             note=f"from the {want} records: {one}{node_GBps:.3g} GB/s per node with {how}",
@@ -129,7 +113,7 @@ def pick(records: Sequence[IoRecord], fmt: str = "torch.save") -> SaveRates | No
         per_writer_GBps=None,
         node_GBps=node_GBps,
         node_writers=writers_per_node(node),
-        aggregate_GBps=together_GBps(agg),
+        aggregate_GBps=agg.bw_GBps,
         nodes_measured=agg.nodes,
         serialise_GBps=ser,
         note=f"no {want} record: {node.backend}'s {node_GBps:.3g} GB/s per node plus the stated overhead "

@@ -180,28 +180,3 @@ def test_a_record_that_moved_nothing_sets_no_rate() -> None:
     # the zero record is left out: the one process's 0.48 GB/s is all there is (a floor)
     assert r is not None and r.node_GBps == 0.48 and r.node_writers == 1
     assert pick([zero], "torch.save") is None
-
-
-def test_the_aggregate_is_the_hosts_writing_together_not_their_start_skew() -> None:
-    """2 nodes sharing one device (measured on the namespaced bed, 2026-11-26): each host's 2
-    processes saved 2 x 15 MiB = 31,457,280 B, in 2.0 s and 1.95 s of their own; the hosts
-    started about 1 s apart, so the window from the first start to the last end was 2.97 s and
-    the record's bw_GBps 62,914,560 / 2.97 = 0.02118 GB/s. Together, as a synchronous save
-    starts them: 62,914,560 B over the slowest host's 2.0 s = 0.03145728 GB/s."""
-    shard = 2 * 15 * 2**20
-    rec = dataclasses.replace(
-        io("checkpoint_write", "write", "/shared/ck", 0.02118, per_host={"n00": 0.015729, "n01": 0.016132}),
-        procs=4,
-        backend="torch.save",
-        extra={"per_host_bytes": {"n00": shard, "n01": shard}, "per_host_seconds": {"n00": 2.0, "n01": 1.95}},
-    )
-    r = pick([rec], "torch.save")
-    assert r is not None and r.aggregate_GBps == pytest.approx(0.03145728, rel=1e-9)
-    # the job: 151.2e6 B by 4 FSDP ranks, 2 per node, 37.8e6 B each; a node's 75.6e6 B at the
-    # slowest host's 0.015729 GB/s: 4.806409 s; all 151.2e6 B at 0.03145728 GB/s: 4.806519 s,
-    # the save (over the skewed window's 0.02118 GB/s it was 7.138810 s)
-    t = save_time(151.2e6, layout(151.2e6, "fsdp", "torch.save", 4, 2), r, local=False)
-    assert t.node_s == pytest.approx(4.806409, rel=1e-6)
-    assert t.seconds == pytest.approx(4.806519, rel=1e-6)
-    # a record that names no per-host bytes and times keeps its own bw_GBps (fio's 2 x 10 above)
-    assert pick(_records(2).io, "torch.save").aggregate_GBps == 20.0  # type: ignore[union-attr]

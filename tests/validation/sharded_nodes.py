@@ -108,7 +108,7 @@ def stoker_io(
     cluster: fio, then torch.save and DCP saved by one process per node and by `writers` per
     node at once. The records name rank 0's paths."""
     args = ["--workloads", "checkpoint", "--ckpt-bytes", str(ckpt_bytes), "--writers", str(writers)]
-    args += ["--runtime", "2", "--out", str(out)]
+    args += ["--runtime", "3", "--out", str(out)]
     world = len(nodes)
     jobs = [
         (
