@@ -74,10 +74,11 @@ def _cgroup(name: str, majmin: str, rate: int) -> tuple[Path, Path]:
 
 
 @contextlib.contextmanager
-def throttled_disk(rate: int, size: str = "1G") -> Iterator[ThrottledDisk]:
+def throttled_disk(rate: int, size: str = "1G", name: str = "") -> Iterator[ThrottledDisk]:
     """An ext4 loop device mounted on a temp dir, throttled to `rate` bytes/s for processes
-    placed in its cgroup. Throttling acts on I/O that reaches the device (O_DIRECT)."""
-    tag = f"io-{os.getpid()}"
+    placed in its cgroup. Throttling acts on I/O that reaches the device (O_DIRECT).
+    `name` tells apart several disks of one process (one per node of a bed)."""
+    tag = f"io-{os.getpid()}" + (f"-{name}" if name else "")
     work = Path(tempfile.mkdtemp(prefix=f"{tag}-loop-"))
     img, mnt = work / "disk.img", work / "mnt"
     mnt.mkdir()
