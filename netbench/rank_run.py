@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from netbench.backends import Backend
@@ -43,7 +43,8 @@ class Settings:
     soak_passes: int | None = None  # ... or at most this many passes
     soak_first: int = 1  # the first pass's number (a soak of several phases counts on)
     spec_file: str | None = None  # a swept figure under its threshold is measured again (netbench.confirm)
-    confirm_rule: ConfirmRule | None = None  # which, by the report's rule (None: nothing is)
+    # which, by the report's rule (None: nothing is); a function, so not in the manifest
+    confirm_rule: ConfirmRule | None = field(default=None, metadata={"manifest": False})
 
 
 @dataclass(kw_only=True, slots=True)
@@ -84,3 +85,8 @@ def measure_step(wd: Watchdog, what: str) -> Iterator[None]:
         raise MeasurementAborted(f"{what} failed ({type(exc).__name__}: {first}); {wd.where}") from None
     finally:
         wd.disarm()
+
+
+def manifest_settings(s: Settings) -> dict[str, Any]:
+    """The settings a manifest records: every field but those marked `manifest: False`."""
+    return {f.name: getattr(s, f.name) for f in fields(s) if f.metadata.get("manifest", True)}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from netbench import output
 from netbench.backends import ITEMSIZE, Backend
 from netbench.collectives import TABLE, Collective
 from netbench.harness import ROOT, RankResult, measure, slots_for
-from netbench.rank_run import RankRun, Settings, measure_step
+from netbench.rank_run import RankRun, Settings, manifest_settings, measure_step
 from netbench.sweep import mean_across_ranks, slowest
 from netbench.topology import (
     Group,
@@ -63,7 +62,7 @@ def _manifest(
     m["ranks_on_host"] = topo.hosts.count(host)
     m["versions"] = {**installed_versions(("torch", "mpi4py", "numpy")), **b.versions()}
     m["devices"] = [b.device]
-    m["settings"] = {**asdict(s), "backend": b.name, "world": b.world}
+    m["settings"] = {**manifest_settings(s), "backend": b.name, "world": b.world}
     try:
         from netbench.inventory.hardware import detect_hardware
 

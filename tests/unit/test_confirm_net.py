@@ -205,3 +205,32 @@ def test_a_node_still_an_outlier_fails_with_both_figures(tmp_path: Path) -> None
     assert f.hosts == ("n3",) and f.status == "below_spec"
     assert (f.extra["first_GBps"], f.extra["confirm_GBps"]) == (5.0, 5.5)
     assert f.message.endswith("5.5 GB/s, still under.")
+
+
+def test_the_confirmation_rule_is_given_but_never_written_to_the_manifest() -> None:
+    # `stoker net` hands netbench the report's rule as a function (launchers/net_cmd.py); the
+    # manifest records the settings as JSON, so the function must stay out of it
+    import json
+
+    from launchers.net_cmd import report_rule
+    from netbench.rank_run import Settings, manifest_settings
+
+    s = Settings(
+        ops=("all_reduce",),
+        sizes=(1 << 20,),
+        iters=1,
+        warmup=0,
+        dtype="float32",
+        scopes=("world",),
+        in_place=False,
+        check=False,
+        timeout_s=10.0,
+        pair_bytes=1 << 20,
+        pair_op="all_reduce",
+        spec_file="spec.yaml",
+        confirm_rule=report_rule,
+    )
+    m = manifest_settings(s)
+    assert "confirm_rule" not in m and m["spec_file"] == "spec.yaml"
+    json.dumps(m)
+    assert report_rule([_net(0.076)], SPEC, []) == [("inter-node", "all_reduce")]
