@@ -22,3 +22,14 @@ def test_an_intra_node_finding_names_no_conversion() -> None:
         100.0,
     )
     assert "judged" not in f.extra, f.extra
+
+
+def test_the_verdict_records_the_specs_own_thresholds() -> None:
+    # the spec lowers the network share to 70%: 75 of 100 GB/s passes, and verdict.json's
+    # thresholds say 0.7 (storage keeps the documented 0.8)
+    spec = parse_spec(
+        {"name": "s", "thresholds": {"network": 0.7}, "network": {"intra_node": {"GBps": 100}}}, "spec.yaml"
+    )
+    j = judge(evidence(flat("intra-node", "all_reduce", 75.0)), spec, scope="node")
+    assert j.verdict == "pass", j.headline
+    assert j.thresholds == {"network": 0.7, "storage": 0.8}
