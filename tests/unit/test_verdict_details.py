@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from reports.judging.judge import judge
 from reports.judging.spec import parse_spec
-from tests.unit.recordgen import evidence, flat
+from reports.judging.workload import parse_workload
+from tests.unit.recordgen import evidence, flat, io
 
 
 def test_an_intra_node_finding_names_no_conversion() -> None:
@@ -33,3 +34,48 @@ def test_the_verdict_records_the_specs_own_thresholds() -> None:
     j = judge(evidence(flat("intra-node", "all_reduce", 75.0)), spec, scope="node")
     assert j.verdict == "pass", j.headline
     assert j.thresholds == {"network": 0.7, "storage": 0.8}
+
+
+def _host_link(device: str, nic: str, path: str) -> dict[str, object]:
+    """One `host link` record of host.jsonl (hand-written in the keys netbench/inventory writes:
+    the nearest NIC and the path to it from `nvidia-smi topo -m`)."""
+    return {
+        "kind": "host",
+        "host": "n1",
+        "component": "host link",
+        "device": device,
+        "nearest_nic": nic,
+        "nic_path": path,
+    }
+
+
+def test_a_gpu_whose_nearest_nic_is_through_the_cpu_is_named_with_that_nic() -> None:
+    # GPU0 and GPU1 reach their NIC behind a PCIe switch (PXB); GPU2's nearest, mlx5_2, is
+    # across the CPU (SYS): one finding about GPU2, naming mlx5_2, failing the run
+    recs = [
+        _host_link("GPU0", "mlx5_0", "PXB"),
+        _host_link("GPU1", "mlx5_1", "PXB"),
+        _host_link("GPU2", "mlx5_2", "SYS"),
+    ]
+    j = judge(evidence(host=recs))
+    (f,) = [f for f in j.findings if f.check == "nearest NIC"]
+    assert (f.component, f.status, f.hosts) == ("gpu", "below_spec", ("n1",))
+    assert f.extra == {"device": "GPU2", "nearest_nic": "mlx5_2"}
+    assert f.message.startswith("n1 GPU2: nearest NIC mlx5_2 via SYS (through the CPU), where 2 other GPU(s)")
+    assert j.verdict == "fail", j.headline
+
+
+def test_a_token_dataloader_without_a_model_is_a_row_in_gb_per_s_saying_what_it_needs() -> None:
+    # bytes per token and no params, gpus or global_batch_tokens: no demand can be computed
+    w = parse_workload({"name": "w", "dataloader": {"bytes_per_token": 4}}, "w.yaml")
+    j = judge(evidence(io=[io("dataloader_read", "read", "/data", 5.0)]), None, w)
+    assert [(r.part, r.status, r.required, r.achieved, r.unit, r.extra) for r in j.model] == [
+        (
+            "dataloader",
+            "no_reference",
+            None,
+            None,
+            "GB/s",
+            {"why": "token-based dataloader needs a model (params, gpus, global_batch_tokens)"},
+        )
+    ]
