@@ -5,9 +5,11 @@ every expected value is written by hand here."""
 
 from __future__ import annotations
 
+from reports.evidence.groups import Group, group_search
 from reports.judging.judge import judge
 from reports.judging.spec import parse_spec
 from reports.judging.workload import parse_workload
+from reports.records import NetRecord
 from tests.unit.recordgen import evidence, flat, io
 
 
@@ -79,3 +81,35 @@ def test_a_token_dataloader_without_a_model_is_a_row_in_gb_per_s_saying_what_it_
             {"why": "token-based dataloader needs a model (params, gpus, global_batch_tokens)"},
         )
     ]
+
+
+def test_a_groups_culprit_slow_on_one_rail_of_two_is_that_rail_only() -> None:
+    # 8 nodes at 10 GB/s, h5 at 2.5 (the search of test_verdict_rules); each pair with h5
+    # measured on two rails: rail 0 at 7.5 (exactly 75% of the 10 GB/s reference: not under it,
+    # so not slow) and rail 1 at 2.5: the finding is rail 1's alone, not the node's
+    rate = {f"h{i}": 10.0 for i in range(8)} | {"h5": 2.5}
+
+    def measure(groups: list[Group]) -> list[float]:
+        return [min(rate[h] for h in g) for g in groups]
+
+    def rec(k: int, i: int, g: tuple[str, ...], v: float, rail: int | None) -> NetRecord:
+        return NetRecord(
+            run_id="r", ts="2026-11-24T00:00:00Z", hosts=g, nodes=len(g), op="all_reduce", scope="groups",
+            ranks=len(g), backend="gloo", dtype="float32", bytes=1 << 22, time_s=1.0, algbw_GBps=v,
+            busbw_GBps=v, wrong=0, group=i, extra={"round": k, **({} if rail is None else {"rail": rail})},
+        )  # fmt: skip
+
+    recs = []
+    for k, rnd in enumerate(group_search(list(rate), measure).history):
+        for i, (g, v) in enumerate(rnd):
+            if "h5" in g and len(g) == 2:
+                recs += [rec(k, i, g, 7.5, 0), rec(k, i, g, 2.5, 1)]
+            else:
+                recs.append(rec(k, i, g, v, None))
+    j = judge(evidence(recs))
+    slow = [
+        (f.component, f.hosts, f.measured, f.extra.get("rail"))
+        for f in j.findings
+        if f.status == "below_spec"
+    ]
+    assert slow == [("node", ("h5",), 2.5, 1)], j.headline
