@@ -11,6 +11,7 @@ from reports.judging.spec import parse_spec
 from reports.judging.workload import parse_workload
 from reports.records import NetRecord
 from tests.unit.recordgen import evidence, flat, io
+from tests.unit.test_localise import F, model
 
 
 def test_an_intra_node_finding_names_no_conversion() -> None:
@@ -113,3 +114,13 @@ def test_a_groups_culprit_slow_on_one_rail_of_two_is_that_rail_only() -> None:
         if f.status == "below_spec"
     ]
     assert slow == [("node", ("h5",), 2.5, 1)], j.headline
+
+
+def test_a_node_slow_against_the_fleet_says_what_it_was_compared_with() -> None:
+    # no spec: 4 nodes at 10 GB/s, n2 at 2.5 (test_localise's round-robin model); n2's best
+    # pair is 2.5 against the median node's 10, and the sentence says the 10 is the fleet's
+    j = judge(evidence(model(4, node_rate={2: F / 4})))
+    (f,) = j.findings
+    assert (f.component, f.check, f.hosts, f.extra["basis"]) == ("node", "pair busbw", ("n2",), "fleet")
+    assert "(best pair 2.5 GB/s against 10 GB/s for the fleet's median node)" in f.message, f.message
+    assert j.verdict == "fail"
