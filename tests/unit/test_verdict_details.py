@@ -124,3 +124,18 @@ def test_a_node_slow_against_the_fleet_says_what_it_was_compared_with() -> None:
     assert (f.component, f.check, f.hosts, f.extra["basis"]) == ("node", "pair busbw", ("n2",), "fleet")
     assert "(best pair 2.5 GB/s against 10 GB/s for the fleet's median node)" in f.message, f.message
     assert j.verdict == "fail"
+
+
+def test_the_hosts_detected_gpu_wins_over_the_devices_the_ranks_named() -> None:
+    # detection read an H100 on n1 (no count); the ranks' manifest names four A100s. Without a
+    # spec the detected H100 is the accelerator, and the ranks' devices neither replace it nor
+    # set gpus_per_node (they would judge the 90 GB/s against an A100 spec and fail it)
+    man = {
+        "schema": 1, "kind": "manifest", "tool": "net", "run_id": "r1", "host": "n1",
+        "hardware": {"gpu_model": "NVIDIA H100 80GB HBM3"},
+        "devices": [{"host": "n1", "index": i, "name": "NVIDIA A100-SXM4-80GB"} for i in range(4)],
+    }  # fmt: skip
+    j = judge(evidence(flat("intra-node", "all_reduce", 90.0), manifests=[man]), None, scope="node")
+    assert "from hardware detection: accelerator=h100-sxm (from 'NVIDIA H100 80GB HBM3')" in j.notes
+    assert not any("a100" in n or "gpus_per_node" in n for n in j.notes), j.notes
+    assert j.verdict != "fail", j.headline
