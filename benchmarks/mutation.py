@@ -55,8 +55,11 @@ def main() -> int:
     if not _all_results():
         print(f"generating the mutants and mapping the tests (mutmut run {BOOTSTRAP}) ...", flush=True)
         p = _mutmut("run", children, BOOTSTRAP)
-        if not _all_results():
-            print(p.stdout[-3000:] + p.stderr[-3000:])
+        if not _all_results() or not (MUTANTS / "mutmut-stats.json").exists():
+            # no map: a test failed in the mapping run (mutmut needs a green tier), or it stopped
+            print(
+                f"mutmut run exited {p.returncode} without a test map:\n{p.stdout[-3000:]}{p.stderr[-3000:]}"
+            )
             return 1
     names = sorted(_all_results())
     sample = sorted(random.Random(a.seed).sample(names, a.sample))
