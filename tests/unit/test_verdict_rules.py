@@ -250,6 +250,17 @@ def test_a_counter_read_one_pass_after_a_dip_is_tied_to_it(k: int, tied: bool) -
         assert sorted(f.component for f in unstable) == ["inter-node network", "network port"]
 
 
+def test_a_gpu_counter_rising_in_a_soak_is_a_gpu_finding() -> None:
+    # a steady soak (no dip) and n1's gpu0 counting 3 ECC errors in pass 4: one unstable
+    # finding, its component the GPU (the device's name says it), not a network port
+    ecc = {**_crc(4), "device": "gpu0", "counter": "ecc_uncorrected", "value": 3, "delta": 3}
+    j = _soak([1.0] * 10, [ecc])
+    assert [(f.component, f.hosts, f.measured) for f in j.findings if f.status == "unstable"] == [
+        ("gpu", ("n1",), 3.0)
+    ]
+    assert j.verdict == "fail", j.headline
+
+
 # -- compute: the slowest GPU sets the pace, a slow GPU is compared with its own node ---------
 def _gpu(host: str, gpu: int, tflops: float) -> dict[str, Any]:
     """A compute record as stoker compute writes it (hand-written; the fields judging reads)."""
