@@ -1,9 +1,10 @@
 """Mutation score of the modules that decide what users act on, on a fixed random sample.
 
 mutmut (configured in pyproject.toml [tool.mutmut]: reports/judging/, reports/safe_write.py,
-reports/plausible.py; the fast tier, tests/unit with -m "not bed") makes ~8,100 mutants of those
-modules; every one against the tests that reach it does not fit a session on 2 cores, so this
-runs a sample: --sample mutants drawn with random.Random(--seed) from the sorted list of all
+reports/plausible.py, and what `stoker check` and `stoker drain` do to a node: launchers/
+node_actions.py, drain_cmd.py, check_cmd.py, action_io.py and check_actions.py; the fast tier,
+tests/unit with -m "not bed") makes ~12,400 mutants of those modules; every one against the
+tests that reach it does not fit a session on 2 cores, so this runs a sample: --sample mutants drawn with random.Random(--seed) from the sorted list of all
 mutant names, the same sample each time for the same code. It prints mutmut's own line for each
 sampled mutant, the counts and the score (killed / sampled, a mutant with no test reaching it
 counted as surviving), and the survivors' names (`mutmut show NAME` prints the diff).
@@ -54,8 +55,11 @@ def main() -> int:
     if not _all_results():
         print(f"generating the mutants and mapping the tests (mutmut run {BOOTSTRAP}) ...", flush=True)
         p = _mutmut("run", children, BOOTSTRAP)
-        if not _all_results():
-            print(p.stdout[-3000:] + p.stderr[-3000:])
+        if not _all_results() or not (MUTANTS / "mutmut-stats.json").exists():
+            # no map: a test failed in the mapping run (mutmut needs a green tier), or it stopped
+            print(
+                f"mutmut run exited {p.returncode} without a test map:\n{p.stdout[-3000:]}{p.stderr[-3000:]}"
+            )
             return 1
     names = sorted(_all_results())
     sample = sorted(random.Random(a.seed).sample(names, a.sample))
@@ -69,6 +73,11 @@ def main() -> int:
         print(f"{status[n]:>12}  {n}")
     killed = sum(s == "killed" for s in status.values())
     counts = {s: list(status.values()).count(s) for s in sorted(set(status.values()))}
+    # mutmut's own report for the sample: its `results --all true` lines for these names
+    listed = _mutmut("results", "--all", "true").stdout.splitlines()
+    mine = set(sample)
+    print("\nmutmut results --all true, the sampled lines:")
+    print("\n".join(ln for ln in listed if ln.strip().split(":")[0] in mine))
     print(f"\n{counts}")
     print(f"score: {killed}/{len(sample)} killed = {killed / len(sample):.0%}")
     if p.returncode != 0:

@@ -19,6 +19,7 @@ import pytest
 from netbench.compute import cli, smi
 from netbench.compute import sweep as sw
 from reports.errors import UsageError
+from reports.evidence import build
 from reports.judging.compute import appetite, compute_findings
 from reports.judging.workload import Workload
 from reports.table import RecordSet
@@ -201,6 +202,26 @@ def test_judge_takes_the_findings_and_the_model_the_measured_appetite() -> None:
         RecordSet(compute=recs), None, Workload(name="w", params=8e9, gpus=8, compute_s=2.0, data="ddp")
     )
     assert given.model_summary["compute_figure"] == "compute_s" and given.model_summary["compute_s"] == 2.0
+
+
+def test_a_slow_gpu_no_throttle_explains_says_throttle_none() -> None:
+    # GPU 0 (792.4 TFLOPS, nvidia-smi's fixture: no throttle reason) at 80%: 633.92 -> "633.9"
+    recs = node_records(slow_share=1.0)
+    recs = [{**r, "median_tflops": 792.4 * 0.8} if (r["gpu"], r["dtype"]) == (0, "bf16") else r for r in recs]
+    (f,) = [f for f in judge_records(RecordSet(compute=recs)).findings if f.status == "below_spec"]
+    assert f.extra["gpu"] == 0 and "GPU 0" in f.message and "633.9 TFLOPS" in f.message
+    assert "throttle: none" in f.message, f.message
+
+
+def test_the_accepted_compute_figure_spans_median_to_max() -> None:
+    # a baseline holds each GPU's best-shape median and, as its spread's top, the record's
+    # max_tflops: GPU 0's bf16 792.4 and 792.4 x 1.01 = 800.324 (node_records)
+    from reports.judging.baseline_figures import figures
+
+    (f,) = [
+        f for f in figures(build(RecordSet(compute=node_records()))) if f.device == "gpu0" and f.op == "bf16"
+    ]
+    assert (f.value, f.low) == (792.4, 792.4) and f.high == pytest.approx(800.324), f
 
 
 # -- the CPU path, for real --------------------------------------------------------------

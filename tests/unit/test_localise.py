@@ -134,7 +134,7 @@ def test_two_nodes_judged_only_against_the_expected_figure() -> None:
     slow = model(2, node_rate={1: F / 2})
     assert localise(slow, []) == []
     (f,) = localise(slow, [], expected_pair_GBps=F)
-    assert (f.component, f.hosts, f.expected) == ("link", ("n0", "n1"), F)
+    assert (f.component, f.check, f.hosts, f.expected) == ("link", "pair busbw", ("n0", "n1"), F)
     assert localise(model(2), [], expected_pair_GBps=F) == []
 
 

@@ -43,6 +43,8 @@ def test_rail_5_finding_names_mlx5_5_its_rate_pcie_and_moved_counters(tmp_path: 
         "node7", "mlx5_5", "1", 200.0, "GPU5", "PXB",
     )  # fmt: skip
     assert nic["pcie"] == {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16}
+    # the port's sysfs state (healthy-sys.yaml: `4: ACTIVE`): a slow rail, not a down one
+    assert nic["state"] == "ACTIVE"
     assert nic["counters"] == {"symbol_error": 12, "link_downed": 1}
     assert f.message.endswith(
         "node7's GPU5 is nearest mlx5_5 port 1, 200 Gb/s, PCIe Gen5 x16 (of Gen5 x16), "

@@ -165,3 +165,18 @@ def test_the_algorithm_settings_come_from_the_manifests_environment() -> None:
         {"env": {"NCCL_ALGO": "NVLS", "NCCL_NVLS_ENABLE": "0"}},
     ]
     assert reference.run_env(manifests) == {"NCCL_ALGO": "Ring", "NCCL_NVLS_ENABLE": "0"}  # first seen wins
+
+
+def test_a_sweep_that_reached_the_sources_size_is_below_the_reference_not_unreferenced() -> None:
+    # a healthy figure of 100 GB/s measured from 1 GiB up: 90 (90%) is ok; 80 is below it when the
+    # sweep reached 1 GiB, and no_reference only when it stopped short of it (1 GiB - 1 byte)
+    ref = catalog.NetReference(
+        link="nvlink4", algo="ring", scope="intra-node", ops=("all_reduce",), per="gpu",
+        busbw_GBps=100.0, high_GBps=100.0, by_gpus={}, min_bytes=1 << 30, conditions="", source="hand-written",
+    )  # fmt: skip
+    h = reference.Healthy(
+        figure=100.0, ref=ref, algo=reference.Algo(name="ring", why="hand-written"), gpus=8, min_bytes=1 << 30
+    )
+    assert reference.status(90.0, h, 1 << 20) == "ok"
+    assert reference.status(80.0, h, 1 << 30) == "below_spec"
+    assert reference.status(80.0, h, (1 << 30) - 1) == "no_reference"

@@ -6,6 +6,7 @@ Expected values are computed by hand here, from the catalog's YAML as written.""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,14 @@ def test_a_workload_field_of_the_wrong_type_is_named_by_its_path() -> None:
 
     with pytest.raises(UsageError, match=r"^w.yaml: checkpoint.path: expected a name, got 5$"):
         parse_workload({"name": "w", "params": 8e9, "gpus": 8, "checkpoint": {"path": 5}}, "w.yaml")
+
+
+def test_an_idle_share_that_overflows_is_refused_never_judged_ok() -> None:
+    # a finite demand (1 GB/s) whose stall overflowed (exposed inf s): the share inf / inf is
+    # NaN, which no budget comparison catches (NaN > 0.05 is False: it would read "ok")
+    from reports.judging.model_rows import row
+
+    with pytest.raises(
+        UsageError, match=r"^c: idle share is nan: the workload's figures overflow; check them$"
+    ):
+        row("checkpoint", "shared storage", "c", 1.0, 1.0, "GB/s", math.inf, 1.0, 0.05, None)

@@ -213,6 +213,7 @@ def test_a_drift_is_a_fall_of_25_percent_over_the_soak(fall: float, verdict: str
     j = _soak([1.0 - fall * k / 9 for k in range(10)])
     assert j.verdict == verdict, j.headline
     if verdict == "fail":
+        assert failing(j) == [("stability", "unstable")]
         assert [f.message for f in j.findings if f.status == "unstable"][0].startswith(
             "world busbw drifted -"
         )
@@ -238,11 +239,26 @@ def test_a_counter_read_one_pass_after_a_dip_is_tied_to_it(k: int, tied: bool) -
     j = _soak([1.0] * 4 + [0.5, 0.5] + [1.0] * 4, [_crc(k)])
     unstable = [f for f in j.findings if f.status == "unstable"]
     assert j.verdict == "fail"
+    (port,) = [f for f in unstable if f.component == "network port"]
+    # the port's finding carries the counter records it read: the one +5 on n1's eth0
+    assert (port.hosts, port.measured, port.extra["device"]) == (("n1",), 5.0, "eth0")
+    assert port.extra["counters"] == [_crc(k)]
     if tied:
         assert [f.component for f in unstable] == ["network port"]
         assert "world busbw fell to 50% of its median then" in unstable[0].message
     else:
         assert sorted(f.component for f in unstable) == ["inter-node network", "network port"]
+
+
+def test_a_gpu_counter_rising_in_a_soak_is_a_gpu_finding() -> None:
+    # a steady soak (no dip) and n1's gpu0 counting 3 ECC errors in pass 4: one unstable
+    # finding, its component the GPU (the device's name says it), not a network port
+    ecc = {**_crc(4), "device": "gpu0", "counter": "ecc_uncorrected", "value": 3, "delta": 3}
+    j = _soak([1.0] * 10, [ecc])
+    assert [(f.component, f.hosts, f.measured) for f in j.findings if f.status == "unstable"] == [
+        ("gpu", ("n1",), 3.0)
+    ]
+    assert j.verdict == "fail", j.headline
 
 
 # -- compute: the slowest GPU sets the pace, a slow GPU is compared with its own node ---------
