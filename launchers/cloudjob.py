@@ -7,6 +7,7 @@ describe another world stops in one line before any sweep."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 from launchers.acceptance import job_limit_s
@@ -209,25 +210,28 @@ def node_env(job: CloudJob) -> list[tuple[str, str]]:
     return env + fab + [("STOKER_RANK_ENV", ",".join(k for k, _ in fab))]
 
 
-# The platform's variables -> torchrun.sh's. Each a bash fragment evaluated on the node.
-RANK_VARIABLES: dict[str, str] = {
-    # an Indexed Job: the pod's index is its node rank; the world is the Job's completions
-    "k8s": 'NODE_RANK="$JOB_COMPLETION_INDEX"',
-    "skypilot": 'NNODES="$SKYPILOT_NUM_NODES" NODE_RANK="$SKYPILOT_NODE_RANK" '
-    'MASTER_ADDR="$(printf \'%s\\n\' "$SKYPILOT_NODE_IPS" | head -n 1)" '
-    'NPROC_PER_NODE="$SKYPILOT_NUM_GPUS_PER_NODE"',
-    "dstack": 'NNODES="$DSTACK_NODES_NUM" NODE_RANK="$DSTACK_NODE_RANK" '
-    'MASTER_ADDR="$DSTACK_MASTER_NODE_IP" NPROC_PER_NODE="$DSTACK_GPUS_PER_NODE"',
-}
-assert set(RANK_VARIABLES) == set(PLATFORMS) - {"slurm"}  # slurm renders an sbatch script instead
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Platform:
+    """One platform `stoker submit` renders the job for (k8s, SkyPilot, dstack; Slurm's sbatch
+    is launchers/sbatch.py): its client, how its variables become torchrun.sh's, how the job is
+    rendered and applied, and where node 0's log is read. launchers/k8s.py and
+    launchers/skypilot_dstack.py each declare theirs; launchers/submit_cloud.py keys them by
+    --platform."""
+
+    name: str  # its word of PLATFORMS
+    client: str  # the platform's own command, looked up on PATH
+    rank_env: str  # its variables -> torchrun.sh's: a bash fragment evaluated on the node
+    render: Callable[[CloudJob, str], str]  # (job, accelerator) -> the YAML
+    apply: Callable[[str, CloudJob, str], list[str]]  # (client, job, YAML file) -> argv; YAML on stdin too
+    logs: Callable[[CloudJob], str]  # where the verdict's stoker-summary line is read, without a volume
 
 
-def node_script(job: CloudJob, platform: str) -> str:
-    """The bash each node runs: map the platform's variables, then torchrun.sh."""
+def node_script(job: CloudJob, rank_env: str) -> str:
+    """The bash each node runs: map the platform's variables (Platform.rank_env), then torchrun.sh."""
     run = " ".join(
         shlex.quote(t) for t in ["bash", f"{job.stoker_dir}/launchers/torchrun.sh", *stoker_args(job)]
     )
-    return f"export {RANK_VARIABLES[platform]}\nexec {run}\n"
+    return f"export {rank_env}\nexec {run}\n"
 
 
 def dump_yaml(docs: list[dict[str, object]]) -> str:

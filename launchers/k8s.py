@@ -24,6 +24,8 @@ from launchers.cloudjob import (
     LOCAL_DIR,
     TTL_AFTER_FINISHED_S,
     CloudJob,
+    Platform,
+    dump_yaml,
     node_env,
     node_script,
     stoker_args,
@@ -219,7 +221,7 @@ def _node_env(job: CloudJob) -> list[tuple[str, str]]:
 
 
 def _indexed_job_spec(job: CloudJob) -> dict[str, Any]:
-    template = pod_template(job, ["bash", "-c", node_script(job, "k8s")], _node_env(job))
+    template = pod_template(job, ["bash", "-c", node_script(job, K8S.rank_env)], _node_env(job))
     if job.kind == "job":
         template["spec"] = {"subdomain": job.name, **template["spec"]}  # <job>-<i>.<job> resolves
     return {
@@ -346,3 +348,21 @@ def documents(job: CloudJob) -> list[dict[str, Any]]:
     docs = KINDS[job.kind](job)
     cm = inputs_configmap(job)
     return ([cm] if cm else []) + docs
+
+
+def _logs(job: CloudJob) -> str:
+    if job.kind != "job":
+        return "node 0's log"
+    where = f" -n {job.namespace}" if job.namespace else ""
+    return f"`kubectl logs{where} -l {JOB_LABEL}={job.name},batch.kubernetes.io/job-completion-index=0`"
+
+
+K8S = Platform(
+    name="k8s",
+    client="kubectl",
+    # an Indexed Job: the pod's index is its node rank; the world is the Job's completions
+    rank_env='NODE_RANK="$JOB_COMPLETION_INDEX"',
+    render=lambda job, accelerator: dump_yaml(documents(job)),
+    apply=lambda client, job, path: [client, "apply", "-f", "-"],
+    logs=_logs,
+)

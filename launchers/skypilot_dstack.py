@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from launchers.cloudjob import LOCAL_DIR, CloudJob, node_env, node_script
+from launchers.cloudjob import LOCAL_DIR, CloudJob, Platform, dump_yaml, node_env, node_script
 from launchers.k8s import local_volume, pod_resources
 
 
@@ -71,7 +71,7 @@ def skypilot(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
         spec["volumes"] = [{"name": "local", **local_volume(job.local_volume)}]
     if pod:
         task["config"] = {"kubernetes": {"pod_config": pod}}
-    task["run"] = node_script(job, "skypilot")
+    task["run"] = node_script(job, SKYPILOT.rank_env)
     return task
 
 
@@ -99,5 +99,26 @@ def dstack(job: CloudJob, accelerator: str = "H100") -> dict[str, Any]:
     if volumes:
         task["volumes"] = volumes
     task["resources"] = resources
-    task["commands"] = node_script(job, "dstack").splitlines()
+    task["commands"] = node_script(job, DSTACK.rank_env).splitlines()
     return task
+
+
+SKYPILOT = Platform(
+    name="skypilot",
+    client="sky",
+    rank_env='NNODES="$SKYPILOT_NUM_NODES" NODE_RANK="$SKYPILOT_NODE_RANK" '
+    'MASTER_ADDR="$(printf \'%s\\n\' "$SKYPILOT_NODE_IPS" | head -n 1)" '
+    'NPROC_PER_NODE="$SKYPILOT_NUM_GPUS_PER_NODE"',
+    render=lambda job, accelerator: dump_yaml([skypilot(job, accelerator)]),
+    apply=lambda client, job, path: [client, "launch", "--yes", "--cluster", job.name, path],
+    logs=lambda job: "node 0's log",
+)
+DSTACK = Platform(
+    name="dstack",
+    client="dstack",
+    rank_env='NNODES="$DSTACK_NODES_NUM" NODE_RANK="$DSTACK_NODE_RANK" '
+    'MASTER_ADDR="$DSTACK_MASTER_NODE_IP" NPROC_PER_NODE="$DSTACK_GPUS_PER_NODE"',
+    render=lambda job, accelerator: dump_yaml([dstack(job, accelerator)]),
+    apply=lambda client, job, path: [client, "apply", "--yes", "-f", path],
+    logs=lambda job: "node 0's log",
+)

@@ -13,11 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from launchers.cloudjob import K8S_KINDS, PLATFORMS, CloudJob, dump_yaml
+from launchers.cloudjob import K8S_KINDS, PLATFORMS, CloudJob, Platform
 from launchers.fabrics import DEVICES, FABRICS, device_row, parse_resources
-from launchers.k8s import documents, local_volume, parse_toleration
+from launchers.k8s import K8S, local_volume, parse_toleration
 from launchers.options import checked_file, checked_workload, profile_from_args
-from launchers.skypilot_dstack import dstack, skypilot
+from launchers.skypilot_dstack import DSTACK, SKYPILOT
 from reports.errors import UsageError
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,48}[a-z0-9])?$")
@@ -53,8 +53,9 @@ BARE_IMAGES = (
     "docker.io/nvidia/cuda",
 )
 BUILD_HINT = "docker build -t REGISTRY/stoker:TAG . in a stoker checkout (its Dockerfile: NGC PyTorch + stoker, fio, nccl-tests)"
-CLIENTS = {"k8s": "kubectl", "skypilot": "sky", "dstack": "dstack"}
-assert set(CLIENTS) == set(PLATFORMS) - {"slurm"}  # slurm: launchers/submit.py runs sbatch
+# Each platform's record, by --platform (client, rank variables, render, apply, logs)
+CLOUD: dict[str, Platform] = {p.name: p for p in (K8S, SKYPILOT, DSTACK)}
+assert set(CLOUD) == set(PLATFORMS) - {"slurm"}  # slurm: launchers/submit.py runs sbatch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -272,52 +273,33 @@ def results_note(job: CloudJob, platform: str) -> str | None:
 
 
 def render(job: CloudJob, platform: str, accelerator: str = "H100") -> str:
-    if platform == "k8s":
-        return dump_yaml(documents(job))
-    if platform == "skypilot":
-        return dump_yaml([skypilot(job, accelerator)])
-    return dump_yaml([dstack(job, accelerator)])
-
-
-def apply_argv(platform: str, client: str, job: CloudJob, path: str) -> list[str]:
-    if platform == "k8s":
-        return [client, "apply", "-f", "-"]
-    if platform == "skypilot":
-        return [client, "launch", "--yes", "--cluster", job.name, path]
-    return [client, "apply", "--yes", "-f", path]
+    return CLOUD[platform].render(job, accelerator)
 
 
 def main(args: argparse.Namespace) -> int:
     job = job_from_args(args, Path.cwd(), time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
-    text = render(job, args.platform, args.accelerator)
+    platform = CLOUD[args.platform]
+    text = platform.render(job, args.accelerator)
     note = results_note(job, args.platform)
     if note:
         print(f"stoker submit: {note}", file=sys.stderr)
     if args.dry_run:
         sys.stdout.write(text)
         return 0
-    client = shutil.which(CLIENTS[args.platform])
+    client = shutil.which(platform.client)
     if client is None:
         raise UsageError(
-            f"{CLIENTS[args.platform]} not found on PATH: install the {args.platform} client, "
+            f"{platform.client} not found on PATH: install the {args.platform} client, "
             "or use --dry-run to print the YAML"
         )
     with tempfile.TemporaryDirectory(prefix="stoker-submit-") as tmp:
         path = Path(tmp) / f"{job.name}.yaml"
         path.write_text(text, encoding="utf-8")
-        p = subprocess.run(apply_argv(args.platform, client, job, str(path)), input=text, text=True)
+        p = subprocess.run(platform.apply(client, job, str(path)), input=text, text=True)
     if p.returncode != 0:
-        raise UsageError(
-            f"{CLIENTS[args.platform]} refused the job (exit {p.returncode}); check it with --dry-run"
-        )
-    where = (
-        f"`kubectl logs{f' -n {job.namespace}' if job.namespace else ''} "
-        f"-l stoker.dev/job={job.name},batch.kubernetes.io/job-completion-index=0`"
-        if args.platform == "k8s" and job.kind == "job"
-        else "node 0's log"
-    )
+        raise UsageError(f"{platform.client} refused the job (exit {p.returncode}); check it with --dry-run")
     print(
         f"submitted {job.name} on {args.platform}: results in {job.run_dir}"
-        f"{'' if job.shared else f' (no shared volume: the verdict is the stoker-summary line in {where})'}"
+        f"{'' if job.shared else f' (no shared volume: the verdict is the stoker-summary line in {platform.logs(job)})'}"
     )
     return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,26 @@ ITEMSIZE = {
     "uint8": 1,
 }
 DTYPES = tuple(ITEMSIZE)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CallArgs:
+    """What one bind() hands an op's entry in a backend's call table: the buffers, the group,
+    and where this rank sits in it."""
+
+    send: Any
+    recv: Any
+    comm: Any
+    root: int
+    in_place: bool
+    n: int  # ranks in the group
+    me: int  # this rank's place in the group
+    splits: tuple[tuple[int, ...], ...] | None = None  # alltoallv: elements rank i sends rank j
+
+
+# One op's call, as nccl-tests' runColl is one function per collective: the arguments in, the
+# op with everything bound out (the timed loop then does no dispatch)
+Binding = Callable[[CallArgs], Callable[[], object]]
 
 
 class Timer(ABC):

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from netbench.backends import Backend, PerfCounterTimer, Timer
+from netbench.backends import Backend, Binding, CallArgs, PerfCounterTimer, Timer
+from netbench.collectives import TABLE
 from reports.errors import UsageError
 
 _DTYPES = {
@@ -22,6 +23,80 @@ _DTYPES = {
     "int8": np.int8,
     "uint8": np.uint8,
 }
+
+
+def _src(a: CallArgs) -> Any:
+    return MPI.IN_PLACE if a.in_place else a.send
+
+
+def _gather(a: CallArgs) -> Callable[[], object]:
+    return partial(a.comm.Gather, a.send, a.recv, root=a.root)
+
+
+def _scatter(a: CallArgs) -> Callable[[], object]:
+    return partial(a.comm.Scatter, a.send, a.recv, root=a.root)
+
+
+def _alltoallv(a: CallArgs) -> Callable[[], object]:
+    if a.splits is None:
+        raise ValueError("alltoallv")
+    sc, rc = list(a.splits[a.me]), [row[a.me] for row in a.splits]
+    sd = [sum(sc[:j]) for j in range(len(sc))]
+    rd = [sum(rc[:j]) for j in range(len(rc))]
+    return partial(a.comm.Alltoallv, [a.send, (sc, sd)], [a.recv, (rc, rd)])
+
+
+def _all_reduce(a: CallArgs) -> Callable[[], object]:
+    return partial(a.comm.Allreduce, _src(a), a.recv, op=MPI.SUM)
+
+
+def _all_gather(a: CallArgs) -> Callable[[], object]:
+    return partial(a.comm.Allgather, _src(a), a.recv)
+
+
+def _reduce_scatter(a: CallArgs) -> Callable[[], object]:
+    return partial(a.comm.Reduce_scatter_block, a.send, a.recv, op=MPI.SUM)
+
+
+def _broadcast(a: CallArgs) -> Callable[[], object]:
+    return partial(a.comm.Bcast, a.recv, root=a.root)
+
+
+def _reduce(a: CallArgs) -> Callable[[], object]:
+    if a.in_place:  # MPI_IN_PLACE is given at the root only
+        at_root = a.me == a.root
+        return partial(
+            a.comm.Reduce,
+            MPI.IN_PLACE if at_root else a.recv,
+            a.recv if at_root else None,
+            op=MPI.SUM,
+            root=a.root,
+        )
+    return partial(a.comm.Reduce, a.send, a.recv, op=MPI.SUM, root=a.root)
+
+
+def _alltoall(a: CallArgs) -> Callable[[], object]:
+    return partial(a.comm.Alltoall, a.send, a.recv)
+
+
+def _sendrecv(a: CallArgs) -> Callable[[], object]:
+    return partial(a.comm.Sendrecv, a.send, dest=(a.me + 1) % a.n, recvbuf=a.recv, source=(a.me - 1) % a.n)
+
+
+# The MPI call of each op of the collective table (netbench/collectives.py), one entry each
+CALLS: dict[str, Binding] = {
+    "all_reduce": _all_reduce,
+    "all_gather": _all_gather,
+    "reduce_scatter": _reduce_scatter,
+    "broadcast": _broadcast,
+    "reduce": _reduce,
+    "alltoall": _alltoall,
+    "alltoallv": _alltoallv,
+    "gather": _gather,
+    "scatter": _scatter,
+    "sendrecv": _sendrecv,
+}
+assert set(CALLS) == set(TABLE), "every op of the collective table has one MPI call"
 
 
 class MpiBackend(Backend):
@@ -88,43 +163,19 @@ class MpiBackend(Backend):
         in_place: bool,
         splits: tuple[tuple[int, ...], ...] | None = None,
     ) -> Callable[[], object]:
-        src = MPI.IN_PLACE if in_place else send
-        if op == "gather":
-            return partial(comm.Gather, send, recv, root=root)
-        if op == "scatter":
-            return partial(comm.Scatter, send, recv, root=root)
-        if op == "alltoallv" and splits is not None:
-            me = comm.Get_rank()
-            out = [row[me] for row in splits]
-            sc, rc = list(splits[me]), out
-            sd = [sum(sc[:j]) for j in range(len(sc))]
-            rd = [sum(rc[:j]) for j in range(len(rc))]
-            return partial(comm.Alltoallv, [send, (sc, sd)], [recv, (rc, rd)])
-        if op == "all_reduce":
-            return partial(comm.Allreduce, src, recv, op=MPI.SUM)
-        if op == "all_gather":
-            return partial(comm.Allgather, src, recv)
-        if op == "reduce_scatter":
-            return partial(comm.Reduce_scatter_block, send, recv, op=MPI.SUM)
-        if op == "broadcast":
-            return partial(comm.Bcast, recv, root=root)
-        if op == "reduce":
-            if in_place:  # MPI_IN_PLACE is given at the root only
-                at_root = comm.Get_rank() == root
-                return partial(
-                    comm.Reduce,
-                    MPI.IN_PLACE if at_root else recv,
-                    recv if at_root else None,
-                    op=MPI.SUM,
-                    root=root,
-                )
-            return partial(comm.Reduce, send, recv, op=MPI.SUM, root=root)
-        if op == "alltoall":
-            return partial(comm.Alltoall, send, recv)
-        if op == "sendrecv":
-            n, me = comm.Get_size(), comm.Get_rank()
-            return partial(comm.Sendrecv, send, dest=(me + 1) % n, recvbuf=recv, source=(me - 1) % n)
-        raise ValueError(op)
+        if op not in CALLS:
+            raise ValueError(op)
+        args = CallArgs(
+            send=send,
+            recv=recv,
+            comm=comm,
+            root=root,
+            in_place=in_place,
+            n=comm.Get_size(),
+            me=comm.Get_rank(),
+            splits=splits,
+        )
+        return CALLS[op](args)
 
     def barrier(self, comm: Any) -> None:
         comm.Barrier()

@@ -22,7 +22,15 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from netbench.backends import Backend, PerfCounterTimer, Timer, agreement_problem, pick_device
+from netbench.backends import (
+    Backend,
+    CallArgs,
+    PerfCounterTimer,
+    Timer,
+    agreement_problem,
+    pick_device,
+)
+from netbench.backends.torch_calls import CALLS
 from netbench.launch_env import LaunchEnv, require_rendezvous
 from netbench.spawn import free_port
 from reports.errors import MeasurementAborted, UsageError
@@ -37,9 +45,6 @@ _DTYPES = {
     "int8": torch.int8,
     "uint8": torch.uint8,
 }
-# torch 2.13 renamed the tensor forms (the old names warn); same call, same semantics
-_ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-_REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 NCCL_GRAPHS = (2, 9, 6)  # the first NCCL whose collectives can be captured in a CUDA graph
 # the torch that netbench's calls need: group_dst/group_src/group_peer arrived in 2.6 (pytorch
 # PRs 140827, 140843, 141054); send/recv inside a CUDA graph capture in 2.7 (133984, 148462)
@@ -246,48 +251,20 @@ class TorchBackend(Backend):
         in_place: bool,
         splits: tuple[tuple[int, ...], ...] | None = None,
     ) -> Callable[[], object]:
-        pg = comm.pg
         self._bound = op
-        n, me = len(comm.ranks), self.group_rank(comm)
-        if op == "gather":  # the root's receive buffer as n chunk views, in rank order
-            parts = list(recv.chunk(n)) if me == root else None
-            return partial(dist.gather, send, parts, group=pg, group_dst=root)
-        if op == "scatter":
-            parts = list(send.chunk(n)) if me == root else None
-            return partial(dist.scatter, recv, parts, group=pg, group_src=root)
-        if op == "alltoallv" and splits is not None:
-            return partial(
-                dist.all_to_all_single,
-                recv,
-                send,
-                output_split_sizes=[row[me] for row in splits],
-                input_split_sizes=list(splits[me]),
-                group=pg,
-            )
-        if op == "all_reduce":
-            return partial(dist.all_reduce, recv, group=pg)
-        if op == "all_gather":
-            return partial(_ALL_GATHER, recv, send, group=pg)
-        if op == "reduce_scatter":
-            return partial(_REDUCE_SCATTER, recv, send, group=pg)
-        if op == "broadcast":
-            return partial(dist.broadcast, recv, group=pg, group_src=root)
-        if op == "reduce":
-            return partial(dist.reduce, recv, group=pg, group_dst=root)
-        if op == "alltoall":
-            return partial(dist.all_to_all_single, recv, send, group=pg)
-        if op == "sendrecv":
-            ops = [
-                dist.P2POp(dist.isend, send, group=pg, group_peer=(me + 1) % n),
-                dist.P2POp(dist.irecv, recv, group=pg, group_peer=(me - 1) % n),
-            ]
-
-            def sendrecv() -> None:
-                for work in dist.batch_isend_irecv(ops):
-                    work.wait()
-
-            return sendrecv
-        raise ValueError(op)
+        if op not in CALLS:
+            raise ValueError(op)
+        args = CallArgs(
+            send=send,
+            recv=recv,
+            comm=comm,
+            root=root,
+            in_place=in_place,
+            n=len(comm.ranks),
+            me=self.group_rank(comm),
+            splits=splits,
+        )
+        return CALLS[op](args)
 
     def barrier(self, comm: _Comm) -> None:
         # NCCL: name the device, or torch guesses it (and warns)

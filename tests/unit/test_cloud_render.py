@@ -13,6 +13,7 @@ import yaml
 from launchers.cloudjob import CloudJob, node_script, stoker_args
 from launchers.fabrics import FABRICS
 from launchers.profiles import get_profile, with_overrides
+from launchers.skypilot_dstack import DSTACK
 from launchers.submit_cloud import render
 from tests.conftest import DATA
 
@@ -263,7 +264,7 @@ def test_stoker_args_pass_only_what_differs_from_the_profile() -> None:
     assert stoker_args(job) == ["--profile", "standard", "--ops", "all_reduce,sendrecv", "--iters", "3"]
     budget = replace(base_job(), profile=with_overrides(get_profile("standard"), compute_budget_s=5.0))
     assert stoker_args(budget) == ["--profile", "standard", "--compute-budget", "5.0"]
-    assert node_script(job, "dstack").startswith(
+    assert node_script(job, DSTACK.rank_env).startswith(
         'export NNODES="$DSTACK_NODES_NUM" NODE_RANK="$DSTACK_NODE_RANK"'
     )
 
