@@ -70,6 +70,9 @@ fi
 { [ "$NODE_RANK" -ge 0 ] && [ "$NODE_RANK" -lt "$NNODES" ]; } 2>/dev/null ||
   bad_world "node rank '$NODE_RANK' is outside 0..$((NNODES - 1)) for a world of $NNODES node(s): check the platform's rank variables (no sweep was run)"
 GPUS=$(gpu_count)
+# the arguments are checked (bad input: one line, exit 2) before anything is created; each
+# phase's limit is computed again for the world that goes on after the preflight
+[ -n "$STOKER_IMPORT_ERR" ] || tokens LIMITS --nnodes "$NNODES" --gpus-per-node "$GPUS" limits "$@"
 # one checkpoint writer per GPU (each rank saves its shard), as `stoker run`; none: stoker io's
 [ "$(gpu_count)" -gt 0 ] && IO_WRITERS=${IO_WRITERS:-$NPROC_PER_NODE}
 mkdir -p "$OUT" "$LOCAL_IO" || die2 "cannot create $OUT or $LOCAL_IO"
