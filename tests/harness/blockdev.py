@@ -8,9 +8,12 @@ resource is released in `finally`, also when the test fails.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,12 +76,38 @@ def _cgroup(name: str, majmin: str, rate: int) -> tuple[Path, Path]:
     return d, d / "cgroup.procs"
 
 
+_SEQ = itertools.count()
+
+
+def _remove_cgroup(cg: Path, grace_s: float = 5.0) -> None:
+    """Remove a disk's cgroup: it empties once its processes have exited; one still running
+    after `grace_s` (a straggling child of the test's command) is killed, so nothing the bed
+    started outlives it."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        try:
+            cg.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                for pid in (cg / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(pid), signal.SIGKILL)
+                if time.monotonic() > deadline + 5:
+                    return  # left, under this disk's own name: no later disk collides with it
+            time.sleep(0.1)
+
+
 @contextlib.contextmanager
 def throttled_disk(rate: int, size: str = "1G", name: str = "") -> Iterator[ThrottledDisk]:
     """An ext4 loop device mounted on a temp dir, throttled to `rate` bytes/s for processes
     placed in its cgroup. Throttling acts on I/O that reaches the device (O_DIRECT).
     `name` tells apart several disks of one process (one per node of a bed)."""
-    tag = f"io-{os.getpid()}" + (f"-{name}" if name else "")
+    # one process makes many disks, one after another (the bed tier is one pytest): each gets
+    # its own number, so a cgroup a straggler kept alive never blocks the next disk
+    tag = f"io-{os.getpid()}-{next(_SEQ)}" + (f"-{name}" if name else "")
     work = Path(tempfile.mkdtemp(prefix=f"{tag}-loop-"))
     img, mnt = work / "disk.img", work / "mnt"
     mnt.mkdir()
@@ -101,8 +130,7 @@ def throttled_disk(rate: int, size: str = "1G", name: str = "") -> Iterator[Thro
         if dev:
             subprocess.run(["losetup", "-d", dev], check=False)
         if cg is not None:
-            with contextlib.suppress(OSError):
-                cg.rmdir()  # empty once the throttled processes have exited
+            _remove_cgroup(cg)
         img.unlink(missing_ok=True)
         mnt.rmdir()
         work.rmdir()
