@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import statistics
 
-from reports import records
 from reports.findings import DEFAULT_THRESHOLDS
 from reports.records import IO_WORKLOADS, IoRecord
 from reports.spec import Spec, match_storage
@@ -61,7 +60,3 @@ def to_confirm(r: IoRecord, spec: Spec) -> bool:
         else r.bw_GBps
     )
     return judged < spec.thresholds.get("storage", DEFAULT_THRESHOLDS["storage"]) * expected
-
-
-def is_confirmation(r: IoRecord) -> bool:
-    return records.is_confirmation(r.extra)
