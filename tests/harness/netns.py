@@ -63,7 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -343,14 +343,19 @@ class NetnsCluster:
         return self.run_all(jobs, timeout)
 
     def run_all(
-        self, jobs: Sequence[tuple[int, list[str], dict[str, str]]], timeout: float
+        self,
+        jobs: Sequence[tuple[int, list[str], dict[str, str]]],
+        timeout: float,
+        preexec: Sequence[Callable[[], None] | None] | None = None,
     ) -> list[tuple[int, str, str]]:
         """Start every job at once and wait for all. Output goes to files, not pipes: a
-        chatty rank must never block on a full pipe while its peers wait for it."""
+        chatty rank must never block on a full pipe while its peers wait for it. `preexec`:
+        each job's preexec_fn (e.g. joining a throttled disk's cgroup before `ip netns exec`)."""
         files = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in jobs]
+        pre = preexec if preexec is not None else [None] * len(jobs)
         procs = [
-            self.popen(i, argv, env=env, stdout=fo, stderr=fe)
-            for (i, argv, env), (fo, fe) in zip(jobs, files)
+            self.popen(i, argv, env=env, stdout=fo, stderr=fe, preexec_fn=fn)
+            for (i, argv, env), (fo, fe), fn in zip(jobs, files, pre)
         ]
         deadline = time.monotonic() + timeout
         while any(p.poll() is None for p in procs) and time.monotonic() < deadline:

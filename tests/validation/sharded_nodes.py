@@ -13,10 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
-import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -25,7 +21,7 @@ from pathlib import Path
 from reports.judging.workload import Checkpoint, Workload
 from reports.table import RecordSet, read_records
 from tests.harness.blockdev import set_rate, start_in_cgroup, throttled_disk
-from tests.harness.netns import FAIL_GRACE_S, NetnsCluster
+from tests.harness.netns import NetnsCluster
 from tests.unit.recordgen import judge_records
 from tests.validation import bed
 
@@ -59,29 +55,12 @@ def run_in_cgroups(
 ) -> list[tuple[int, str, str]]:
     """Every (node, argv, env, cgroup.procs) job at once in its node's namespace, started in
     that cgroup (joined before `ip netns exec`, whose fresh /sys hides the cgroup tree);
-    as NetnsCluster.run_all, output to files; (returncode, stdout, stderr) per job."""
-    files = [(tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")) for _ in jobs]
-    procs = [
-        c.popen(i, argv, env=env, stdout=fo, stderr=fe, preexec_fn=partial(start_in_cgroup, cg))
-        for (i, argv, env, cg), (fo, fe) in zip(jobs, files)
-    ]
-    deadline = time.monotonic() + timeout
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        if any(p.returncode not in (None, 0) for p in procs):
-            deadline = min(deadline, time.monotonic() + FAIL_GRACE_S)
-        time.sleep(0.1)
-    out: list[tuple[int, str, str]] = []
-    for p, (fo, fe) in zip(procs, files):
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            p.returncode = -9
-        fo.seek(0)
-        fe.seek(0)
-        out.append((p.returncode, fo.read(), fe.read()))
-        fo.close()
-        fe.close()
-    return out
+    NetnsCluster.run_all; (returncode, stdout, stderr) per job."""
+    return c.run_all(
+        [(i, argv, env) for i, argv, env, _ in jobs],
+        timeout,
+        preexec=[partial(start_in_cgroup, cg) for *_, cg in jobs],
+    )
 
 
 def _contract(c: NetnsCluster, rank: int, world: int, local: int, nproc: int, port: int) -> dict[str, str]:
