@@ -39,6 +39,25 @@ if CI:
     settings.load_profile("stoker-ci")
 
 
+def _mutmut_children_run_the_originals() -> None:
+    """Under mutmut's mapping run (MUTANT_UNDER_TEST=stats, benchmarks/mutation.py) a
+    `stoker` child started with its working directory outside mutants/ (a dry run in
+    tmp_path) reaches a mutated module, whose trampoline then looks for mutmut's
+    configuration in that directory and fails. The mapping cannot see a child's calls
+    anyway, so the mode stays with this process (mutmut's process-local copy) and children
+    run the original code. A mutant's own run (MUTANT_UNDER_TEST=module.name) is left as it
+    is: its children run the mutant, and need no configuration for it."""
+    if os.environ.get("MUTANT_UNDER_TEST") != "stats":
+        return
+    from mutmut.mutation.trampoline import set_mutant_under_test
+
+    set_mutant_under_test("stats")
+    del os.environ["MUTANT_UNDER_TEST"]
+
+
+_mutmut_children_run_the_originals()
+
+
 def ctrl_c_default() -> None:
     """A Popen preexec_fn for a child the test will Ctrl-C: SIGINT back to its default. A
     shell starts background jobs with SIGINT ignored, children inherit that, and Python then
