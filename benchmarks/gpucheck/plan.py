@@ -239,7 +239,7 @@ STEPS: tuple[Step, ...] = (
     ),
     Step(
         name="inventory",
-        share_s=30,
+        share_s=25,
         what="stoker inventory with the host-link copy test",
         commands=lambda c: [Cmd(argv=_stoker(c, "inventory", "--out", str(c.out / "inventory")))],
     ),
@@ -251,20 +251,20 @@ STEPS: tuple[Step, ...] = (
     ),
     Step(
         name="build",
-        share_s=75,
+        share_s=60,
         what="nccl-tests and fio from the carried tarballs",
         needs=("nccl-tests", "fio"),
         commands=build_cmds,
     ),
     Step(
         name="nccl-tests",
-        share_s=70,
+        share_s=50,
         what=f"{', '.join(NET_OPS)}: plain, -G 1, -G 3",
         needs=("nccl-tests",),
         commands=nccl_tests_cmds,
     ),
     Step(
-        name="net", share_s=100, what="stoker net, graph and eager, the same ops and sizes", commands=net_cmds
+        name="net", share_s=150, what="stoker net, graph and eager, the same ops and sizes", commands=net_cmds
     ),
     Step(name="compute", share_s=65, what="stoker compute bf16, fp16, fp8", commands=compute_cmds),
     Step(

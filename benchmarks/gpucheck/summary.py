@@ -36,24 +36,27 @@ def _json(path: Path) -> dict[str, Any]:
     return got if isinstance(got, dict) else {}
 
 
-def _nccl_tests(out: Path, op: str, mode: str) -> dict[int, float]:
-    """bytes -> time in seconds of one nccl-tests log (out-of-place, or in place where torch
-    only has that: the first time column of each row)."""
+def _nccl_tests(out: Path, op: str, mode: str) -> dict[tuple[int, bool], float]:
+    """(bytes, in place) -> time in seconds of one nccl-tests log: both of its columns, so
+    that each stoker figure meets the one measured the same way (torch's all_reduce and
+    broadcast work in place, its all_gather and reduce_scatter out of place)."""
     from reports.ingest.nccl_tests import parse_text
 
     log = out / "nccl-tests" / f"{op}-{mode}.log"
     if not log.is_file():
         return {}
     parsed = parse_text(log.read_text(errors="replace"), run_id="nt", ts="", source_name=log.name, op=op)
-    got: dict[int, float] = {}
+    got: dict[tuple[int, bool], float] = {}
     for r in parsed.records if parsed else []:
-        got.setdefault(r.bytes, r.time_s)
+        got.setdefault((r.bytes, r.in_place), r.time_s)
     return got
 
 
-def _stoker_net(out: Path, name: str, op: str) -> dict[int, float]:
+def _stoker_net(out: Path, name: str, op: str) -> dict[tuple[int, bool], float]:
     return {
-        int(r["bytes"]): float(r["time_s"]) for r in _jsonl(out / name / "net.jsonl") if r.get("op") == op
+        (int(r["bytes"]), bool(r.get("in_place"))): float(r["time_s"])
+        for r in _jsonl(out / name / "net.jsonl")
+        if r.get("op") == op
     }
 
 
@@ -61,21 +64,26 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"x{a / b:.2f}" if a and b else "n/a"
 
 
+def _us(v: float | None) -> str:
+    return f"{v * 1e6:.2f}" if v else "n/a"
+
+
 def net_lines(out: Path) -> Iterator[str]:
+    """Per op, at its smallest and largest size: stoker graph beside nccl-tests -G 3 (and
+    -G 1), stoker eager beside plain nccl-tests, each in stoker's placement."""
     for op in NET_OPS:
         graph, eager = _stoker_net(out, "net-graph", op), _stoker_net(out, "net-eager", op)
         g3, g1, plain = (_nccl_tests(out, op, m) for m in ("G3", "G1", "plain"))
-        sizes = sorted(set(graph) | set(eager))
-        if not sizes:
+        keys = sorted(set(graph) | set(eager))
+        if not keys:
             continue
-        for size in (sizes[0], sizes[-1]):
-            us = {
-                k: (v.get(size) or 0) * 1e6
-                for k, v in (("g", graph), ("e", eager), ("g3", g3), ("g1", g1), ("p", plain))
-            }
+        for key in dict.fromkeys((keys[0], keys[-1])):
+            size, in_place = key
+            g, e = graph.get(key), eager.get(key)
             yield (
-                f"{op} {size} B: graph {us['g']:.2f} us vs nccl-tests -G 3 {us['g3']:.2f} ({_ratio(us['g'], us['g3'])}), "
-                f"-G 1 {us['g1']:.2f}; eager {us['e']:.2f} vs plain {us['p']:.2f} ({_ratio(us['e'], us['p'])})"
+                f"{op} {size} B {'in place' if in_place else 'out of place'}: "
+                f"graph {_us(g)} us vs nccl-tests -G 3 {_us(g3.get(key))} ({_ratio(g, g3.get(key))}), "
+                f"-G 1 {_us(g1.get(key))}; eager {_us(e)} vs plain {_us(plain.get(key))} ({_ratio(e, plain.get(key))})"
             )
 
 
@@ -86,8 +94,13 @@ def compute_lines(out: Path) -> Iterator[str]:
         s = (mine.get(dt) or {}).get("median_tflops")
         b = (bare.get(dt) or {}).get("median_tflops")
         why = (mine.get(dt) or {}).get("error") or (bare.get(dt) or {}).get("error") or ""
+        # not one shape: stoker's figure is its best shape's median, the bare loop's is 8192^3
+        shapes = f"{(mine.get(dt) or {}).get('best_shape', 'n/a')} vs {bare.get('shape', 'n/a')}"
         if s or b or why:
-            yield f"{dt}: stoker compute {s or 'n/a'} TFLOPS vs bare loop {b or 'n/a'} ({_ratio(s, b)}){' ' + why if why else ''}"
+            yield (
+                f"{dt}: stoker compute {s or 'n/a'} TFLOPS vs bare loop {b or 'n/a'} ({_ratio(s, b)}; "
+                f"shapes {shapes}){' ' + why if why else ''}"
+            )
 
 
 def copy_lines(out: Path) -> Iterator[str]:
@@ -111,8 +124,9 @@ def save_lines(out: Path) -> Iterator[str]:
 
 def io_lines(out: Path) -> Iterator[str]:
     for r in _jsonl(out / "io" / "io.jsonl"):
-        if r.get("workload") == "checkpoint_write":
-            yield f"{r.get('backend')}: {r.get('bw_GBps')} GB/s"
+        if r.get("workload") in ("checkpoint_write", "checkpoint_read"):
+            blocks = f", {r['block_size'] // 1048576} MiB blocks" if r.get("block_size") else ""
+            yield f"{r.get('workload')} {r.get('backend')}: {r.get('bw_GBps')} GB/s ({r.get('bytes')} B{blocks})"
 
 
 def soak_lines(out: Path) -> Iterator[str]:
@@ -127,7 +141,7 @@ FIGURES = {
     "compute": compute_lines,
     "copy": copy_lines,
     "save": save_lines,
-    "io": save_lines,
+    "io": io_lines,
     "soak": soak_lines,
 }
 

@@ -108,7 +108,11 @@ def row_record(
     elif "wrong" not in f:
         extra["check"] = "off"
     ranks = ctx.ranks or ranks_from_factor(ctx.op, f["algbw"], f["busbw"])  # -J files name their devices
-    if not ctx.split and (why := busbw_why(ctx.op, ctx.ranks, f["algbw"], f["busbw"])):
+    if not ctx.split and (
+        why := busbw_why(
+            ctx.op, ctx.ranks, f["algbw"], f["busbw"], str(timing.get("algbw")), str(timing.get("busbw"))
+        )
+    ):
         return why
     per_iter = timing.get("per_iter")  # nccl-tests -I (reports/ingest/nccl_per_iter.py)
     if isinstance(per_iter, Mapping):

@@ -115,12 +115,13 @@ def figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[st
         got[key] = v
     if got["size"] != int(got["size"]) or got["size"] > 2**62:
         return got, f"size {lead.get('size')!r} is not a whole number of bytes"
-    # algbw is size / time as nccl-tests prints both (time in us, GB/s with 2 decimals): a row
-    # whose algbw disagrees was damaged (a digit lost or added), whatever it still parses as
-    if got["time"] > 0:
+    # algbw is size / time as nccl-tests prints both (time in us, GB/s): a row whose algbw
+    # disagrees was damaged (a digit lost or added), whatever it still parses as
+    if got["time"] > 0 and not algbw_fits(
+        got["size"], got["time"], got["algbw"], str(timing.get("time")), str(timing.get("algbw"))
+    ):
         want = got["size"] / got["time"] / 1e3
-        if abs(got["algbw"] - want) > 0.02 * want + 0.011:
-            return got, f"algbw {timing.get('algbw')!r} is not size / time ({want:.2f} GB/s)"
+        return got, f"algbw {timing.get('algbw')!r} is not size / time ({want:.2f} GB/s)"
     for key in ("wrong", "error"):
         if not is_na(timing.get(key)):
             v = number(str(timing.get(key)))
@@ -144,16 +145,49 @@ def figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[st
     return got, None
 
 
-def busbw_why(op: str, ranks: int, algbw: float, busbw: float) -> str | None:
+def half_unit(tok: str) -> float:
+    """Half a unit in the last place a figure was printed with: how far the printed figure
+    may be from the one nccl-tests computed. Its getFloatStr (src/util.cu) fits each figure
+    to its column with 2, 1 or 0 decimals, else as 1e+06 or 1.2e+06: '0.04' is 0.005 off at
+    most, '2059.8' 0.05, '1e+06' 5e+05. A token that is no such figure: 0."""
+    mant, _, exp = tok.strip().lower().partition("e")
+    try:
+        e = int(exp) if exp else 0
+    except ValueError:
+        return 0.0
+    decimals = len(mant.partition(".")[2])
+    return 0.5 * 10.0 ** (e - decimals)
+
+
+def algbw_fits(size: float, time_us: float, algbw: float, time_tok: str, algbw_tok: str) -> bool:
+    """Whether a printed algbw is size / time (GB/s, time in us) as far as both printed
+    figures tell: 2% (+0.011) of slack, or wider where the printed digits are fewer (a time
+    of 0.04 us is anywhere in 0.035..0.045, so size / time in a range of +-12%: the in-place
+    column of a one-GPU run, CUDA-graph times)."""
+    want = size / time_us / 1e3
+    if abs(algbw - want) <= 0.02 * want + 0.011:
+        return True
+    dt, da = half_unit(time_tok), half_unit(algbw_tok)
+    lo = size / (time_us + dt) / 1e3
+    hi = size / (time_us - dt) / 1e3 if time_us > dt else math.inf
+    slack = 1e-9 * max(algbw, want)
+    return algbw + da + slack >= lo and algbw - da - slack <= hi
+
+
+def busbw_why(
+    op: str, ranks: int, algbw: float, busbw: float, algbw_tok: str = "0.00", busbw_tok: str = "0.00"
+) -> str | None:
     """Why a row's busbw is not algbw x the op's bus factor among `ranks` (nccl-tests
-    src/*.cu getBw, reports/ops.py), or None. Both are printed with 2 decimals: algbw is off
-    by up to 0.005, so busbw by up to 0.005 x factor + its own 0.005. Unknown ranks (0): the
-    rank count is read from this very ratio, nothing to check."""
+    src/*.cu getBw, reports/ops.py), or None. Each is off by up to half a unit in its last
+    printed place (half_unit; 0.005 for 2 decimals), so busbw by up to that of algbw x
+    factor + its own. Unknown ranks (0): the rank count is read from this very ratio,
+    nothing to check."""
     if ranks <= 0:
         return None
     f = bus_factor(op, ranks)
     want = algbw * f
-    if abs(busbw - want) > 0.005 * f + 0.005 + 1e-9 * max(want, busbw):
+    da, db = max(0.005, half_unit(algbw_tok)), max(0.005, half_unit(busbw_tok))
+    if abs(busbw - want) > da * f + db + 1e-9 * max(want, busbw):
         return f"busbw {busbw:g} is not algbw {algbw:g} x {f:.4g} ({op} on {ranks} ranks: {want:.2f} GB/s)"
     return None
 

@@ -221,22 +221,49 @@ def test_a_step_stops_at_its_share(tmp_path: Path) -> None:
     assert isinstance(o, Outcome) and (o.status, ran) == ("timeout", ["a"])
 
 
-def test_summary_sets_stoker_graph_beside_nccl_tests_at_the_smallest_and_largest_size(tmp_path: Path) -> None:
-    from benchmarks.gpucheck.summary import net_lines
+def test_a_tool_the_machine_lacks_is_a_note_where_its_output_is_optional(tmp_path: Path) -> None:
+    """The H200 machine had no journalctl: the raw step keeps what the others printed and says
+    so (it failed the whole step once); a missing program the step needs still fails it."""
+    missing = "stoker-no-such-tool"
+    optional = pl.Step(
+        name="raw",
+        share_s=15,
+        what="",
+        commands=lambda c: [
+            pl.Cmd(argv=(missing,), stdout=c.out / "raw" / "a.txt", may_fail=True),
+            pl.Cmd(argv=("true",), stdout=c.out / "raw" / "b.txt", may_fail=True),
+        ],
+    )
+    o = run_step(optional, ctx(tmp_path / "OUT"))
+    assert (o.status, o.note) == ("ok", f"{missing}: No such file or directory")
+    assert (tmp_path / "OUT" / "raw" / "b.txt").is_file()  # the command after it ran
+    needed = pl.Step(name="copy", share_s=15, what="", commands=lambda c: [pl.Cmd(argv=(missing,))])
+    assert run_step(needed, ctx(tmp_path / "OUT2")).status == "failed"
+
+
+def test_summary_sets_each_stoker_figure_beside_nccl_tests_measured_the_same_way(tmp_path: Path) -> None:
+    """On the real H200 run (tests/data/gpu/h200-gpu-check): torch's all_reduce works in place,
+    so it meets nccl-tests' in-place column (0.07 us at 8 B with -G 3, not the out-of-place
+    1.67); all_gather works out of place and meets that column."""
+    import shutil
+
+    from benchmarks.gpucheck.summary import net_lines, table
 
     out = tmp_path / "OUT"
-    (out / "nccl-tests").mkdir(parents=True)
-    (out / "net-graph").mkdir()
-    # nccl-tests 2.19.6's output format (tests/data/nccl_tests, hand-written in its printf formats)
-    log = (ROOT / "tests" / "data" / "nccl_tests" / "v2.19_per_iter_all_reduce.log").read_text()
-    (out / "nccl-tests" / "all_reduce-G3.log").write_text(log)
-    recs = [
-        {"op": "all_reduce", "bytes": 1048576, "time_s": 50e-6},
-        {"op": "all_reduce", "bytes": 268435456, "time_s": 4800e-6},
-    ]
-    (out / "net-graph" / "net.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    # by hand: 50 / 53.04 = 0.943; 4800 / 4773.60 = 1.006
-    assert list(net_lines(out)) == [
-        "all_reduce 1048576 B: graph 50.00 us vs nccl-tests -G 3 53.04 (x0.94), -G 1 0.00; eager 0.00 vs plain 0.00 (n/a)",
-        "all_reduce 268435456 B: graph 4800.00 us vs nccl-tests -G 3 4773.60 (x1.01), -G 1 0.00; eager 0.00 vs plain 0.00 (n/a)",
-    ]
+    shutil.copytree(ROOT / "tests" / "data" / "gpu" / "h200-gpu-check", out)
+    lines = list(net_lines(out))
+    assert len(lines) == 8
+    # by hand, from the records' time_s and the logs' rows:
+    #   all_reduce 8 B: graph 6.736e-07 s = 0.67 us; -G 3 in place 0.07 -> 0.6736 / 0.07 = 9.62;
+    #   -G 1 in place 0.08; eager 4.678e-05 s = 46.78 us; plain in place 0.23 -> 203.39
+    assert lines[0] == (
+        "all_reduce 8 B in place: graph 0.67 us vs nccl-tests -G 3 0.07 (x9.62), -G 1 0.08; "
+        "eager 46.78 vs plain 0.23 (x203.39)"
+    )
+    #   all_gather 512 MiB: graph 397.20 vs -G 3 396.99 (x1.00), -G 1 398.04; eager 258.58 vs 258.55
+    assert lines[3] == (
+        "all_gather 536870912 B out of place: graph 397.20 us vs nccl-tests -G 3 396.99 (x1.00), "
+        "-G 1 398.04; eager 258.58 vs plain 258.55 (x1.00)"
+    )
+    # the table gpu_check printed on the machine is the one this code makes from the same files
+    assert table(out) == (out / "summary.txt").read_text().splitlines()

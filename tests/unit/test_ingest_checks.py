@@ -17,6 +17,7 @@ import pytest
 
 from reports import import_cmd
 from reports.errors import UsageError
+from reports.ingest import nccl_rows
 from reports.ingest.importers import import_file
 from reports.pipeline import build, collect
 from reports.safe_write import write_outputs
@@ -49,6 +50,33 @@ def test_a_log_row_whose_busbw_is_not_algbw_times_the_bus_factor_is_named_and_sk
     assert got.notes == [
         "all_reduce.log: skipped 1 of 6 rows: line 31: busbw 86.78 is not algbw 23.14 x 1.875 "
         "(all_reduce on 16 ranks: 43.39 GB/s)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tok", "half"), [("0.07", 0.005), ("2059.8", 0.05), ("90227", 0.5), ("4e+06", 5e5), ("1.5e+06", 5e4)]
+)
+def test_a_printed_figure_is_off_by_half_its_last_digit(tok: str, half: float) -> None:
+    # nccl-tests' getFloatStr (src/util.cu): 2, 1 or 0 decimals, else %.0e / %.1e, to fit
+    assert nccl_rows.half_unit(tok) == pytest.approx(half)
+
+
+def test_tiny_graph_times_keep_their_rows_and_a_lost_digit_is_still_named(tmp_path: Path) -> None:
+    """A real H200 row (tests/data/gpu/h200-gpu-check, all_reduce -G 3): in place 0.13 us and
+    algbw 1e+06 for 134217728 B, so size / time is 1.03e6 GB/s, and 0.13 stands for anything in
+    0.125..0.135 (0.99e6..1.07e6): the row is sound. With a digit of the out-of-place algbw lost
+    (2034.2 -> 203.2) it is damaged and named, as before."""
+    log = DATA / "gpu" / "h200-gpu-check" / "nccl-tests" / "all_reduce-G3.log"
+    row = "   134217728      33554432     float     sum      -1    65.98  2034.2    0.00       0     0.13   1e+06    0.00       0"
+    text = log.read_text()
+    assert text.count(row + "\n") == 1
+    (tmp_path / "all_reduce.log").write_text(text)
+    assert not import_file(tmp_path / "all_reduce.log").notes
+    (tmp_path / "all_reduce.log").write_text(text.replace(row, row.replace("2034.2", " 203.2")))
+    got = import_file(tmp_path / "all_reduce.log")
+    # 134217728 / 65.98 / 1e3 = 2034.22
+    assert got.notes == [
+        "all_reduce.log: skipped 1 of 14 rows: line 23: algbw '203.2' is not size / time (2034.22 GB/s)"
     ]
 
 
