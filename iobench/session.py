@@ -283,7 +283,9 @@ class Session:
                 "capped_by_ram": nbytes < self.s.save_bytes(),
             },
         )
-        results = self._measure(ctx, lambda: _save(backend, nbytes, wd.dir, c.host, procs, n))
+        results = self._measure(
+            ctx, lambda: _save(backend, nbytes, wd.dir, c.host, procs, n, lambda ok: all(c.gather(ok)))
+        )
         # one record per save over every host's part in it; the median save's is written
         rec = median_record([aggregate([host[i] for host in results], ctx) for i in range(n)])
         self.write(rec)
@@ -291,14 +293,20 @@ class Session:
 
 
 def _save(
-    backend: str, nbytes: int, directory: Path, host: str, procs: int = 1, repeats: int = 1
+    backend: str,
+    nbytes: int,
+    directory: Path,
+    host: str,
+    procs: int = 1,
+    repeats: int = 1,
+    agree: torch_ckpt.Agree = torch_ckpt.alone,
 ) -> list[HostResult]:
     target = directory / "torch"
     target.mkdir(exist_ok=True)
     try:
         if procs == 1:
-            return torch_ckpt.save(backend, nbytes, target, host, repeats)
-        return torch_ckpt.save_many(backend, nbytes, target, host, procs, repeats)
+            return torch_ckpt.save(backend, nbytes, target, host, repeats, agree)
+        return torch_ckpt.save_many(backend, nbytes, target, host, procs, repeats, agree)
     except OSError as exc:
         if "No space left" in str(exc):
             raise DiskFull(f"disk full during {backend}: {exc}") from None

@@ -16,12 +16,25 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from iobench.aggregate import HostResult
 
 BACKENDS = ("torch.save", "torch.dcp")
+# Before each save, every node says whether it is still fine and learns whether all are
+# (session: an all-gather over the coordinator): the nodes start each save together, so a
+# shared file system's figure is every node writing at once, and they stop together, so
+# a node whose save failed never leaves the others waiting at the next save's agreement.
+Agree = Callable[[bool], bool]
+
+
+def alone(ok: bool) -> bool:
+    """The agreement of a node saving on its own."""
+    return ok
+
+
 _TENSOR_BYTES = 64 << 20  # a model is many tensors; 64 MiB ones keep the count realistic
 NVIDIA_GPUS = Path("/proc/driver/nvidia/gpus")  # one entry per GPU the driver sees
 
@@ -71,22 +84,48 @@ def _fsync_tree(directory: Path) -> None:
                 os.close(fd)
 
 
-def save(backend: str, nbytes: int, directory: Path, host: str, repeats: int = 1) -> list[HostResult]:
+def repeat(
+    repeats: int, once: Callable[[], HostResult], agree: Agree = alone, failure: Exception | None = None
+) -> list[HostResult]:
+    """`once()` up to `repeats` times, each after `agree` says every node is still fine: the
+    results, or the first failure (`failure`: one before the first save) once every node has
+    stopped (the others' agreement, at the next save, sees this node's False and stops them
+    too; the saves left are not made, and no node waits for another)."""
+    out: list[HostResult] = []
+    for _ in range(repeats):
+        if not agree(failure is None) or failure is not None:
+            break
+        try:
+            out.append(once())
+        except Exception as exc:  # raised below, once every node has stopped
+            failure = exc
+    if failure is not None:
+        raise failure
+    return out
+
+
+def save(
+    backend: str, nbytes: int, directory: Path, host: str, repeats: int = 1, agree: Agree = alone
+) -> list[HostResult]:
     """Save `nbytes` of tensors into `directory` with `backend` in this process, `repeats`
     times (the one state dict each time; the previous save's files removed before the next,
-    outside the timing): one result per save."""
-    state = _state_dict(nbytes)
+    outside the timing), each started with the other nodes' (`agree`): one result per save."""
     target = directory / backend.replace(".", "_")
-    out = []
-    for _ in range(repeats):
+    state: dict[str, Any] = {}
+    built: Exception | None = None
+    try:
+        state = _state_dict(nbytes)
+    except Exception as exc:  # said at the first agreement, so no node waits for this one
+        built = exc
+
+    def once() -> HostResult:
         _clear(target)
         start, end = _timed_save(backend, state, target)
-        out.append(
-            HostResult(
-                host=host, direction="write", bytes=nbytes, ios=len(state), start_s=start, end_s=end, procs=1
-            )
+        return HostResult(
+            host=host, direction="write", bytes=nbytes, ios=len(state), start_s=start, end_s=end, procs=1
         )
-    return out
+
+    return repeat(repeats, once, agree, built)
 
 
 def _clear(target: Path) -> None:
@@ -118,11 +157,18 @@ def _timed_save(backend: str, state: dict[str, Any], target: Path) -> tuple[floa
 
 
 def save_many(
-    backend: str, nbytes: int, directory: Path, host: str, writers: int, repeats: int = 1
+    backend: str,
+    nbytes: int,
+    directory: Path,
+    host: str,
+    writers: int,
+    repeats: int = 1,
+    agree: Agree = alone,
 ) -> list[HostResult]:
     """`writers` processes each save `nbytes` into its own file under `directory` at the same
-    moment, `repeats` times (the processes and their state dicts kept between the saves): a
-    save's figure is all their bytes over the first start to the last fsync."""
+    moment, `repeats` times (the processes and their state dicts kept between the saves), each
+    save started with the other nodes' (`agree`): a save's figure is all their bytes over the
+    first start to the last fsync."""
     argv = [sys.executable, "-m", "iobench.torch_ckpt", backend, str(nbytes)]
     kids = [
         subprocess.Popen(
@@ -134,27 +180,32 @@ def save_many(
         )
         for i in range(writers)
     ]
-    out = []
+
+    def once() -> HostResult:
+        for k in kids:
+            assert k.stdin is not None
+            k.stdin.write("go\n")
+            k.stdin.flush()
+        done = [json.loads(_expect(k, "{")) for k in kids]
+        return HostResult(
+            host=host,
+            direction="write",
+            bytes=sum(int(d["bytes"]) for d in done),
+            ios=sum(int(d["ios"]) for d in done),
+            start_s=min(float(d["start"]) for d in done),
+            end_s=max(float(d["end"]) for d in done),
+            procs=writers,
+        )
+
     try:
-        for k in kids:  # every state dict is built before any save starts
-            _expect(k, "ready")
-        for _ in range(repeats):
-            for k in kids:
-                assert k.stdin is not None
-                k.stdin.write("go\n")
-                k.stdin.flush()
-            done = [json.loads(_expect(k, "{")) for k in kids]
-            out.append(
-                HostResult(
-                    host=host,
-                    direction="write",
-                    bytes=sum(int(d["bytes"]) for d in done),
-                    ios=sum(int(d["ios"]) for d in done),
-                    start_s=min(float(d["start"]) for d in done),
-                    end_s=max(float(d["end"]) for d in done),
-                    procs=writers,
-                )
-            )
+        ready: Exception | None = None
+        try:
+            for k in kids:  # every state dict is built before any save starts
+                _expect(k, "ready")
+        except OSError as exc:  # said at the first agreement, so no node waits for this one
+            ready = exc
+
+        return repeat(repeats, once, agree, ready)
     finally:
         for k in kids:
             if k.stdin is not None and k.poll() is None:
@@ -164,7 +215,6 @@ def save_many(
             except subprocess.TimeoutExpired:
                 k.kill()
                 k.wait()
-    return out
 
 
 def _expect(kid: subprocess.Popen[str], head: str) -> str:

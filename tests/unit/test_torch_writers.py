@@ -36,3 +36,32 @@ def test_repeated_saves_each_timed_and_one_shard_on_disk_at_a_time(tmp_path: Pat
     assert [p.name for p in tmp_path.iterdir()] == ["torch_save.pt"]  # the last save's file only
     many = save_many("torch.dcp", 1 << 20, tmp_path / "m", "n1", writers=2, repeats=2)
     assert [(r.bytes, r.procs) for r in many] == [(2 << 20, 2)] * 2  # 2 writers x 1 MiB, twice
+
+
+def test_each_save_starts_after_the_nodes_agree_and_a_failure_stops_them_all(tmp_path: Path) -> None:
+    """The agreement (iobench.session: an all-gather of "still fine" over the nodes) is asked
+    before every save; False from any node stops this one before its next save, and a node
+    whose save failed says False at the next agreement, then raises its own error."""
+    import pytest
+
+    pytest.importorskip("torch")
+    from iobench.torch_ckpt import save, save_many
+
+    asked: list[bool] = []
+
+    def agree(ok: bool) -> bool:
+        asked.append(ok)
+        return ok
+
+    assert len(save("torch.save", 1 << 20, tmp_path, "n1", repeats=3, agree=agree)) == 3
+    assert asked == [True, True, True]
+    # another node failed: the agreement before the second save says so, this node stops
+    answers = iter([True, False])
+    got = save("torch.dcp", 1 << 20, tmp_path, "n1", repeats=3, agree=lambda ok: next(answers))
+    assert len(got) == 1
+    # this node's writer cannot write (its directory is a file): False at the next agreement
+    asked.clear()
+    (tmp_path / "m").write_text("not a directory\n")
+    with pytest.raises(OSError):
+        save_many("torch.save", 1 << 20, tmp_path / "m", "n1", writers=2, repeats=3, agree=agree)
+    assert asked == [True, False]  # the first save failed: said at the second agreement, no third
