@@ -184,7 +184,8 @@ def row_values(
     type_tok = row[lay.type] if lay.type >= 0 else "unknown"
     dtype = dtypes.get(type_tok, type_tok)
     redop = row[lay.redop] if lay.redop >= 0 else "none"
-    factor = bus_factor(op, ranks) if ranks > 0 and check_busbw else 0.0
+    checked = ranks > 0 and check_busbw  # a factor of 0 (one rank, most ops) is checked too
+    factor = bus_factor(op, ranks) if checked else 0.0
     out: list[Values] = []
     for gi, (ti, ai, bi, wi, ei, i_min, i_max, i_p99, i_cv) in enumerate(lay.groups):
         t, a, b = v[ti], v[ai], v[bi]
@@ -198,7 +199,7 @@ def row_values(
             want = size / t / 1e3
             if abs(a - want) > 0.02 * want + 0.011:
                 return None
-        if factor and abs(b - a * factor) > 0.005 * factor + 0.005 + 1e-9 * max(a * factor, b):
+        if checked and abs(b - a * factor) > 0.005 * factor + 0.005 + 1e-9 * max(a * factor, b):
             return None  # nccl_rows.busbw_why names it
         wrong, error, tmin, tmax, tp99, tcv = v[wi], v[ei], v[i_min], v[i_max], v[i_p99], v[i_cv]
         if wrong is not None and (wrong < 0 or wrong != int(wrong) or wrong > _MAX):

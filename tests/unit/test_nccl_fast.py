@@ -227,3 +227,21 @@ def test_a_json_line_is_json_dumps_of_to_dict() -> None:
         (0, "x", 1, 0.0, 0.0, 0.0, 0, 0, "none", -1, True, None, 5e-6, None, None, True),
     ]:
         assert lines.line(v) == json.dumps(to_dict(nccl_fast.record(ctx, v)), separators=(",", ":"))
+
+
+def test_a_one_rank_table_with_a_busbw_is_skipped_either_way() -> None:
+    """Device lines naming one rank make all_reduce's bus factor 2(n-1)/n = 0, so a row whose
+    busbw is 29.65 contradicts them: both paths skip it (the fast path once checked busbw only
+    where the factor was not 0, and took such rows; hypothesis found it)."""
+    log = DATA / "nccl_tests" / "v2.19_per_iter_all_reduce.log"
+    lines = [
+        ln
+        for ln in log.read_text().split("\n")
+        if not ln.startswith(("#  Rank  1", "#  Rank  2", "#  Rank  3"))
+    ]
+    recs, notes = _lines("\n".join(lines), log.name, fast=True)
+    assert recs == [] and (recs, notes) == _lines("\n".join(lines), log.name, fast=False)
+    # by hand: 19.77 x 2 x (1 - 1) / 1 = 0
+    assert notes[0].startswith(
+        "v2.19_per_iter_all_reduce.log: skipped 3 of 3 rows: line 17: busbw 29.65 is not algbw 19.77 x 0 "
+    )

@@ -110,7 +110,10 @@ def oracle_judged(frame: pd.DataFrame) -> tuple[dict[tuple[str, str], Sweep], in
 def oracle_intra_node(df: pd.DataFrame) -> list[tuple[str, str, float, float]]:
     rows = df[(df["scope"] == "intra-node") & (df["n_hosts"] == 1) & (df["wrong"] == 0)]
     out = []
-    for op, recs in rows.groupby(rows["op"].astype(str), sort=True):
+    # like with like (docs/reports.md): a fleet is the hosts measured with one op, tool and
+    # rank count; by op name, then tool, then ranks
+    keys = [rows["op"].astype(str), rows["backend"].astype(str), rows["ranks"].astype(int)]
+    for (op, _, _), recs in rows.groupby(keys, sort=True):
         top = recs[recs["bytes"] == int(recs["bytes"].max())]
         best = top.groupby(top["host"].astype(str), sort=False)["busbw_GBps"].max().clip(lower=0.0)
         per_host = {str(h): float(v) for h, v in best.items()}
