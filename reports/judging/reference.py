@@ -124,7 +124,11 @@ def healthy(
     ports per node shared by its `gpus_per_node` GPUs."""
     if link is None:
         return None
-    algo = algo_of(c.op, busbw, link, env) if scope == "intra-node" else Algo(name="ring", why="")
+    if scope == "intra-node":
+        algo = algo_of(c.op, busbw, link, env)
+    else:  # across nodes the references are ring's (references.yaml), measured on 2 nodes
+        said = env.get("NCCL_ALGO")
+        algo = Algo(name="ring", why=f"NCCL_ALGO={said}" if said else "a 2-node ring assumed")
     ref = catalog.net_reference(link.name, c.op, algo.name)
     if ref is None or ref.scope != scope:
         return None
@@ -133,8 +137,6 @@ def healthy(
             return None
         figure: float | None = ref.busbw_GBps * nics / gpus_per_node
         gpus = gpus_per_node
-        said = env.get("NCCL_ALGO")
-        algo = Algo(name="ring", why=f"NCCL_ALGO={said}" if said else "a 2-node ring assumed")
     else:
         gpus = c.ranks_per_node
         figure = ref.figure(gpus)

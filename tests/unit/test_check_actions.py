@@ -73,6 +73,7 @@ def test_drain_a_failing_node_with_a_stoker_reason_naming_its_check() -> None:
         "State=DRAIN",
         "Reason=stoker: [inventory] gpu errors GPU3 below_spec",
     )
+    assert d.why == ""  # the action line says it all: nothing printed beside it (action_io)
 
 
 def test_resume_only_stoker_drains_whose_checks_passed() -> None:

@@ -350,3 +350,104 @@ def test_the_groups_search_culprit_fails_the_run() -> None:
     assert [
         (f.component, f.hosts, f.measured, f.expected) for f in j.findings if f.status == "below_spec"
     ] == [("node", ("h5",), 2.5, 10.0)]
+
+
+# -- the findings' fields and the model's inputs that mutmut's sample found unchecked ---------
+def test_a_gpu_fleets_matmul_figure_is_set_against_its_peak_and_mamf() -> None:
+    # 8 H100 SXM at 600 TFLOPS bf16: by hand 600 / 989 (the dense peak) = 0.6067, and 600 is
+    # under 80% of the 794.5 a healthy one reaches (635.6): below spec
+    j = judge(evidence(compute=[_gpu("a", g, 600.0) for g in range(8)]))
+    (f,) = [f for f in j.findings if f.check == "matmul TFLOPS vs peak (bf16)"]
+    assert (f.status, f.measured, f.expected, f.unit) == ("below_spec", 600.0, pytest.approx(635.6), "TFLOPS")
+    assert f.extra == {"peak_tflops": 989, "mamf_tflops": 794.5, "share_of_peak": 0.6067}
+
+
+def _port(device: str, *, rate: float = 400.0, pcie: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A network port as stoker inventory writes it (hand-written: the fields judging reads)."""
+    return {
+        "schema": 1,
+        "kind": "host",
+        "run_id": "r",
+        "host": "n1",
+        "component": "network port",
+        "device": device,
+        "port": 1,
+        "state": "ACTIVE",
+        "phys_state": "LinkUp",
+        "rate_Gbps": rate,
+        "link_layer": "InfiniBand",
+        "pcie": pcie or {},
+    }
+
+
+def test_fewer_full_rate_ports_than_the_spec_advertises_and_a_narrow_pcie_link() -> None:
+    # the spec: 8 x NDR (50 GB/s each) per node; n1 shows 4 NDR ports, one of them on a PCIe
+    # link trained at Gen4 x8 where its slot does Gen5 x16
+    narrow = {"bus_id": "0000:0c:00.0", "gen": 4, "max_gen": 5, "width": 8, "max_width": 16}
+    ports = [_port(f"mlx5_{i}") for i in range(3)] + [_port("mlx5_3", pcie=narrow)]
+    spec = parse_spec({"name": "s", "network": {"inter_node": {"link": "ib-ndr", "count": 8}}}, "spec.yaml")
+    j = judge(evidence(host=ports), spec, scope="node")
+    by_check = {f.check: f for f in j.findings if f.status == "below_spec"}
+    fabric = by_check["ports vs advertised fabric"]
+    assert (fabric.measured, fabric.expected, fabric.unit, fabric.hosts) == (4.0, 8.0, "ports", ("n1",))
+    pcie = by_check["pcie link trained"]
+    assert (pcie.measured, pcie.expected, pcie.unit) == (8.0, 16.0, "lanes")
+    assert pcie.message == (
+        "n1 mlx5_3 port 1: PCIe link trained at Gen4 x8, should be Gen5 x16; "
+        "reseat the card or check its slot and riser, then reboot and re-read."
+    )
+
+
+def test_the_dataloader_waits_for_a_measured_host_link_slower_than_its_storage() -> None:
+    # storage delivers 5 GB/s per node; each of the node's 8 GPUs copies at 0.5 GB/s pinned
+    # host-to-device: by hand the samples reach the GPUs at 8 x 0.5 = 4 GB/s, the slower leg
+    link = {
+        "schema": 1,
+        "kind": "host",
+        "run_id": "r",
+        "host": "n1",
+        "component": "host link",
+        "device": "GPU0",
+        "gpu": 0,
+        "h2d_pinned_GBps": 0.5,
+        "d2h_pinned_GBps": 0.5,
+    }
+    w = parse_workload({"preset": "llama-8b", "gpus": 8, "compute_s": 2.0}, "w.yaml")
+    ev = evidence(io=[io("dataloader_read", "read", "/data", 5.0, per_host={"n1": 5.0})], host=[link])
+    (row,) = [r for r in judge(ev, None, w).model if r.part == "dataloader"]
+    assert (row.achieved, row.unit) == (4.0, "GB/s per node")
+
+
+def test_a_phase_left_out_on_purpose_is_named_in_the_coverage() -> None:
+    spec = parse_spec(
+        {
+            "name": "s",
+            "network": {"intra_node": {"GBps": 100}},
+            "storage": [{"path": "/ckpt", "kind": "shared", "write_GBps": 5}],
+        },
+        "spec.yaml",
+    )
+    j = judge(evidence(flat("intra-node", "all_reduce", 90.0)), spec, skipped=["storage"])
+    (line,) = [c for c in j.coverage["coverage"] if "/ckpt" in c["what"]]
+    assert line["why"] == "the storage phase was left out (--skip storage)"
+
+
+@pytest.mark.parametrize(("fmt", "blocking"), [("torch.save", True), ("dcp", True), ("async", False)])
+def test_only_an_async_checkpoint_format_saves_in_the_background(fmt: str, blocking: bool) -> None:
+    w = parse_workload(
+        {"preset": "llama-8b", "gpus": 8, "compute_s": 2.0, "checkpoint": {"format": fmt}}, "w.yaml"
+    )
+    assert w.checkpoint is not None and w.checkpoint.async_ is (not blocking)
+
+
+@pytest.mark.parametrize(("gpus", "accepted"), [(1024, True), (1025, False)])
+def test_gpus_per_node_is_plausible_up_to_1024(gpus: int, accepted: bool) -> None:
+    # reports/plausible.py: at most 1024 GPUs per node; exactly 1024 is accepted
+    from reports.errors import UsageError
+
+    raw = {"name": "s", "gpus_per_node": gpus, "network": {"intra_node": {"GBps": 100}}}
+    if accepted:
+        assert parse_spec(raw, "spec.yaml").gpus_per_node == gpus
+    else:
+        with pytest.raises(UsageError, match="at most 1024"):
+            parse_spec(raw, "spec.yaml")
