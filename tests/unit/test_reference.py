@@ -133,6 +133,8 @@ def test_inter_node_reference_is_per_nic() -> None:
     # 46 GB/s per NIC x 8 NICs / 8 GPUs = 46 per GPU; 42 / 46 = 91% >= 90%
     assert (f.status, f.expected, f.extra["advertised"]) == ("ok", 46.0, 50.0)
     assert f.extra["reference"]["algo_from"] == "a 2-node ring assumed"  # NCCL_ALGO unrecorded
+    (f,), _ = compare.compare_network(curves, DETECTED, written=frozenset(), env={"NCCL_ALGO": "Ring"})
+    assert f.extra["reference"]["algo_from"] == "NCCL_ALGO=Ring"  # recorded: said, not assumed
 
 
 def test_an_imported_8xh100_log_without_a_spec_is_judged_against_the_healthy_reference(

@@ -451,3 +451,11 @@ def test_gpus_per_node_is_plausible_up_to_1024(gpus: int, accepted: bool) -> Non
     else:
         with pytest.raises(UsageError, match="at most 1024"):
             parse_spec(raw, "spec.yaml")
+
+
+def test_a_workload_setting_of_the_wrong_kind_is_named_in_its_one_line_error() -> None:
+    from reports.errors import UsageError
+
+    with pytest.raises(UsageError) as e:
+        parse_workload({"preset": "llama-8b", "gpus": 8, "compute_s": 2.0, "accelerator": 42}, "w.yaml")
+    assert str(e.value) == "w.yaml: accelerator: expected a name, got 42"
