@@ -26,8 +26,19 @@ Component = Literal[
     "gpu",
 ]
 # transient: under its threshold at first, passing when measured again (shown, not failed)
+# incorrect: wrong data or an error the tool or NCCL printed; misconfigured: what NCCL says it
+# did contradicts the spec (sockets on an RDMA fabric, P2P switched off): reports/judging/diagnosis.py
 Status = Literal[
-    "ok", "below_spec", "starving", "no_reference", "suspect", "unstable", "regression", "transient"
+    "ok",
+    "below_spec",
+    "starving",
+    "no_reference",
+    "suspect",
+    "unstable",
+    "regression",
+    "transient",
+    "incorrect",
+    "misconfigured",
 ]
 Verdict = Literal["pass", "fail", "incomplete", "unjudged"]
 # the parts of a training job the GPUs can wait for, in the order a buyer reads them
@@ -40,6 +51,8 @@ VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 PARTS: tuple[Part, ...] = get_args(Part)
 REPORT_SCOPES: tuple[ReportScope, ...] = get_args(ReportScope)
 FAILING: tuple[Status, ...] = (
+    "incorrect",
+    "misconfigured",
     "below_spec",
     "starving",
     "unstable",

@@ -186,6 +186,10 @@ def collect(
     wanted = parse_runs(runs)
     check_runs(directory, known, wanted)
     keep_runs(rs, wanted)
+    spec, spec_notes = load_optional("spec", spec_arg, directory)
+    from reports.ingest.nccl_records import place_on_nodes
+
+    imp.net = place_on_nodes(imp.net, spec.gpus_per_node if spec else None)  # a table pasted alone
     for kind in ("net", "io"):
         kept, refused = plausible.screen(getattr(imp, kind), "imported", to_dict)
         setattr(imp, kind, kept)
@@ -193,7 +197,8 @@ def collect(
     rs.net.extend(imp.net)
     rs.io += imp.io
     rs.manifests += imp.manifests
-    if not len(rs.net) and not rs.io and not rs.host and not rs.compute:
+    told = any("nccl_debug" in m for m in rs.manifests)  # NCCL's own account, judged alone too
+    if not len(rs.net) and not rs.io and not rs.host and not rs.compute and not told:
         first = rs.skipped[0] if rs.skipped else None
         skipped = (
             f" ({len(rs.skipped)} unreadable lines; first {first.file}:{first.line}: {first.reason})"
@@ -204,7 +209,6 @@ def collect(
             f"{directory}: no records{skipped} and no nccl-tests or fio output to import; "
             "run `stoker run --out DIR` or `stoker import FILE --out DIR` first"
         )
-    spec, spec_notes = load_optional("spec", spec_arg, directory)
     workload, wl_notes = load_optional("workload", workload_arg, directory)
     ev = evidence.build(rs, localised)
     phases = read_phases(directory)

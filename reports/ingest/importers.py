@@ -108,10 +108,16 @@ def import_text(text: str, *, source_name: str, ts: str, op: str | None = None) 
         return None
     out.net += parsed.records
     out.notes += parsed.notes
-    if parsed.records:
+    # NCCL's own lines where no table gave records (none printed, or the run died before it)
+    told = not parsed.records and not parsed.refused and "nccl_debug" in parsed.manifest
+    if parsed.records or told:
         out.manifests.append(parsed.manifest)
         out.sources.append(source_name)
-    elif not parsed.notes:
+    if told:
+        out.notes.append(
+            f"{source_name}: no nccl-tests table in it; NCCL's own lines read (reports/ingest/nccl_debug.py)"
+        )
+    elif not parsed.records and not parsed.notes:
         out.notes.append(f"{source_name}: nccl-tests output with no result rows (did the test finish?)")
     return out
 
@@ -135,7 +141,7 @@ def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported
     got = import_text(text, source_name=p.name, ts=mtime_utc(p), op=op)
     if got is None:
         raise UsageError(f"{p}: neither an nccl-tests log/JSON nor fio JSON output; nothing imported")
-    if not got.net and not got.io:  # every line of it was unusable: say the first reason
+    if not got.net and not got.io and not got.manifests:  # every line unusable: say the first reason
         raise UsageError(got.notes[0] if got.notes else f"{p}: no results in it; nothing imported")
     return got
 

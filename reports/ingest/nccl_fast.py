@@ -47,6 +47,11 @@ class Context:
     # the ranks ran as several communicators (NCCL_TESTS_SPLIT: several Group numbers): each
     # row's bus factor is that of a group's ranks, unknown here, so busbw is not checked
     split: bool = False
+    # the node count when the device lines do not name the hosts (NCCL's `nNodes`, or as
+    # many hosts as NCCL's INFO lines named); None: as many as `hosts`
+    nodes: int | None = None
+    # what the log did not print and was inferred, and from what (docs/contract.md `inferred`)
+    inferred: tuple[tuple[str, str], ...] = ()
 
 
 # One record's values, in this order: ranks, dtype, bytes, time_s, algbw_GBps, busbw_GBps,
@@ -240,6 +245,8 @@ def context_extra(ctx: Context) -> dict[str, Any]:
     extra: dict[str, Any] = {"source": ctx.source}
     if ctx.graph is not None:
         extra["graph"] = ctx.graph
+    if ctx.inferred:
+        extra["inferred"] = dict(ctx.inferred)
     return extra
 
 
@@ -268,7 +275,7 @@ def world_record(
         run_id=ctx.run_id,
         ts=ctx.ts,
         hosts=ctx.hosts,
-        nodes=len(set(ctx.hosts)),
+        nodes=len(set(ctx.hosts)) if ctx.nodes is None else ctx.nodes,
         op=ctx.op,
         scope="world",
         ranks=ranks,

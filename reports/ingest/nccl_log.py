@@ -11,9 +11,24 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from reports.ingest.nccl_rows import header_columns, is_row, number
+from reports.ingest.nccl_debug import DebugFacts
+from reports.ingest.nccl_rows import assumed_header, header_columns, is_row, number
 
-_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:\s?|\s*\d+:\s)")
+# What launchers put before a line, in any order and repeated (a cloud launcher's pod name before
+# Open MPI's tag): Open MPI's `--tag-output` `[1,0]<stdout>:`, `srun -l`'s `0: `, torchrun's
+# `[default0]:`, a bare `[0] ` / `[0]: ` rank, pdsh's and a pod's `host: `, and a timestamp
+# (`kubectl logs --timestamps`, journald). NCCL's own `host:pid:tid [0] NCCL INFO` prefix has no
+# space after its colon, so it is never taken for one.
+PREFIX = re.compile(
+    r"^(?:(?:\[\d+,\d+\]<std(?:out|err)>:\s?"
+    r"|\s*\d+:\s"
+    r"|\[(?:default)?\d+\]:?\s?"
+    r"|[A-Za-z][A-Za-z0-9_.\-]*:\s+(?=[#\[\d\s]|[A-Za-z0-9_.\-]+:\d+:\d+ \[)"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"
+    r"))+"
+)
+# a launcher's tag inside a line: ranks' output interleaved mid-row (the row is then named)
+_INNER_TAG = re.compile(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?")
 # the device name runs to the end: it is matched against a stripped line with no "\n" (a lazy
 # `(.*?)\s*$` gave the same name at twice the cost, and a log is half Rank lines)
 _RANK = re.compile(
@@ -26,17 +41,26 @@ _TESTS_VERSION = re.compile(r"^#?\s*nccl-tests version\s+(\S+)")
 _NCCL_VERSION = re.compile(r"NCCL version\s+(\S+)")
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 # the table header, with or without its '#' (log viewers strip comment markers)
-_HEADER = re.compile(r"(?:^|[#\s])(?:size|bytes)\s+(?:count|N)\s+type\b", re.M)
+_HEADER = re.compile(r"(?:^|[#\s])(?:size|bytes)\s+(?:(?:count|N)\s+type\b|.*\balgbw\s+busbw\b)", re.M)
 
 
 def strip_prefix(line: str) -> str:
-    return _PREFIX.sub("", line, count=1).rstrip("\r\n")
+    return PREFIX.sub("", line, count=1).rstrip("\r\n")
+
+
+# a row of nccl-tests' standard layout, launcher tag or not: size, count, type, redop
+_BARE_ROW = re.compile(r"^\S*?\s*\d+\s+\d+\s+[a-z0-9_]+\s+(?:sum|prod|max|min|avg|none|premulsum)\s", re.M)
+_NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN) ")
 
 
 def looks_like_log(text: str) -> bool:
-    """The text holds an nccl-tests table header, wherever it is: NCCL_DEBUG=INFO noise or
-    the device lines of thousands of ranks may fill the first megabytes of a log."""
-    return "busbw" in text and "algbw" in text and _HEADER.search(text) is not None
+    """The text holds an nccl-tests table header, wherever it is (NCCL_DEBUG=INFO noise or
+    the device lines of thousands of ranks may fill the first megabytes of a log), rows of
+    its standard layout pasted without the header, or NCCL's own INFO/WARN lines (what
+    NCCL says of a run is read even where no table was kept)."""
+    if "busbw" in text and "algbw" in text and _HEADER.search(text) is not None:
+        return True
+    return _BARE_ROW.search(text) is not None or _NCCL_LINE.search(text) is not None
 
 
 def log_in_blocks(blocks: Iterable[str]) -> bool:
@@ -66,6 +90,10 @@ class Section:
     warmup: int = 0
     iters: int = 0
     graph: bool | None = None
+    # NCCL's lines read while this table was being read (its communicator's init comes
+    # between the device lines and the header): the table's own nodes and ranks
+    debug: DebugFacts = field(default_factory=DebugFacts)
+    assumed: bool = False  # no header line: nccl-tests' standard columns (nccl_rows.assumed_header)
 
 
 def _sections(lines: Iterable[str]) -> tuple[list[Section], dict[str, str], list[float]]:
@@ -82,6 +110,7 @@ def iter_sections(
     first: int = 1,
     start: Section | None = None,
     end: list[Section] | None = None,
+    debug: DebugFacts | None = None,
 ) -> Iterator[Section]:
     """Each test's table as soon as the next one starts (a 250 MB log is never held whole);
     `versions` and `avgs` are filled in as they are read. A part of a log (reports/ingest/
@@ -90,17 +119,24 @@ def iter_sections(
     # Every line passes here (~10^6 in a 250 MB log): each regex is tried only when a literal
     # it cannot match without is in the line, and a row is split once.
     cur = start or Section()
-    prefix = _PREFIX.match
+    prefix = PREFIX.match
     for n, raw in enumerate(lines, first):
         m = prefix(raw)  # strip_prefix: the pattern is anchored, so match == sub(count=1)
         body = (raw[m.end() :] if m else raw).strip()
         if not body:
             continue
+        if m and "[" in body and "NCCL " not in body:  # a tagged line with tags inside: ranks'
+            body = _INNER_TAG.sub(" ", body).strip()  # output interleaved, or a tag per write
         if "NCCL " in body:  # in each of the three below: one test for the lines without
             if "NCCL version" in body and (m := _NCCL_VERSION.search(body)):
                 versions.setdefault("nccl", m.group(1))
             if "NCCL INFO" in body or "NCCL WARN" in body:
-                continue  # NCCL_DEBUG noise, most of a big log: none of the checks below can match it
+                cur.debug.add(n, body)  # NCCL's own account (reports/ingest/nccl_debug.py)
+                if debug is not None:
+                    debug.add(n, body)
+                continue  # none of the checks below can match it
+        if body[0] != "#" and not cur.header and body[0].isdigit() and (cols := assumed_header(body.split())):
+            cur.header, cur.assumed = cols, True  # a table pasted without its header line
         if body[0] != "#" and cur.header:
             tokens = body.split()
             t0 = tokens[0]
@@ -127,6 +163,10 @@ def iter_sections(
         elif "Rank" in body and (m := _RANK.match(body)):
             cur.ranks[int(m.group(1))] = (m.group(3), m.group(5))
             cur.groups.add(m.group(2) or "0")
+        elif "Out of bounds values" in body:
+            cur.debug.add(n, body)
+            if debug is not None:
+                debug.add(n, body)
         elif "Avg bus bandwidth" in body and (m := _AVG.match(body)):
             if (avg := number(m.group(1))) is not None:
                 avgs.append(avg)

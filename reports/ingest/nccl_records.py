@@ -4,9 +4,10 @@ columns and one timing group, and the manifest line."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,8 @@ class Parsed:
     manifest: dict[str, Any]
     avg_busbw_GBps: list[float] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    tables: int = 0  # tables seen, read or skipped (a log of NCCL's lines alone has none)
+    refused: int = 0  # tables skipped for their host names: the file then is not read at all
 
 
 @functools.lru_cache(maxsize=256)  # asked once per table: a 250 MB log has ~50k tables
@@ -68,27 +71,121 @@ def nccl_version(code: Any) -> str:
     return f"{c // 1000}.{c % 1000 // 100}.{c % 100}"
 
 
-def infer_op(lead: Mapping[str, Any], timing: Mapping[str, Any], ranks: int) -> str | None:
-    """The op of a table whose log never names its test (e.g. `slurm-1234.out` without the
-    "Collective test starting" line of recent versions), from what only one op prints:
-    root and redop columns and the bus factor busbw/algbw. None when still ambiguous
-    (all_gather vs alltoall both print redop none, root -1 and factor (n-1)/n)."""
+# bytes per element of nccl-tests' type names: size / (count * word) is the rank count for the
+# ops whose printed count is one rank's share (all_gather, reduce_scatter, alltoall: common.cu
+# prints max(sendBytes, expectedBytes) and paramCount), 1 for the others
+_WORD = {
+    "half": 2, "float": 4, "double": 8, "bfloat16": 2, "int8": 1, "uint8": 1, "int32": 4,
+    "uint32": 4, "int64": 8, "uint64": 8, "f8e4m3": 1, "f8e5m2": 1, "char": 1, "int": 4,
+}  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Inferred:
+    """What a table that never names its test says of itself: the op, the rank count (0: not
+    told) and, for each, what it was read from (the record's `inferred`, docs/contract.md)."""
+
+    op: str
+    ranks: int
+    why: tuple[tuple[str, str], ...]
+
+
+def _shares(lead: Mapping[str, Any]) -> int | None:
+    """size / (count * word): the rank count when the printed count is one rank's share."""
+    size, count = number(str(lead.get("size", ""))), number(str(lead.get("count", "")))
+    word = _WORD.get(str(lead.get("type", "")))
+    if not size or not count or word is None:
+        return None
+    k = size / (count * word)
+    return round(k) if k >= 1 and abs(k - round(k)) < 1e-9 else None
+
+
+def _ranks_from(f: float | None, twice: bool) -> int:
+    """n from a bus factor: 2(n-1)/n (twice) or (n-1)/n; 0 when the factor tells nothing."""
+    if f is None:
+        return 0
+    n = 2 / (2 - f) if twice and 1.03 < f < 2 else 1 / (1 - f) if not twice and 0.3 < f < 0.97 else 0
+    return round(n) if n >= 2 else 0
+
+
+def infer_table(lead: Mapping[str, Any], timing: Mapping[str, Any], ranks: int) -> Inferred | None:
+    """The op (and, unless `ranks` is known, the rank count) of a table whose log never names
+    its test, from what only one op prints: the root and redop columns, the printed count's
+    share of the size (`_shares`), and the bus factor busbw/algbw (nccl-tests'
+    doc/PERFORMANCE.md: 2(n-1)/n for all_reduce, (n-1)/n for all_gather / reduce_scatter /
+    alltoall, 1 for broadcast / reduce / sendrecv). all_gather and alltoall print the same
+    columns and factor: the table is read as all_gather, and `why` says it may be alltoall
+    (their busbw means the same). None when nothing tells (an old layout's 2-rank table)."""
     algbw, busbw = number(str(timing.get("algbw", ""))), number(str(timing.get("busbw", "")))
     root = number(str(lead.get("root", "-1")))
+    has_root, has_redop = "root" in lead, "redop" in lead
     reduces = str(lead.get("redop", "none")).lower() not in ("none", "")
+    f = busbw / algbw if algbw and busbw and algbw >= 0.05 else None
+    near = lambda x: f is not None and abs(f - x) <= 0.03 * x  # noqa: E731 - 2 printed decimals
+    shares = _shares(lead)
+    # the columns decide where they are printed: 2.x prints root for every op; before it, the
+    # ops with a root printed it and the rest a redop
+    cols = has_root or has_redop
+    if ranks == 1 or (f is not None and f < 0.05 and algbw and algbw >= 1):
+        return None  # one rank: every op's busbw is 0 and its count its whole buffer
     if root is not None and root >= 0:
-        return "reduce" if reduces else "broadcast"
-    if not algbw or not busbw or algbw < 0.05 or ranks < 2:
-        return None  # tiny sizes print 0.00: no factor to read
-    f = busbw / algbw
-    near = lambda x: abs(f - x) <= 0.03 * x  # noqa: E731 - printed values carry 2 decimals
-    if near(bus_factor("all_reduce", ranks)) and ranks > 2:
-        return "all_reduce"
-    if near(bus_factor("reduce_scatter", ranks)) and ranks > 2:
-        return "reduce_scatter" if reduces else None
-    if near(bus_factor("sendrecv", ranks)) and not reduces and ranks != 2:
-        return "sendrecv"
-    return None
+        return Inferred(
+            op="reduce" if reduces else "broadcast",
+            ranks=ranks,
+            why=(("op", "a root >= 0 and the redop column"),),
+        )
+    # the family: one rank's share printed (shares > 1), else the whole buffer; then the factor
+    if shares is not None and shares > 1:
+        family = "share"
+    elif shares == 1 and cols:
+        family = "whole"
+    elif f is not None and f > 1.03:
+        family = "whole"
+    elif f is not None and f < 0.97:
+        family = "share"
+    else:
+        family = "whole" if f is not None and near(1.0) and has_root else ""
+    if family == "share":
+        n = ranks or shares or _ranks_from(f, False)
+        if n and f is not None and not near(bus_factor("all_gather", n)):
+            return None  # the count and the factor disagree: not this reader's to settle
+        op = "reduce_scatter" if reduces else "all_gather"
+        told = "the count is one rank's share of the size" if shares else "busbw / algbw"
+    elif family == "whole" and (reduces or not has_redop):
+        n = ranks or _ranks_from(f, True) or (2 if near(1.0) and has_root else 0)
+        if n and f is not None and not near(bus_factor("all_reduce", n)):
+            return None
+        op, told = "all_reduce", "busbw / algbw"
+    elif family == "whole" and has_redop and has_root:
+        n, op, told = ranks, "sendrecv", ""
+    else:
+        return None
+    why: list[tuple[str, str]] = [
+        (
+            "op",
+            "all_gather or alltoall: redop none, root -1, one rank's share"
+            if op == "all_gather"
+            else "the redop and root columns and busbw / algbw",
+        )
+    ]
+    if n and not ranks and told:
+        why.append(("ranks", told))
+    return Inferred(op=op, ranks=n if told or ranks else ranks, why=tuple(why))
+
+
+def same_factor(op: str, got: Inferred) -> bool:
+    """Whether `op` prints the columns and bus factor the table was read as (a file named
+    alltoall_perf.log holding what reads as all_gather: yes; one named all_reduce: no)."""
+    n = got.ranks or 8
+    return bus_factor(op, n) == bus_factor(got.op, n) and (op in ("reduce", "broadcast")) == (
+        got.op in ("reduce", "broadcast")
+    )
+
+
+def infer_op(lead: Mapping[str, Any], timing: Mapping[str, Any], ranks: int) -> str | None:
+    """infer_table's op alone."""
+    got = infer_table(lead, timing, ranks)
+    return got.op if got else None
 
 
 def row_record(
@@ -166,3 +263,24 @@ def import_manifest(
         "devices": [{"rank": r, "host": h, "name": d} for r, (h, d) in sorted(ranks.items())],
         "settings": dict(settings),
     }
+
+
+def place_on_nodes(records: Sequence[NetRecord], gpus_per_node: int | None) -> list[NetRecord]:
+    """Imported tables that name no host and no node count (a table pasted alone) placed by
+    the spec: more ranks than a node has GPUs span ceil(ranks / gpus_per_node) nodes, so a
+    24-rank table on a spec of 8 GPUs per node is judged as the 3-node run it was, never as
+    one node's links. Marked in `inferred`; records that say where they ran are kept as they are."""
+    if not gpus_per_node:
+        return list(records)
+    out = []
+    for r in records:
+        if r.backend != BACKEND or r.hosts or r.nodes or r.ranks <= gpus_per_node:
+            out.append(r)
+            continue
+        nodes = -(-r.ranks // gpus_per_node)
+        said = {
+            **r.extra.get("inferred", {}),
+            "nodes": f"{r.ranks} ranks over the spec's {gpus_per_node} GPUs per node",
+        }
+        out.append(dataclasses.replace(r, nodes=nodes, extra={**r.extra, "inferred": said}))
+    return out

@@ -211,3 +211,36 @@ def skipped_note(source_name: str, skipped: Sequence[tuple[str, str]], total: in
     shown = "; ".join(f"{where}: {why}" for where, why in skipped[:3])
     more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
     return f"{source_name}: skipped {len(skipped)} of {total} rows: {shown}{more}"
+
+
+# nccl-tests' type and reduction names, as its tables print them
+TYPE_NAMES = frozenset(
+    {"half", "float", "double", "bfloat16", "int8", "uint8", "int32", "uint32", "int64", "uint64",
+     "f8e4m3", "f8e5m2", "char", "int", "fp8_e4m3", "fp8_e5m2"}
+)  # fmt: skip
+REDOPS = frozenset({"sum", "prod", "max", "min", "avg", "none", "premulsum", "mulsum"})
+
+
+def _check_col(tok: str) -> str:
+    """`wrong` for an integer count (#wrong, 2.10 on), `error` for a float (the largest
+    error, before 2.10: '0e+00', '1e-07'), N/A stays a count."""
+    return "error" if ("e" in tok.lower() and tok.upper() not in ("N/A", "NA")) or "." in tok else "wrong"
+
+
+def assumed_header(tokens: Sequence[str]) -> list[str] | None:
+    """The columns of a row pasted without its header, when the row is one of nccl-tests'
+    standard layouts (its src/common.cu writeBenchmarkLinePreamble and the two timing groups):
+    `size count type redop root` (2.x) or `size count type redop` (before root was printed),
+    then time, algbw, busbw and #wrong (or error) out-of-place and in-place. None when the row
+    is not plainly one of them (the reader then waits for a header)."""
+    n = len(tokens)
+    if n < 11 or not (tokens[0].isascii() and tokens[0].isdigit()) or tokens[2] not in TYPE_NAMES:
+        return None
+    if tokens[3].lower() not in REDOPS:
+        return None
+    root = n == 13 and number(tokens[4]) is not None and float(tokens[4]) == int(float(tokens[4]))
+    lead = ["size", "count", "type", "redop", *(["root"] if root else [])]
+    if n != len(lead) + 8:
+        return None
+    group = ["time", "algbw", "busbw", _check_col(tokens[len(lead) + 3])]
+    return [*lead, *group, *group]

@@ -17,19 +17,23 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from reports.ingest import nccl_fast
+from reports.ingest.nccl_debug import DebugFacts, settings_of
 from reports.ingest.nccl_fast import Context as _Context
 from reports.ingest.nccl_json import looks_like_json, parse_json
 from reports.ingest.nccl_log import Section, iter_sections, looks_like_log
 from reports.ingest.nccl_records import (
     NCCL_DTYPES,
+    Inferred,
     Parsed,
     hosts_of,
     import_manifest,
-    infer_op,
+    infer_table,
     op_from_name,
     row_record,
+    same_factor,
 )
 from reports.ingest.nccl_rows import aligned, figures, number, row_fields, skipped_note
 from reports.ops import ranks_from_factor
@@ -47,21 +51,49 @@ def _largest_readable(sec: Section) -> tuple[dict[str, str], dict[str, str]] | N
     return None
 
 
-def _infer(sec: Section) -> str | None:
-    """infer_op on the largest readable row (the one with a readable bus factor)."""
+def _infer(sec: Section) -> Inferred | None:
+    """infer_table on the largest readable row (the one with a readable bus factor)."""
     got = _largest_readable(sec)
-    return infer_op(got[0], got[1], len(sec.ranks)) if got else None
+    return infer_table(got[0], got[1], known_ranks(sec)) if got else None
+
+
+def known_ranks(sec: Section) -> int:
+    """The rank count the device lines give when they are all there (ranks 0..n-1); 0 when
+    some were cut off (a pasted excerpt that starts at `Rank 71`): the bus factor tells then."""
+    n = len(sec.ranks)
+    return n if n and max(sec.ranks) == n - 1 else 0
 
 
 def _section_ranks(sec: Section, op: str) -> int:
     """The rank count: the device lines, else the bus factor of the largest row, once for
     the whole table (a row printed as 0.06/0.11 would say 12 ranks; at >= 1 GB/s the two
     printed decimals are within 1%)."""
-    if sec.ranks:
-        return len(sec.ranks)
+    if n := known_ranks(sec):
+        return n
     got = _largest_readable(sec)
     algbw, busbw = (number(got[1].get("algbw", "")), number(got[1].get("busbw", ""))) if got else (None, None)
     return ranks_from_factor(op, algbw, busbw) if algbw and busbw and algbw >= 1.0 else 0
+
+
+def _where(
+    sec: Section, debug: DebugFacts
+) -> tuple[tuple[str, ...], int | None, tuple[tuple[str, str], ...]]:
+    """The hosts, the node count (None: as many as the hosts) and what was inferred: the device
+    lines name the hosts; without them, NCCL's INFO lines (`nRanks 16 nNodes 2`, the host in
+    each `host:pid:tid [dev] NCCL INFO` prefix) say how many nodes ran, which scope the table is."""
+    hosts, _ = hosts_of(sec.ranks)
+    if hosts and known_ranks(sec):
+        return hosts, None, ()
+    if hosts:  # some device lines cut off: the hosts they name are not all the run's
+        hosts = ()
+    seen = tuple(sorted(debug.hosts))
+    if debug.nnodes:
+        if len(seen) == debug.nnodes:
+            return seen, None, (("nodes", "NCCL INFO: nNodes and the hosts of its lines"),)
+        return (), debug.nnodes, (("nodes", "NCCL INFO: nNodes"),)
+    if seen:
+        return seen, None, (("nodes", "the hosts of the NCCL INFO lines"),)
+    return (), None, ()
 
 
 def parse_log(text: str, *, run_id: str, ts: str, source_name: str, op: str | None = None) -> Parsed:
@@ -84,6 +116,8 @@ class LogState:
     notes: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     total: int = 0
+    tables: int = 0
+    refused: int = 0  # tables skipped for a host name no scheduler takes
     all_ranks: dict[int, tuple[str, str]] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     avgs: list[float] = field(default_factory=list)
@@ -91,12 +125,16 @@ class LogState:
     # table being read before it (in) and at its last line (out; its rows already given)
     first_line: int = 1
     table: Section | None = None
+    debug: DebugFacts = field(default_factory=DebugFacts)  # NCCL's own lines (nccl_debug.py)
 
     def extend(self, part: LogState) -> None:
         """Add what the next part of the same log left, as one reading of both would."""
+        self.debug.extend(part.debug)
         self.notes += part.notes
         self.skipped += part.skipped
         self.total += part.total
+        self.tables += part.tables
+        self.refused += part.refused
         self.all_ranks.update(part.all_ranks)
         for k, v in part.versions.items():
             self.versions.setdefault(k, v)
@@ -106,12 +144,18 @@ class LogState:
         notes = list(self.notes)
         if self.skipped:
             notes.append(skipped_note(source_name, self.skipped, self.total))
-        settings = {"avg_bus_bandwidth_GBps": self.avgs} if self.avgs else {}
+        settings: dict[str, Any] = {"avg_bus_bandwidth_GBps": self.avgs} if self.avgs else {}
+        settings.update(settings_of(self.debug))  # NCCL_ALGO and the rest, as NCCL printed them
+        manifest = import_manifest(run_id, source_name, self.versions, self.all_ranks, settings)
+        if not self.debug.empty():
+            manifest["nccl_debug"] = self.debug.to_dict()
         return Parsed(
             records=records,
-            manifest=import_manifest(run_id, source_name, self.versions, self.all_ranks, settings),
+            manifest=manifest,
             avg_busbw_GBps=self.avgs,
             notes=notes,
+            tables=self.tables,
+            refused=self.refused,
         )
 
 
@@ -152,27 +196,51 @@ def _tables(
     layouts: dict[tuple[str, ...], nccl_fast.Layout | None] = {}
     end: list[Section] = []
     sections = iter_sections(
-        lines, state.versions, state.avgs, first=state.first_line, start=state.table, end=end
+        lines,
+        state.versions,
+        state.avgs,
+        first=state.first_line,
+        start=state.table,
+        end=end,
+        debug=state.debug,
     )
     for sec in sections:
-        name = op or op_from_name(sec.program or "") or op_from_name(source_name) or _infer(sec)
+        state.tables += 1
+        name = op or op_from_name(sec.program or "")
+        guess = None if name else _infer(sec)
+        named = None if name else op_from_name(source_name)
+        if guess is not None and named is not None and not same_factor(named, guess):
+            named = None  # the table's own columns and bus factor before the file's name
+        name = name or named or (guess.op if guess else None)
         if name is None:
             notes.append(
-                f"{source_name}: cannot tell which test printed the table at line {sec.rows[0][0]}; "
-                "name the file after the test (e.g. all_gather_perf.log) or pass --op"
+                f"{source_name}: cannot tell which test printed the table at line {sec.rows[0][0]} "
+                "(its columns and bus factor fit no one test); pass --op"
             )
             continue
-        hosts, device = hosts_of(sec.ranks)
+        _, device = hosts_of(sec.ranks)
+        hosts, nodes, inferred = _where(sec, sec.debug)
         if why := hosts_why(hosts):  # never judged, never acted on (reports/hostnames.py)
             notes.append(f"{source_name}: skipped the table at line {sec.rows[0][0]}: {why}")
+            state.refused += 1
             continue
         all_ranks.update(sec.ranks)
+        ranks = _section_ranks(sec, name)
+        if sec.assumed:
+            inferred = (("columns", "no header line: nccl-tests' standard columns"), *inferred)
+        if guess is not None and guess.op == name and named is None:
+            inferred = (*guess.why, *inferred)
+            ranks = ranks or guess.ranks
+        if not ranks and sec.debug.nranks:
+            ranks, inferred = sec.debug.nranks, (*inferred, ("ranks", "NCCL INFO: nRanks"))
         ctx = _Context(
             op=name,
             run_id=run_id,
             ts=ts,
             hosts=hosts,
-            ranks=_section_ranks(sec, name),
+            nodes=nodes,
+            inferred=tuple(dict(inferred).items()),
+            ranks=ranks,
             device=device,
             warmup=sec.warmup,
             iters=sec.iters,

@@ -74,7 +74,7 @@ def _find_cut(fh: IO[bytes], at: int, stop: int) -> tuple[int, str] | None:
             if (i == 0 and base == at and at > 0) or not raw:
                 continue  # the line `at` falls in may have begun before it
             text = raw.decode("utf-8", errors="replace")
-            m = nccl_log._PREFIX.match(text)
+            m = nccl_log.PREFIX.match(text)
             kind = nccl_log.cut_kind((text[m.end() :] if m else text).strip())
             if kind and start > at:
                 return start, kind

@@ -39,6 +39,26 @@ MAX_HOSTS_NAMED = (
 )
 
 
+LATENCY_BYTES = 1 << 20  # under 1 MiB latency, not any GPU link's bandwidth, sets the time
+
+
+def latency_bound(c: Sweep) -> bool:
+    """The sweep never left the sizes where latency sets the time: it stopped under
+    LATENCY_BYTES, or its largest message (4x the smallest or more) took under twice the
+    smallest one's time; its busbw then says nothing of the link (a table pasted up to 256
+    bytes)."""
+    t = c.time_us
+    if c.sizes and c.sizes[-1] < LATENCY_BYTES:
+        return True
+    return (
+        len(c.sizes) >= 2
+        and len(t) == len(c.sizes)
+        and c.sizes[-1] >= 4 * c.sizes[0]
+        and t[0] > 0
+        and t[-1] < 2 * t[0]
+    )
+
+
 def status_of(measured: float, expected: float | None, threshold: float, limit: float) -> Status:
     if expected is None:
         return "no_reference"
@@ -172,6 +192,13 @@ def compare_network(
             else:
                 status = reference.status(bw, h, max(c.sizes))
                 message = head + reference.message(scope, c, size, bw, h, status, advertised)
+        if status == "below_spec" and latency_bound(c):
+            status, basis = "no_reference", None  # latency, not the link, sets such a figure
+            message = (
+                f"{scope} {c.op} busbw {bw:.2f} GB/s at {format_size(size)} not judged: the sweep stopped at "
+                f"{format_size(max(c.sizes))}, where latency, not bandwidth, sets the figure; sweep to 1 GiB or more "
+                "(nccl-tests -e 1G)."
+            )
         if advertised is not None:
             expected_used[component] = advertised  # the charts' advertised line
         findings.append(

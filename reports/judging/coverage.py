@@ -261,11 +261,14 @@ def assess(
     scope: Scope = "cluster",
     skipped: Collection[str] = (),
     needs: Sequence[Line] = (),
+    imported: bool = False,
 ) -> Coverage:
     """Every promise of `spec` (as the user wrote it, before detection filled it in) against
     the evidence (the scopes of the judged curves, the nodes spanned, the storage records) and
     what the hosts showed (their detected `hardware`, the ranks' manifests); `needs` are the
-    workload's (reports.judging.needs), judged by the same rule."""
+    workload's (reports.judging.needs), judged by the same rule. `imported`: every figure came
+    from another tool's output (`stoker import`, a log dropped in DIR): a promise it does not
+    touch is named as not covered, never a missing phase (nothing of stoker's ran)."""
     lines: list[Line] = []
     findings: list[Finding] = []
     if spec is not None:
@@ -274,6 +277,15 @@ def assess(
         gpu_lines, findings = _gpu(spec, gpus_seen(hardware, manifests), skipped)
         lines += gpu_lines
     lines += needs
+    if imported:  # results someone else measured: what they hold is judged, the rest named
+        lines = [
+            Line(
+                what=ln.what, status="out_of_scope", why=f"not in the imported results ({ln.why})", how=ln.how
+            )
+            if ln.status == "unmeasured"
+            else ln
+            for ln in lines
+        ]
     # a phase left out that no promise names is still said (nothing in the spec needed it)
     named = {p for p in skipped if any(_skipped(p, skipped) in ln.why for ln in lines if ln.why)}
     for p in sorted(set(skipped) - named):

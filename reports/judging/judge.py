@@ -17,7 +17,7 @@ from typing import Any
 from reports.evidence import Evidence
 from reports.evidence.rails import untested_note
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
-from reports.judging import confirm, model, reference, savepath
+from reports.judging import confirm, diagnosis, model, reference, savepath
 from reports.judging.baseline import Baseline
 from reports.judging.baseline_figures import judge_evidence
 from reports.judging.compute import appetite, compute_findings, compute_notes
@@ -31,6 +31,7 @@ from reports.judging.rail_nic import name_nics
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
 from reports.records import IoRecord
+from reports.runs import IMPORTED
 from reports.spec import Spec, given_scopes, match_storage
 from reports.spread import Spread, spread_of, threshold_note
 from reports.table import SkippedLine
@@ -164,6 +165,7 @@ def judge(
         scope=scope,
         skipped=skipped,
         needs=needs,
+        imported=not ev.host and not ev.compute and all(r.startswith(IMPORTED) for r in ev.run_ids),
     )
     if spec is not None and spec.detected:
         notes.append("from hardware detection: " + ", ".join(spec.detected))
@@ -197,6 +199,14 @@ def judge(
         findings += judge_evidence(baseline, ev)
     inventory = judge_inventory(ev.host, spec)
     findings = explain(findings, inventory) + inventory
+    # NCCL's own words: wrong data and errors first, then what contradicts the spec, and the
+    # cause its lines show beside each failing network figure (reports/judging/diagnosis.py)
+    findings = [
+        *diagnosis.correctness_findings(ev.sweeps, ev.manifests),
+        *diagnosis.misconfigured_findings(ev.manifests, written),
+        *diagnosis.collapse_findings(ev.curves),
+        *diagnosis.explain(findings, ev.manifests),
+    ]
     findings += compute_findings(ev.compute)  # slow GPUs, the fleet against its peak
     notes += compute_notes(ev.compute)  # the measured appetite, judged or not
     rows: list[ModelRow] = []

@@ -120,8 +120,16 @@ def test_skipped_lines_and_wrong_results_are_noted(tmp_path: Path) -> None:
     j = judge_records(read_records(tmp_path), SPEC, None)
     assert any(n.startswith("1 unreadable line(s) skipped: net.jsonl:13 not JSON") for n in j.notes)
     assert any("1 net record(s) failed the correctness check" in n for n in j.notes)
-    (intra,) = [f for f in j.findings if f.component == "intra-node network"]
+    (intra,) = [f for f in j.findings if f.check == "all_reduce busbw plateau"]
     assert intra.measured == 380.0  # the wrong 999 GB/s is left out
+    # and wrong data fails the run, naming the op and the size (never a quiet note)
+    (wrong,) = [f for f in j.findings if f.status == "incorrect"]
+    assert (wrong.component, wrong.check, wrong.extra["sizes_wrong"]) == (
+        "intra-node network",
+        "all_reduce correctness",
+        [1 << 31],
+    )
+    assert "2,147,483,648 bytes" in wrong.message and j.verdict == "fail"
 
 
 def test_a_thousand_nodes() -> None:

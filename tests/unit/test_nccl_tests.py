@@ -118,14 +118,17 @@ def test_unnamed_table_op_inferred_from_root_redop_and_bus_factor() -> None:
     assert p is not None and {r.op for r in p.records} == {"all_reduce"}
 
 
-def test_ambiguous_unnamed_table_is_noted_not_guessed() -> None:
+def test_ambiguous_unnamed_table_is_read_and_marked_inferred() -> None:
     text = (SAMPLES / "v2.17_srun_allgather_alltoall.log").read_text()
     text = "\n".join(line for line in text.splitlines() if "Collective test" not in line)
     p = parse_text(text, run_id="r", ts="t", source_name="slurm-99.out")
-    # all_gather and alltoall both print redop none, root -1 and factor 3/4: not guessed
-    assert p is not None and p.records == [] and "--op" in p.notes[0]
+    # all_gather and alltoall both print redop none, root -1 and factor 3/4: both tables are
+    # read as all_gather (the same busbw), and each record says the op was inferred and may be alltoall
+    assert p is not None and len(p.records) == 12 and {r.op for r in p.records} == {"all_gather"}
+    assert all("alltoall" in r.extra["inferred"]["op"] for r in p.records)
     forced = parse_text(text, run_id="r", ts="t", source_name="slurm-99.out", op="all_gather")
     assert forced is not None and len(forced.records) == 12
+    assert all("inferred" not in r.extra for r in forced.records)
 
 
 @pytest.mark.parametrize(
@@ -133,7 +136,9 @@ def test_ambiguous_unnamed_table_is_noted_not_guessed() -> None:
     [
         ({"redop": "sum", "root": "-1"}, {"algbw": "10", "busbw": "15"}, 4, "all_reduce"),
         ({"redop": "sum", "root": "-1"}, {"algbw": "10", "busbw": "7.5"}, 4, "reduce_scatter"),
-        ({"redop": "none", "root": "-1"}, {"algbw": "10", "busbw": "7.5"}, 4, None),
+        ({"redop": "none", "root": "-1"}, {"algbw": "10", "busbw": "7.5"}, 4, "all_gather"),
+        ({"redop": "none", "root": "-1"}, {"algbw": "10", "busbw": "7.5"}, 0, "all_gather"),  # n = 1/(1-0.75)
+        ({"redop": "sum", "root": "-1"}, {"algbw": "10", "busbw": "17.5"}, 0, "all_reduce"),  # n = 2/(2-1.75)
         ({"redop": "sum", "root": "0"}, {"algbw": "10", "busbw": "10"}, 4, "reduce"),
         ({"redop": "none", "root": "0"}, {"algbw": "10", "busbw": "10"}, 4, "broadcast"),
         ({"redop": "none", "root": "-1"}, {"algbw": "10", "busbw": "10"}, 4, "sendrecv"),
