@@ -272,64 +272,50 @@ def _multi_node(f: Facts) -> bool:
     )
 
 
+def _misconfigured(
+    cause_name: str, f: Facts, source: str, line: Line, head: str, also: Line | None = None
+) -> Finding:
+    """One `misconfigured` finding: the cause's component, NCCL's line quoted (and a second
+    line that says why), what it means and what people did."""
+    cause = _BY_NAME[cause_name]
+    said = f'{head}: "{line["text"].strip()[:160]}"' + (
+        f' (and: "{also["text"].strip()[:160]}")' if also else ""
+    )
+    return Finding(
+        component=cause.component,
+        check=f"{'inter' if cause.component == 'inter-node network' else 'intra'}-node transport",
+        status="misconfigured",
+        measured=None,
+        expected=None,
+        unit="",
+        hosts=tuple(f.get("hosts") or ()),
+        message=f"{said} — {cause.means}; {cause.fix}.",
+        extra={"cause": cause.name, "cause_line": _quote(source, line)},
+    )
+
+
 def misconfigured_findings(manifests: Sequence[Mapping[str, Any]], spec: Spec | None) -> list[Finding]:
-    """What NCCL did against what the spec promises: sockets on an RDMA fabric (InfiniBand,
-    EFA) fail the inter-node network whatever the figure; P2P switched off by a setting fails
-    the intra-node network."""
+    """What NCCL did against what the spec (or its own hardware) promises: sockets on an RDMA
+    fabric (InfiniBand, EFA, RoCE in the spec, or an RDMA device that would not open), GPU
+    Direct RDMA disabled on RDMA NICs, P2P switched off by a setting: each fails whatever the
+    figure."""
     out: list[Finding] = []
     for source, f in _facts(manifests):
         link = _rdma_promised(spec)
         failed = _fallback_warn(f)  # an RDMA device was there and would not open
         if ((link and _multi_node(f)) or failed) and (line := _socket(f)):
             why = failed or _no_plugin(f) or _ib_disabled(f)
-            link = link or "the RDMA device it tried"
-            cause = _BY_NAME["socket_fallback"]
-            out.append(
-                Finding(
-                    component="inter-node network",
-                    check="inter-node transport",
-                    status="misconfigured",
-                    measured=None,
-                    expected=None,
-                    unit="",
-                    hosts=tuple(f.get("hosts") or ()),
-                    message=f'NCCL ran over sockets, not {link}: "{line["text"].strip()[:160]}"'
-                    + (f' (and: "{why["text"].strip()[:160]}")' if why else "")
-                    + f" — {cause.means}; {cause.fix}.",
-                    extra={"cause": cause.name, "cause_line": _quote(source, line)},
-                )
-            )
+            head = f"NCCL ran over sockets, not {link or 'the RDMA device it tried'}"
+            out.append(_misconfigured("socket_fallback", f, source, line, head, why))
         if (line := (f.get("gdr") or {}).get("Disabled")) and (_rdma_net(f) or "HCA" in line["text"]):
-            cause = _BY_NAME["gdr_off"]
             out.append(
-                Finding(
-                    component="inter-node network",
-                    check="inter-node transport",
-                    status="misconfigured",
-                    measured=None,
-                    expected=None,
-                    unit="",
-                    hosts=tuple(f.get("hosts") or ()),
-                    message=f'NCCL says GPU Direct RDMA is off on its RDMA NICs: "{line["text"].strip()[:160]}" — '
-                    f"{cause.means}; {cause.fix}.",
-                    extra={"cause": cause.name, "cause_line": _quote(source, line)},
+                _misconfigured(
+                    "gdr_off", f, source, line, "NCCL says GPU Direct RDMA is off on its RDMA NICs"
                 )
             )
         if (line := _p2p_off(f)) and "set by environment" in line["text"]:
-            cause = _BY_NAME["p2p_disabled"]
             out.append(
-                Finding(
-                    component="intra-node network",
-                    check="intra-node transport",
-                    status="misconfigured",
-                    measured=None,
-                    expected=None,
-                    unit="",
-                    hosts=tuple(f.get("hosts") or ()),
-                    message=f'P2P between the GPUs was switched off: "{line["text"].strip()[:160]}" — '
-                    f"{cause.means}; {cause.fix}.",
-                    extra={"cause": cause.name, "cause_line": _quote(source, line)},
-                )
+                _misconfigured("p2p_disabled", f, source, line, "P2P between the GPUs was switched off")
             )
     return out
 
