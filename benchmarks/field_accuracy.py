@@ -36,8 +36,15 @@ def main() -> int:
         print(
             f"{o.case[:50]:50s} {'yes' if o.read else 'NO':5s} {o.verdict:10s} {o.expected:11s} {mark:6s} {o.why[:110]}"
         )
-    print(f"\nread: {read}/{len(todo)} ({read / max(1, len(todo)):.0%})")
-    print(f"agrees with its source: {agree}/{labelled} labelled cases ({agree / max(1, labelled):.0%})")
+    refused = sum(not c.get("readable", True) for c in todo)
+    print(
+        f"\nread: {read}/{len(todo)} ({read / max(1, len(todo)):.0%}); {refused} no reader can tell (manifest readable: false)"
+    )
+    apart = sum(c["expected"] in ("healthy", "sick") and not c.get("judgeable", True) for c in todo)
+    print(
+        f"agrees with its source: {agree}/{labelled} labelled cases ({agree / max(1, labelled):.0%}); "
+        f"{apart} labelled case(s) whose excerpt shows nothing of it counted apart (judgeable: false)"
+    )
     return 0
 
 

@@ -49,7 +49,11 @@ def strip_prefix(line: str) -> str:
 
 
 # a row of nccl-tests' standard layout, launcher tag or not: size, count, type, redop
-_BARE_ROW = re.compile(r"^\S*?\s*\d+\s+\d+\s+[a-z0-9_]+\s+(?:sum|prod|max|min|avg|none|premulsum)\s", re.M)
+_BARE_ROW = re.compile(
+    r"^\S*?\s*\d+\s+\d+\s+(?:half|float|double|bfloat16|u?int(?:8|32|64)|int|char|f8e\dm\d)\s+"
+    r"(?:sum|prod|max|min|avg|none|premulsum|[0-9.]+\s+[0-9.]+\s+[0-9.]+\s)",
+    re.M,
+)
 _NCCL_LINE = re.compile(r"NCCL (?:INFO|WARN) ")
 
 

@@ -60,11 +60,22 @@ def header_columns(body: str) -> list[str] | None:
         not groups
         or lead.count("size") != 1
         or {"algbw", "busbw"} & set(lead)
-        or len({tuple(c for c in g if c in FIGURES) for g in groups}) > 1
+        or not _same_figures(groups)
         or any(g.count("algbw") != 1 or g.count("busbw") != 1 for g in groups)
     ):
         return None
     return cols
+
+
+def _same_figures(groups: Sequence[Sequence[str]]) -> bool:
+    """Every timing group prints the first one's figures, in its order; the last may stop
+    short of them (a table copied from a page that cut its right edge: in-place without #wrong)."""
+    want = [c for c in groups[0] if c in FIGURES]
+    for i, g in enumerate(groups[1:], 1):
+        got = [c for c in g if c in FIGURES]
+        if got != want and not (i == len(groups) - 1 and got == want[: len(got)] and len(got) >= 3):
+            return False
+    return True
 
 
 def is_row(header: Sequence[str], tokens: Sequence[str]) -> bool:
@@ -230,16 +241,20 @@ def _check_col(tok: str) -> str:
 def assumed_header(tokens: Sequence[str]) -> list[str] | None:
     """The columns of a row pasted without its header, when the row is one of nccl-tests'
     standard layouts (its src/common.cu writeBenchmarkLinePreamble and the two timing groups):
-    `size count type redop root` (2.x) or `size count type redop` (before root was printed),
+    `size count type redop root` (2.x), `size count type redop` (before root was printed) or
+    `size count type` (the oldest),
     then time, algbw, busbw and #wrong (or error) out-of-place and in-place. None when the row
     is not plainly one of them (the reader then waits for a header)."""
     n = len(tokens)
     if n < 11 or not (tokens[0].isascii() and tokens[0].isdigit()) or tokens[2] not in TYPE_NAMES:
         return None
-    if tokens[3].lower() not in REDOPS:
+    if tokens[3].lower() in REDOPS:
+        root = n == 13 and number(tokens[4]) is not None and float(tokens[4]) == int(float(tokens[4]))
+        lead = ["size", "count", "type", "redop", *(["root"] if root else [])]
+    elif n == 11 and number(tokens[3]) is not None:  # the oldest layout: no redop, no root
+        lead = ["size", "count", "type"]
+    else:
         return None
-    root = n == 13 and number(tokens[4]) is not None and float(tokens[4]) == int(float(tokens[4]))
-    lead = ["size", "count", "type", "redop", *(["root"] if root else [])]
     if n != len(lead) + 8:
         return None
     group = ["time", "algbw", "busbw", _check_col(tokens[len(lead) + 3])]

@@ -37,6 +37,11 @@ def cases() -> list[dict[str, Any]]:
     return list(yaml.safe_load((FIELD / "manifest.yaml").read_text()) or [])
 
 
+def labelled(case: Mapping[str, Any]) -> bool:
+    """A case whose source reached a conclusion its excerpt can show (manifest `judgeable`)."""
+    return case["expected"] in ("healthy", "sick") and case.get("judgeable", True)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Outcome:
     case: str
@@ -76,14 +81,14 @@ def judge_case(case: Mapping[str, Any]) -> Outcome:
                 read=False,
                 verdict="error",
                 expected=case["expected"],
-                agrees=False if case["expected"] in ("healthy", "sick") else None,
+                agrees=False if labelled(case) else None,
                 why=str(exc)[:200],
             )
     v = c.verdict
     read = bool(v.get("imported"))
     findings = v.get("findings", [])
     failing = [f for f in findings if f.get("status") in FAILING]
-    expected = case["expected"]
+    expected = case["expected"] if labelled(case) else "unlabelled"
     if expected == "healthy":
         agrees: bool | None = v["verdict"] != "fail"
         why = "no failing finding" if agrees else "failed: " + "; ".join(f["check"] for f in failing)[:200]
