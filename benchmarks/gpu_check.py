@@ -8,7 +8,8 @@ fixtures under --out (default $OUT, the folder the device tool brings back).
 The steps (benchmarks/gpucheck/plan.py has the commands and shares): raw nvidia-smi, topology,
 NVLink, dmesg and journal output with the driver and CUDA versions; `stoker inventory` with the
 host-link copy beside an nvbandwidth-style copy; nccl-tests and fio built from the carried
-tarballs; nccl-tests plain, -G 1 and -G 3 beside `stoker net` eager and graph; `stoker compute`
+tarballs; nccl-tests plain, -G 1 and -G 3 beside `stoker net` eager and graph (each with NCCL's
+own INFO lines in its nccl-debug/, one file per rank); `stoker compute`
 bf16/fp16/fp8 beside a bare mamf-finder-style loop; torch.save and DCP of GPU tensors and
 `stoker io`; a short soak with the counters; then one summary table (OUT/summary.txt). A step
 past its share is stopped and the next one runs; exit 1 when any step failed.

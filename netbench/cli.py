@@ -310,6 +310,7 @@ def _check_world(world: int, s: Settings) -> None:
 def main(args: argparse.Namespace) -> int:
     from netbench.backends import check_installed, resolve
     from netbench.backends.opener import open_backend
+    from netbench.nccl_env import debug_env
     from netbench.spawn import CHILD_ENV, supervise
 
     s = settings(args)
@@ -331,6 +332,9 @@ def main(args: argparse.Namespace) -> int:
     from netbench.runner import execute
 
     backend = resolve(args.backend)
+    if backend == "nccl" and (extra := debug_env(os.environ, s.out)):  # NCCL's account, kept
+        os.makedirs(os.path.dirname(extra["NCCL_DEBUG_FILE"]), exist_ok=True)
+        os.environ.update(extra)
     b = open_backend(backend, le, s.dtype, s.timeout_s)
     try:
         _check_world(b.world, s)

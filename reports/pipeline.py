@@ -197,6 +197,9 @@ def collect(
     rs.net.extend(imp.net)
     rs.io += imp.io
     rs.manifests += imp.manifests
+    from reports.ingest.nccl_debug_files import read_debug_dir
+
+    rs.manifests += read_debug_dir(directory)  # NCCL's account of stoker's own GPU runs
     told = any("nccl_debug" in m for m in rs.manifests)  # NCCL's own account, judged alone too
     if not len(rs.net) and not rs.io and not rs.host and not rs.compute and not told:
         first = rs.skipped[0] if rs.skipped else None

@@ -34,6 +34,9 @@ MANIFEST_FILE = "manifest.jsonl"
 HOST_FILE = "host.jsonl"  # node inventory, `kind: "host"` (netbench/inventory)
 COUNTER_FILE = "counters.jsonl"  # soak: counter deltas per pass, `kind: "counter"` (netbench/soak.py)
 COMPUTE_FILE = "compute.jsonl"  # matmul appetite, `kind: "compute"` (netbench/compute)
+# NCCL's own account of stoker's GPU runs: NCCL_DEBUG=INFO, one file per rank (%h.%p.log),
+# read by the report as an imported log's NCCL lines are (reports/ingest/nccl_debug_files.py)
+NCCL_DEBUG_DIR = "nccl-debug"
 
 OPS = ops.OPS  # the op names, defined once in reports/ops.py
 # the `scope` a net record carries; `stoker net --scopes` names the same scopes, but says

@@ -19,7 +19,7 @@ from typing import Any
 from reports.errors import UsageError
 from reports.ingest import nccl_tests
 from reports.ingest.sniff import is_stoker_output, looks_like_fio, mtime_utc, run_id_for
-from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, IoRecord, NetRecord
+from reports.records import IO_FILE, MANIFEST_FILE, NCCL_DEBUG_DIR, NET_FILE, IoRecord, NetRecord
 
 # Files stoker writes itself, never read back as foreign results.
 OWN_FILES = frozenset(
@@ -153,7 +153,8 @@ def candidates(directory: Path, every_size: bool = False) -> list[Path]:
     base_depth = len(directory.parts)
     for root, dirs, files in os.walk(directory):
         deep = len(Path(root).parts) - base_depth >= _SCAN_DEPTH - 1
-        dirs[:] = [] if deep else sorted(d for d in dirs if not d.startswith("."))
+        # DIR/nccl-debug: stoker's own runs' NCCL lines (reports/ingest/nccl_debug_files.py)
+        dirs[:] = [] if deep else sorted(d for d in dirs if not d.startswith(".") and d != NCCL_DEBUG_DIR)
         for name in files:
             p = Path(root) / name
             if name in OWN_FILES or name.startswith(".") or p.suffix.lower() not in _SUFFIXES:

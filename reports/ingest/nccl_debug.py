@@ -60,8 +60,8 @@ _ALGO_SETTING = (
 _KEPT = 20  # lines kept of one kind (WARNs): enough to quote, bounded on a 250 MB log
 
 
-def _line(n: int, text: str) -> dict[str, Any]:
-    return {"line": n, "text": text[:300]}
+def _line_of(n: int, text: str, where: str = "") -> dict[str, Any]:
+    return {"line": n, "text": text[:300], **({"file": where} if where else {})}
 
 
 def transport_of(via: str) -> str:
@@ -103,45 +103,46 @@ class DebugFacts:
     oob: list[dict[str, Any]] = field(default_factory=list)  # `Out of bounds values : N FAILED`
     info_lines: int = 0
 
-    def add(self, n: int, body: str) -> None:
-        """One line that holds `NCCL INFO`/`NCCL WARN` or nccl-tests' out-of-bounds summary."""
+    def add(self, n: int, body: str, where: str = "") -> None:
+        """One line that holds `NCCL INFO`/`NCCL WARN` or nccl-tests' out-of-bounds summary;
+        `where`: the file it is in, when the facts gather several (stoker's per-rank files)."""
         if "Out of bounds values" in body:
             if (m := _OOB.search(body)) and m.group(2) == "FAILED" and len(self.oob) < _KEPT:
-                self.oob.append({**_line(n, body), "count": int(m.group(1))})
+                self.oob.append({**_line_of(n, body, where), "count": int(m.group(1))})
             return
         if p := _PREFIX.search(body):
             self.hosts.add(p.group(1))
         if "NCCL WARN" in body:
             self.warn_count += 1
             if len(self.warns) < _KEPT:
-                self.warns.append(_line(n, body))
+                self.warns.append(_line_of(n, body, where))
             return
         self.info_lines += 1
         if "via " in body and (m := _VIA.search(body)):
             t = transport_of(m.group(1))
             self.transports[t] += 1
-            self.first_via.setdefault(t, _line(n, body))
+            self.first_via.setdefault(t, _line_of(n, body, where))
             return
         if "Using network" in body and self.network is None and (m := _USING_NET.search(body)):
-            self.network = {**_line(n, body), "name": m.group(1).strip()}
+            self.network = {**_line_of(n, body, where), "name": m.group(1).strip()}
         elif "nRanks" in body and (m := _SHAPE_NEW.search(body)):
             self.nranks, self.nnodes, self.local_ranks = (int(m.group(i)) for i in (1, 2, 3))
         elif "nranks" in body and self.nranks is None and (m := _SHAPE_OLD.search(body)):
             self.nranks = int(m.group(1))
         elif "GPU Direct RDMA" in body and (m := _GDR_HCA.search(body)):
-            self.gdr.setdefault(m.group(1), _line(n, body))
+            self.gdr.setdefault(m.group(1), _line_of(n, body, where))
         elif "set by environment" in body and (m := _ENV.search(body)):
-            self.env.setdefault(m.group(1), {**_line(n, body), "value": m.group(2)})
+            self.env.setdefault(m.group(1), {**_line_of(n, body, where), "value": m.group(2)})
         elif "NET/Plugin" in body and self.plugin_missing is None and _PLUGIN_MISSING.search(body):
-            self.plugin_missing = _line(n, body)
+            self.plugin_missing = _line_of(n, body, where)
         elif "No device found" in body and self.no_ib_device is None and _NO_IB.search(body):
-            self.no_ib_device = _line(n, body)
+            self.no_ib_device = _line_of(n, body, where)
         elif "NVLS multicast" in body and self.nvls is None and (m := _NVLS.search(body)):
-            self.nvls = {**_line(n, body), "available": m.group(1) is None}
+            self.nvls = {**_line_of(n, body, where), "available": m.group(1) is None}
         elif " : Using [" in body and self.net_devices is None and (m := _NET_DEVS.search(body)):
             kinds = sorted({k for _, k in _IB_DEV.findall(m.group(2))})
             devs = sorted({d for d, _ in _IB_DEV.findall(m.group(2))})
-            self.net_devices = {**_line(n, body), "net": m.group(1), "devices": devs, "link": kinds}
+            self.net_devices = {**_line_of(n, body, where), "net": m.group(1), "devices": devs, "link": kinds}
 
     def extend(self, other: DebugFacts) -> None:
         """What a later part of the same log said, as one reading of both would."""

@@ -173,9 +173,11 @@ def _facts(manifests: Sequence[Mapping[str, Any]]) -> list[tuple[str, Facts]]:
 
 
 def _quote(source: str, line: Line) -> str:
+    """FILE:LINE: the line (the file the line names itself, else the log it was read from)."""
+    where = line.get("file") or source
     return (
-        f"{source}:{line['line']}: {line['text'].strip()}"
-        if source
+        f"{where}:{line['line']}: {line['text'].strip()}"
+        if where
         else f"line {line['line']}: {line['text'].strip()}"
     )
 
@@ -294,16 +296,18 @@ def _misconfigured(
     )
 
 
-def misconfigured_findings(manifests: Sequence[Mapping[str, Any]], spec: Spec | None) -> list[Finding]:
+def misconfigured_findings(
+    manifests: Sequence[Mapping[str, Any]], spec: Spec | None, nodes: int = 0
+) -> list[Finding]:
     """What NCCL did against what the spec (or its own hardware) promises: sockets on an RDMA
     fabric (InfiniBand, EFA, RoCE in the spec, or an RDMA device that would not open), GPU
     Direct RDMA disabled on RDMA NICs, P2P switched off by a setting: each fails whatever the
-    figure."""
+    figure. `nodes`: the most nodes a record spanned (one rank's NCCL file names its host alone)."""
     out: list[Finding] = []
     for source, f in _facts(manifests):
         link = _rdma_promised(spec)
         failed = _fallback_warn(f)  # an RDMA device was there and would not open
-        if ((link and _multi_node(f)) or failed) and (line := _socket(f)):
+        if ((link and (nodes > 1 or _multi_node(f))) or failed) and (line := _socket(f)):
             why = failed or _no_plugin(f) or _ib_disabled(f)
             head = f"NCCL ran over sockets, not {link or 'the RDMA device it tried'}"
             out.append(_misconfigured("socket_fallback", f, source, line, head, why))

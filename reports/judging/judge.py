@@ -203,7 +203,7 @@ def judge(
     # cause its lines show beside each failing network figure (reports/judging/diagnosis.py)
     findings = [
         *diagnosis.correctness_findings(ev.sweeps, ev.manifests),
-        *diagnosis.misconfigured_findings(ev.manifests, written),
+        *diagnosis.misconfigured_findings(ev.manifests, written, nodes),
         *diagnosis.collapse_findings(ev.curves),
         *diagnosis.explain(findings, ev.manifests),
     ]
