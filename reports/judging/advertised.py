@@ -133,9 +133,7 @@ def compare_network(
         if c is None:
             continue
         if scope == "intra-node":
-            advertised = spec.intra_node_GBps if spec else None
-            lk = spec.intra_node_link if spec else None
-            desc = lk.name if lk else "spec"
+            advertised, lk, desc = spec.intra_node_for(c.ranks_per_node) if spec else (None, None, "spec")
         else:
             advertised = spec.inter_node_per_gpu_GBps if spec else None
             lk = spec.inter_node_link if spec else None

@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from reports.errors import UsageError
 from reports.evidence import Evidence
 from reports.judging import advertised
 from reports.judging.judge import Judgement, judge
@@ -120,3 +121,51 @@ def test_healthy_multi_node_rings_pass_and_sick_ones_fail(
     assert _one(j, "inter-node network") == (status, measured, 50.0)
     assert _one(j, "intra-node network")[0] == "ok"
     assert (j.verdict == "fail") == (status != "ok"), j.headline
+
+
+NVL = parse_spec(
+    {
+        "name": "h100-nvl",
+        "accelerator": "h100-nvl",
+        "network": {"intra_node": {"GBps": 300}, "nvlink_domain": 2},
+    },
+    "s",
+)
+
+
+@pytest.mark.parametrize(
+    ("ranks", "busbw", "status", "expected"),
+    [
+        (2, 250.0, "ok", 300.0),  # a bridged pair: NVLink, 250 / 300 = 83%
+        (2, 200.0, "below_spec", 300.0),  # 67%
+        # 8 GPUs span four NVLink pairs: the ring crosses PCIe 5 (h100-nvl's host link, 63 GB/s)
+        (8, 52.0, "ok", 63.0),  # 52 / 63 = 82.5% (against NVLink's 300 it would be 17%: failed)
+        (8, 50.0, "below_spec", 63.0),  # 79.4%
+    ],
+)
+def test_a_collective_wider_than_the_nvlink_domain_is_judged_against_pcie(
+    ranks: int, busbw: float, status: str, expected: float
+) -> None:
+    recs = [net("intra-node", "all_reduce", 2**k, busbw, ranks=ranks) for k in range(20, 33)]
+    (f,), _ = advertised.compare_network(curves(recs)[0], NVL)
+    assert (f.status, f.expected) == (status, expected)
+    if ranks == 8:
+        assert "pcie5-x16 between NVLink domains of 2 GPUs: 8 GPUs span several" in f.message
+
+
+def test_the_nvlink_domain_in_the_spec() -> None:
+    between = parse_spec(
+        {"network": {"intra_node": "nvlink4", "nvlink_domain": 4, "between_domains": "pcie4"}}, "s"
+    )
+    assert (between.nvlink_domain, between.between_domains_GBps) == (4, 31.5)
+    assert between.intra_node_for(4)[0] == 450.0 and between.intra_node_for(5)[0] == 31.5
+    with pytest.raises(
+        UsageError, match=r"s: network.between_domains: expected the link between NVLink domains"
+    ):
+        parse_spec({"network": {"intra_node": "nvlink4", "nvlink_domain": 2}}, "s")
+    with pytest.raises(UsageError, match=r"network.nvlink_domain: expected at most gpus_per_node \(8\)"):
+        parse_spec({"accelerator": "h100-nvl", "network": {"nvlink_domain": 16}}, "s")
+    with pytest.raises(
+        UsageError, match=r"network.between_domains: expected network.nvlink_domain beside it"
+    ):
+        parse_spec({"network": {"between_domains": "pcie4"}}, "s")
