@@ -20,8 +20,10 @@ T per algorithm (ALGORITHMS), derived:
 - **tree** (all_reduce: a double binary tree over the nodes, a chain inside each; each tree
   carries half the data, S/2). A node is interior in at most one of the two trees: there it
   sends S/2 up and S/2 down to each of at most two children, in the other tree (a leaf) S/2 up:
-  T ≤ S/2 + 2 x S/2 + S/2 = 2S, so T = 2. On 2 nodes each node is the root of one tree and the
-  only child in the other: S/2 + S/2, T = 1 (why a 2-node tree's busbw can exceed the NICs:
+  T ≤ S/2 + 2 x S/2 + S/2 = 2S, so T = 2 (NCCL's own model of the tree: busBw = 2 x algBw, not
+  2(n−1)/n, github.com/NVIDIA/nccl-tests/issues/274; the two trees:
+  developer.nvidia.com/blog/massively-scale-deep-learning-training-nccl-2-4/). On 2 nodes each
+  node is the root of one tree and the only child in the other: S/2 + S/2, T = 1 (why a 2-node tree's busbw can exceed the NICs:
   github.com/NVIDIA/nccl-tests/issues/196, NVIDIA: "force NCCL_ALGO=RING" to measure the network).
 - **nvls_tree** (all_reduce: NVLink SHARP inside the node, the same tree across nodes): T as tree.
 - **collnet** (all_reduce with in-network reduction on the switch, CollNet / NVLS across nodes):
