@@ -10,7 +10,7 @@ import pytest
 
 from reports.errors import UsageError
 from reports.evidence import Evidence
-from reports.judging import advertised
+from reports.judging import advertised, wire
 from reports.judging.judge import Judgement, judge
 from reports.records import NetRecord
 from reports.spec import parse_spec
@@ -169,3 +169,45 @@ def test_the_nvlink_domain_in_the_spec() -> None:
         UsageError, match=r"network.between_domains: expected network.nvlink_domain beside it"
     ):
         parse_spec({"network": {"between_domains": "pcie4"}}, "s")
+
+
+@pytest.mark.parametrize(
+    ("op", "env", "algos", "why"),
+    [
+        (
+            "all_reduce",
+            {},
+            ("ring", "tree", "nvls_tree"),
+            "algorithm not recorded: the floor over ring, tree, nvls_tree",
+        ),
+        ("all_reduce", {"NCCL_ALGO": "Ring"}, ("ring",), "NCCL_ALGO=Ring"),
+        ("all_reduce", {"NCCL_ALGO": "Tree,NVLSTree"}, ("tree", "nvls_tree"), "NCCL_ALGO=Tree,NVLSTree"),
+        ("all_reduce", {"NCCL_ALGO": "^Tree"}, ("ring", "nvls_tree"), "NCCL_ALGO=^Tree"),
+        ("all_reduce", {"NCCL_ALGO": "CollNetDirect"}, ("collnet",), "NCCL_ALGO=CollNetDirect"),
+        ("all_gather", {}, ("ring",), "algorithm not recorded: the floor over ring"),
+        (
+            "all_gather",
+            {"NCCL_ALGO": "Tree"},
+            ("ring",),
+            "NCCL_ALGO=Tree names none of ring: the floor over ring",
+        ),
+    ],
+)
+def test_which_algorithms_nccl_may_have_run(
+    op: str, env: dict[str, str], algos: tuple[str, ...], why: str
+) -> None:
+    assert wire.allowed(op, env) == (algos, why)
+
+
+def test_the_wire_readings_by_hand() -> None:
+    # all_reduce busbw 384 over 32 ranks on 4 nodes: algbw = 384 / (62/32) = 198.194
+    w = wire.wire_rate("all_reduce", 384.0, 32, 4, {})
+    assert w is not None and w.algo == "tree"
+    assert (round(w.rate, 3), round(w.least, 3)) == (49.548, 48.0)  # tree 198.194 x 2 / 8; ring 384 / 8
+    # CollNet named: T = 1, 198.194 / 8 = 24.774
+    w = wire.wire_rate("all_reduce", 384.0, 32, 4, {"NCCL_ALGO": "CollNetDirect"})
+    assert w is not None and round(w.rate, 3) == 24.774
+    # all_gather busbw 300 over 16 ranks on 2 nodes: ring only, 300 / 8 = 37.5
+    w = wire.wire_rate("all_gather", 300.0, 16, 2, {})
+    assert w is not None and (w.rate, w.algo) == (37.5, "ring")
+    assert wire.wire_rate("alltoall", 300.0, 16, 2, {}) is None  # no conversion: judged as recorded
