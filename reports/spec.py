@@ -45,6 +45,11 @@ class Spec:
     inter_node_GBps: float | None = None  # per node, all NICs together, unidirectional
     inter_node_link: Link | None = None
     inter_node_desc: str = ""
+    # GPUs joined by NVLink (bridged pairs or quads) when fewer than the node holds: a collective
+    # over more GPUs crosses the slower link between domains (PCIe)
+    nvlink_domain: int | None = None
+    between_domains_GBps: float | None = None  # per GPU, unidirectional
+    between_domains_link: Link | None = None
     storage: tuple[StorageSpec, ...] = ()
     price_per_gpu_hour: float | None = None
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
@@ -57,6 +62,24 @@ class Spec:
         if self.inter_node_GBps is None or not self.gpus_per_node:
             return None
         return self.inter_node_GBps / self.gpus_per_node
+
+    def intra_node_for(self, gpus: int) -> tuple[float | None, Link | None, str]:
+        """(advertised GB/s per GPU, link, its description) for a collective over `gpus` GPUs of one
+        node: the intra-node link's, or the link between NVLink domains once the collective spans
+        more GPUs than one domain holds (its ring crosses that slower link)."""
+        if self.nvlink_domain is not None and gpus > self.nvlink_domain:
+            lk = self.between_domains_link
+            name = lk.name if lk else f"{self.between_domains_GBps:g} GB/s"
+            return (
+                self.between_domains_GBps,
+                lk,
+                f"{name} between NVLink domains of {self.nvlink_domain} GPUs: {gpus} GPUs span several",
+            )
+        return (
+            self.intra_node_GBps,
+            self.intra_node_link,
+            (self.intra_node_link.name if self.intra_node_link else "spec"),
+        )
 
 
 class Fields:
@@ -215,7 +238,7 @@ def parse_spec(data: Mapping[str, Any], file: str) -> Spec:
     if "gpus_per_node" in data:
         kw["gpus_per_node"] = f.integer(data["gpus_per_node"], "gpus_per_node")
     net = f.mapping(data.get("network", {}), "network")
-    f.known_keys(net, "network", ("intra_node", "inter_node"))
+    f.known_keys(net, "network", ("intra_node", "inter_node", "nvlink_domain", "between_domains"))
     if "intra_node" in net:
         kw["intra_node_GBps"], kw["intra_node_link"], _ = _link_rate(
             f, net["intra_node"], "network.intra_node"
@@ -223,6 +246,14 @@ def parse_spec(data: Mapping[str, Any], file: str) -> Spec:
     if "inter_node" in net:
         kw["inter_node_GBps"], kw["inter_node_link"], kw["inter_node_desc"] = _link_rate(
             f, net["inter_node"], "network.inter_node"
+        )
+    if "nvlink_domain" in net:
+        kw["nvlink_domain"] = f.integer(net["nvlink_domain"], "network.nvlink_domain")
+    if "between_domains" in net:
+        if "nvlink_domain" not in net:
+            raise f.fail("network.between_domains", "network.nvlink_domain beside it", net["between_domains"])
+        kw["between_domains_GBps"], kw["between_domains_link"], _ = _link_rate(
+            f, net["between_domains"], "network.between_domains"
         )
     if "storage" in data:
         kw["storage"] = _storage(f, data["storage"])
@@ -234,8 +265,19 @@ def parse_spec(data: Mapping[str, Any], file: str) -> Spec:
         **DEFAULT_THRESHOLDS,
         **{k: f.number(v, f"thresholds.{k}", maximum=1.0) for k, v in th.items()},
     }
-    spec = Spec(**kw)
-    return fill_defaults(spec)
+    spec = fill_defaults(Spec(**kw))
+    if spec.nvlink_domain is not None and spec.between_domains_GBps is None:
+        raise f.fail(
+            "network.between_domains",
+            "the link between NVLink domains (a catalog link name such as pcie5, or {GBps: X}), or an "
+            "accelerator whose host link it is",
+            None,
+        )
+    if spec.nvlink_domain is not None and spec.gpus_per_node and spec.nvlink_domain > spec.gpus_per_node:
+        raise f.fail(
+            "network.nvlink_domain", f"at most gpus_per_node ({spec.gpus_per_node})", spec.nvlink_domain
+        )
+    return spec
 
 
 def fill_defaults(spec: Spec) -> Spec:
@@ -250,6 +292,9 @@ def fill_defaults(spec: Spec) -> Spec:
         changes.update(intra_node_GBps=lk.GBps, intra_node_link=lk)
     if spec.gpus_per_node is None:
         changes["gpus_per_node"] = acc.gpus_per_node
+    if spec.nvlink_domain is not None and spec.between_domains_GBps is None:
+        between = catalog.link(acc.host_link)
+        changes.update(between_domains_GBps=between.GBps, between_domains_link=between)
     if not changes:
         return spec
     return dataclasses.replace(spec, **changes, defaulted=spec.defaulted + tuple(changes))

@@ -4,7 +4,8 @@ Network: the plateau of the judged curve (reports.evidence.sweeps: medians per s
 slowest rail per run, explicit scopes over world), and the finding names its size. Inter-node
 is judged per rail against one NIC's share (the spec's `inter_node` total over the GPUs, one
 rail each): an `inter-node` sweep as measured (each rail's busbw), a world sweep spanning k
-nodes of n ranks converted to each NIC's wire rate first (× (k−1)/(n−1)), which `judged` says.
+nodes of n ranks converted to each NIC's wire rate first, which `judged` says: per algorithm NCCL
+may have run (reports.judging.wire), the reading that holds the promise lowest judges.
 
 Status: ok / below_spec (plateau < threshold x advertised) / no_reference (no figure given
 or detected: never a guess) / suspect (above what the hardware can carry: > 1.05 x
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from reports.evidence.sweeps import Sweep, main_op
 from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Status
 from reports.judging import reference
+from reports.judging.wire import Wire, wire_rate
 from reports.records import IoRecord
 from reports.spec import Spec, StorageSpec, match_storage
 from reports.storage_rule import why_not_compared
@@ -30,10 +32,6 @@ SUSPECT_FACTOR = 1.05
 IN_NETWORK_FACTOR = 2.1
 REDUCING_OPS = ("all_reduce", "reduce_scatter")
 PLATEAU_SIZES = 3
-# Ops whose world busbw over n ranks on k nodes becomes each NIC's wire rate by × (k−1)/(n−1):
-# done hierarchically (within nodes, then each rail across the k nodes), a rank's NIC carries
-# (k−1)/k of its 1/(n/k) share where the busbw counts (n−1)/n of the whole (all_reduce: twice both).
-WIRE_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 MAX_HOSTS_NAMED = (
     8  # a scope-wide finding over more hosts names none: reports.judging.localise names culprits
 )
@@ -59,10 +57,14 @@ def latency_bound(c: Sweep) -> bool:
     )
 
 
-def status_of(measured: float, expected: float | None, threshold: float, limit: float) -> Status:
+def status_of(
+    measured: float, expected: float | None, threshold: float, limit: float, *, least: float | None = None
+) -> Status:
+    """`least`: the lowest reading of the same figure (a world busbw's wire rate under the algorithm
+    that needs the least NIC traffic, reports.judging.wire): suspect only when even it is too high."""
     if expected is None:
         return "no_reference"
-    if measured > limit * expected:
+    if (measured if least is None else least) > limit * expected:
         return "suspect"
     return "below_spec" if measured < threshold * expected else "ok"
 
@@ -99,28 +101,31 @@ def _net_message(
     return f"{head} is only {share}, under the {threshold:.0%} threshold: {fix}."
 
 
-def _inter_node_rate(c: Sweep, bw: float) -> tuple[str, float, str]:
+def _inter_node_rate(c: Sweep, bw: float, env: Mapping[str, str]) -> tuple[str, float, str, Wire | None]:
     """(what was judged: "" for an inter-node sweep's rails as measured; the figure compared
-    with one NIC; a sentence saying how it was had)."""
+    with one NIC; a sentence saying how it was had; the per-algorithm reading, reports.judging.wire)."""
     k, n = c.nodes, c.ranks
     if not c.from_world or n <= k or k < 2:
-        return "", bw, ""  # each rail's busbw as measured
-    if c.op not in WIRE_OPS:
+        return "", bw, "", None  # each rail's busbw as measured
+    w = wire_rate(c.op, bw, n, k, env)
+    if w is None:
         return (
             "world busbw",
             bw,
             (
                 f"A world {c.op} over {n} ranks on {k} nodes has no per-NIC conversion: its busbw is judged as recorded. "
             ),
+            None,
         )
-    wire = bw * (k - 1) / (n - 1)
+    as_ring = "" if w.algo == "ring" else f"; as a ring {bw * k / n:.2f}"
     return (
         "world busbw as NIC wire rate",
-        wire,
+        w.rate,
         (
-            f"World {c.op} busbw {bw:.1f} GB/s over {n} ranks on {k} nodes is {wire:.2f} GB/s on each NIC's wire "
-            f"(× (k−1)/(n−1) = {k - 1}/{n - 1}, a hierarchical {c.op}). "
+            f"World {c.op} busbw {bw:.1f} GB/s over {n} ranks on {k} nodes is {w.rate:.2f} GB/s on each NIC's wire "
+            f"read as {w.algo} ({w.why}{as_ring}). "
         ),
+        w,
     )
 
 
@@ -148,9 +153,7 @@ def compare_network(
         if c is None:
             continue
         if scope == "intra-node":
-            advertised = spec.intra_node_GBps if spec else None
-            lk = spec.intra_node_link if spec else None
-            desc = lk.name if lk else "spec"
+            advertised, lk, desc = spec.intra_node_for(c.ranks_per_node) if spec else (None, None, "spec")
         else:
             advertised = spec.inter_node_per_gpu_GBps if spec else None
             lk = spec.inter_node_link if spec else None
@@ -161,7 +164,9 @@ def compare_network(
             else SUSPECT_FACTOR
         )
         size, bw = c.plateau()
-        judged, bw, head = _inter_node_rate(c, bw) if scope == "inter-node" else ("", bw, "")
+        judged, bw, head, w = (
+            _inter_node_rate(c, bw, env or {}) if scope == "inter-node" else ("", bw, "", None)
+        )
         what = "wire rate per NIC" if judged.endswith("wire rate") else "busbw plateau"
         nics = spec.inter_node_GBps / lk.GBps if spec and spec.inter_node_GBps and lk else None
         h = reference.healthy(
@@ -171,7 +176,8 @@ def compare_network(
         expected = advertised
         if from_spec or h is None:
             basis = "advertised" if advertised is not None else None
-            status = status_of(bw, advertised, threshold, limit)
+            least = w.least if w else None
+            status = status_of(bw, advertised, threshold, limit, least=least)
             message = head + _net_message(scope, c, size, bw, advertised, desc, status, threshold, what)
             if status == "below_spec" and h is not None and advertised and bw >= h.figure:
                 status = "ok"
@@ -184,7 +190,7 @@ def compare_network(
         else:  # only detected: what healthy systems reach judges it
             basis = "reference"
             expected = h.figure
-            if advertised is not None and bw > limit * advertised:
+            if advertised is not None and (w.least if w else bw) > limit * advertised:
                 status = "suspect"
                 message = head + _net_message(
                     scope, c, size, bw, advertised, desc, "suspect", threshold, what
@@ -213,6 +219,7 @@ def compare_network(
                 message=message,
                 extra={
                     **({"judged": judged} if judged else {}),
+                    **({"wire": {"algo": w.algo, "algos": list(w.algos), "from": w.why}} if w else {}),
                     "size_bytes": size,
                     "op": c.op,
                     "scope": scope,

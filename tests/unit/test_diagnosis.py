@@ -30,7 +30,11 @@ def _failing(v: dict[str, Any]) -> list[dict[str, Any]]:
     return [f for f in v["findings"] if f["status"] in ("incorrect", "misconfigured", "below_spec")]
 
 
-IB_SPEC = {"accelerator": "H100-SXM", "gpus_per_node": 8, "network": {"inter_node": {"link": "ib-ndr", "count": 8}}}
+IB_SPEC = {
+    "accelerator": "H100-SXM",
+    "gpus_per_node": 8,
+    "network": {"inter_node": {"link": "ib-ndr", "count": 8}},
+}
 
 
 def test_sockets_on_an_infiniband_spec_fail_the_inter_node_network_naming_sockets(tmp_path: Path) -> None:
@@ -39,7 +43,9 @@ def test_sockets_on_an_infiniband_spec_fail_the_inter_node_network_naming_socket
     assert v["verdict"] == "fail" and f["status"] == "misconfigured" and f["cause"] == "socket_fallback"
     assert "socket" in f["message"].lower() and "ib-ndr" in f["message"]
     # the line that shows it, quoted with its file and line number
-    assert f["cause_line"] == "nccl-451-container-ibv-open-failed-socket.log:6: NCCL INFO Using network Socket"
+    assert (
+        f["cause_line"] == "nccl-451-container-ibv-open-failed-socket.log:6: NCCL INFO Using network Socket"
+    )
 
 
 def test_a_socket_run_whose_rdma_device_would_not_open_fails_without_a_spec(tmp_path: Path) -> None:
@@ -74,7 +80,9 @@ def test_a_busbw_collapse_across_racks_fails_the_inter_node_network(tmp_path: Pa
         {"accelerator": "H100-SXM", "gpus_per_node": 8, "network": {"intra_node": "nvlink4"}},
     )
     (f,) = [f for f in _failing(v) if f["check"] == "all_reduce busbw collapse"]
-    assert f["component"] == "inter-node network" and f["expected"] == 28.82 and f["collapse_bytes"] == 67108864
+    assert (
+        f["component"] == "inter-node network" and f["expected"] == 28.82 and f["collapse_bytes"] == 67108864
+    )
 
 
 def test_a_table_that_stopped_under_a_mebibyte_is_not_judged_against_the_link(tmp_path: Path) -> None:

@@ -43,7 +43,13 @@ def test_the_catalog_holds_the_published_figures_with_their_sources() -> None:
     assert "github.com/NVIDIA/nccl/issues/1455" in ring.source and "NCCL_ALGO=RING" in ring.conditions
     assert "nccl-tests/issues/290" in ndr.source
     assert catalog.net_reference("nvlink4", "all_gather", "nvls") is None  # NVLS: all_reduce only
-    assert catalog.net_reference("nvlink3", "all_reduce", "ring") is None  # no source found: left out
+    a100 = catalog.net_reference("nvlink3", "all_reduce", "ring")
+    assert a100 is not None and (a100.figure(8), a100.figure(4), a100.high_GBps) == (230.0, None, 240.0)
+    assert "nccl-tests/issues/149" in a100.source and a100.min_bytes == 8 << 30
+    hdr = catalog.net_reference("ib-hdr", "all_reduce", "ring")
+    assert hdr is not None and (hdr.busbw_GBps, hdr.per) == (24.0, "port") and "issues/119" in hdr.source
+    assert catalog.net_reference("nvlink5", "all_reduce", "ring") is None  # no source found: left out
+    assert catalog.net_reference("efa-v2", "all_reduce", "ring") is None
     host = catalog.host_link_reference("pcie5-x16")
     assert host is not None and host.d2h_GBps == 52.8 and host.h2d_GBps is None
 
