@@ -143,14 +143,27 @@ def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> Verd
     line per such phase); else `unjudged` when nothing was judged: no finding is `ok` (or a
     `transient`, which passed when measured again), or one
     is `suspect` (a result the hardware cannot physically give: the measurement cannot vouch
-    for it); else `pass`."""
+    for it), or a main figure (`is_main`) had no reference and nothing else of its component
+    passed (a baseline's figure); else `pass`."""
     if any(f.status in FAILING for f in findings):
         return "fail"
     if missing:
         return "incomplete"
-    if not any(f.status in PASSED for f in findings) or any(f.status == "suspect" for f in findings):
+    judged = {f.component for f in findings if f.status in PASSED}  # e.g. against a baseline
+    if (
+        not any(f.status in PASSED for f in findings)
+        or any(f.status == "suspect" for f in findings)
+        or any(f.status == "no_reference" and is_main(f) and f.component not in judged for f in findings)
+    ):
         return "unjudged"
     return "pass"
+
+
+def is_main(f: Finding) -> bool:
+    """A main figure of the acceptance: a network scope's busbw plateau. Left without a reference
+    it keeps the verdict from `pass` whatever else passed (a host link and a disk that pass say
+    nothing of an NVLink no one judged)."""
+    return f.component in ("intra-node network", "inter-node network") and f.check.endswith("busbw plateau")
 
 
 def headline(verdict: Verdict, findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:

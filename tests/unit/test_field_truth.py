@@ -211,3 +211,25 @@ def test_the_wire_readings_by_hand() -> None:
     w = wire.wire_rate("all_gather", 300.0, 16, 2, {})
     assert w is not None and (w.rate, w.algo) == (37.5, "ring")
     assert wire.wire_rate("alltoall", 300.0, 16, 2, {}) is None  # no conversion: judged as recorded
+
+
+def test_an_nvlink_at_20_gbps_fails_on_the_default_profile_without_a_spec() -> None:
+    """8 x H100 (NVLink 4) records of the standard profile's sweep (to 1 GiB, short of the
+    2 GiB the healthy ring figure of 365 GB/s was measured at) at 20 GB/s: far under half of
+    it at 256 MiB and beyond, so a slow link, not a short sweep (reference.FAR_SHARE)."""
+    from reports.judging import reference
+
+    assert 20.0 < reference.FAR_SHARE * 365
+    recs = flat("intra-node", "all_reduce", 20.0, sizes=range(20, 31))  # 1 MiB .. 1 GiB, 8 ranks
+    j = judge(_on("NVIDIA H100 80GB HBM3", recs), None, scope="node")
+    (f,) = [f for f in j.findings if f.component == "intra-node network"]
+    assert (f.status, f.expected, j.verdict) == ("below_spec", 365.0, "fail")
+    assert "stopped at 1G" in f.message and "NVLink" in f.message
+    # 200 GB/s on the same short sweep is not far under: not judged, as before
+    ok = flat("intra-node", "all_reduce", 200.0, sizes=range(20, 31))
+    (g,) = [
+        g
+        for g in judge(_on("NVIDIA H100 80GB HBM3", ok), None, scope="node").findings
+        if g.component == "intra-node network"
+    ]
+    assert g.status == "no_reference"
