@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.errors import UsageError
+from reports.fio_text import FioTextError
 from reports.ingest import nccl_tests
 from reports.ingest.sniff import is_stoker_output, looks_like_fio, mtime_utc, run_id_for
 from reports.records import IO_FILE, MANIFEST_FILE, NET_FILE, IoRecord, NetRecord
@@ -65,6 +66,8 @@ def _fio(text: str, *, run_id: str, source_name: str) -> tuple[list[IoRecord], s
     try:
         recs = list(mod.records_from_fio_output(text, run_id=run_id, source_name=source_name, notes=notes))
         return recs, "; ".join(notes) or None
+    except FioTextError as exc:  # fio's text output with a line that does not read
+        return [], f"{source_name}: {exc}; expected fio's own output, unedited"
     except UsageError:  # no complete document: cut short, or not fio's JSON after all
         return [], (
             f"{source_name}: no complete fio JSON document in it (cut short?); expected the whole "

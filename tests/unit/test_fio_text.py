@@ -1,0 +1,195 @@
+"""fio's normal text output (reports/fio_text.py) and the classification of imported fio jobs
+(reports/fio_classes.py), against real fio outputs (tests/data/SOURCES.md). Every expected
+figure is worked out by hand from the line of the fixture quoted beside it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from launchers import cli
+from reports.fio_classes import CLASSES, Job, classify
+from reports.fio_text import FioTextError, looks_like_fio_text, parse_text
+from reports.ingest.fio_records import records_from_fio_output
+from reports.ingest.importers import import_file
+from reports.storage_rule import why_not_compared
+from tests.conftest import DATA
+
+FIO = DATA / "fio"
+MiB = 1 << 20
+
+
+def records(name: str):
+    return records_from_fio_output((FIO / name).read_text(), run_id="r1", source_name=name)
+
+
+def test_fio3_group_reporting_checkpoint_write_text() -> None:
+    (rec,) = records("fio-3.33_ckpt_write_group.txt")
+    # "ckpt: (groupid=0, jobs=2)"; "write: IOPS=4086, BW=4086MiB/s (4285MB/s)(8177MiB/2001msec)"
+    assert rec.bytes == 8177 * MiB == 8574205952
+    assert rec.runtime_s == 2.001
+    assert rec.bw_GBps == pytest.approx(4.284960, abs=1e-6)  # 8574205952 B / 2.001 s
+    assert rec.iops == pytest.approx(4086.457, abs=1e-3)  # "issued rwts: total=0,8177,0,0" / 2.001 s
+    assert rec.lat_ms == {"p50": 0.445, "p99": 1.029}  # "50.00th=[  445]", "99.00th=[ 1029]" (usec)
+    assert rec.procs == 2 and rec.block_size == MiB  # "bs=(R) 1024KiB-1024KiB"
+    assert rec.direct is None  # fio's text output does not say whether O_DIRECT was used
+    # job "ckpt", rw=write, 1 MiB blocks: a checkpoint write; fio's own job name kept beside
+    assert rec.workload == "checkpoint_write" and rec.extra["job"] == "ckpt"
+    assert rec.extra["fio_format"] == "text" and rec.extra["fio_version"] == "fio-3.33"
+    assert rec.extra["rw"] == "write" and rec.extra["iodepth"] == 1
+
+
+def test_fio3_clones_without_group_reporting_add_up() -> None:
+    (rec,) = records("fio-3.33_randread_nogroup.txt")
+    # two "loader: (groupid=0, jobs=1)" blocks: 1084MiB and 1082MiB, both in 2001msec
+    assert rec.bytes == (1084 + 1082) * MiB == 2271215616
+    assert rec.bw_GBps == pytest.approx(1.135040, abs=1e-6)  # 2271215616 B / 2.001 s
+    assert rec.iops == pytest.approx((8670 + 8658) / 2.001, abs=1e-3)  # issued rwts of each clone
+    assert rec.procs == 2 and rec.block_size == 128 << 10
+    assert rec.lat_ms == {"p50": 0.231, "p99": 0.289}
+    # random reads of 128 KiB by a job named "loader": a dataloader read
+    assert rec.workload == "dataloader_read" and rec.extra["job"] == "loader"
+
+
+def test_fio3_small_random_write_is_judged_by_iops_not_as_a_bandwidth() -> None:
+    (rec,) = records("fio-3.33_randwrite_4k.txt")
+    # "write: IOPS=52.0k, BW=203MiB/s (213MB/s)(406MiB/2001msec)", "issued rwts: total=0,103972,0,0"
+    assert rec.bytes == 406 * MiB and rec.iops == pytest.approx(51960.020, abs=1e-3)  # 103972 / 2.001
+    assert rec.block_size == 4096  # "bs=(R) 4096B-4096B"
+    assert rec.workload == "randwrite4k"  # no stoker workload: the job's own name
+    assert rec.extra["io_class"] == "random_small" and rec.extra["judged_by"] == "iops"
+    assert "IOPS (51,960)" in why_not_compared(rec) and "never a bandwidth" in why_not_compared(rec)
+
+
+def test_fio3_decimal_units_are_powers_of_1000() -> None:
+    (rec,) = records("fio-3.33_ckpt_read_kb_base_1000.txt")
+    # --kb_base=1000: "read: IOPS=319, BW=1338MB/s (1276MiB/s)(2680MB/2003msec)", bs=(R) 4194kB
+    assert rec.bytes == 2680 * 10**6
+    assert rec.bw_GBps == pytest.approx(1.337993, abs=1e-6)  # 2.68e9 B / 2.003 s
+    assert rec.block_size == 4194 * 1000
+    assert rec.lat_ms == {"p50": 6.063, "p99": 10.421}
+    assert rec.workload == "checkpoint_read" and rec.extra["job"] == "checkpoint" and rec.procs == 2
+
+
+def test_fio2_kb_means_kib_and_its_job_line_reads() -> None:
+    (rec,) = records("fio-2.1.14_seqwrite4_issue_excerpt.txt")
+    # "write: io=1024.0MB, bw=8904.1KB/s, iops=2226, runt=117752msec": fio 2.x's MB is MiB
+    assert rec.bytes == 1024 * MiB
+    assert rec.runtime_s == 117.752
+    assert rec.bw_GBps == pytest.approx(0.009119, abs=1e-6)  # 1073741824 / 117.752 (fio: 8904.1 KiB/s)
+    assert rec.iops == pytest.approx(2226.0, abs=0.01)  # no issued line: round(2226 * 117.752) I/Os
+    assert rec.lat_ms == {"p50": 0.155, "p99": 3.568}
+    assert rec.block_size == 4096  # "bs=4K-4K/4K-4K/4K-4K"
+    assert rec.extra["fio_version"] == "fio-2.1.14-17-g8671"
+    assert rec.workload == "seqwrite4" and rec.extra["io_class"] == ""  # sequential 4 KiB: no class
+
+
+def test_fio3_28_excerpt_cut_short_keeps_the_job_it_printed() -> None:
+    (rec,) = records("fio-3.28_microbench_issue_excerpt.txt")
+    # "write: IOPS=1384, BW=346MiB/s (363MB/s)(2048MiB/5916msec)"
+    assert (rec.workload, rec.bytes, rec.runtime_s) == ("seq-write-256k", 2048 * MiB, 5.916)
+    assert rec.bw_GBps == pytest.approx(0.362996, abs=1e-6)  # 2147483648 / 5.916 = 362,995,884 B/s
+    assert rec.block_size == 256 << 10 and rec.lat_ms == {"p50": 0.57, "p99": 2.442}
+    assert rec.extra["fio_version"] == "fio-3.28-dirty"
+
+
+def test_fio2_run_status_groups_alone() -> None:
+    recs = records("fio-2.x_run_status_groups_issue_excerpt.txt")
+    got = {(r.workload, r.direction): (r.bytes, r.runtime_s) for r in recs}
+    # "WRITE: io=984576KB, aggrb=16406KB/s, ..., maxt=60011msec" (KB = KiB in fio 2.x)
+    assert got[("group 3", "write")] == (984576 * 1024, 60.011)
+    assert got[("group 4", "read")] == (301308 * 1024, 60.001)
+    assert len(recs) == 5
+    g3 = next(r for r in recs if r.workload == "group 3")
+    assert g3.bw_GBps == pytest.approx(0.016800, abs=1e-6)  # fio: aggrb=16406 KiB/s = 0.0167997 GB/s
+
+
+def test_json_with_fio_note_before_it_reads_and_keeps_the_jobname(tmp_path: Path) -> None:
+    # fio-3.33 --output-format=json+ with psync and iodepth=4: fio prints its "note: both
+    # iodepth >= 1 and synchronous I/O engine ..." line before the document
+    f = tmp_path / "some" / "dir" / "run-7.json"
+    f.parent.mkdir(parents=True)
+    shutil.copy(FIO / "fio-3.33_jsonplus_note_before.json", f)
+    (rec,) = import_file(f).io
+    # "jobname" : "ckpt", write "io_bytes" : 9202302976, "runtime" : 2001, "total_ios" : 8776
+    assert rec.extra["job"] == "ckpt" and rec.workload == "checkpoint_write"
+    assert "run-7" not in rec.workload and rec.extra["fio_format"] == "json"
+    assert rec.bytes == 9202302976 and rec.iops == pytest.approx(8776 / 2.001, abs=1e-3)
+    assert rec.lat_ms == {"p50": 0.216064, "p99": 0.321536}  # json+ bins: exact
+
+
+def test_files_are_told_apart_by_content_not_name(tmp_path: Path) -> None:
+    text_as_json = tmp_path / "results.json"
+    shutil.copy(FIO / "fio-3.33_randwrite_4k.txt", text_as_json)
+    json_as_log = tmp_path / "fio.log"
+    shutil.copy(FIO / "fio-3.33_ckpt_group.json", json_as_log)
+    assert import_file(text_as_json).io[0].extra["fio_format"] == "text"
+    assert import_file(json_as_log).io[0].extra["fio_format"] == "json"
+    assert looks_like_fio_text((FIO / "fio-3.33_ckpt_write_group.txt").read_text())
+    assert not looks_like_fio_text((DATA / "nccl_tests" / "v2.17_srun_allgather_alltoall.log").read_text())
+
+
+def test_a_damaged_result_line_is_named_with_its_line(tmp_path: Path) -> None:
+    lines = (FIO / "fio-3.33_ckpt_write_group.txt").read_text().splitlines(keepends=True)
+    assert lines[8].startswith("  write: IOPS=4086")
+    lines[8] = "  write: IOPS=4086, BW=4086MiB/s (4285MB/s)(8177MiB/20\n"  # cut inside the figure
+    with pytest.raises(FioTextError, match="line 9"):
+        parse_text("".join(lines))
+    f = tmp_path / "pasted.txt"
+    f.write_text("".join(lines))
+    out = tmp_path / "out"
+    assert cli.main(["import", str(f), "--out", str(out)]) == 2
+    # a header with no result after it (the paste stopped early)
+    with pytest.raises(FioTextError, match="line 4"):
+        parse_text("".join(lines[:4]))
+
+
+def test_stoker_report_judges_a_dir_holding_fio_text(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(FIO / "fio-3.33_ckpt_write_group.txt", run / "ckpt-node1.out")
+    shutil.copy(FIO / "fio-3.33_randwrite_4k.txt", run / "rand.log")
+    assert cli.main(["report", str(run)]) == 0
+    verdict = json.loads((run / "verdict.json").read_text())
+    storage = [f for f in verdict["findings"] if f["component"].endswith("storage")]
+    # the checkpoint write is judged as one (no O_DIRECT recorded in text: not held against a
+    # figure), the 4 KiB random write is not judged as a bandwidth at all
+    assert [(f["workload"], f["direction"], f["measured"]) for f in storage] == [
+        ("checkpoint_write", "write", 4.285)
+    ]
+    assert "direct IO not recorded" in storage[0]["message"]
+    report = (run / "report.md").read_text()
+    assert "randwrite4k (randwrite, 4 KiB blocks) on rand.log: 51,960 IOPS, p99 0.109 ms" in report
+
+
+@pytest.mark.parametrize(
+    ("job", "klass", "workload"),
+    [
+        (Job(name="ckpt", direction="write", rw="write", block_size=4 * MiB), "checkpoint write", "checkpoint_write"),
+        (Job(name="Checkpoint-save", direction="write", rw="write", block_size=MiB), "checkpoint write", "checkpoint_write"),
+        (Job(name="ckpt", direction="write", rw="write", block_size=256 << 10), "", None),  # small blocks
+        (Job(name="ckpt", direction="write", rw="randwrite", block_size=4 * MiB), "", None),  # not sequential
+        (Job(name="ckpt", direction="read", rw="read", block_size=4 * MiB), "checkpoint read", "checkpoint_read"),
+        (Job(name="seqwrite", direction="write", rw="write", block_size=4 * MiB), "", None),  # no ckpt name
+        (Job(name="rnd", direction="write", rw="randwrite", block_size=4096), "random_small", None),
+        (Job(name="rnd", direction="read", rw="randread", block_size=64 << 10), "random_small", None),
+        (Job(name="loader", direction="read", rw="randread", block_size=128 << 10), "dataloader read", "dataloader_read"),
+        (Job(name="md", direction="write", rw="write", block_size=4096, ioengine="filecreate"), "metadata", "metadata"),
+    ],
+)  # fmt: skip
+def test_classification_table(job: Job, klass: str, workload: str | None) -> None:
+    got = classify(job)
+    assert (got.name, got.workload) == (klass, workload)
+
+
+def test_docs_table_is_the_code_table() -> None:
+    """docs/iobench.md's classification table has a row per class, with its workload and what
+    it is judged by."""
+    doc = (DATA.parent.parent / "docs" / "iobench.md").read_text()
+    for _, c in CLASSES:
+        row = next(line for line in doc.splitlines() if line.startswith(f"| `{c.name}` |"))
+        assert ("IOPS" in row) == (c.judged_by == "iops"), row
+        assert f"`{c.workload}`" in row if c.workload else "the job's name" in row, row
