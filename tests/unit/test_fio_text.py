@@ -193,3 +193,28 @@ def test_docs_table_is_the_code_table() -> None:
         row = next(line for line in doc.splitlines() if line.startswith(f"| `{c.name}` |"))
         assert ("IOPS" in row) == (c.judged_by == "iops"), row
         assert f"`{c.workload}`" in row if c.workload else "the job's name" in row, row
+
+
+def test_json_after_fio_s_own_warning_line_reads() -> None:
+    (rec,) = records("fio-3.33_json_fio_warning_before.json")
+    # "fio: time_based requires a runtime/timeout setting" before the document; write
+    # "io_bytes" : 268435456, "runtime" : 196, "total_ios" : 256, "bw_bytes" : 1369568653
+    assert rec.bytes == 268435456 and rec.runtime_s == 0.196
+    assert rec.bw_GBps == pytest.approx(1.369569, abs=1e-6)  # 268435456 / 0.196 = fio's bw_bytes
+    assert rec.iops == pytest.approx(256 / 0.196, abs=1e-3)
+    assert rec.lat_ms == {"p50": 0.423936, "p99": 4.145152}  # clat_ns "50.000000" / "99.000000"
+    assert rec.extra["job"] == "ckpt" and rec.workload == "checkpoint_write"
+
+
+def test_report_names_the_file_and_line_of_fio_text_it_cannot_read(tmp_path: Path) -> None:
+    lines = (FIO / "fio-3.33_randwrite_4k.txt").read_text().splitlines(keepends=True)
+    assert lines[6].startswith("  write: IOPS=52.0k")
+    lines[6] = lines[6].replace("(406MiB/2001msec)", "(406MiB/2O01msec)")  # a letter O for a zero
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "pasted.txt").write_text("".join(lines))
+    shutil.copy(FIO / "fio-3.33_ckpt_write_group.txt", run / "good.txt")
+    assert cli.main(["report", str(run)]) == 0
+    report = (run / "report.md").read_text()
+    assert "pasted.txt: line 7: fio's write line does not read" in report
+    assert json.loads((run / "verdict.json").read_text())["records"]["io"] == 1
