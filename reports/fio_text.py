@@ -35,7 +35,7 @@ _COUNT = {"": 1, "k": 10**3, "K": 10**3, "m": 10**6, "M": 10**6}
 _LAT_MS = {"nsec": 1e-6, "usec": 1e-3, "msec": 1.0}
 
 _SIZE = r"(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[kKMGTP]?)(?P<i>i?)B"
-_VERSION = re.compile(r"^(?:fio-)?(\d+\.\d+(?:\.\d+)?(?:[-\w.]*)?)\s*$")
+_VERSION = re.compile(r"^(?:fio-(\d+\.\d+[-\w.]*)|(\d+\.\d+\.\d+))\s*$")  # fio-3.28, 2.0.8
 _HEADER = re.compile(r"^(?P<job>\S.*?): \(g=(?P<g>\d+)\): rw=(?P<rw>\w+), (?P<rest>.*)$")
 _JOB = re.compile(r"^(?P<job>\S.*?): \(groupid=(?P<g>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)")
 _DIR_START = re.compile(r"^\s+(?P<dir>read|write|trim)\s*:\s")
@@ -94,9 +94,31 @@ def _is_v2(version: str) -> bool:
     return version.split(".")[0] in ("1", "2")
 
 
+_PREFIXED_DIR = re.compile(r"^(?P<pre>.*?\S)?(?P<indent>\s+)(?:read|write|trim)\s*: (?:IOPS=|io=)")
+_INDENTED_JOB = re.compile(r"^(?P<indent>\s+)\S.*?: \((?:groupid=\d+, jobs|g)=\d+\)")
+
+
+def _prefix(lines: list[str]) -> re.Pattern[str] | None:
+    """What a log or launcher put before each of fio's lines, as a pattern: a paste indented
+    as a whole, or a prefix such as `12:10:43 DEBUG| [stdout]` or srun's `0: ` (digits may
+    differ from line to line). Taken from the first direction line; None when fio's lines
+    stand alone."""
+    for line in lines:
+        if m := _INDENTED_JOB.match(line):
+            return re.compile(re.escape(m["indent"]))
+        if (m := _PREFIXED_DIR.match(line)) and m["pre"]:
+            shape = re.sub(r"\d+", r"\\d+", re.escape(m["pre"]))
+            return re.compile(shape + " ?")
+        if _DIR_START.match(line):
+            return None
+    return None
+
+
 def _lines(text: str) -> Iterator[tuple[int, str]]:
-    for n, line in enumerate(text.splitlines(), start=1):
-        yield n, line.rstrip("\r")
+    lines = [line.rstrip("\r") for line in text.splitlines()]
+    prefix = _prefix(lines)
+    for n, line in enumerate(lines, start=1):
+        yield n, (prefix.sub("", line, count=1) if prefix and prefix.match(line) else line)
 
 
 def _header_options(rest: str) -> dict[str, str]:
@@ -123,7 +145,7 @@ def parse_text(text: str, host: str = "unknown") -> FioDoc:
     for n, line in _lines(text):
         n_last = n
         if version == "unknown" and (v := _VERSION.match(line)):
-            version = "fio-" + v.group(1)
+            version = "fio-" + (v.group(1) or v.group(2))
             continue
         if h := _HEADER.match(line):
             headers.setdefault(h["job"], {"rw": h["rw"], **_header_options(h["rest"])})

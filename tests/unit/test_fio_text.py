@@ -218,3 +218,27 @@ def test_report_names_the_file_and_line_of_fio_text_it_cannot_read(tmp_path: Pat
     report = (run / "report.md").read_text()
     assert "pasted.txt: line 7: fio's write line does not read" in report
     assert json.loads((run / "verdict.json").read_text())["records"]["io"] == 1
+
+
+def test_a_log_prefix_before_every_fio_line_is_read_through() -> None:
+    (rec,) = records("fio-3.x_avocado_log_prefixed_issue_excerpt.txt")
+    # "12:06:53 DEBUG| [stdout]   read: IOPS=84, BW=42.4MiB/s (44.4MB/s)(128MiB/3020msec)"; the
+    # "issued rwts: total=256,75" line above the job line is the previous job's, not this one's
+    assert (rec.workload, rec.direction, rec.bytes, rec.runtime_s) == (
+        "rand-readwrite",
+        "read",
+        128 * MiB,
+        3.02,
+    )
+    assert rec.bw_GBps == pytest.approx(0.044443, abs=1e-6)  # 134217728 / 3.020 = 44,442,956 B/s
+    assert rec.iops == pytest.approx(254 / 3.02, abs=1e-3)  # no issued line: round(84 * 3.020) I/Os
+    assert rec.lat_ms == {"p50": 1.975, "p99": 23.725}
+
+
+@pytest.mark.parametrize(
+    "prefix", ["0: ", "[1,0]<stdout>:", "2026-11-28 15:20:42 INFO [stdout] ", "        "]
+)
+def test_launcher_and_log_prefixes_give_the_figures_of_the_bare_output(prefix: str) -> None:
+    bare = (FIO / "fio-3.33_ckpt_write_group.txt").read_text()
+    prefixed = "".join(prefix + line + "\n" for line in bare.splitlines())
+    assert parse_text(prefixed) == parse_text(bare)
