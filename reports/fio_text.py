@@ -49,6 +49,7 @@ _DIR2 = re.compile(
 )
 _ISSUED3 = re.compile(r"^\s+issued rwts?: total=(?P<r>\d+),(?P<w>\d+)(?:,(?P<t>\d+))?")
 _ISSUED2 = re.compile(r"^\s+issued\s*: total=r=(?P<r>\d+)/w=(?P<w>\d+)(?:/d=(?P<t>\d+))?")
+_SHORT = re.compile(r"short=(?:r=)?\d*[1-9]|short=[^ ]*[,/](?:w=)?\d*[1-9]")
 _PCT_HEAD = re.compile(r"^\s+clat percentiles \((?P<unit>[num]sec)\):")
 _PCT = re.compile(r"(?P<p>\d+\.\d+)th=\[\s*(?P<v>\d+)\]")
 _GROUP = re.compile(r"^Run status group (?P<g>\d+) \(all jobs\):")
@@ -75,6 +76,8 @@ class _Block:
     options: dict[str, str]
     dirs: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # bytes, iops*ms, ms
     issued: dict[str, int] = field(default_factory=dict)
+    short: bool = False  # fio counted short I/Os: issued x bs is not the bytes moved
+    exact_bs: int = 0
     pct: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
 
@@ -121,6 +124,19 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
         yield n, (prefix.sub("", line, count=1) if prefix and prefix.match(line) else line)
 
 
+_SIZE_TOKEN = re.compile(r"(\d+(?:\.\d+)?)([kKMGT]?)(i?)(B?)")
+
+
+def _exact_bs(rest: str) -> int:
+    """The block size in bytes when the header names one size for every direction and prints
+    it exactly (binary units or plain bytes; a decimal `4194kB` is rounded), else 0."""
+    sizes = set(_SIZE_TOKEN.findall(rest.split("bs=", 1)[-1].split("ioengine=")[0]))
+    if len(sizes) != 1:
+        return 0
+    ((num, unit, i, b),) = sizes
+    return _bytes(num, unit, i, binary_bare=not b) if (i or not b or not unit) else 0
+
+
 def _header_options(rest: str) -> dict[str, str]:
     opts = {m["k"]: m["v"] for m in _OPT.finditer(rest)}
     bs = _BS.search(rest)
@@ -135,6 +151,7 @@ def parse_text(text: str, host: str = "unknown") -> FioDoc:
     read; UsageError when there is no fio result in it at all."""
     version = "unknown"
     headers: dict[str, dict[str, str]] = {}
+    exact_bs: dict[str, int] = {}
     blocks: list[_Block] = []
     groups: list[tuple[int, str, int, int]] = []  # group, direction, bytes, ms
     current: _Block | None = None
@@ -149,6 +166,7 @@ def parse_text(text: str, host: str = "unknown") -> FioDoc:
             continue
         if h := _HEADER.match(line):
             headers.setdefault(h["job"], {"rw": h["rw"], **_header_options(h["rest"])})
+            exact_bs.setdefault(h["job"], _exact_bs(h["rest"]))
             continue
         if j := _JOB.match(line):
             current = _Block(
@@ -157,6 +175,7 @@ def parse_text(text: str, host: str = "unknown") -> FioDoc:
                 jobs=int(j["jobs"]),
                 error=int(j["err"]),
                 options=dict(headers.get(j["job"], {})),
+                exact_bs=exact_bs.get(j["job"], 0),
             )
             blocks.append(current)
             pct_unit = ""
@@ -195,6 +214,7 @@ def parse_text(text: str, host: str = "unknown") -> FioDoc:
         pct_unit = "" if not line.lstrip().startswith("|") else pct_unit
         if current is not None and (iss := _ISSUED3.match(line) or _ISSUED2.match(line)):
             current.issued = {"read": int(iss["r"]), "write": int(iss["w"]), "trim": int(iss["t"] or 0)}
+            current.short = bool(_SHORT.search(line))
             continue
         if group_no >= 0 and _GROUP_START.match(line):
             gm = _GROUP2.match(line) or _GROUP3.match(line)
@@ -226,13 +246,18 @@ def _parts(blocks: list[_Block], groups: list[tuple[int, str, int, int]], host: 
             if direction not in ("read", "write"):
                 continue
             p50, p99 = b.pct.get(direction, (None, None))
+            ios = b.issued.get(direction, ios)
+            if b.exact_bs and direction in b.issued and not b.short:
+                # the printed amount has 3-4 digits; I/Os x one fixed block size is exact
+                exact = ios * b.exact_bs
+                nbytes = exact if abs(exact - nbytes) <= 0.01 * nbytes + b.exact_bs else nbytes
             problem = "fio printed a runtime of 0 ms for a job that did I/O" if ms <= 0 and nbytes > 0 else ""
             yield FioPart(
                 job=b.job,
                 host=host,
                 direction=direction,
                 bytes=nbytes,
-                ios=b.issued.get(direction, ios) if b.issued else ios,
+                ios=ios,
                 runtime_ms=ms,
                 p50_ms=p50,
                 p99_ms=p99,

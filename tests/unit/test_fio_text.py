@@ -45,7 +45,9 @@ def test_fio3_group_reporting_checkpoint_write_text() -> None:
 def test_fio3_clones_without_group_reporting_add_up() -> None:
     (rec,) = records("fio-3.33_randread_nogroup.txt")
     # two "loader: (groupid=0, jobs=1)" blocks: 1084MiB and 1082MiB, both in 2001msec
-    assert rec.bytes == (1084 + 1082) * MiB == 2271215616
+    # "issued rwts: total=8670,0,0,0" and "total=8658,0,0,0" of 128 KiB blocks: (8670 + 8658) x
+    # 131072 B (fio printed 1084MiB and 1082MiB, rounded to 4 digits; the same sum here)
+    assert rec.bytes == (8670 + 8658) * 131072 == 2271215616
     assert rec.bw_GBps == pytest.approx(1.135040, abs=1e-6)  # 2271215616 B / 2.001 s
     assert rec.iops == pytest.approx((8670 + 8658) / 2.001, abs=1e-3)  # issued rwts of each clone
     assert rec.procs == 2 and rec.block_size == 128 << 10
@@ -57,7 +59,10 @@ def test_fio3_clones_without_group_reporting_add_up() -> None:
 def test_fio3_small_random_write_is_judged_by_iops_not_as_a_bandwidth() -> None:
     (rec,) = records("fio-3.33_randwrite_4k.txt")
     # "write: IOPS=52.0k, BW=203MiB/s (213MB/s)(406MiB/2001msec)", "issued rwts: total=0,103972,0,0"
-    assert rec.bytes == 406 * MiB and rec.iops == pytest.approx(51960.020, abs=1e-3)  # 103972 / 2.001
+    # 103972 I/Os x 4096 B = 425869312 B (fio printed the amount rounded: 406MiB = 425721856 B)
+    assert rec.bytes == 103972 * 4096 == 425869312 and rec.iops == pytest.approx(
+        51960.020, abs=1e-3
+    )  # 103972 / 2.001
     assert rec.block_size == 4096  # "bs=(R) 4096B-4096B"
     assert rec.workload == "randwrite4k"  # no stoker workload: the job's own name
     assert rec.extra["io_class"] == "random_small" and rec.extra["judged_by"] == "iops"
@@ -242,3 +247,25 @@ def test_launcher_and_log_prefixes_give_the_figures_of_the_bare_output(prefix: s
     bare = (FIO / "fio-3.33_ckpt_write_group.txt").read_text()
     prefixed = "".join(prefix + line + "\n" for line in bare.splitlines())
     assert parse_text(prefixed) == parse_text(bare)
+
+
+def test_two_groups_and_a_mixed_job_give_one_record_per_job_and_direction() -> None:
+    recs = {(r.extra["job"], r.direction): r for r in records("fio-3.33_two_groups_ckpt_randrw.txt")}
+    assert set(recs) == {("ckpt", "write"), ("mixed", "read"), ("mixed", "write")}
+    ckpt = recs[("ckpt", "write")]
+    # "write: IOPS=813, BW=3253MiB/s (3411MB/s)(6512MiB/2002msec)", "issued rwts: total=0,1628,0,0"
+    assert ckpt.bytes == 6828326912 and ckpt.bw_GBps == pytest.approx(3.410753, abs=1e-6)
+    assert ckpt.iops == pytest.approx(813.187, abs=1e-3) and ckpt.lat_ms == {"p50": 0.938, "p99": 5.669}
+    assert ckpt.workload == "checkpoint_write" and ckpt.block_size == 4 * MiB
+    read, write = recs[("mixed", "read")], recs[("mixed", "write")]
+    # "read: IOPS=38.1k, BW=149MiB/s (156MB/s)(297MiB/2001msec)", "write: IOPS=16.4k, BW=64.0MiB/s
+    # (67.1MB/s)(128MiB/2001msec)", "issued rwts: total=76146,32770,0,0"
+    # exact: 76146 x 4096 = 311894016 B (printed 297MiB), 32770 x 4096 = 134225920 B (printed 128MiB)
+    assert (read.bytes, read.runtime_s) == (311894016, 2.001)
+    assert read.bw_GBps == pytest.approx(0.155869, abs=1e-6)  # 311894016 / 2.001 = 155,869,073 B/s
+    assert read.iops == pytest.approx(38053.973, abs=1e-3) and read.lat_ms == {"p50": 0.083, "p99": 1.745}
+    assert write.bytes == 134225920 and write.iops == pytest.approx(16376.812, abs=1e-3)
+    assert write.lat_ms == {"p50": 0.1, "p99": 3.425}
+    # rw=randrw in 4 KiB blocks: both directions are small random I/O, judged by IOPS
+    assert {r.extra["io_class"] for r in (read, write)} == {"random_small"}
+    assert read.workload == write.workload == "mixed"

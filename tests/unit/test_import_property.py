@@ -86,7 +86,10 @@ def _truth(path: Path) -> tuple[set[tuple], set[tuple]]:
         # fio's text output: its jobs' figures, and its run status groups' (read when a
         # variant lost every job line)
         no_jobs = "\n".join(line for line in text.splitlines() if "(groupid=" not in line)
-        docs = [parse_text(text).parts]
+        # and the printed amounts alone (a variant that lost its issued counts or its header's
+        # block size falls back to them)
+        no_issued = "\n".join(line for line in text.splitlines() if "issued" not in line)
+        docs = [parse_text(text).parts + parse_text(no_issued).parts]  # one part may lose its count
         if "Run status group" in no_jobs:
             docs.append(parse_text(no_jobs).parts)
     for parts in docs:
