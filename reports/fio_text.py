@@ -28,7 +28,7 @@ from reports.errors import UsageError
 from reports.fio_json import FioDoc, FioPart
 
 # fio 3.x prints binary sizes with "i" (KiB) and decimal ones without (kB, MB); fio 2.x
-# printed binary sizes as KB/MB/GB. The table is keyed by (unit as printed, generation).
+# printed binary sizes as KB/MB/GB (no "i"): _bytes picks the table.
 _BINARY = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 _DECIMAL = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
 _COUNT = {"": 1, "k": 10**3, "K": 10**3, "m": 10**6, "M": 10**6}
@@ -37,7 +37,9 @@ _LAT_MS = {"nsec": 1e-6, "usec": 1e-3, "msec": 1.0}
 _SIZE = r"(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[kKMGTP]?)(?P<i>i?)B"
 _VERSION = re.compile(r"^(?:fio-(\d+\.\d+[-\w.]*)|(\d+\.\d+\.\d+))\s*$")  # fio-3.28, 2.0.8
 _HEADER = re.compile(r"^(?P<job>\S.*?): \(g=(?P<g>\d+)\): rw=(?P<rw>\w+), (?P<rest>.*)$")
-_JOB = re.compile(r"^(?P<job>\S.*?): \(groupid=(?P<g>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)")
+_JOB = re.compile(
+    r"^(?P<job>\S.*?): \(groupid=(?P<g>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>-?\d+)(?:: pid=(?P<pid>\d+))?"
+)
 _DIR_START = re.compile(r"^\s+(?P<dir>read|write|trim)\s*:\s")
 _DIR3 = re.compile(
     r"^\s+(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>\d+(?:\.\d+)?)(?P<iops_unit>[kKmM]?), "
@@ -74,7 +76,8 @@ class _Block:
     jobs: int
     error: int
     options: dict[str, str]
-    dirs: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # bytes, iops*ms, ms
+    pid: str = ""
+    dirs: dict[str, tuple[int, int, int, float]] = field(default_factory=dict)  # bytes, ios, ms, ±bytes
     issued: dict[str, int] = field(default_factory=dict)
     short: bool = False  # fio counted short I/Os: issued x bs is not the bytes moved
     exact_bs: int = 0
@@ -91,10 +94,6 @@ def _bytes(num: str, unit: str, i: str, binary_bare: bool) -> int:
     """A printed size in bytes: `KiB` binary, `kB` decimal in 3.x; 2.x's `KB` binary."""
     table = _BINARY if (i or binary_bare) else _DECIMAL
     return round(float(num) * table[unit.upper()])
-
-
-def _is_v2(version: str) -> bool:
-    return version.split(".")[0] in ("1", "2")
 
 
 _PREFIXED_DIR = re.compile(r"^(?P<pre>.*?\S)?(?P<indent>\s+)(?:read|write|trim)\s*: (?:IOPS=|io=)")
@@ -115,6 +114,12 @@ def _prefix(lines: list[str]) -> re.Pattern[str] | None:
         if _DIR_START.match(line):
             return None
     return None
+
+
+def _half_step(num: str, unit: str, i: str, binary_bare: bool) -> float:
+    """Half the last printed digit of a size, in bytes: how far fio may have rounded it."""
+    decimals = len(num.partition(".")[2])
+    return 0.5 * 10**-decimals * (_BINARY if (i or binary_bare) else _DECIMAL)[unit.upper()] + 1e-6
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
@@ -159,18 +164,26 @@ def parse_text(text: str, host: str = "unknown") -> FioDoc:
     last_dir = "read"
     group_no = -1
     n_last = 0
+    earlier = 0  # runs of fio before the last one in the text
     for n, line in _lines(text):
         n_last = n
-        if version == "unknown" and (v := _VERSION.match(line)):
+        if v := _VERSION.match(line):
+            # a version line after results starts another run of fio: the last run counts, as
+            # the last document of a JSON file does
             version = "fio-" + (v.group(1) or v.group(2))
+            if blocks or groups:
+                blocks, groups, current, group_no, earlier = [], [], None, -1, earlier + 1
             continue
         if h := _HEADER.match(line):
-            headers.setdefault(h["job"], {"rw": h["rw"], **_header_options(h["rest"])})
-            exact_bs.setdefault(h["job"], _exact_bs(h["rest"]))
+            headers[h["job"]] = {"rw": h["rw"], **_header_options(h["rest"])}  # this run's
+            exact_bs[h["job"]] = _exact_bs(h["rest"])
             continue
         if j := _JOB.match(line):
+            # --status-interval prints every job again, its figures so far: the last one counts
+            blocks = [b for b in blocks if not (j["pid"] and (b.job, b.pid) == (j["job"], j["pid"]))]
             current = _Block(
                 job=j["job"],
+                pid=j["pid"] or "",
                 line=n,
                 jobs=int(j["jobs"]),
                 error=int(j["err"]),
@@ -193,7 +206,12 @@ def parse_text(text: str, host: str = "unknown") -> FioDoc:
             nbytes = _bytes(m["num"], m["unit"], m["i"], binary_bare=v2)
             iops = float(m["iops"]) * (1 if v2 else _COUNT[m["iops_unit"]])
             ms = int(m["ms"])
-            current.dirs[m["dir"]] = (nbytes, round(iops * ms / 1000), ms)
+            current.dirs[m["dir"]] = (
+                nbytes,
+                round(iops * ms / 1000),
+                ms,
+                _half_step(m["num"], m["unit"], m["i"], v2),
+            )
             pct_unit = ""
             last_dir = m["dir"]
             continue
@@ -232,6 +250,9 @@ def parse_text(text: str, host: str = "unknown") -> FioDoc:
         error=next((b.error for b in blocks if b.error), 0),
         parts=tuple(_parts(blocks, groups, host)),
         global_options={},
+        refused=(f"the {earlier} run(s) of fio before its last one (the last run counts)",)
+        if earlier
+        else (),
     )
 
 
@@ -242,15 +263,16 @@ def _parts(blocks: list[_Block], groups: list[tuple[int, str, int, int]], host: 
             "numjobs": str(b.jobs),
             "group_reporting": "1" if b.jobs > 1 else "",
         }
-        for direction, (nbytes, ios, ms) in b.dirs.items():
+        for direction, (nbytes, ios, ms, half_step) in b.dirs.items():
             if direction not in ("read", "write"):
                 continue
             p50, p99 = b.pct.get(direction, (None, None))
             ios = b.issued.get(direction, ios)
             if b.exact_bs and direction in b.issued and not b.short:
-                # the printed amount has 3-4 digits; I/Os x one fixed block size is exact
+                # the printed amount has 3-4 digits; I/Os x one fixed block size is exact when it
+                # rounds to what fio printed (an I/O in flight at a --status-interval print: not)
                 exact = ios * b.exact_bs
-                nbytes = exact if abs(exact - nbytes) <= 0.01 * nbytes + b.exact_bs else nbytes
+                nbytes = exact if abs(exact - nbytes) <= half_step else nbytes
             problem = "fio printed a runtime of 0 ms for a job that did I/O" if ms <= 0 and nbytes > 0 else ""
             yield FioPart(
                 job=b.job,

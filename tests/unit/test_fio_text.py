@@ -269,3 +269,31 @@ def test_two_groups_and_a_mixed_job_give_one_record_per_job_and_direction() -> N
     # rw=randrw in 4 KiB blocks: both directions are small random I/O, judged by IOPS
     assert {r.extra["io_class"] for r in (read, write)} == {"random_small"}
     assert read.workload == write.workload == "mixed"
+
+
+def test_status_interval_text_counts_the_last_print_of_each_job() -> None:
+    (rec,) = records("fio-3.33_status_interval.txt")
+    # four prints of "ckpt: (groupid=0, jobs=1): err= 0: pid=26065"; the last: "write: IOPS=1805,
+    # BW=1805MiB/s (1893MB/s)(5417MiB/3001msec)", "issued rwts: total=0,5417,0,0"
+    assert (rec.bytes, rec.runtime_s) == (5417 * MiB, 3.001) and rec.procs == 1
+    assert rec.iops == pytest.approx(5417 / 3.001, abs=1e-3)
+
+
+def test_an_io_in_flight_at_a_print_keeps_the_printed_amount() -> None:
+    first = "".join((FIO / "fio-3.33_status_interval.txt").read_text().splitlines(keepends=True)[:30])
+    (rec,) = records_from_fio_output(first, run_id="r1", source_name="first")
+    # "(1521MiB/867msec)" but "issued rwts: total=0,1522,0,0": one I/O was still in flight, and
+    # 1522 MiB does not round to the printed 1521MiB, so the printed amount stands
+    assert rec.bytes == 1521 * MiB and rec.iops == pytest.approx(1522 / 0.867, abs=1e-3)
+
+
+def test_several_runs_in_one_text_the_last_counts_and_the_rest_is_named() -> None:
+    text = (FIO / "fio-3.33_ckpt_write_group.txt").read_text() + (
+        FIO / "fio-3.33_randwrite_4k.txt"
+    ).read_text()
+    notes: list[str] = []
+    recs = records_from_fio_output(text, run_id="r1", source_name="both.log", notes=notes)
+    assert [(r.extra["job"], r.bytes) for r in recs] == [("randwrite4k", 103972 * 4096)]
+    assert notes == [
+        "both.log: skipped the entries of the 1 run(s) of fio before its last one (the last run counts)"
+    ]

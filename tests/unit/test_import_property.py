@@ -90,6 +90,10 @@ def _truth(path: Path) -> tuple[set[tuple], set[tuple]]:
         # block size falls back to them)
         no_issued = "\n".join(line for line in text.splitlines() if "issued" not in line)
         docs = [parse_text(text).parts + parse_text(no_issued).parts]  # one part may lose its count
+        # a cut --status-interval text falls back to an earlier print of its jobs
+        lines = text.splitlines(keepends=True)
+        cuts = [k for k, line in enumerate(lines) if line.startswith("Run status group")]
+        docs += [parse_text("".join(lines[:k])).parts for k in cuts[:-1] if "(groupid=" in "".join(lines[:k])]
         if "Run status group" in no_jobs:
             docs.append(parse_text(no_jobs).parts)
     for parts in docs:
