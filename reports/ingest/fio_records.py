@@ -1,6 +1,6 @@
-"""Foreign fio output -> io records (pure): `stoker import` and `stoker report` of fio JSON
-files people already have. The parsing and summing are reports/fio_json.py's, shared
-with iobench's own fio runs."""
+"""Foreign fio output -> io records (pure): `stoker import` and `stoker report` of fio JSON or
+text files people already have. The parsing and summing are reports/fio_json.py's (shared
+with iobench's own fio runs) and reports/fio_text.py's."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def option_size(options: Mapping[str, str], name: str) -> int:
 def records_from_fio_output(
     text: str, *, run_id: str, source_name: str, notes: list[str] | None = None
 ) -> list[IoRecord]:
-    """Records of a foreign fio output file, one per job name and direction with I/O.
+    """Records of a foreign fio output file (its JSON, else its normal text output: told apart
+    by content), one per job name and direction with I/O, each classified by
+    reports/fio_classes.py (the class's workload, fio's job name in `job`).
     The window is the longest runtime among its parts (fio starts clones and, in client
     mode, servers together), so bw = total bytes / that window. Entries of a host whose
     name is not one plain node name are left out, each reason added to `notes`."""

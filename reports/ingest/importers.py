@@ -1,4 +1,4 @@
-"""Foreign results -> records: nccl-tests logs and `-J` JSON, fio JSON. Files are told apart
+"""Foreign results -> records: nccl-tests logs and `-J` JSON, fio JSON or text. Files are told apart
 by their content, never by their name. The IO is here (reading files); the parsing is in
 `reports.ingest.nccl_tests` and `reports.fio_json` (pure).
 
@@ -129,7 +129,7 @@ def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported
     """One file named by the user: unreadable or unknown is an error (exit 2)."""
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{p}: no such file (give nccl-tests logs or -J JSON, or fio JSON files)")
+        raise UsageError(f"{p}: no such file (give nccl-tests logs or -J JSON, or fio output: JSON or text)")
     text = _read(p)
     if is_stoker_output(text):
         raise UsageError(
@@ -137,7 +137,9 @@ def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported
         )
     got = import_text(text, source_name=p.name, ts=mtime_utc(p), op=op)
     if got is None:
-        raise UsageError(f"{p}: neither an nccl-tests log/JSON nor fio JSON output; nothing imported")
+        raise UsageError(
+            f"{p}: neither an nccl-tests log/JSON nor fio output (JSON or text); nothing imported"
+        )
     if not got.net and not got.io:  # every line of it was unusable: say the first reason
         raise UsageError(got.notes[0] if got.notes else f"{p}: no results in it; nothing imported")
     return got

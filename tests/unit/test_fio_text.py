@@ -196,6 +196,7 @@ def test_docs_table_is_the_code_table() -> None:
     doc = (DATA.parent.parent / "docs" / "iobench.md").read_text()
     for _, c in CLASSES:
         row = next(line for line in doc.splitlines() if line.startswith(f"| `{c.name}` |"))
+        assert c.when in row.replace("`", ""), row
         assert ("IOPS" in row) == (c.judged_by == "iops"), row
         assert f"`{c.workload}`" in row if c.workload else "the job's name" in row, row
 
