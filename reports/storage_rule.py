@@ -22,11 +22,32 @@ from reports.spec import Spec, match_storage
 MIN_STEADY_S = 1.5
 
 
+def judged_by_iops(r: IoRecord) -> bool:
+    """An imported small-block random fio job (reports/fio_classes.py): its figure is its IOPS,
+    and its GB/s is never compared with a bandwidth promise."""
+    return r.extra.get("judged_by") == "iops" and r.workload != "metadata"
+
+
+def iops_note(r: IoRecord) -> str:
+    """What the report says of such a job instead of judging it as a bandwidth."""
+    p99 = r.lat_ms.get("p99")
+    return (
+        f"{r.extra.get('job', r.workload)} ({r.extra.get('rw', 'random')}, {r.block_size // 1024} KiB blocks) "
+        f"on {r.path}: {r.iops:,.0f} IOPS{f', p99 {p99:.3g} ms' if p99 is not None else ''}; a small-block "
+        "random job is shown by its IOPS and not compared with the spec's bandwidth figures"
+    )
+
+
 def why_not_compared(r: IoRecord) -> str:
     """Why a storage record may not stand for the disk against its advertised figure ("" when
     it may)."""
     if r.backend.startswith("torch"):
         return "the framework's save path, through the page cache"
+    if judged_by_iops(r):
+        return (
+            f"small-block random I/O ({r.extra.get('rw', 'random')}, {r.block_size // 1024} KiB): "
+            f"judged by its IOPS ({r.iops:,.0f}), never a bandwidth"
+        )
     if r.direct is not True:
         data, ram = r.extra.get("data_bytes") or 0, r.extra.get("ram_bytes") or 0
         if not (r.direct is False and data > ram > 0):

@@ -13,7 +13,7 @@ import pandas as pd
 
 from reports.records import IoRecord
 from reports.spread import spread_of
-from reports.storage_rule import why_not_compared
+from reports.storage_rule import judged_by_iops, why_not_compared
 
 # the framework's own save paths (iobench/torch_ckpt.py): a real checkpoint through the page
 # cache, shown beside fio and used by the starvation model, never held against the spec
@@ -49,6 +49,8 @@ def io_frame(io: Sequence[IoRecord]) -> pd.DataFrame:
                     "measured again: under its threshold at first"
                     if r.extra.get("confirmation") is True
                     else "",
+                    f"fio job {r.extra['job']}" if r.extra.get("job") not in (None, r.workload) else "",
+                    "small-block random I/O: judged by its IOPS" if judged_by_iops(r) else "",
                 )
                 if x
             ),

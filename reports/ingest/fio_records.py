@@ -1,13 +1,23 @@
-"""Foreign fio output -> io records (pure): `stoker import` and `stoker report` of fio JSON
-files people already have. The parsing and summing are reports/fio_json.py's, shared
-with iobench's own fio runs."""
+"""Foreign fio output -> io records (pure): `stoker import` and `stoker report` of fio JSON or
+text files people already have. The parsing and summing are reports/fio_json.py's (shared
+with iobench's own fio runs) and reports/fio_text.py's."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from reports.errors import UsageError
-from reports.fio_json import exceeds_physical_bound, group_parts, parse_fio, procs_of, rate
+from reports.fio_classes import Job, classify
+from reports.fio_json import (
+    FioDoc,
+    exceeds_physical_bound,
+    group_parts,
+    json_documents,
+    parse_document,
+    procs_of,
+    rate,
+)
+from reports.fio_text import parse_text
 from reports.records import IoRecord, utc_now
 from reports.units import parse_size
 
@@ -24,24 +34,40 @@ def option_size(options: Mapping[str, str], name: str) -> int:
 def records_from_fio_output(
     text: str, *, run_id: str, source_name: str, notes: list[str] | None = None
 ) -> list[IoRecord]:
-    """Records of a foreign fio output file, one per job name and direction with I/O.
+    """Records of a foreign fio output file (its JSON, else its normal text output: told apart
+    by content), one per job name and direction with I/O, each classified by
+    reports/fio_classes.py (the class's workload, fio's job name in `job`).
     The window is the longest runtime among its parts (fio starts clones and, in client
     mode, servers together), so bw = total bytes / that window. Entries of a host whose
     name is not one plain node name are left out, each reason added to `notes`."""
-    doc = parse_fio(text)
+    docs = json_documents(text)
+    fmt = "json" if docs else "text"
+    if not docs and '"fio version"' in text:
+        raise UsageError("no complete fio JSON document in it")
+    doc: FioDoc = parse_document(docs[-1]) if docs else parse_text(text)
     if notes is not None:
         notes += [f"{source_name}: skipped the entries of {why}" for why in doc.refused]
     out = []
     for s in group_parts(doc.parts):
         per_host = {h: round(rate(b, s.per_host_runtime_ms[h]) / 1e9, 6) for h, b in s.per_host_bytes.items()}
         direct = s.options.get("direct")
+        block = option_size(s.options, "bs")
+        job_class = classify(
+            Job(
+                name=s.job,
+                direction=s.direction,
+                rw=s.options.get("rw", s.options.get("readwrite", "")),
+                block_size=block,
+                ioengine=s.options.get("ioengine", ""),
+            )
+        )
         out.append(
             IoRecord(
                 run_id=run_id,
                 ts=utc_now(),
                 hosts=s.hosts,
                 nodes=len(s.hosts),
-                workload=s.job,
+                workload=job_class.workload or s.job,
                 direction=s.direction,
                 path=s.options.get("directory") or s.options.get("filename") or source_name,
                 scope="local",
@@ -53,11 +79,24 @@ def records_from_fio_output(
                 lat_ms={k: round(v, 6) for k, v in (("p50", s.p50_ms), ("p99", s.p99_ms)) if v is not None},
                 runtime_s=s.runtime_ms / 1000.0,
                 backend="fio",
-                block_size=option_size(s.options, "bs"),
+                block_size=block,
                 direct=None if direct is None else direct == "1",
                 cache_suspect=exceeds_physical_bound(per_host),
                 failed=s.problem or (f"fio error {doc.error}" if doc.error else ""),
-                extra={"fio_version": doc.version, "source": source_name},
+                extra={
+                    "fio_version": doc.version,
+                    "source": source_name,
+                    "job": s.job,
+                    "fio_format": fmt,
+                    "io_class": job_class.name,
+                    "judged_by": job_class.judged_by,
+                    **({"rw": s.options["rw"]} if "rw" in s.options else {}),
+                    **(
+                        {"iodepth": int(s.options["iodepth"])}
+                        if s.options.get("iodepth", "").isdigit()
+                        else {}
+                    ),
+                },
             )
         )
     return out

@@ -1,4 +1,4 @@
-"""Foreign results -> records: nccl-tests logs and `-J` JSON, fio JSON. Files are told apart
+"""Foreign results -> records: nccl-tests logs and `-J` JSON, fio JSON or text. Files are told apart
 by their content, never by their name. The IO is here (reading files); the parsing is in
 `reports.ingest.nccl_tests` and `reports.fio_json` (pure).
 
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.errors import UsageError
+from reports.fio_text import FioTextError
 from reports.ingest import nccl_tests
 from reports.ingest.sniff import is_stoker_output, looks_like_fio, mtime_utc, run_id_for
 from reports.records import IO_FILE, MANIFEST_FILE, NCCL_DEBUG_DIR, NET_FILE, IoRecord, NetRecord
@@ -65,9 +66,12 @@ def _fio(text: str, *, run_id: str, source_name: str) -> tuple[list[IoRecord], s
     try:
         recs = list(mod.records_from_fio_output(text, run_id=run_id, source_name=source_name, notes=notes))
         return recs, "; ".join(notes) or None
+    except FioTextError as exc:  # fio's text output with a line that does not read
+        return [], f"{source_name}: {exc}; expected fio's own output, unedited"
     except UsageError:  # no complete document: cut short, or not fio's JSON after all
         return [], (
-            f"{source_name}: no complete fio JSON document in it (cut short?); expected the whole "
+            f"{source_name}: no complete fio JSON document in it (cut short at line {text.count(chr(10)) + 1}?); "
+            "expected the whole "
             f"output of fio --output-format=json"
         )
     except _NOT_UNDERSTOOD as exc:
@@ -132,7 +136,7 @@ def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported
     """One file named by the user: unreadable or unknown is an error (exit 2)."""
     p = Path(path)
     if not p.is_file():
-        raise UsageError(f"{p}: no such file (give nccl-tests logs or -J JSON, or fio JSON files)")
+        raise UsageError(f"{p}: no such file (give nccl-tests logs or -J JSON, or fio output: JSON or text)")
     text = _read(p)
     if is_stoker_output(text):
         raise UsageError(
@@ -140,7 +144,9 @@ def import_file(path: str | os.PathLike[str], op: str | None = None) -> Imported
         )
     got = import_text(text, source_name=p.name, ts=mtime_utc(p), op=op)
     if got is None:
-        raise UsageError(f"{p}: neither an nccl-tests log/JSON nor fio JSON output; nothing imported")
+        raise UsageError(
+            f"{p}: neither an nccl-tests log/JSON nor fio output (JSON or text); nothing imported"
+        )
     if not got.net and not got.io and not got.manifests:  # every line unusable: say the first reason
         raise UsageError(got.notes[0] if got.notes else f"{p}: no results in it; nothing imported")
     return got

@@ -29,6 +29,7 @@ from reports.judging.coverage import gpus_seen
 from reports.judging.localise import intra_node_findings
 from reports.records import CONFIRMED_SCOPES, IoRecord, NetRecord
 from reports.spec import Spec, fill_from_hardware, given_scopes
+from reports.storage_rule import judged_by_iops
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -129,7 +130,9 @@ def merge(first: Sequence[Finding], again: Sequence[Finding], kind: Kind = STORA
 
 
 def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Finding], dict[str, float]]:
-    """advertised.compare_storage over the first measurements, with the confirmations merged."""
+    """advertised.compare_storage over the first measurements, with the confirmations merged.
+    Small-block random jobs are judged by their IOPS, never as a bandwidth: left out here."""
+    io = [r for r in io if not judged_by_iops(r)]
     first, expected = advertised.compare_storage([r for r in io if not is_confirmation(r)], spec)
     again = [r for r in io if is_confirmation(r)]
     if not again:

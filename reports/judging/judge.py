@@ -34,6 +34,7 @@ from reports.records import IoRecord
 from reports.runs import IMPORTED
 from reports.spec import Spec, given_scopes, match_storage
 from reports.spread import Spread, spread_of, threshold_note
+from reports.storage_rule import iops_note, judged_by_iops
 from reports.table import SkippedLine
 
 _FIX = {
@@ -188,6 +189,7 @@ def judge(
         )
     io_findings, io_expected = confirm.compare_storage([*ev.io, *ev.io_again], spec)  # judged beside
     findings += io_findings
+    notes += [iops_note(r) for r in ev.io if judged_by_iops(r)]  # small random I/O: its IOPS, unjudged
     expected.update(io_expected)
     located = localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
     located = confirm.confirm_nodes(located, ev.confirm_frame)  # a node's intra-node sweep measured again

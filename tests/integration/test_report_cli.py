@@ -115,4 +115,5 @@ def test_real_fio_json_dropped_in_is_imported_and_reported(tmp_path: Path) -> No
     rep = _stoker("report", str(res))
     assert rep.returncode == 0, rep.stderr
     md = (res / "report.md").read_text()
-    assert "ckpt-fio.json" in md and "| ckpt | write |" in md
+    # job "ckpt", 1 MiB sequential writes: a checkpoint write (docs/iobench.md), fio's job named beside
+    assert "ckpt-fio.json" in md and "| checkpoint_write | write |" in md and "fio job ckpt" in md

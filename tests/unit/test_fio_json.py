@@ -20,7 +20,9 @@ def records(name: str):
 def test_fio3_group_reporting_checkpoint_write() -> None:
     (rec,) = records("fio-3.33_ckpt_group.json")
     # io_bytes 33554432 in runtime 20 ms, 32 IOs, 2 clones (numjobs=2)
-    assert (rec.workload, rec.direction, rec.procs, rec.bytes) == ("ckpt", "write", 2, 33554432)
+    # job "ckpt", rw=write, bs=1M: classified a checkpoint write (reports/fio_classes.py)
+    assert (rec.workload, rec.direction, rec.procs, rec.bytes) == ("checkpoint_write", "write", 2, 33554432)
+    assert rec.extra["job"] == "ckpt" and rec.extra["fio_format"] == "json"
     assert rec.bw_GBps == pytest.approx(33554432 / 0.020 / 1e9, rel=1e-5)  # = fio's bw_bytes 1677721600
     assert rec.iops == pytest.approx(32 / 0.020)
     assert rec.lat_ms == {"p50": 0.978944, "p99": 1.859584}  # clat_ns percentiles / 1e6

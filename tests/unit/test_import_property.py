@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from launchers import cli
 from reports.fio_json import json_documents, parse_document, rate
+from reports.fio_text import looks_like_fio_text, parse_text
 from reports.ingest import nccl_log
 from reports.ingest import nccl_rows as nr
 from reports.ingest.importers import import_text
@@ -80,10 +81,24 @@ def _truth(path: Path) -> tuple[set[tuple], set[tuple]]:
                     if None not in f:
                         net.add((int(f[0]), i == 1, round(f[1] * 1e-6, 12), f[2], f[3]))
     io: set[tuple] = set()
-    for doc in json_documents(text):
+    docs = [parse_document(doc).parts for doc in json_documents(text)]
+    if not docs and looks_like_fio_text(text):
+        # fio's text output: its jobs' figures, and its run status groups' (read when a
+        # variant lost every job line)
+        no_jobs = "\n".join(line for line in text.splitlines() if "(groupid=" not in line)
+        # and the printed amounts alone (a variant that lost its issued counts or its header's
+        # block size falls back to them)
+        no_issued = "\n".join(line for line in text.splitlines() if "issued" not in line)
+        docs = [parse_text(text).parts + parse_text(no_issued).parts]  # one part may lose its count
+        # a cut --status-interval text falls back to an earlier print of its jobs
+        lines = text.splitlines(keepends=True)
+        cuts = [k for k, line in enumerate(lines) if line.startswith("Run status group")]
+        docs += [parse_text("".join(lines[:k])).parts for k in cuts[:-1] if "(groupid=" in "".join(lines[:k])]
+        if "Run status group" in no_jobs:
+            docs.append(parse_text(no_jobs).parts)
+    for parts in docs:
         # a job name garbled on one clone or host splits its sum: any subset of a direction's
         # parts (bytes added up over the longest runtime) is a figure of the file
-        parts = parse_document(doc).parts
         for direction in ("read", "write"):
             mine = [(p.bytes, p.runtime_ms) for p in parts if p.direction == direction][:10]
             for k in range(1, len(mine) + 1):

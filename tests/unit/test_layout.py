@@ -52,6 +52,8 @@ FLOOR = frozenset(
         "reports.outliers",  # the fleet outlier rule and the confirmation pairs
         "reports.group_search",  # the groups search the run takes and the report replays
         "reports.fio_json",  # fio's JSON, for iobench's own runs and for `stoker import`
+        "reports.fio_text",  # fio's normal text output, for `stoker import`
+        "reports.fio_classes",  # how an imported fio job is classified (storage_rule reads it)
         "reports.json_shapes",
     }
 )
