@@ -110,7 +110,7 @@ def culprits(verdict: Mapping[str, Any], measured: set[str] | None = None) -> Cu
     from launchers.check_plan import reason
     from launchers.node_actions import not_node_own
     from reports.findings import FAILING, Finding
-    from reports.hostnames import actionable_host, why_not_plain
+    from reports.hostnames import why_not_node
 
     hosts: dict[str, list[str]] = {}
     left: list[str] = []
@@ -126,8 +126,8 @@ def culprits(verdict: Mapping[str, Any], measured: set[str] | None = None) -> Cu
         host = names[0]
         if why := not_node_own(f["component"], f):
             left.append(f"{what} on {host!a}: {why}: not drained")
-        elif not actionable_host(host):
-            left.append(f"{what}: host {host!a} {why_not_plain(host) or 'is a placeholder'}: not drained")
+        elif why := why_not_node(host):  # on exactly the name scontrol would get
+            left.append(f"{what}: host {host!a} {why}: not drained")
         elif imported and host not in (measured or set()):
             left.append(
                 f"{what}: host {host!a} comes from an imported file, not stoker's own inventory: not drained"

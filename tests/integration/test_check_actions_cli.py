@@ -43,6 +43,10 @@ def alive(pid: int) -> bool:
     [
         (["--node", "n[1-3]"], "--node 'n[1-3]' is not one plain node name"),
         (["--drain", "--node", "ALL"], "--node 'ALL' is the scheduler keyword"),
+        # validated on the name scontrol gets, after shortening (issue 43, item 7)
+        (["--drain", "--node", "ALL.cluster"], "--node 'ALL.cluster' shortens to 'ALL'"),
+        (["--drain", "--node", "localhost.localdomain"], "shortens to 'localhost'"),
+        (["--drain", "--node", "1.2.3.4x"], "shortens to '1', a number"),
         (["--k8s-node=--all"], "--k8s-node '--all' is not one plain node name"),
         (["--k8s-node", "a b"], "--k8s-node 'a b' is not one plain node name"),
         (["--limit", "inf"], "--limit inf: give at least"),

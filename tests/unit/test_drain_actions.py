@@ -66,7 +66,11 @@ def test_drain_drains_one_plain_short_name_with_a_report_reason(fake: FakeSchedu
 
 
 @pytest.mark.parametrize(
-    "host", ["gpu[001-512]", "n1,n2", "n1 n2", "n1\nn2", "ALL", "unknown", "localhost", "-n1", "10.0.0.1"]
+    "host",
+    [
+        *("gpu[001-512]", "n1,n2", "n1 n2", "n1\nn2", "ALL", "unknown", "localhost", "-n1", "10.0.0.1"),
+        *("ALL.cluster", "localhost.localdomain", "1.2.3.4x"),  # what scontrol would get (item 7)
+    ],
 )
 def test_drain_never_acts_on_a_name_that_is_not_one_plain_node(
     fake: FakeScheduler, tmp_path: Path, host: str, capsys: pytest.CaptureFixture[str]

@@ -28,6 +28,14 @@ from reports.findings import Finding
         ("10.0.0.5", ""),  # an address: its "short name" 10 could be another node
         ("-n1", ""),
         ("", ""),
+        # checked on exactly what scontrol gets, after shortening (issue 43, item 7)
+        ("ALL.cluster", ""),  # NodeName=ALL: every node
+        ("all.example.org", ""),
+        ("localhost.localdomain", ""),  # a placeholder once shortened
+        ("unknown.cluster", ""),
+        ("1.2.3.4x", ""),  # NodeName=1
+        ("007.cluster", ""),
+        ("GPU02.cluster.local", "GPU02"),
     ],
 )
 def test_only_one_plain_node_name_is_acted_on(host: str, short: str) -> None:
