@@ -136,6 +136,69 @@ def missing_phases(
     return out + [why for _, why in unfinished_phases(directory, phases, last_soak_pass)]
 
 
+def record_inputs() -> tuple[str, ...]:
+    """The files of stoker's own in DIR a verdict is judged from: the records, the phase and
+    the set-aside lines."""
+    from reports import records
+    from reports.phases import PHASES_FILE
+    from reports.setaside import SETASIDE_FILE
+
+    return (
+        *(records.NET_FILE, records.IO_FILE, records.HOST_FILE, records.COUNTER_FILE),
+        *(records.COMPUTE_FILE, records.MANIFEST_FILE, PHASES_FILE, SETASIDE_FILE),
+    )
+
+
+def input_digests(directory: Path, imported: Sequence[str]) -> dict[str, str]:
+    """{file: SHA-256} of every file in DIR a verdict is judged from (record_inputs) and the
+    foreign files imported. `stoker drain` acts on a verdict only while each is present and
+    unchanged (launchers/drain_cmd.py)."""
+    from reports.safe_write import file_sha256
+
+    out = {}
+    for name in (*record_inputs(), *imported):
+        if "/" not in name and (digest := file_sha256(directory / name)) is not None:
+            out[name] = digest
+    return out
+
+
+def _io_hosts(rec: Any) -> set[str]:
+    return {*rec.hosts, *rec.per_host_bw_GBps}
+
+
+def host_origins(rs: Any, imp: Any) -> tuple[list[str], list[str], list[str]]:
+    """(measured hosts, imported hosts, import sources) of a results dir, read before the
+    imports are merged (pure): a host named by an imported file, whether `stoker report`
+    imported it now or `stoker import` wrote it into the records (its records and manifest
+    carry `source`), is imported; the hosts of stoker's own records are measured. A host
+    named by both is imported: an action never rests on a foreign file."""
+    from reports.table import NetTable, hosts_in
+
+    sources: set[str] = set(imp.sources)
+    imported: set[str] = set()
+    for m in [*rs.manifests, *imp.manifests]:
+        if m.get("source") is not None:
+            sources.add(str(m["source"]))
+            imported |= {str(h) for h in m.get("hosts") or ()} | {str(m.get("host") or "")}
+    own: set[str] = hosts_in(rs.net.frame) if len(rs.net) else set()
+    for r in rs.io:
+        if r.extra.get("source") is None:
+            own |= _io_hosts(r)
+        else:
+            sources.add(str(r.extra["source"]))
+            imported |= _io_hosts(r)
+    for r in imp.io:
+        imported |= _io_hosts(r)
+    if imp.net:
+        imported |= hosts_in(NetTable.of(imp.net).frame)
+    for rec in [*rs.host, *rs.compute, *rs.counters]:
+        if isinstance(rec.get("host"), str):
+            own.add(rec["host"])
+    imported.discard("")
+    sources.discard("")
+    return sorted(own - imported), sorted(imported), sorted(sources)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Outcome:
     verdict: dict[str, Any]
@@ -183,6 +246,7 @@ def collect(
     from reports.runs import check_runs, keep_runs, parse_runs
     from reports.table import SkippedLine
 
+    measured_hosts, imported_hosts, import_sources = host_origins(rs, imp)
     wanted = parse_runs(runs)
     check_runs(directory, known, wanted)
     keep_runs(rs, wanted)
@@ -234,7 +298,10 @@ def collect(
         workload=j.workload_name,
         records=ev.counts,
         skipped_lines=len(ev.skipped),
-        imported=sorted(imp.sources),
+        imported=import_sources,
+        imported_hosts=imported_hosts,
+        measured_hosts=measured_hosts,
+        inputs=input_digests(directory, imp.sources),
         aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)]
         + [name for name, _ in unfinished_phases(directory, phases, last_pass)],
         missing_phases=j.missing_phases,

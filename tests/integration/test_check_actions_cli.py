@@ -43,7 +43,7 @@ def alive(pid: int) -> bool:
     [
         (["--node", "n[1-3]"], "--node 'n[1-3]' is not one plain node name"),
         (["--drain", "--node", "ALL"], "--node 'ALL' is the scheduler keyword"),
-        # validated on the name scontrol gets, after shortening (issue 43, item 7)
+        # validated on the name scontrol gets, after shortening
         (["--drain", "--node", "ALL.cluster"], "--node 'ALL.cluster' shortens to 'ALL'"),
         (["--drain", "--node", "localhost.localdomain"], "shortens to 'localhost'"),
         (["--drain", "--node", "1.2.3.4x"], "shortens to '1', a number"),
