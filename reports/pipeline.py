@@ -275,13 +275,16 @@ def collect(
     last_pass = max((soak_pass(r) or 0 for r in ev.soak), default=0)
     missing = missing_phases(directory, phases, ev.net_scopes, len(ev.io), ev.ranks_per_node, last_pass)
     missing += plausible.not_judged(rs.skipped)  # a suspect figure never softens a fail
+    missing += plausible.unread_schema(rs.skipped)  # a newer stoker's records: not judged, not passed
     skipped = {str(p.get("phase")) for p in phases if p.get("skipped")}
     from reports.baseline_file import load as load_baseline
 
     baseline = load_baseline(baseline_arg) if baseline_arg else None
     from reports import setaside
 
-    aside = setaside.findings(setaside.read(directory))  # DIR/setaside.jsonl: the job's preflight
+    aside_read, aside_bad = setaside.read_all(directory)  # DIR/setaside.jsonl: the job's preflight
+    aside = setaside.findings(aside_read)
+    missing += aside_bad  # a line that names no node cannot pass: incomplete, the line named
     j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped, baseline=baseline, set_aside=aside)
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reports.errors import UsageError
 from reports.records import (
     COMPUTE_FILE,
     COUNTER_FILE,
@@ -353,6 +354,12 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
     """Read net.jsonl, io.jsonl, host.jsonl and manifest.jsonl from `directory`. Truncated or
     garbled lines are skipped and listed in `skipped`, never raised."""
     d = Path(directory)
+    for name in (NET_FILE, IO_FILE, HOST_FILE, COUNTER_FILE, COMPUTE_FILE, MANIFEST_FILE):
+        if (d / name).is_symlink():  # another run's records, or anything, through a link: never read
+            raise UsageError(
+                f"{d / name}: is a symlink; stoker reads records only from regular files in the results "
+                "directory (copy the file in, or report on the directory it points into)"
+            )
     out = RecordSet()
     p = d / NET_FILE
     if p.exists():

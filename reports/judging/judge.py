@@ -108,6 +108,21 @@ def _appetite(ev: Evidence, workload: Workload, spec: Spec | None) -> dict[str, 
     return {} if a is None else {"compute_tflops": a.tflops, "compute_desc": a.desc}
 
 
+def _ranks_in_node(frame: Any) -> dict[str, int]:
+    """The most ranks a sweep inside one node ran on each host (intra-node and one-node world
+    sweeps of GPU ranks; the pair and groups tests use two ranks by design, a CPU run no GPU)."""
+    inside = frame[
+        (frame["nodes"] == 1)
+        & frame["scope"].isin(("intra-node", "world"))
+        & (frame["n_hosts"] >= 1)
+        & (frame["device"].astype(str) != "cpu")
+    ]
+    if inside.empty:
+        return {}
+    most = inside.groupby(inside["host"].astype(str), observed=True)["ranks"].max()
+    return {str(h): int(r) for h, r in most.items()}
+
+
 def _skipped_notes(skipped: Sequence[SkippedLine]) -> list[str]:
     if not skipped:
         return []
@@ -164,6 +179,7 @@ def judge(
         scope=scope,
         skipped=skipped,
         needs=needs,
+        ranks_on=_ranks_in_node(ev.net.frame) if len(ev.net) else {},
     )
     if spec is not None and spec.detected:
         notes.append("from hardware detection: " + ", ".join(spec.detected))
