@@ -119,13 +119,21 @@ def sorted_findings(findings: Sequence[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (STATUS_ORDER[f.status], f.component, f.check))
 
 
+def _measured(f: Finding) -> str:
+    """The figure judged; a figure measured again shows both, the first and the confirmation."""
+    first, again = f.extra.get("first_GBps"), f.extra.get("confirm_GBps")
+    if isinstance(first, int | float) and isinstance(again, int | float):
+        return f"{fnum(first)} first, {fnum(again)} again"
+    return fnum(f.measured)
+
+
 def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
     rows = [
         {
             "status": f.status,
             "component": f.component,
             "check": f.check,
-            "measured": fnum(f.measured),
+            "measured": _measured(f),
             "expected": fnum(f.expected),
             "unit": f.unit,
             "hosts": names(f.hosts),

@@ -78,3 +78,11 @@ def test_a_storage_confirmation_of_another_host_path_or_earlier_date_is_ignored(
     j = _judge(d, io=(fio_rec(7.6), good))
     (f,) = [f for f in j.findings if f.extra.get("path") == "/scratch"]
     assert f.status == "transient"
+
+
+def test_the_findings_table_shows_the_first_figure_and_the_confirmation_side_by_side(tmp_path: Path) -> None:
+    from reports.render.markdown import findings_table
+
+    j = _judge(tmp_path, net=(net_rec(0.076), net_rec(0.095, confirmation=True)))
+    table = findings_table([f for f in j.findings if f.component == "inter-node network"])
+    assert list(table["measured"]) == ["0.08 first, 0.10 again"]  # fnum: two decimals
