@@ -364,3 +364,22 @@ def test_hosts_of_stoker_import_are_imported_and_never_drained(
     assert main(["drain", str(tmp_path)]) == 0
     assert fake.calls() == []
     assert "comes from an imported file" in capsys.readouterr().out
+
+
+def test_stoker_import_output_names_its_import_and_hosts_in_verdict_json(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stoker import LOG --out DIR`, `stoker report DIR`: verdict.json says which file was
+    imported and which hosts it named, and lists no host as measured by stoker."""
+    from tests.conftest import DATA
+
+    d = tmp_path / "imp"
+    log = DATA / "nccl_tests" / "v2.13_mpirun_all_reduce.log"
+    assert main(["import", str(log), "--out", str(d)]) == 0
+    main(["report", str(d)])
+    v = json.loads((d / "verdict.json").read_text())
+    assert v["imported"] == [log.name]
+    assert v["imported_hosts"] and v["measured_hosts"] == []
+    capsys.readouterr()
+    assert main(["drain", str(d)]) == 0
+    assert fake.calls() == []
