@@ -153,13 +153,39 @@ def input_digests(directory: Path, imported: Sequence[str]) -> dict[str, str]:
     """{file: SHA-256} of every file in DIR a verdict is judged from (record_inputs) and the
     foreign files imported. `stoker drain` acts on a verdict only while each is present and
     unchanged (launchers/drain_cmd.py)."""
+    from reports.phases import PHASES_FILE
     from reports.safe_write import file_sha256
 
     out = {}
     for name in (*record_inputs(), *imported):
-        if "/" not in name and (digest := file_sha256(directory / name)) is not None:
+        if "/" in name:
+            continue
+        digest = _phases_digest(directory / name) if name == PHASES_FILE else file_sha256(directory / name)
+        if digest is not None:
             out[name] = digest
     return out
+
+
+def _phases_digest(path: Path) -> str | None:
+    """The SHA-256 of the phase lines but the report's own: `stoker run`, `stoker soak` and
+    the acceptance job record the report phase after it wrote verdict.json, and that line
+    changes nothing the verdict was judged from (missing_phases passes over it)."""
+    import hashlib
+    import json
+
+    from reports.safe_write import file_sha256
+
+    if file_sha256(path) is None:  # not a regular file
+        return None
+    h = hashlib.sha256()
+    for line in path.read_bytes().splitlines(keepends=True):
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            doc = None
+        if not (isinstance(doc, dict) and doc.get("phase") == "report"):
+            h.update(line)
+    return h.hexdigest()
 
 
 def _io_hosts(rec: Any) -> set[str]:

@@ -383,3 +383,21 @@ def test_stoker_import_output_names_its_import_and_hosts_in_verdict_json(
     capsys.readouterr()
     assert main(["drain", str(d)]) == 0
     assert fake.calls() == []
+
+
+def test_the_report_phase_line_recorded_after_the_verdict_does_not_block_the_drain(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stoker run` / `soak` / the acceptance job append the report's own phase line after the
+    report wrote verdict.json: the drain still acts; another phase line appended refuses it."""
+    phases = tmp_path / "phases.jsonl"
+    phases.write_text(json.dumps({"phase": "intra-node", "rc": 0, "elapsed_s": 3}) + "\n")
+    write_verdict(tmp_path, [gpu_finding("n1")])
+    with phases.open("a") as fh:
+        fh.write(json.dumps({"phase": "report", "rc": 1, "elapsed_s": 2}) + "\n")
+    assert main(["drain", str(tmp_path)]) == 0
+    assert [c[0] for c in fake.calls()] == ["sinfo", "scontrol"]
+    with phases.open("a") as fh:
+        fh.write(json.dumps({"phase": "storage", "rc": 0, "elapsed_s": 2}) + "\n")
+    assert main(["drain", str(tmp_path)]) == 2
+    assert "phases.jsonl changed since it was judged" in capsys.readouterr().err
