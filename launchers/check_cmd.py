@@ -35,7 +35,7 @@ from launchers.check_actions import baseline_step, plan
 from launchers.local_session import count_gpus
 from launchers.phases import end_group
 from reports.errors import UsageError
-from reports.hostnames import why_not_plain
+from reports.hostnames import why_not_node, why_not_plain
 from reports.outdir import claim
 from reports.records import new_run_id
 
@@ -151,9 +151,10 @@ def _metrics(rs: Any, host: str, findings: list[Any]) -> tuple[list[Any], list[A
     return figs, stats
 
 
-def _host_name(what: str, name: str) -> str:
-    """`name` when it is one plain node name (reports/hostnames.py), else bad input."""
-    if why := why_not_plain(name):
+def _host_name(what: str, name: str, slurm: bool = False) -> str:
+    """`name` when it is one plain node name (reports/hostnames.py), else bad input. `slurm`:
+    the name is checked as sinfo and scontrol get it, shortened (`ALL.cluster` is `ALL`)."""
+    if why := (why_not_node(name) if slurm else why_not_plain(name)):
         raise UsageError(f"{what} {name!a} {why}; give the node's own name")
     return name
 
@@ -232,7 +233,7 @@ def main(args: argparse.Namespace) -> int:
         _prometheus_target(args.prometheus)
     node = args.node or os.environ.get("SLURMD_NODENAME", "").strip() or host
     if args.drain or args.node is not None:
-        _host_name("--node", node)
+        _host_name("--node", node, slurm=args.drain)
     if args.k8s_node is not None:
         _host_name("--k8s-node", args.k8s_node)
     old_term = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM ends it as Ctrl-C does

@@ -5,8 +5,12 @@ itself measured, drained with `Reason="stoker: [report] <finding>"`; never a sco
 shared-storage finding, a placeholder or an imported host; a node an admin drained, downed or
 put in maintenance is left as it is. stoker check never resumes a `[report]` drain.
 
-verdict.json is read whole and checked before anything runs (a hand-edited file: one line,
-exit 2). --dry-run runs no scheduler command and prints the ones it would run.
+verdict.json is read whole and checked before anything runs, and only when stoker wrote it:
+the outputs ledger (reports/safe_write.py) vouches for its bytes, and the records it was judged
+from (its `inputs`) are in DIR unchanged; a hand-written or edited verdict, or records changed
+since: one line, exit 2. A host is drained only when stoker's own records in DIR name it
+(`measured_hosts`) and no imported file does (`imported_hosts`); a verdict that is not `fail`
+drains nothing. --dry-run runs no scheduler command and prints the ones it would run.
 Exit 0; 2 bad input; 4 (ACTION_FAILED) when a command failed.
 """
 
@@ -71,31 +75,54 @@ def _shape(doc: Any) -> str:
     return ""
 
 
+def _origins_shape(doc: dict[str, Any]) -> str:
+    """Why the verdict's origin fields (what it was judged from, whose hosts) are not there."""
+    inputs = doc.get("inputs")
+    if not isinstance(inputs, dict) or not inputs:
+        return "names no records it was judged from (`inputs`; an older stoker wrote it?)"
+    if not all(isinstance(k, str) and isinstance(v, str) and "/" not in k for k, v in inputs.items()):
+        return "inputs is not a map of file names to SHA-256 digests"
+    for key in ("measured_hosts", "imported_hosts"):
+        hosts = doc.get(key)
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            return f"{key} is not a list of host names"
+    if not isinstance(doc.get("verdict"), str):
+        return "verdict is not a string"
+    return ""
+
+
+def _inputs_changed(directory: Path, inputs: Mapping[str, str]) -> str:
+    """Why the records a verdict was judged from are not those in DIR now ("" when they are:
+    each present with its digest, and no record file added since)."""
+    from reports.pipeline import input_digests, record_inputs
+
+    now = input_digests(directory, [n for n in inputs if n not in record_inputs()])
+    for name, digest in sorted(inputs.items()):
+        if name not in now:
+            return f"{name}, which it was judged from, is gone"
+        if now[name] != digest:
+            return f"{name} changed since it was judged"
+    added = sorted(set(now) - set(inputs))
+    return f"{added[0]} was added since it was judged" if added else ""
+
+
 def read_verdict(path: Path) -> dict[str, Any]:
-    """verdict.json through the safe reader, its shape checked whole (UsageError otherwise)."""
+    """verdict.json through the safe reader, its shape checked whole (UsageError otherwise),
+    and only when stoker wrote it (the outputs ledger vouches for its bytes) and the records
+    it was judged from are in DIR unchanged."""
     from reports.safe_read import loads_line, read_text
+    from reports.safe_write import why_not_vouched
 
     hint = f"run `stoker report {path.parent}` to write it again"
+    if why := why_not_vouched(path.parent, path.name):
+        raise UsageError(f"{path}: {why}; stoker acts only on a verdict it wrote: {hint}")
     text = read_text(path, "verdict", MAX_VERDICT_BYTES)
     doc, why = loads_line(text)
-    if why or (why := _shape(doc)):
+    if why or (why := _shape(doc)) or (why := _origins_shape(doc)):
+        raise UsageError(f"{path}: {why}; {hint}")
+    if why := _inputs_changed(path.parent, doc["inputs"]):
         raise UsageError(f"{path}: {why}; {hint}")
     return dict(doc)
-
-
-def own_hosts(directory: Path) -> set[str]:
-    """The hosts stoker's own inventory read in DIR (host.jsonl; imports never write it)."""
-    from reports.safe_read import iter_lines, loads_line
-
-    path = directory / "host.jsonl"
-    if not path.is_file():
-        return set()
-    out = set()
-    for _, line in iter_lines(path, "inventory records"):
-        rec, _why = loads_line(line)
-        if isinstance(rec, dict) and isinstance(rec.get("host"), str):
-            out.add(rec["host"])
-    return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -104,17 +131,23 @@ class Culprits:
     left: list[str]  # one line per failing finding not acted on, saying why
 
 
-def culprits(verdict: Mapping[str, Any], measured: set[str] | None = None) -> Culprits:
-    """The nodes to drain from a checked verdict (pure). `measured`: with imports in the
-    run, only the hosts stoker's own inventory read (an imported name is not acted on)."""
+def culprits(verdict: Mapping[str, Any]) -> Culprits:
+    """The nodes to drain from a checked verdict (pure): only hosts of stoker's own records
+    (`measured_hosts`), never one an imported file names (`imported_hosts`), and nothing
+    from a verdict that is not `fail`."""
     from launchers.check_plan import reason
     from launchers.node_actions import not_node_own
     from reports.findings import FAILING, Finding
-    from reports.hostnames import actionable_host, why_not_plain
+    from reports.hostnames import host_key, why_not_node
 
     hosts: dict[str, list[str]] = {}
     left: list[str] = []
-    imported = bool(verdict.get("imported"))
+    measured = {host_key(h) for h in verdict.get("measured_hosts", ())}
+    imported = {host_key(h) for h in verdict.get("imported_hosts", ())}
+    if verdict.get("verdict", "fail") != "fail":
+        return Culprits(
+            hosts={}, left=[f"the verdict is {verdict['verdict']!a}: nothing failed, nothing drained"]
+        )
     for f in verdict["findings"]:
         if f["status"] not in FAILING:
             continue
@@ -126,12 +159,14 @@ def culprits(verdict: Mapping[str, Any], measured: set[str] | None = None) -> Cu
         host = names[0]
         if why := not_node_own(f["component"], f):
             left.append(f"{what} on {host!a}: {why}: not drained")
-        elif not actionable_host(host):
-            left.append(f"{what}: host {host!a} {why_not_plain(host) or 'is a placeholder'}: not drained")
-        elif imported and host not in (measured or set()):
+        elif why := why_not_node(host):  # on exactly the name scontrol would get
+            left.append(f"{what}: host {host!a} {why}: not drained")
+        elif host_key(host) in imported:
             left.append(
-                f"{what}: host {host!a} comes from an imported file, not stoker's own inventory: not drained"
+                f"{what}: host {host!a} comes from an imported file, not stoker's own records: not drained"
             )
+        elif host_key(host) not in measured:
+            left.append(f"{what}: host {host!a} is in none of stoker's own records in DIR: not drained")
         else:
             known = {
                 k: f[k]
@@ -152,7 +187,7 @@ def main(args: argparse.Namespace) -> int:
 
     directory = Path(args.dir)
     verdict = read_verdict(directory / "verdict.json")  # all of it checked before any action
-    named = culprits(verdict, own_hosts(directory) if verdict.get("imported") else None)
+    named = culprits(verdict)
     actor = Actor(WHO, args.dry_run)
     for line in named.left:
         actor.say(line)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from launchers.check_plan import STEPS
-from reports.hostnames import actionable_host, why_not_plain
+from reports.hostnames import short_name, why_not_node
 
 REASON_PREFIX = "stoker:"
 TAINT_KEY = "stoker.dev/unhealthy"
@@ -54,12 +54,11 @@ SUFFIX_KINDS: Mapping[str, StateKind] = {"$": "other", "@": "other", "^": "other
 
 
 def slurm_name(host: str) -> tuple[str, str]:
-    """(the short name sinfo and scontrol get, "") or ("", why stoker will not act on it)."""
-    if not actionable_host(host):
-        return "", why_not_plain(host) or "is a placeholder, not a node's name"
-    if all(part.isdigit() for part in host.split(".") if part):
-        return "", "is an address, not a node name"
-    return host.split(".")[0], ""
+    """(the short name sinfo and scontrol get, "") or ("", why stoker will not act on it):
+    the name is checked as it is handed to them, after shortening (`ALL.cluster` is `ALL`)."""
+    if why := why_not_node(host):
+        return "", why
+    return short_name(host), ""
 
 
 def not_node_own(component: str, extra: Mapping[str, Any]) -> str:

@@ -156,6 +156,8 @@ def verdict_of(findings: Sequence[Finding], missing: Sequence[str] = ()) -> Verd
         or any(f.status == "no_reference" and is_main(f) and f.component not in judged for f in findings)
     ):
         return "unjudged"
+    if any(f.extra.get("matched_none") for f in findings):
+        return "unjudged"  # a baseline judged none of a node's figures: never a quiet pass
     return "pass"
 
 
@@ -190,6 +192,14 @@ def headline(verdict: Verdict, findings: Sequence[Finding], missing: Sequence[st
             return (
                 f"UNJUDGED — {suspect} finding{'s are' if suspect != 1 else ' is'} suspect (above what the "
                 "hardware can do: page cache or a wrong spec), so the measurement cannot vouch for the hardware."
+            )
+        unmatched = [f for f in findings if f.extra.get("matched_none")]
+        if unmatched and any(f.status in PASSED for f in findings):
+            names = sorted({h for f in unmatched for h in f.hosts}) or ["the run"]
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            return (
+                f"UNJUDGED — not comparable: the baseline judged none of the figures of {shown} "
+                "(another tool, size, ranks or disk); give a baseline of what was measured here."
             )
         n = sum(f.status == "no_reference" for f in findings)
         return (

@@ -44,3 +44,34 @@ def why_not_plain(name: object) -> str:
 def actionable_host(name: object) -> bool:
     """A name stoker may act on: plain and not a placeholder."""
     return is_plain_host(name) and str(name).lower() not in PLACEHOLDER_HOSTS
+
+
+def short_name(name: str) -> str:
+    """The name the scheduler knows a node by: the part of an FQDN before the first dot
+    (`gpu02.cluster.local` -> `gpu02`); the name whole when it has no dot. The actions hand
+    exactly this string to sinfo / scontrol, and check it first (launchers/node_actions.py)."""
+    return name.split(".", 1)[0]
+
+
+def host_key(name: str) -> str:
+    """One identity per node, for comparing names read from different files (a baseline, a
+    verdict, records): the short name, case-folded (`GPU02`, `gpu02.cluster.local` and
+    `gpu02` are one node). Comparison only: what is shown and acted on keeps its spelling."""
+    return short_name(name).casefold()
+
+
+def why_not_node(name: object) -> str:
+    """Why the short name of `name` (what the scheduler would be handed) is not one node's
+    name stoker may act on ("" when it is): the checks of this module on exactly that string,
+    and never a bare number (`1.2.3.4x` -> `1`) or an address."""
+    if not isinstance(name, str) or not actionable_host(name):
+        return why_not_plain(name) or "is a placeholder, not a node's name"
+    short = short_name(name)
+    if all(part.isdigit() for part in name.split(".") if part):
+        return "is an address, not a node name"
+    if short.isdigit():
+        return f"shortens to {short!r}, a number, not a node name"
+    if not actionable_host(short):
+        shown = why_not_plain(short) or "is a placeholder, not a node's name"
+        return f"shortens to {short!r}, which {shown}"
+    return ""

@@ -136,6 +136,95 @@ def missing_phases(
     return out + [why for _, why in unfinished_phases(directory, phases, last_soak_pass)]
 
 
+def record_inputs() -> tuple[str, ...]:
+    """The files of stoker's own in DIR a verdict is judged from: the records, the phase and
+    the set-aside lines."""
+    from reports import records
+    from reports.phases import PHASES_FILE
+    from reports.setaside import SETASIDE_FILE
+
+    return (
+        *(records.NET_FILE, records.IO_FILE, records.HOST_FILE, records.COUNTER_FILE),
+        *(records.COMPUTE_FILE, records.MANIFEST_FILE, PHASES_FILE, SETASIDE_FILE),
+    )
+
+
+def input_digests(directory: Path, imported: Sequence[str]) -> dict[str, str]:
+    """{file: SHA-256} of every file in DIR a verdict is judged from (record_inputs) and the
+    foreign files imported. `stoker drain` acts on a verdict only while each is present and
+    unchanged (launchers/drain_cmd.py)."""
+    from reports.phases import PHASES_FILE
+    from reports.safe_write import file_sha256
+
+    out = {}
+    for name in (*record_inputs(), *imported):
+        if "/" in name:
+            continue
+        digest = _phases_digest(directory / name) if name == PHASES_FILE else file_sha256(directory / name)
+        if digest is not None:
+            out[name] = digest
+    return out
+
+
+def _phases_digest(path: Path) -> str | None:
+    """The SHA-256 of the phase lines but the report's own: `stoker run`, `stoker soak` and
+    the acceptance job record the report phase after it wrote verdict.json, and that line
+    changes nothing the verdict was judged from (missing_phases passes over it)."""
+    import hashlib
+    import json
+
+    from reports.safe_write import file_sha256
+
+    if file_sha256(path) is None:  # not a regular file
+        return None
+    h = hashlib.sha256()
+    for line in path.read_bytes().splitlines(keepends=True):
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            doc = None
+        if not (isinstance(doc, dict) and doc.get("phase") == "report"):
+            h.update(line)
+    return h.hexdigest()
+
+
+def _io_hosts(rec: Any) -> set[str]:
+    return {*rec.hosts, *rec.per_host_bw_GBps}
+
+
+def host_origins(rs: Any, imp: Any) -> tuple[list[str], list[str], list[str]]:
+    """(measured hosts, imported hosts, import sources) of a results dir, read before the
+    imports are merged (pure): a host named by an imported file, whether `stoker report`
+    imported it now or `stoker import` wrote it into the records (its records and manifest
+    carry `source`), is imported; the hosts of stoker's own records are measured. A host
+    named by both is imported: an action never rests on a foreign file."""
+    from reports.table import NetTable, hosts_in
+
+    sources: set[str] = set(imp.sources)
+    imported: set[str] = set()
+    for m in [*rs.manifests, *imp.manifests]:
+        if m.get("source") is not None:
+            sources.add(str(m["source"]))
+            imported |= {str(h) for h in m.get("hosts") or ()} | {str(m.get("host") or "")}
+    own: set[str] = hosts_in(rs.net.frame) if len(rs.net) else set()
+    for r in rs.io:
+        if r.extra.get("source") is None:
+            own |= _io_hosts(r)
+        else:
+            sources.add(str(r.extra["source"]))
+            imported |= _io_hosts(r)
+    for r in imp.io:
+        imported |= _io_hosts(r)
+    if imp.net:
+        imported |= hosts_in(NetTable.of(imp.net).frame)
+    for rec in [*rs.host, *rs.compute, *rs.counters]:
+        if isinstance(rec.get("host"), str):
+            own.add(rec["host"])
+    imported.discard("")
+    sources.discard("")
+    return sorted(own - imported), sorted(imported), sorted(sources)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Outcome:
     verdict: dict[str, Any]
@@ -183,6 +272,7 @@ def collect(
     from reports.runs import check_runs, keep_runs, parse_runs
     from reports.table import SkippedLine
 
+    measured_hosts, imported_hosts, import_sources = host_origins(rs, imp)
     wanted = parse_runs(runs)
     check_runs(directory, known, wanted)
     keep_runs(rs, wanted)
@@ -218,13 +308,16 @@ def collect(
     last_pass = max((soak_pass(r) or 0 for r in ev.soak), default=0)
     missing = missing_phases(directory, phases, ev.net_scopes, len(ev.io), ev.ranks_per_node, last_pass)
     missing += plausible.not_judged(rs.skipped)  # a suspect figure never softens a fail
+    missing += plausible.unread_schema(rs.skipped)  # a newer stoker's records: not judged, not passed
     skipped = {str(p.get("phase")) for p in phases if p.get("skipped")}
     from reports.baseline_file import load as load_baseline
 
     baseline = load_baseline(baseline_arg) if baseline_arg else None
     from reports import setaside
 
-    aside = setaside.findings(setaside.read(directory))  # DIR/setaside.jsonl: the job's preflight
+    aside_read, aside_bad = setaside.read_all(directory)  # DIR/setaside.jsonl: the job's preflight
+    aside = setaside.findings(aside_read)
+    missing += aside_bad  # a line that names no node cannot pass: incomplete, the line named
     j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped, baseline=baseline, set_aside=aside)
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name
     ri = ReportInput(
@@ -241,7 +334,10 @@ def collect(
         workload=j.workload_name,
         records=ev.counts,
         skipped_lines=len(ev.skipped),
-        imported=sorted(imp.sources),
+        imported=import_sources,
+        imported_hosts=imported_hosts,
+        measured_hosts=measured_hosts,
+        inputs=input_digests(directory, imp.sources),
         aborted_phases=[str(p.get("phase", "?")) for p in aborted_phases(directory)]
         + [name for name, _ in unfinished_phases(directory, phases, last_pass)],
         missing_phases=j.missing_phases,

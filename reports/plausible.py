@@ -185,6 +185,23 @@ def not_judged(skipped: Iterable[Any]) -> list[str]:
     ]
 
 
+def unread_schema(skipped: Iterable[Any]) -> list[str]:
+    """One `missing` line for the verdict when records were skipped for a schema this stoker
+    does not understand (a newer stoker's): what they measured is not judged, so the verdict
+    cannot pass on the rest (SkippedLine-like: file, line, reason)."""
+    foreign = [s for s in skipped if _FOREIGN_SCHEMA.fullmatch(str(getattr(s, "reason", "")))]
+    if not foreign:
+        return []
+    first = foreign[0]
+    return [
+        f"{len(foreign)} record(s) of a schema this stoker does not understand were not judged "
+        f"(first {first.file}:{first.line}: {first.reason}); judge them with the stoker that wrote them"
+    ]
+
+
+_FOREIGN_SCHEMA = re.compile(r"schema .* not understood")
+
+
 # --- settings of specs and workloads: the largest value that still describes a cluster or job.
 # A spec's bandwidth may be a whole file system's or a whole node's (a parallel file system
 # serves TB/s to a cluster), so its bound is cluster-sized: 10 PB/s; what it catches is the

@@ -14,6 +14,7 @@ import json
 import math
 import operator
 import os
+import posixpath
 import re
 import secrets
 import time
@@ -49,6 +50,43 @@ CONFIRMED_SCOPES = tuple(s for s in NET_SCOPES if s not in ("pair", "groups"))
 IO_SCOPES = ("local", "shared")  # the `scope` an io record carries: a node's own disk, or shared
 # the `backend` a net record of stoker's own carries; `--backend` also takes `auto`
 BACKENDS = ("nccl", "gloo", "mpi")
+# Every tool a record or a baseline names, one spelling each: what a person or another
+# program writes (`NCCL`, `FIO`, `nccl_tests`) read as it. A tool not here is compared as
+# written, case-folded.
+TOOL_ALIASES: Mapping[str, str] = {
+    **{t: t for t in (*BACKENDS, "fio", "torch.save", "torch.dcp", "nccl-tests")},
+    "nccl_tests": "nccl-tests",
+    "nccltests": "nccl-tests",
+    "torch_save": "torch.save",
+    "torch_dcp": "torch.dcp",
+    "openmpi": "mpi",
+    "mpi4py": "mpi",
+}
+# The tools that measure the same collectives with the same library: nccl-tests drives NCCL
+# as stoker's own nccl backend does, so their busbw is one figure.
+SAME_FIGURE: Mapping[str, str] = {"nccl-tests": "nccl"}
+
+
+def tool_name(name: str) -> str:
+    """The one spelling of a tool (TOOL_ALIASES), for comparing figures; "" stays ""."""
+    folded = name.strip().casefold()
+    return TOOL_ALIASES.get(folded, folded)
+
+
+def tool_figure(name: str) -> str:
+    """The tool as a figure's identity: tools that measure one figure (SAME_FIGURE) are one."""
+    t = tool_name(name)
+    return SAME_FIGURE.get(t, t)
+
+
+def norm_path(path: str) -> str:
+    """One spelling of a directory: `/scratch/`, `//scratch` and `/scratch/.` are `/scratch`."""
+    if not path:
+        return path
+    p = posixpath.normpath(path)
+    return "/" + p.lstrip("/") if p.startswith("/") else p
+
+
 BACKEND_CHOICES = ("auto", *BACKENDS)
 # the storage workload families `stoker io --workloads` takes, and the `workload` names of the
 # io records each family writes (launchers, iobench and the judgement all read these)

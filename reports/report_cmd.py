@@ -67,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
     atexit.unregister(gc.freeze)
     atexit.register(gc.freeze)
     from reports.render.figure_process import FigureProcess
-    from reports.table import prefetch
+    from reports.table import forget_prefetched, prefetch
 
     # forked first, while this process is small and has no thread: it imports matplotlib's base
     # now (one core is idle until the parse starts) and pyplot when pyarrow is done with
@@ -86,6 +86,7 @@ def main(args: argparse.Namespace) -> int:
         )
     finally:
         figures.close()
+        forget_prefetched(directory)  # a command stopped before reading it leaves no parse behind
     from reports.safe_write import write_outputs  # never over or through a file not ours
 
     outputs = {

@@ -48,6 +48,41 @@ def _read_nofollow(path: Path, limit: int = 64 << 20) -> bytes | None:
         os.close(fd)
 
 
+def file_sha256(path: Path) -> str | None:
+    """The SHA-256 of the regular file at `path` (a symlink is not followed), read in chunks
+    whatever its size; None when there is no such regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h = hashlib.sha256()
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        return h.hexdigest()
+    finally:
+        os.close(fd)
+
+
+def why_not_vouched(directory: Path, name: str) -> str:
+    """Why `directory/name` is not the very file stoker wrote there last ("" when it is: a
+    regular file whose SHA-256 is the one the ledger recorded for it)."""
+    target = Path(directory) / name
+    if not os.path.lexists(target):
+        return "does not exist"
+    if os.path.islink(target):
+        return "is a symlink, not the file stoker wrote"
+    digest = file_sha256(target)
+    if digest is None:
+        return "is not a regular file"
+    if ledger(Path(directory)).get(name) != digest:
+        return f"was not written by stoker (or was changed since): {LEDGER} does not vouch for it"
+    return ""
+
+
 def ledger(directory: Path) -> dict[str, str]:
     data = _read_nofollow(directory / LEDGER)
     try:

@@ -85,17 +85,38 @@ def line(s: SetAside) -> str:
 
 
 def read(directory: Path) -> list[SetAside]:
-    """The set-aside lines of DIR; a line without a plain host name or a reason is left out."""
+    """The set-aside lines of DIR that can be read (read_all says which cannot)."""
+    return read_all(directory)[0]
+
+
+def read_all(directory: Path) -> tuple[list[SetAside], list[str]]:
+    """The set-aside lines of DIR, and one line per line that cannot be read as one node set
+    aside (cut short, not JSON, no plain host name, no reason): the report fails closed on
+    those, for the node it would have named was left out of the whole acceptance."""
     from reports.records import iter_jsonl
 
     path = directory / SETASIDE_FILE
     if not path.is_file():
-        return []
-    out = []
-    for _, obj, _ in iter_jsonl(path):
-        if isinstance(obj, dict) and is_plain_host(obj.get("host")) and isinstance(obj.get("reason"), str):
-            out.append(SetAside(str(obj["host"]), str(obj["reason"])[:300]))
-    return out
+        return [], []
+    out, bad = [], []
+    for n, obj, why in iter_jsonl(path):
+        host = obj.get("host") if isinstance(obj, dict) else None
+        if obj is None:
+            problem = why or "not a JSON object"
+        elif not isinstance(obj, dict):
+            problem = "not a JSON object"
+        elif not is_plain_host(host):
+            problem = f"host {str(host)[:40]!a} {why_not_plain(host) or 'is missing'}"
+        elif not isinstance(obj.get("reason"), str) or not obj["reason"].strip():
+            problem = "no reason given"
+        else:
+            out.append(SetAside(str(host), str(obj["reason"])[:300]))
+            continue
+        bad.append(
+            f"{SETASIDE_FILE} line {n} cannot be read ({problem}): a node set aside may be unnamed; "
+            "rewrite it with `stoker set-aside` or fix the line"
+        )
+    return out, bad
 
 
 def findings(items: Sequence[SetAside]) -> list[Finding]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reports.errors import UsageError
 from reports.records import (
     COMPUTE_FILE,
     COUNTER_FILE,
@@ -41,6 +42,7 @@ from reports.table_frame import ALL_COLUMNS as _ALL_COLUMNS
 from reports.table_frame import FRAME_COLUMNS as FRAME_COLUMNS  # the columns evidence reads
 from reports.table_frame import frame_of
 from reports.table_parse import NOT_PREFETCHED, parse, take_prefetched, typed
+from reports.table_parse import forget_prefetched as forget_prefetched  # ... and drops it untaken
 from reports.table_parse import prefetch as prefetch  # `stoker report` starts the parse early
 
 if TYPE_CHECKING:
@@ -353,6 +355,12 @@ def read_records(directory: str | os.PathLike[str]) -> RecordSet:
     """Read net.jsonl, io.jsonl, host.jsonl and manifest.jsonl from `directory`. Truncated or
     garbled lines are skipped and listed in `skipped`, never raised."""
     d = Path(directory)
+    for name in (NET_FILE, IO_FILE, HOST_FILE, COUNTER_FILE, COMPUTE_FILE, MANIFEST_FILE):
+        if (d / name).is_symlink():  # another run's records, or anything, through a link: never read
+            raise UsageError(
+                f"{d / name}: is a symlink; stoker reads records only from regular files in the results "
+                "directory (copy the file in, or report on the directory it points into)"
+            )
     out = RecordSet()
     p = d / NET_FILE
     if p.exists():

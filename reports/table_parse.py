@@ -94,6 +94,12 @@ def prefetch(directory: str | os.PathLike[str], then: Callable[[], None] | None 
     t.start()
 
 
+def forget_prefetched(directory: str | os.PathLike[str]) -> None:
+    """Drop a parse prefetch started that no reader took (the command stopped before reading
+    DIR/net.jsonl: another records file refused first); its thread ends on its own."""
+    _prefetched.pop(str(Path(directory) / NET_FILE), None)
+
+
 def take_prefetched(path: Path) -> Any:
     """What parse(path) gives, from the parse started by prefetch: the line check runs here,
     on the caller's thread, while pyarrow finishes (run in the parse thread, its numpy calls

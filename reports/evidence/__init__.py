@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from reports.evidence import groups, hosts, rails, storage, sweeps
+from reports.evidence import confirmations, groups, hosts, rails, storage, sweeps
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.stragglers import Stragglers, stragglers
 from reports.evidence.sweeps import Sweep
@@ -53,6 +53,8 @@ class Evidence:
     confirm_curves: dict[tuple[str, str], Sweep] = field(default_factory=dict)
     confirm_frame: pd.DataFrame | None = None  # their rows (per-node figures); None: none
     io_again: list[IoRecord] = field(default_factory=list)
+    # records marked `confirmation` that confirm nothing they were judged beside (confirmations.py)
+    confirm_notes: list[str] = field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -80,7 +82,8 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
     pair evidence as soon as they are computed, before the rest (stoker report starts drawing
     their figures then, on its other core)."""
     again = rs.net.frame["confirmation"].to_numpy(dtype=bool)
-    net = rs.net.subset(~again)  # the first measurements; the confirmations apart
+    again, io_again, confirm_notes = _bound(rs, again)  # a confirmation binds to what it confirms
+    net = rs.net.subset(~rs.net.frame["confirmation"].to_numpy(dtype=bool))  # the first; the rest apart
     frame = net.frame
     shown = sweeps.shown(frame)
     per_host, pair_ev = sweeps.per_host(shown), rails.pair_evidence(frame)
@@ -110,7 +113,28 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
         soak=net.where(frame["soak"].to_numpy(dtype=bool)),
         counters=rs.counters,
         compute=rs.compute,
-        confirm_curves=sweeps.judged(rs.net.subset(again).frame)[0] if again.any() else {},
+        confirm_curves=sweeps.judged(rs.net.subset(again).frame)[0] if again.any() else {},  # bound only
         confirm_frame=rs.net.subset(again).frame if again.any() else None,
-        io_again=[r for r in rs.io if is_confirmation(r.extra)],
+        io_again=io_again,
+        confirm_notes=confirm_notes,
     )
+
+
+def _bound(rs: RecordSet, again: Any) -> tuple[Any, list[IoRecord], list[str]]:
+    """The rows of net confirmations that confirm a first measurement, the io ones that do,
+    and a note per confirmation left out (reports/evidence/confirmations.py)."""
+    import numpy as np
+
+    io_first = [r for r in rs.io if not is_confirmation(r.extra)]
+    io_kept, notes = confirmations.bound_io(io_first, [r for r in rs.io if is_confirmation(r.extra)])
+    if not again.any():
+        return again, io_kept, notes
+    f = rs.net.frame
+    marked = rs.net.where(again)
+    tests = f[again][["run_id", "op", "scope"]].drop_duplicates()
+    related = f.merge(tests, on=["run_id", "op", "scope"], how="left", indicator=True)["_merge"] == "both"
+    first = rs.net.where(related.to_numpy(dtype=bool) & ~again)
+    keep, net_notes = confirmations.bound_net(first, marked)
+    bound = again.copy()
+    bound[np.flatnonzero(again)] = np.asarray(keep, dtype=bool)
+    return bound, io_kept, net_notes + notes

@@ -246,6 +246,9 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
     return parts, lacks
 
 
+MIN_PRICE = 0.01  # $ per GPU-hour: a cent; less is a typo or a unit slip, never a price
+
+
 def summarise(
     name: str, run: str, ev: Evidence, judgement: Judgement, spec: Any = None, workload: Any = None
 ) -> ClusterSummary:
@@ -260,6 +263,11 @@ def summarise(
         problems.append("no price_per_gpu_hour in its spec")
     elif not finite(price) or price <= 0:
         problems.append(f"price_per_gpu_hour {price} is not a positive price")
+        price = None
+    elif price < MIN_PRICE:
+        problems.append(
+            f"price_per_gpu_hour {price:g} is under a cent per GPU-hour: not a price (give $ per GPU-hour)"
+        )
         price = None
     summary: Mapping[str, Any] = judgement.model_summary or {}
     parts: dict[str, float | None] = {}

@@ -183,12 +183,15 @@ def compare(
                 f"no {metric} could be computed (the workload's GPU count or step time is missing)",
             )
             ranked_names.discard(n)
+        ok = {n for n, runs in clusters.items() if passed(runs)}
+        # a cluster that passed its acceptance ranks before any that did not, whatever it costs
         order = sorted(
-            (n for n in ranked_names if cells[n].value is not None), key=lambda n: (cells[n].value, n)
+            (n for n in ranked_names if cells[n].value is not None),
+            key=lambda n: (n not in ok, cells[n].value, n),
         )
         for i, n in enumerate(order):
             c = cells[n]
-            tied = tuple(m for m in order if m != n and tie(c, cells[m]) is True)
+            tied = tuple(m for m in order if m != n and (m in ok) == (n in ok) and tie(c, cells[m]) is True)
             first = next((j for j, m in enumerate(order) if m == n or m in tied), i)
             rank.append(
                 Ranked(
@@ -201,9 +204,9 @@ def compare(
                 )
             )
         accs = sorted({s.accelerator or "unknown" for runs in clusters.values() for s in runs})
-        ok = {n for n, runs in clusters.items() if passed(runs)}
         whys = {n: why_not(runs, run_facts[n]) for n, runs in clusters.items()}
-        headline = _headline(rank, not_ranked, clusters, workload, metric, accs, ok, whys)
+        by_cost = sorted(rank, key=lambda r: (r.value, r.name))  # the headline names the cheapest first
+        headline = _headline(by_cost, not_ranked, clusters, workload, metric, accs, ok, whys)
     else:
         headline = [
             "No workload given: nothing is ranked on cost. Give --workload (a preset such as llama-70b, or a "
@@ -260,7 +263,7 @@ def _headline(
                 else "; no ranked cluster passed"
             )
         s = merge(clusters[b.name])
-        winners = [r.name for r in rank if r.rank == 1]
+        winners = [b.name, *b.tied_with]
         lead = (
             f"Cheapest {metric.removeprefix('$ ')} of {workload}: {b.name} at ${b.value:,.2f}"
             if len(winners) == 1

@@ -116,11 +116,18 @@ def rows_table(cmp: Comparison) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["figure", *names, "like for like"])
 
 
+def _verdict(cmp: Comparison, name: str) -> str:
+    """The cluster's acceptance verdict as the ranking shows it: pass, or each run's other verdict."""
+    verdicts = list(dict.fromkeys(s.verdict for s in cmp.clusters.get(name, [])))
+    return ", ".join(verdicts) or "—"
+
+
 def ranking_table(cmp: Comparison) -> pd.DataFrame:
     rows = [
         {
             "rank": f"{r.rank}{'=' if r.tied_with else ''}",
             "cluster": r.name,
+            "verdict": _verdict(cmp, r.name),
             r.metric: f"${r.value:,.2f}",
             "±": "unknown" if r.noise is None else f"{r.noise:.0%}",
             "tied with": ", ".join(r.tied_with) or "—",
@@ -131,6 +138,7 @@ def ranking_table(cmp: Comparison) -> pd.DataFrame:
         {
             "rank": "not ranked",
             "cluster": n,
+            "verdict": _verdict(cmp, n),
             cmp.ranking[0].metric if cmp.ranking else "cost": "—",
             "±": "—",
             "tied with": "; ".join(why),

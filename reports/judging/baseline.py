@@ -21,10 +21,13 @@ edit it in the file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from reports.findings import Component, Finding
+from reports.hostnames import host_key
+from reports.records import norm_path, tool_figure
 from reports.units import format_size
 
 VERSION = 1
@@ -94,13 +97,23 @@ class Figure:
 
     @property
     def key(self) -> tuple[str, ...]:
-        """Where the figure was measured."""
-        return tuple(str(getattr(self, f)) for f in _KEY_FIELDS)
+        """Where the figure was measured, one spelling per thing: a host by its node identity
+        (`GPU02`, `gpu02.cluster.local` are `gpu02`), a path normalised (`/scratch/`)."""
+        return tuple(_KEY_OF.get(f, str)(getattr(self, f)) for f in _KEY_FIELDS)
 
     @property
     def identity(self) -> tuple[str, ...]:
         """Where and how: two entries of a baseline never share it."""
         return self.key + tuple(str(getattr(self, f)) for f in IDENTITY[self.kind])
+
+
+def _host(name: object) -> str:
+    return host_key(str(name)) if name else ""
+
+
+_KEY_OF: dict[str, Callable[[Any], str]] = {"host": _host, "path": lambda p: norm_path(str(p))}
+# an identity field compared in its one spelling (a field not named here: as written)
+_SAME: dict[str, Callable[[Any], object]] = {"backend": lambda b: tool_figure(str(b))}
 
 
 def _label(fig: Figure, field: str) -> str:
@@ -115,6 +128,10 @@ def _shown(field: str, value: object) -> str:
     return format_size(int(str(value))) if field in ("block", "bytes") else str(value)
 
 
+def _as_is(value: object) -> object:
+    return value
+
+
 def differences(accepted: Figure, later: Figure) -> list[str]:
     """How `later` was measured unlike `accepted` (empty: alike). A field the accepted entry
     does not record is unknown and alike, unless its kind REQUIRES it."""
@@ -124,7 +141,7 @@ def differences(accepted: Figure, later: Figure) -> list[str]:
         if not a:
             if b and field in REQUIRED.get(later.kind, ()):
                 out.append(f"the accepted entry does not record its {_label(later, field)}")
-        elif b and a != b:
+        elif b and _SAME.get(field, _as_is)(a) != _SAME.get(field, _as_is)(b):
             out.append(f"{_label(later, field)} {_shown(field, b)} here, {_shown(field, a)} accepted")
     return out
 
@@ -191,7 +208,7 @@ class Baseline:
             for a in self.figures
             if a.figure.kind == kind and all(getattr(a.figure, k) == v for k, v in where.items())
         ]
-        own = [f for f in figs if f.host == host]
+        own = [f for f in figs if _host(f.host) == _host(host)]
         return own or figs
 
     def size_for(self, host: str, op: str = "all_reduce") -> int:
@@ -282,6 +299,8 @@ def _matched_none(baseline: Baseline, figs: list[Figure], whys: list[str]) -> Fi
     """One finding for a baseline that matches no figure of the run (another host, another
     cluster, entries without a host): nothing was judged, and the reasons, once each."""
     named = baseline.file or f"run {baseline.run_id}"
+    whose = {_host(f.host) for f in figs}
+    of = f" of {figs[0].host}" if len(whose) == 1 and figs[0].host else ""
     reasons = list(dict.fromkeys(part for why in whys for part in why.split("; ")))
     said = "; ".join(reasons[:3]) + (f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else "")
     hosts = tuple(sorted({h for f in figs for h in (f.hosts or ((f.host,) if f.host else ()))}))
@@ -295,7 +314,7 @@ def _matched_none(baseline: Baseline, figs: list[Figure], whys: list[str]) -> Fi
         unit="",
         hosts=hosts,
         message=(
-            f"not comparable: the baseline {named} matches none of the {len(figs)} figure(s) measured here"
+            f"not comparable: the baseline {named} matches none of the {len(figs)} figure(s){of} measured here"
             + (f": {said}" if said else " (it has no figure of what was measured)")
             + "; nothing was judged against it (give this node's own baseline, taken by this stoker on the path checked)."
         ),
@@ -322,7 +341,20 @@ def judge(baseline: Baseline, figs: Iterable[Figure]) -> list[Finding]:
             other.append(_not_comparable(fig, m.why))
     if figs and not compared:
         return [_matched_none(baseline, figs, whys)]
+    judged = {_host(f.hosts[0]) for f in compared if f.hosts}
+    for host, mine in _by_host(figs).items():  # a node none of whose figures met its entry
+        if host and host not in judged:
+            why = [m.why for m in (baseline.match(f) for f in mine) if m.why]
+            other.append(_matched_none(baseline, mine, why))
     return compared + other
+
+
+def _by_host(figs: Iterable[Figure]) -> dict[str, list[Figure]]:
+    out: dict[str, list[Figure]] = {}
+    for f in figs:
+        if f.host:
+            out.setdefault(_host(f.host), []).append(f)
+    return out
 
 
 def matched_none(findings: Iterable[Finding]) -> bool:

@@ -237,6 +237,41 @@ def _gpu(
     return [Line(what=what, status="measured")], []
 
 
+def _gpus_left_out(
+    spec: Spec, seen: Mapping[str, Any], ranks_on: Mapping[str, int], lines: list[Line]
+) -> tuple[list[Line], list[Finding]]:
+    """A sweep inside a node with fewer ranks than the node's GPUs (the spec's count, else the
+    inventory's) left GPUs out: its intra-node line is `not_met`, one finding names the hosts
+    and how many GPUs each left out. Returns the lines to add (the intra-node line is changed
+    in place in `lines`) and the finding."""
+    want = spec.gpus_per_node if "gpus_per_node" not in spec.defaulted else seen.get("gpu_count")
+    if not isinstance(want, int) or want <= 1:
+        return [], []
+    short = {h: r for h, r in sorted(ranks_on.items()) if 0 < r < want}
+    if not short:
+        return [], []
+    said = "; ".join(
+        f"{h}: {r} ranks on {want} GPUs, {want - r} left out" for h, r in list(short.items())[:5]
+    )
+    more = f" (and {len(short) - 5} more hosts)" if len(short) > 5 else ""
+    why = f"the sweep inside the node left GPUs out: {said}{more}"
+    finding = Finding(
+        component="intra-node network",
+        check="GPUs swept",
+        status="below_spec",
+        measured=float(min(short.values())),
+        expected=float(want),
+        unit="GPUs",
+        hosts=tuple(short),
+        message=f"{why}; sweep again with one rank per GPU (all {want} visible) before judging the node",
+    )
+    for i, ln in enumerate(lines):
+        if ln.what.startswith("intra-node network") and ln.status == "measured":
+            lines[i] = Line(what=ln.what, status="not_met", why=why, how=ln.how)
+            return [], [finding]
+    return [Line(what=f"GPUs swept per node: {want}", status="not_met", why=why)], [finding]
+
+
 def _gpu_finding(check: str, measured: float | None, expected: float | None, message: str) -> Finding:
     return Finding(
         component="gpu",
@@ -262,13 +297,16 @@ def assess(
     skipped: Collection[str] = (),
     needs: Sequence[Line] = (),
     imported: bool = False,
+    ranks_on: Mapping[str, int] | None = None,
 ) -> Coverage:
     """Every promise of `spec` (as the user wrote it, before detection filled it in) against
     the evidence (the scopes of the judged curves, the nodes spanned, the storage records) and
     what the hosts showed (their detected `hardware`, the ranks' manifests); `needs` are the
     workload's (reports.judging.needs), judged by the same rule. `imported`: every figure came
     from another tool's output (`stoker import`, a log dropped in DIR): a promise it does not
-    touch is named as not covered, never a missing phase (nothing of stoker's ran)."""
+    touch is named as not covered, never a missing phase (nothing of stoker's ran). `ranks_on`:
+    the most ranks a sweep inside one node ran on each host (a sweep that left GPUs out is `not_met`)."""
+    ranks_on = ranks_on or {}
     lines: list[Line] = []
     findings: list[Finding] = []
     if spec is not None:
@@ -276,6 +314,9 @@ def assess(
         lines += [_storage_line(e, io, skipped, scope) for e in spec.storage]
         gpu_lines, findings = _gpu(spec, gpus_seen(hardware, manifests), skipped)
         lines += gpu_lines
+        gpu_lines, left_out = _gpus_left_out(spec, gpus_seen(hardware, manifests), ranks_on, lines)
+        lines += gpu_lines
+        findings = [*findings, *left_out]
     lines += needs
     if imported:  # results someone else measured: what they hold is judged, the rest named
         lines = [

@@ -110,6 +110,21 @@ def _appetite(ev: Evidence, workload: Workload, spec: Spec | None) -> dict[str, 
     return {} if a is None else {"compute_tflops": a.tflops, "compute_desc": a.desc}
 
 
+def _ranks_in_node(frame: Any) -> dict[str, int]:
+    """The most ranks a sweep inside one node ran on each host (intra-node and one-node world
+    sweeps of GPU ranks; the pair and groups tests use two ranks by design, a CPU run no GPU)."""
+    inside = frame[
+        (frame["nodes"] == 1)
+        & frame["scope"].isin(("intra-node", "world"))
+        & (frame["n_hosts"] >= 1)
+        & (frame["device"].astype(str) != "cpu")
+    ]
+    if inside.empty:
+        return {}
+    most = inside.groupby(inside["host"].astype(str), observed=True)["ranks"].max()
+    return {str(h): int(r) for h, r in most.items()}
+
+
 def _skipped_notes(skipped: Sequence[SkippedLine]) -> list[str]:
     if not skipped:
         return []
@@ -167,6 +182,7 @@ def judge(
         skipped=skipped,
         needs=needs,
         imported=not ev.host and not ev.compute and all(r.startswith(IMPORTED) for r in ev.run_ids),
+        ranks_on=_ranks_in_node(ev.net.frame) if len(ev.net) else {},
     )
     if spec is not None and spec.detected:
         notes.append("from hardware detection: " + ", ".join(spec.detected))
@@ -193,6 +209,7 @@ def judge(
     expected.update(io_expected)
     located = localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
     located = confirm.confirm_nodes(located, ev.confirm_frame)  # a node's intra-node sweep measured again
+    notes += ev.confirm_notes  # records marked as confirmations that confirm nothing: left out, named
     notes += [n for n in [untested_note(ev.pairs.untested)] if n]  # (host, rail)s no pair test measured
     named = name_nics(located + group_findings(ev.search), ev.host, ev.counters)  # (host, rail): its NIC
     findings += named + sweep_counter_findings(named, ev.host, ev.counters)  # a NIC erring on a fine rail

@@ -119,13 +119,21 @@ def sorted_findings(findings: Sequence[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (STATUS_ORDER[f.status], f.component, f.check))
 
 
+def _measured(f: Finding) -> str:
+    """The figure judged; a figure measured again shows both, the first and the confirmation."""
+    first, again = f.extra.get("first_GBps"), f.extra.get("confirm_GBps")
+    if isinstance(first, int | float) and isinstance(again, int | float):
+        return f"{fnum(first)} first, {fnum(again)} again"
+    return fnum(f.measured)
+
+
 def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
     rows = [
         {
             "status": f.status,
             "component": f.component,
             "check": f.check,
-            "measured": fnum(f.measured),
+            "measured": _measured(f),
             "expected": fnum(f.expected),
             "unit": f.unit,
             "hosts": names(f.hosts),
@@ -333,6 +341,12 @@ def render(ri: ReportInput) -> str:
     # an incomplete report says on its first line which phase is missing and why
     first = f" — INCOMPLETE: {ri.missing[0]}" if j.verdict == "incomplete" and ri.missing else ""
     lines = [f"# stoker report: {md_text(ri.title)}{md_text(first)}", "", md_text(verdict_line(j)), ""]
+    aside = sorted({h for f in j.findings if f.extra.get("set_aside") for h in f.hosts})
+    if aside:  # left out of every multi-node phase: said before anything else is read
+        lines += [
+            md_text(f"Set aside by the preflight, left out of the whole acceptance: {', '.join(aside)}."),
+            "",
+        ]
     lines += [
         f"Run: {j.run_id or '—'} · {len(ev.net)} network and {len(ev.io)} storage records"
         f" · spec: {j.spec_name or 'none'} · workload: {j.workload_name or 'none'}",

@@ -43,6 +43,10 @@ def alive(pid: int) -> bool:
     [
         (["--node", "n[1-3]"], "--node 'n[1-3]' is not one plain node name"),
         (["--drain", "--node", "ALL"], "--node 'ALL' is the scheduler keyword"),
+        # validated on the name scontrol gets, after shortening
+        (["--drain", "--node", "ALL.cluster"], "--node 'ALL.cluster' shortens to 'ALL'"),
+        (["--drain", "--node", "localhost.localdomain"], "shortens to 'localhost'"),
+        (["--drain", "--node", "1.2.3.4x"], "shortens to '1', a number"),
         (["--k8s-node=--all"], "--k8s-node '--all' is not one plain node name"),
         (["--k8s-node", "a b"], "--k8s-node 'a b' is not one plain node name"),
         (["--limit", "inf"], "--limit inf: give at least"),
@@ -154,6 +158,21 @@ def test_a_hung_sinfo_cannot_overrun_the_limit(tmp_path: Path) -> None:
     assert p.returncode == 4, (p.stdout, p.stderr)  # a passing check whose action failed
     assert "`sinfo -h -N -n n1 -o '%N|%T|%E'` did not answer" in p.stderr
     assert not alive(int((tmp_path / "sinfo.pid").read_text()))
+
+
+def test_a_check_whose_step_hung_queries_and_changes_nothing(tmp_path: Path) -> None:
+    """The inventory step hangs (nvidia-smi never answers) and is stopped at its share of the
+    limit: the check is incomplete (exit 3) and no sinfo, scontrol or kubectl runs, so a drain
+    stoker made is not resumed and no `health=pass` label is set on a tool that proved nothing."""
+    fake = FakeScheduler(tmp_path, slurm={"n1": ("drained", "stoker: [inventory] x")}, k8s={"n1": {}})
+    (fake.bin / "nvidia-smi").write_text(HUNG.format(pid=tmp_path / "smi.pid"))
+    (fake.bin / "nvidia-smi").chmod(0o755)
+    p = check(
+        fake, "--checks", "inventory", "--limit", "14", "--drain", "--k8s-node", "n1", STOKER_HOSTNAME="n1"
+    )
+    assert p.returncode == 3, (p.stdout, p.stderr)
+    assert fake.calls() == []
+    assert fake.node("n1") == ("drained", "stoker: [inventory] x")
 
 
 def test_sigterm_stops_the_steps_removes_the_temp_dir_and_exits_3(tmp_path: Path) -> None:

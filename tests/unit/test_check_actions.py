@@ -124,7 +124,8 @@ def test_drain_culprits_are_one_node_own_failing_findings() -> None:
             {**finding("ok", "n2").to_dict()},
             {**finding(host="n3").to_dict(), "hosts": ["n3", "n4"]},  # a link: no one node
             {**finding("regression", "n5", "baseline: best pair busbw").to_dict(), "component": "node"},
-        ]
+        ],
+        "measured_hosts": ["n1", "n2", "n3", "n4", "n5"],
     }
     named = culprits(verdict)
     assert sorted(named.hosts) == ["n1", "n5"]

@@ -20,7 +20,7 @@ SPEC = parse_spec(
 )
 
 
-def _fio(gbps: float, *, confirmation: bool = False) -> IoRecord:
+def fio_rec(gbps: float, *, confirmation: bool = False) -> IoRecord:
     return IoRecord(
         run_id="r",
         ts="2026-01-01T00:00:00Z",
@@ -45,7 +45,7 @@ def _fio(gbps: float, *, confirmation: bool = False) -> IoRecord:
 
 def test_five_percent_under_that_recovers_is_a_transient_not_a_fail() -> None:
     # 7.6 GB/s is 5% under the 8 GB/s threshold; measured again 8.4 passes
-    (f,), _ = compare_storage([_fio(7.6), _fio(8.4, confirmation=True)], SPEC)
+    (f,), _ = compare_storage([fio_rec(7.6), fio_rec(8.4, confirmation=True)], SPEC)
     assert f.status == "transient" and f.status not in FAILING
     assert (f.extra["first_GBps"], f.extra["confirm_GBps"]) == (7.6, 8.4)
     assert "7.60 GB/s at first" in f.message and "8.40 GB/s" in f.message
@@ -53,7 +53,7 @@ def test_five_percent_under_that_recovers_is_a_transient_not_a_fail() -> None:
 
 
 def test_one_that_stays_under_fails_with_both_measurements() -> None:
-    (f,), _ = compare_storage([_fio(7.6), _fio(7.8, confirmation=True)], SPEC)
+    (f,), _ = compare_storage([fio_rec(7.6), fio_rec(7.8, confirmation=True)], SPEC)
     assert f.status == "below_spec"
     assert f.measured == 7.6  # the first measurement stays the finding's figure
     assert (f.extra["first_GBps"], f.extra["confirm_GBps"]) == (7.6, 7.8)
@@ -62,13 +62,13 @@ def test_one_that_stays_under_fails_with_both_measurements() -> None:
 
 
 def test_without_a_confirmation_a_figure_under_fails_as_before() -> None:
-    (f,), _ = compare_storage([_fio(7.6)], SPEC)
+    (f,), _ = compare_storage([fio_rec(7.6)], SPEC)
     assert f.status == "below_spec" and "confirm_GBps" not in f.extra
 
 
 def test_a_passing_figure_is_not_changed_by_its_confirmation() -> None:
     # the confirmation is never the better of two: a passing first figure stands as it is
-    (f,), _ = compare_storage([_fio(9.0), _fio(7.0, confirmation=True)], SPEC)
+    (f,), _ = compare_storage([fio_rec(9.0), fio_rec(7.0, confirmation=True)], SPEC)
     assert f.status == "ok" and f.measured == 9.0 and "confirm_GBps" not in f.extra
 
 
@@ -77,11 +77,11 @@ def test_stoker_io_measures_again_only_a_compared_figure_under_its_threshold() -
 
     from reports.storage_rule import to_confirm
 
-    assert to_confirm(_fio(7.6), SPEC)  # under 0.8 x 10 = 8 GB/s
-    assert not to_confirm(_fio(8.0), SPEC)  # at the threshold passes
-    assert not to_confirm(replace(_fio(7.6), runtime_s=1.0), SPEC)  # too short to be judged at all
-    assert not to_confirm(replace(_fio(7.6), backend="torch.save"), SPEC)  # the spec judges fio's figures
-    assert not to_confirm(replace(_fio(7.6), path="/elsewhere"), SPEC)  # nothing advertised there
+    assert to_confirm(fio_rec(7.6), SPEC)  # under 0.8 x 10 = 8 GB/s
+    assert not to_confirm(fio_rec(8.0), SPEC)  # at the threshold passes
+    assert not to_confirm(replace(fio_rec(7.6), runtime_s=1.0), SPEC)  # too short to be judged at all
+    assert not to_confirm(replace(fio_rec(7.6), backend="torch.save"), SPEC)  # the spec judges fio's figures
+    assert not to_confirm(replace(fio_rec(7.6), path="/elsewhere"), SPEC)  # nothing advertised there
 
 
 def test_the_storage_phase_gets_the_spec_so_it_can_confirm() -> None:

@@ -31,7 +31,7 @@ SPEC = parse_spec(
 SIZE = 4 << 20
 
 
-def _net(busbw: float, *, confirmation: bool = False) -> NetRecord:
+def net_rec(busbw: float, *, confirmation: bool = False) -> NetRecord:
     """An inter-node all_reduce over two nodes, one rank each (busbw = algbw × 2·(2−1)/2)."""
     return NetRecord(
         run_id="r",
@@ -71,7 +71,7 @@ def _finding(tmp: Path, *recs: NetRecord):  # type: ignore[no-untyped-def]
 
 
 def test_five_percent_under_that_recovers_is_a_transient_not_a_fail(tmp_path: Path) -> None:
-    f, j = _finding(tmp_path, _net(0.076), _net(0.095, confirmation=True))  # 0.076 = 0.95 × 0.08
+    f, j = _finding(tmp_path, net_rec(0.076), net_rec(0.095, confirmation=True))  # 0.076 = 0.95 × 0.08
     assert f.status == "transient" and f.status not in FAILING
     assert (f.extra["first_GBps"], f.extra["confirm_GBps"]) == (0.076, 0.095)
     assert f.measured == 0.095
@@ -80,7 +80,7 @@ def test_five_percent_under_that_recovers_is_a_transient_not_a_fail(tmp_path: Pa
 
 
 def test_one_that_stays_under_fails_with_both_measurements(tmp_path: Path) -> None:
-    f, j = _finding(tmp_path, _net(0.076), _net(0.077, confirmation=True))
+    f, j = _finding(tmp_path, net_rec(0.076), net_rec(0.077, confirmation=True))
     assert f.status == "below_spec"
     assert (f.extra["first_GBps"], f.extra["confirm_GBps"]) == (0.076, 0.077)
     assert "0.077 GB/s, still under" in f.message
@@ -88,18 +88,18 @@ def test_one_that_stays_under_fails_with_both_measurements(tmp_path: Path) -> No
 
 
 def test_the_confirmation_is_not_pooled_with_the_first_sweep(tmp_path: Path) -> None:
-    ev = _judged(tmp_path, _net(0.076), _net(0.095, confirmation=True))
+    ev = _judged(tmp_path, net_rec(0.076), net_rec(0.095, confirmation=True))
     assert ev.curves[("inter-node", "all_reduce")].plateau() == (SIZE, 0.076)
     assert ev.confirm_curves[("inter-node", "all_reduce")].plateau() == (SIZE, 0.095)
     assert len(ev.net) == 1 and ev.counts["net"] == 2  # verdict.json's records: every line read
 
 
 def test_stoker_net_sweeps_again_only_a_figure_under_its_threshold() -> None:
-    assert net_to_confirm([_net(0.076)], SPEC, []) == [("inter-node", "all_reduce")]
-    assert net_to_confirm([_net(0.081)], SPEC, []) == []
-    assert net_to_confirm([_net(0.076)], None, []) == []  # nothing to hold it to: no_reference
+    assert net_to_confirm([net_rec(0.076)], SPEC, []) == [("inter-node", "all_reduce")]
+    assert net_to_confirm([net_rec(0.081)], SPEC, []) == []
+    assert net_to_confirm([net_rec(0.076)], None, []) == []  # nothing to hold it to: no_reference
     # a confirmation already made is not the first measurement
-    assert net_to_confirm([_net(0.076, confirmation=True)], SPEC, []) == []
+    assert net_to_confirm([net_rec(0.076, confirmation=True)], SPEC, []) == []
 
 
 def _fio(gbps: float, *, confirmation: bool = False) -> IoRecord:
@@ -128,7 +128,7 @@ def _fio(gbps: float, *, confirmation: bool = False) -> IoRecord:
 def test_a_confirmation_is_never_the_best_of_the_storage_runs(tmp_path: Path) -> None:
     """The model's pick (the best run of a workload) takes the first measurement, 7.6, not the
     faster confirmation, 8.4, which stands only beside the spec's comparison."""
-    ev = _judged(tmp_path, _net(0.09), io=(_fio(7.6), _fio(8.4, confirmation=True)))
+    ev = _judged(tmp_path, net_rec(0.09), io=(_fio(7.6), _fio(8.4, confirmation=True)))
     rec = pick_io(ev.io, "dataloader_read", "/scratch", None)
     assert rec is not None and rec.bw_GBps == 7.6
     assert [r.bw_GBps for r in ev.io_again] == [8.4]
@@ -233,4 +233,4 @@ def test_the_confirmation_rule_is_given_but_never_written_to_the_manifest() -> N
     m = manifest_settings(s)
     assert "confirm_rule" not in m and m["spec_file"] == "spec.yaml"
     json.dumps(m)
-    assert report_rule([_net(0.076)], SPEC, []) == [("inter-node", "all_reduce")]
+    assert report_rule([net_rec(0.076)], SPEC, []) == [("inter-node", "all_reduce")]

@@ -34,7 +34,23 @@ def gpu_finding(host: str, **over: Any) -> dict[str, Any]:
 
 
 def write_verdict(d: Path, findings: list[Any], **top: Any) -> Path:
-    (d / "verdict.json").write_text(json.dumps({"verdict": "fail", "findings": findings, **top}))
+    """A verdict as `stoker report` leaves it: judged from DIR's records (host.jsonl naming the
+    findings' hosts: stoker's own inventory), its inputs' digests in it, the outputs ledger
+    vouching for it."""
+    from reports.pipeline import input_digests
+    from reports.safe_write import write_outputs
+
+    hosts = sorted({h for f in findings for h in f.get("hosts", [])})
+    (d / "host.jsonl").write_text("".join(json.dumps({"kind": "host", "host": h}) + "\n" for h in hosts))
+    verdict = {
+        "verdict": "fail",
+        "findings": findings,
+        "measured_hosts": hosts,
+        "imported_hosts": [],
+        "inputs": input_digests(d, []),
+        **top,
+    }
+    write_outputs(d, {"verdict.json": json.dumps(verdict)})
     return d
 
 
@@ -66,7 +82,11 @@ def test_drain_drains_one_plain_short_name_with_a_report_reason(fake: FakeSchedu
 
 
 @pytest.mark.parametrize(
-    "host", ["gpu[001-512]", "n1,n2", "n1 n2", "n1\nn2", "ALL", "unknown", "localhost", "-n1", "10.0.0.1"]
+    "host",
+    [
+        *("gpu[001-512]", "n1,n2", "n1 n2", "n1\nn2", "ALL", "unknown", "localhost", "-n1", "10.0.0.1"),
+        *("ALL.cluster", "localhost.localdomain", "1.2.3.4x"),  # what scontrol would get
+    ],
 )
 def test_drain_never_acts_on_a_name_that_is_not_one_plain_node(
     fake: FakeScheduler, tmp_path: Path, host: str, capsys: pytest.CaptureFixture[str]
@@ -117,10 +137,7 @@ def test_one_node_run_shared_storage_and_scope_findings_drain_nothing(
 
 
 def test_an_imported_host_is_not_drained(fake: FakeScheduler, tmp_path: Path) -> None:
-    write_verdict(tmp_path, [gpu_finding("n1"), gpu_finding("n2")], imported=["fio.json"])
-    (tmp_path / "host.jsonl").write_text(
-        json.dumps({"kind": "host", "host": "n2", "component": "node"}) + "\n"
-    )
+    write_verdict(tmp_path, [gpu_finding("n1"), gpu_finding("n2")], imported_hosts=["N1.cluster"])
     assert main(["drain", str(tmp_path)]) == 0
     assert [c[4] for c in fake.calls() if c[0] == "sinfo"] == ["n2"]  # n1 came only from the import
 
@@ -179,7 +196,9 @@ def test_a_bad_verdict_is_one_line_exit_2_and_nothing_acted_on(
     body = (
         text.replace('"findings": [', '"findings": [' + good + ", ", 1) if '"findings": [' in text else text
     )
-    (tmp_path / "verdict.json").write_text(body)
+    from reports.safe_write import write_outputs
+
+    write_outputs(tmp_path, {"verdict.json": body})  # stoker's bytes as far as the ledger says
     assert main(["drain", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("stoker drain: "), err
@@ -249,3 +268,136 @@ def test_a_report_baseline_regression_of_a_local_disk_drains_and_of_shared_stora
     assert drain[4].startswith("Reason=stoker: [report] baseline: checkpoint_write write on /nvme")
     out = capsys.readouterr().out
     assert "/lustre is shared storage, not this node's own disk: not drained" in out
+
+
+# -- act only on what stoker measured and wrote ------------------------------
+
+
+def test_a_hand_written_verdict_is_refused_and_nothing_runs(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dir holding only a verdict.json nobody's stoker wrote, naming a login node."""
+    (tmp_path / "verdict.json").write_text(json.dumps({"verdict": "pass", "findings": [gpu_finding("n1")]}))
+    assert main(["drain", str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "was not written by stoker" in line and fake.calls() == []
+
+
+def test_a_finding_appended_to_stokers_verdict_is_refused(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_verdict(tmp_path, [gpu_finding("n1")])
+    doc = json.loads((tmp_path / "verdict.json").read_text())
+    doc["findings"].append(gpu_finding("n2"))
+    (tmp_path / "verdict.json").write_text(json.dumps(doc))
+    assert main(["drain", str(tmp_path)]) == 2
+    assert "was not written by stoker (or was changed since)" in capsys.readouterr().err
+    assert fake.calls() == []
+
+
+@pytest.mark.parametrize("change", ["edited", "removed", "added"])
+def test_records_changed_since_the_verdict_refuse_the_drain(
+    fake: FakeScheduler, tmp_path: Path, change: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_verdict(tmp_path, [gpu_finding("n1")])
+    if change == "edited":
+        (tmp_path / "host.jsonl").write_text(json.dumps({"kind": "host", "host": "n2"}) + "\n")
+    elif change == "removed":
+        (tmp_path / "host.jsonl").unlink()
+    else:
+        (tmp_path / "net.jsonl").write_text("{}\n")
+    assert main(["drain", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert {"edited": "host.jsonl changed", "removed": "host.jsonl, which", "added": "net.jsonl was added"}[
+        change
+    ] in err
+    assert fake.calls() == []
+
+
+def test_a_verdict_without_its_inputs_is_refused(fake: FakeScheduler, tmp_path: Path) -> None:
+    """A verdict of an older stoker, or one written through the ledger by hand: no inputs."""
+    from reports.safe_write import write_outputs
+
+    write_outputs(
+        tmp_path, {"verdict.json": json.dumps({"verdict": "fail", "findings": [gpu_finding("n1")]})}
+    )
+    assert main(["drain", str(tmp_path)]) == 2
+    assert fake.calls() == []
+
+
+def test_a_host_in_none_of_stokers_records_is_not_drained(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_verdict(tmp_path, [gpu_finding("n1"), gpu_finding("n2")], measured_hosts=["N2.cluster"])
+    assert main(["drain", str(tmp_path)]) == 0
+    assert [c[4] for c in fake.calls() if c[0] == "sinfo"] == ["n2"]
+    assert "'n1' is in none of stoker's own records in DIR: not drained" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("verdict", ["pass", "unjudged", "incomplete"])
+def test_a_verdict_that_is_not_fail_drains_nothing(fake: FakeScheduler, tmp_path: Path, verdict: str) -> None:
+    write_verdict(tmp_path, [gpu_finding("n1")], verdict=verdict)
+    assert main(["drain", str(tmp_path)]) == 0
+    assert fake.calls() == []
+
+
+def test_hosts_of_stoker_import_are_imported_and_never_drained(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stoker import` output judged by `stoker report`: verdict.json names the import and its
+    hosts, and drain acts on none of them, whatever the finding."""
+    from reports.pipeline import host_origins
+    from reports.table import RecordSet
+
+    manifest = {"kind": "manifest", "source": "n1.log", "host": "n1", "hosts": ["n1"]}
+    rs = RecordSet(manifests=[manifest], host=[{"host": "n1"}, {"host": "n2"}])
+
+    class NoImports:
+        sources: list[str] = []
+        manifests: list[Any] = []
+        io: list[Any] = []
+        net: list[Any] = []
+
+    measured, imported, sources = host_origins(rs, NoImports())
+    assert (measured, imported, sources) == (["n2"], ["n1"], ["n1.log"])
+    write_verdict(tmp_path, [gpu_finding("n1")], measured_hosts=measured, imported_hosts=imported)
+    assert main(["drain", str(tmp_path)]) == 0
+    assert fake.calls() == []
+    assert "comes from an imported file" in capsys.readouterr().out
+
+
+def test_stoker_import_output_names_its_import_and_hosts_in_verdict_json(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stoker import LOG --out DIR`, `stoker report DIR`: verdict.json says which file was
+    imported and which hosts it named, and lists no host as measured by stoker."""
+    from tests.conftest import DATA
+
+    d = tmp_path / "imp"
+    log = DATA / "nccl_tests" / "v2.13_mpirun_all_reduce.log"
+    assert main(["import", str(log), "--out", str(d)]) == 0
+    main(["report", str(d)])
+    v = json.loads((d / "verdict.json").read_text())
+    assert v["imported"] == [log.name]
+    assert v["imported_hosts"] and v["measured_hosts"] == []
+    capsys.readouterr()
+    assert main(["drain", str(d)]) == 0
+    assert fake.calls() == []
+
+
+def test_the_report_phase_line_recorded_after_the_verdict_does_not_block_the_drain(
+    fake: FakeScheduler, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stoker run` / `soak` / the acceptance job append the report's own phase line after the
+    report wrote verdict.json: the drain still acts; another phase line appended refuses it."""
+    phases = tmp_path / "phases.jsonl"
+    phases.write_text(json.dumps({"phase": "intra-node", "rc": 0, "elapsed_s": 3}) + "\n")
+    write_verdict(tmp_path, [gpu_finding("n1")])
+    with phases.open("a") as fh:
+        fh.write(json.dumps({"phase": "report", "rc": 1, "elapsed_s": 2}) + "\n")
+    assert main(["drain", str(tmp_path)]) == 0
+    assert [c[0] for c in fake.calls()] == ["sinfo", "scontrol"]
+    with phases.open("a") as fh:
+        fh.write(json.dumps({"phase": "storage", "rc": 0, "elapsed_s": 2}) + "\n")
+    assert main(["drain", str(tmp_path)]) == 2
+    assert "phases.jsonl changed since it was judged" in capsys.readouterr().err

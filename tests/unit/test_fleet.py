@@ -328,3 +328,28 @@ def test_a_lack_names_only_the_missing_op() -> None:
     assert lack_line("data parallel", row) == (
         "an inter-node reduce_scatter sweep (data parallel): run `stoker net --scopes inter-node --ops reduce_scatter`"
     )
+
+
+@pytest.mark.parametrize("price", [1e-300, 0.001, 0.0099])
+def test_a_price_under_a_cent_is_not_ranked(price: float) -> None:
+    spec = SimpleNamespace(price_per_gpu_hour=price, accelerator=None)
+    wl = SimpleNamespace(global_batch_tokens=4e6)
+    s = summarise(
+        "x", "d", evidence(), _judgement([_row("tensor parallel all_reduce (8 GPUs)", 0.0, 8.0, 0.0)], 0.99), spec, wl
+    )  # fmt: skip
+    assert len(s.problems) == 1 and "under a cent per GPU-hour" in s.problems[0]
+    cmp = compare([s, _c("ok")], "llama-70b")
+    assert [r.name for r in cmp.ranking] == ["ok"] and "x" in cmp.not_ranked
+
+
+def test_a_passing_cluster_ranks_before_a_cheaper_failing_one_and_the_table_says_each_verdict() -> None:
+    from dataclasses import replace
+
+    from reports.fleet.render import ranking_table
+
+    cheap_fail = replace(_c("cheap-fail", price=1.00), verdict="fail", failing=2)
+    dear_pass = _c("dear-pass", price=3.00)
+    cmp = compare([cheap_fail, dear_pass], "llama-70b")
+    assert [(r.rank, r.name) for r in cmp.ranking] == [(1, "dear-pass"), (2, "cheap-fail")]
+    table = ranking_table(cmp)
+    assert list(table["verdict"]) == ["pass", "fail"]

@@ -28,6 +28,14 @@ from reports.findings import Finding
         ("10.0.0.5", ""),  # an address: its "short name" 10 could be another node
         ("-n1", ""),
         ("", ""),
+        # checked on exactly what scontrol gets, after shortening
+        ("ALL.cluster", ""),  # NodeName=ALL: every node
+        ("all.example.org", ""),
+        ("localhost.localdomain", ""),  # a placeholder once shortened
+        ("unknown.cluster", ""),
+        ("1.2.3.4x", ""),  # NodeName=1
+        ("007.cluster", ""),
+        ("GPU02.cluster.local", "GPU02"),
     ],
 )
 def test_only_one_plain_node_name_is_acted_on(host: str, short: str) -> None:
@@ -255,6 +263,6 @@ def test_check_and_drain_judge_one_baseline_finding_alike() -> None:
     ran = [cp.StepResult(name="io", rc=0, elapsed_s=1.0)]
     p = ca.plan(tagged, cp.outcome(found, ran), ran)
     assert [t for t, _ in p.drain] == ["io"] and len(p.left) == 1 and "/lustre" in p.left[0]
-    named = culprits({"findings": [f.to_dict() for f in found]})
+    named = culprits({"findings": [f.to_dict() for f in found], "measured_hosts": ["n1", "n2"]})
     assert list(named.hosts) == ["n1"]
     assert len(named.left) == 1 and "/lustre is shared storage" in named.left[0]

@@ -68,8 +68,8 @@ def test_fewer_than_min_nodes_stops_naming_them(tmp_path: Path, capsys: pytest.C
 def test_record_to_finding_to_verdict_fail(tmp_path: Path) -> None:
     (tmp_path / "setaside.jsonl").write_text(
         '{"host":"n3","reason":"gpu: 7 of 8 GPUs visible"}\n'
-        '{"host":"gpu[1-4]","reason":"a hostlist names many nodes"}\n'  # not one plain name: left out
-        '{"host":"n4"}\n'  # no reason: left out
+        '{"host":"gpu[1-4]","reason":"a hostlist names many nodes"}\n'  # not one plain name: read_all names it
+        '{"host":"n4"}\n'  # no reason: read_all names it
     )
     items = sa.read(tmp_path)
     assert items == [sa.SetAside("n3", "gpu: 7 of 8 GPUs visible")]
@@ -134,3 +134,66 @@ def test_a_path_the_node_cannot_write_sets_it_aside_before_any_check(
     fp, last = text.splitlines()  # which stoker it runs, then the verdict: no check was run
     assert (rc, last) == (1, want) and fp.startswith("stoker fingerprint: ")
     assert sa.decide(["n7"], {"n7": text}) == [sa.SetAside("n7", want)]
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ('{"host":"n9","reason":"gpu: 7 of', "line 1 cannot be read"),  # cut short
+        ('{"host":"n9","reason":null}', "no reason given"),
+        ('{"host":"n[1-4]","reason":"x"}', "not one plain node name"),
+        ('{"reason":"x"}', "is empty or not text"),
+        ("[1, 2]", "not a JSON object"),
+    ],
+)
+def test_a_damaged_set_aside_line_fails_closed_naming_the_line(tmp_path: Path, line: str, says: str) -> None:
+    """A line the report cannot read may be the node left out of the whole acceptance: the
+    verdict is incomplete (exit 3), never pass, and names the line."""
+    from reports.findings import EXIT_CODES
+    from reports.pipeline import collect
+
+    d = passing_run(tmp_path)
+    assert collect(d, scope="node").verdict["verdict"] == "pass"
+    (d / "setaside.jsonl").write_text(line + "\n")
+    after = collect(d, scope="node").verdict
+    assert after["verdict"] == "incomplete" and EXIT_CODES["incomplete"] == 3
+    assert "setaside.jsonl line 1" in after["headline"] and says in after["headline"], after["headline"]
+
+
+def test_every_set_aside_node_is_in_report_mds_first_lines(tmp_path: Path) -> None:
+    from reports.pipeline import build
+    from tests.conftest import DATA
+
+    d = tmp_path / "basic"
+    shutil.copytree(DATA / "reports" / "basic", d)
+    (d / "setaside.jsonl").write_text(
+        '{"host":"n9","reason":"storage path /scratch is not writable"}\n{"host":"n7","reason":"gpu: 7 of 8"}\n'
+    )
+    head = build(d).markdown.splitlines()[:6]
+    assert any("Set aside" in ln and "n7, n9" in ln for ln in head), head
+
+
+def passing_run(tmp: Path) -> Path:
+    """A one-node run that passes at --scope node: a 2-rank gloo sweep at 0.9 GB/s against the
+    spec's 1 GB/s at the 0.8 threshold, storage in the run's scratch dir (hand-written records)."""
+    import json
+
+    from reports.records import write_all
+    from tests.unit.recordgen import io, net
+    from tests.unit.test_coverage import H100, SPEC
+
+    d = tmp / "run"
+    d.mkdir()
+    write_all(
+        d / "net.jsonl",
+        [net("world", "all_reduce", 2**k, 0.9, ("n1",), ranks=2, backend="gloo") for k in range(20, 27)],
+    )
+    scratch = str(d / ".io-scratch-abcd")
+    write_all(
+        d / "io.jsonl",
+        [io("checkpoint_write", "write", scratch, 1.0, scope="local", per_host={"n1": 1.0}, runtime_s=3)],
+    )
+    man = {"schema": 1, "kind": "manifest", "tool": "net", "run_id": "r1", "host": "n1", "hardware": H100}
+    (d / "manifest.jsonl").write_text(json.dumps(man) + "\n")
+    (d / "spec.yaml").write_text(SPEC)
+    return d
