@@ -34,7 +34,7 @@ Line = Mapping[str, Any]  # {"line": N, "text": "..."}
 _RDMA_PREFIXES = ("ib-", "efa-")
 # WARN lines that say nothing went wrong with the run's data or transport (plugin lookups that
 # fall back, deprecations): not errors
-_BENIGN_WARN = ("NET/Plugin", "plugin", "deprecated", "Ignoring", "NCCL_IB_GID_INDEX", "proxy")
+_BENIGN_WARN = ("NET/Plugin", "deprecated", "Ignoring", "NCCL_IB_GID_INDEX")
 # WARN lines of an RDMA transport that would not open: on a run that then used sockets, they
 # are why it fell back (socket_fallback's evidence), not an error of the run's data
 _RDMA_WARN = ("ibv_", "libibverbs", "NET/IB", "mlx5", "NET/OFI", "ibverbs", "Libfabric", "libfabric", "rdma")
