@@ -57,6 +57,9 @@ _ALGO_SETTING = (
     "NCCL_MIN_NCHANNELS",
     "NCCL_MAX_NCHANNELS",
 )
+# nccl-tests' failure lines (src/common.h: "%s: Test NCCL failure %s:%d '%s'", "Test CUDA
+# failure", and " .. %s pid %d: Test failure %s:%d")
+TEST_FAILURE = re.compile(r"\bTest (?:NCCL |CUDA |HIP |RCCL )?failure\b")
 _KEPT = 20  # lines kept of one kind (WARNs): enough to quote, bounded on a 250 MB log
 
 
@@ -101,7 +104,14 @@ class DebugFacts:
     warns: list[dict[str, Any]] = field(default_factory=list)
     warn_count: int = 0
     oob: list[dict[str, Any]] = field(default_factory=list)  # `Out of bounds values : N FAILED`
+    failures: list[dict[str, Any]] = field(default_factory=list)  # nccl-tests' `Test ... failure`
     info_lines: int = 0
+
+    def add_failure(self, n: int, body: str, where: str = "") -> None:
+        """nccl-tests' own failure line (`Test NCCL failure common.cu:1057 'internal error'`,
+        `Test CUDA failure ...`, ` .. host pid N: Test failure common.cu:893`): the run failed."""
+        if len(self.failures) < _KEPT:
+            self.failures.append(_line_of(n, body, where))
 
     def add(self, n: int, body: str, where: str = "") -> None:
         """One line that holds `NCCL INFO`/`NCCL WARN` or nccl-tests' out-of-bounds summary;
@@ -169,10 +179,11 @@ class DebugFacts:
         self.warns = (self.warns + other.warns)[:_KEPT]
         self.warn_count += other.warn_count
         self.oob = (self.oob + other.oob)[:_KEPT]
+        self.failures = (self.failures + other.failures)[:_KEPT]
         self.info_lines += other.info_lines
 
     def empty(self) -> bool:
-        return not (self.info_lines or self.warn_count or self.oob)
+        return not (self.info_lines or self.warn_count or self.oob or self.failures)
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest's `nccl_debug` object (docs/contract.md): only what was seen."""
@@ -193,6 +204,7 @@ class DebugFacts:
             "warns": self.warns,
             "warn_count": self.warn_count,
             "out_of_bounds": self.oob,
+            "test_failures": self.failures,
             "info_lines": self.info_lines,
         }
         return {k: v for k, v in out.items() if v not in (None, [], {}, 0)}

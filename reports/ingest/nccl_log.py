@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from reports.ingest.nccl_debug import DebugFacts
+from reports.ingest.nccl_debug import TEST_FAILURE, DebugFacts
 from reports.ingest.nccl_rows import assumed_header, header_columns, is_row, number
 
 # What launchers put before a line, in any order and repeated (a cloud launcher's pod name before
@@ -64,7 +64,11 @@ def looks_like_log(text: str) -> bool:
     NCCL says of a run is read even where no table was kept)."""
     if "busbw" in text and "algbw" in text and _HEADER.search(text) is not None:
         return True
-    return _BARE_ROW.search(text) is not None or _NCCL_LINE.search(text) is not None
+    return (
+        _BARE_ROW.search(text) is not None
+        or _NCCL_LINE.search(text) is not None
+        or TEST_FAILURE.search(text) is not None
+    )
 
 
 def log_in_blocks(blocks: Iterable[str]) -> bool:
@@ -167,6 +171,10 @@ def iter_sections(
         elif "Rank" in body and (m := _RANK.match(body)):
             cur.ranks[int(m.group(1))] = (m.group(3), m.group(5))
             cur.groups.add(m.group(2) or "0")
+        elif "failure" in body and TEST_FAILURE.search(body):
+            cur.debug.add_failure(n, body)
+            if debug is not None:
+                debug.add_failure(n, body)
         elif "Out of bounds values" in body:
             cur.debug.add(n, body)
             if debug is not None:

@@ -35,15 +35,29 @@ _RDMA_PREFIXES = ("ib-", "efa-")
 # WARN lines that say nothing went wrong with the run's data or transport (plugin lookups that
 # fall back, deprecations): not errors
 _BENIGN_WARN = ("NET/Plugin", "deprecated", "Ignoring", "NCCL_IB_GID_INDEX")
-# WARN lines of an RDMA transport that would not open: on a run that then used sockets, they
-# are why it fell back (socket_fallback's evidence), not an error of the run's data
-_RDMA_WARN = ("ibv_", "libibverbs", "NET/IB", "mlx5", "NET/OFI", "ibverbs", "Libfabric", "libfabric", "rdma")
+# WARN lines of an RDMA transport that would not load or open (NCCL then runs over sockets):
+# evidence of socket_fallback, never an error of the run. An RDMA error once running ("NET/IB :
+# Got completion with error") is an error.
+_RDMA_OPEN_WARN = (
+    "Failed to open libibverbs",
+    "ibv_open_device",
+    "ibv_get_device_list",
+    "Unable to open device",
+    "NET/IB : No device",
+    "NET/OFI Unable",
+    "libfabric",
+    "Libfabric",
+    "No plugin found",
+)
+
+
+def _rdma_open_warn(w: Line) -> bool:
+    return any(k in w["text"] for k in _RDMA_OPEN_WARN)
 
 
 def _fallback_warn(f: Facts) -> Line | None:
-    if not _socket(f):
-        return None
-    return next((w for w in f.get("warns") or () if any(k in w["text"] for k in _RDMA_WARN)), None)
+    """A WARN that an RDMA transport would not open: the run fell back to sockets."""
+    return next((w for w in f.get("warns") or () if _rdma_open_warn(w)), None)
 
 
 def _net_name(f: Facts) -> str:
@@ -219,12 +233,13 @@ def correctness_findings(sweeps: Sequence[Sweep], manifests: Sequence[Mapping[st
         )
     for source, f in _facts(manifests):
         oob = f.get("out_of_bounds") or []
-        fell_back = _socket(f) is not None
         errors = [
-            w
-            for w in f.get("warns") or ()
-            if not any(b in w["text"] for b in _BENIGN_WARN)
-            and not (fell_back and any(k in w["text"] for k in _RDMA_WARN))
+            *(f.get("test_failures") or ()),
+            *(
+                w
+                for w in f.get("warns") or ()
+                if not any(b in w["text"] for b in _BENIGN_WARN) and not _rdma_open_warn(w)
+            ),
         ]
         if not oob and not errors:
             continue
@@ -232,13 +247,11 @@ def correctness_findings(sweeps: Sequence[Sweep], manifests: Sequence[Mapping[st
         what = (
             f"nccl-tests found {sum(o.get('count', 0) for o in oob)} out-of-bounds value(s)"
             if oob
-            else f"NCCL printed {len(errors)} WARN error line(s)"
+            else f"{len(errors)} error line(s) (nccl-tests' failures, NCCL WARNs)"
         )
         out.append(
             Finding(
-                component="inter-node network"
-                if (f.get("nnodes") or len(f.get("hosts") or ())) > 1
-                else "intra-node network",
+                component="inter-node network" if _multi_node(f) or _rdma_net(f) else "intra-node network",
                 check="nccl correctness",
                 status="incorrect",
                 measured=None,
@@ -307,7 +320,9 @@ def misconfigured_findings(
     for source, f in _facts(manifests):
         link = _rdma_promised(spec)
         failed = _fallback_warn(f)  # an RDMA device was there and would not open
-        if ((link and (nodes > 1 or _multi_node(f))) or failed) and (line := _socket(f)):
+        if ((link and (nodes > 1 or _multi_node(f))) or (failed and _socket(f))) and (
+            line := _socket(f) or failed
+        ):
             why = failed or _no_plugin(f) or _ib_disabled(f)
             head = f"NCCL ran over sockets, not {link or 'the RDMA device it tried'}"
             out.append(_misconfigured("socket_fallback", f, source, line, head, why))

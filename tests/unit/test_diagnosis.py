@@ -89,3 +89,18 @@ def test_a_table_that_stopped_under_a_mebibyte_is_not_judged_against_the_link(tm
     # nccl#949: rows of 8 to 256 bytes only (busbw 0.00-0.01): latency, not NVLink
     v = _verdict(tmp_path, "nccl-949-a100-vm-after-acs-fix.log", {"accelerator": "A100-SXM"})
     assert v["verdict"] != "fail" and not _failing(v)
+
+
+def test_nccl_saying_it_found_no_rdma_library_is_not_an_error(tmp_path: Path) -> None:
+    # nccl-tests#82: NCCL_DEBUG=WARN, a TCP run on purpose: "Failed to open libibverbs.so[.1]"
+    v = _verdict(tmp_path, "nccl-tests-82-v100-2node-tcp-broadcast-warn.log", None)
+    assert not [f for f in v["findings"] if f["status"] == "incorrect"], v["findings"]
+
+
+def test_nccl_tests_own_failure_line_fails_the_run(tmp_path: Path) -> None:
+    # nccl-tests#294 line 4: "h100-4: Test NCCL failure common.cu:1057 'internal error / '"
+    v = _verdict(tmp_path, "nccl-tests-294-h100-sharp-plugin-test-failure.log", None)
+    (f,) = [f for f in v["findings"] if f["status"] == "incorrect"]
+    assert f["cause"] == "nccl_error" and f["component"] == "inter-node network"  # NCCL chose IB
+    assert f["cause_line"].startswith("nccl-tests-294-h100-sharp-plugin-test-failure.log:4: ")
+    assert "Test NCCL failure" in f["cause_line"]
