@@ -202,6 +202,12 @@ def headline(verdict: Verdict, findings: Sequence[Finding], missing: Sequence[st
                 "(another tool, size, ranks or disk); give a baseline of what was measured here."
             )
         n = sum(f.status == "no_reference" for f in findings)
+        if not findings:
+            return (
+                "UNJUDGED — nothing to judge: no figure spans two ranks or more, or says how many it "
+                "ran on (a broadcast, reduce or sendrecv table's bus factor does not tell its ranks: keep "
+                "its '# Using devices' lines)."
+            )
         return (
             f"UNJUDGED — nothing was judged: {n} check{'s' if n != 1 else ''} had no reference — give --spec "
             "(or put spec.yaml in the results directory)."
