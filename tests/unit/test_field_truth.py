@@ -233,3 +233,40 @@ def test_an_nvlink_at_20_gbps_fails_on_the_default_profile_without_a_spec() -> N
         if g.component == "intra-node network"
     ]
     assert g.status == "no_reference"
+
+
+def _slowed(text: str, host: str, factor: float) -> str:
+    """tests/data/nccl_tests/h100x8_ring_all_reduce.log (hand-written in the real format, see
+    tests/data/SOURCES.md) as node `host` printed it, each row's time x factor and its algbw and
+    busbw / factor, printed as nccl-tests prints them (time 1 decimal, GB/s 2)."""
+    out = []
+    for line in text.replace("h100-n01", host).split("\n"):
+        t = line.split()
+        if len(t) == 13 and t[0].isdigit():
+            g = [float(x) for x in (t[5], t[6], t[7], t[9], t[10], t[11])]
+            t[5], t[9] = (f"{g[0] * factor:.1f}", f"{g[3] * factor:.1f}")
+            t[6], t[7], t[10], t[11] = (f"{x / factor:.2f}" for x in (g[1], g[2], g[4], g[5]))
+            line = " ".join(t)
+        out.append(line)
+    return "\n".join(out)
+
+
+def test_four_per_node_logs_keep_their_nodes_and_the_slow_one_is_named(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Four nodes' own nccl-tests logs, one at half the speed: each log is its node's intra-node
+    sweep (never one 'world' sweep of all four), and the report names the slow node."""
+    from pathlib import Path
+
+    from reports.pipeline import collect
+
+    base = (
+        Path(__file__).resolve().parents[1] / "data" / "nccl_tests" / "h100x8_ring_all_reduce.log"
+    ).read_text()
+    d = tmp_path / "r"
+    d.mkdir()
+    for i, factor in ((1, 1.0), (2, 1.0), (3, 2.0), (4, 1.0)):
+        (d / f"node{i}.log").write_text(_slowed(base, f"gpu0{i}", factor))
+    v = collect(d).verdict
+    assert sorted(v["imported_hosts"]) == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    slow = [f for f in v["findings"] if f["hosts"] == ["gpu03"] and f["status"] in ("below_spec", "suspect")]
+    assert slow, [(f["check"], f["status"], f["hosts"]) for f in v["findings"]]
+    assert v["verdict"] == "fail"
