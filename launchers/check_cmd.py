@@ -32,7 +32,7 @@ from typing import Any
 from launchers import check_plan as cp
 from launchers.action_io import ACTION_FAILED, Actor, k8s, slurm
 from launchers.check_actions import baseline_step, plan
-from launchers.local_session import count_gpus
+from launchers.local_session import local_gpus
 from launchers.phases import end_group
 from reports.errors import UsageError
 from reports.hostnames import why_not_node, why_not_plain
@@ -260,7 +260,7 @@ def _check(
     claim(out, run_id)  # the steps write into it as one run
     deadline = started + limit
     measure_until = deadline - cp.ACTION_RESERVE_S
-    gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
+    gpus = local_gpus(os.environ)
 
     def steps_to(which: list[cp.StepName], to: Path) -> list[cp.Step]:
         return cp.steps(

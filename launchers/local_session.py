@@ -4,6 +4,7 @@ interrupt, and the table of phases and findings printed at the end of a run or a
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -16,13 +17,50 @@ INTERRUPTED = 130  # as a shell reports a Ctrl-C
 _NVIDIA_DEV = re.compile(r"^nvidia\d+$")
 
 
-def count_gpus(dev_names: Iterable[str], environ: Mapping[str, str]) -> int:
-    """GPUs this process may use, without importing torch: CUDA_VISIBLE_DEVICES when set,
-    else the /dev/nvidiaN device files."""
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
-    return sum(1 for n in dev_names if _NVIDIA_DEV.match(n))
+# the variables that hide GPUs from a process: CUDA's, and HIP's and the ROCm runtime's on AMD
+VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")  # the ROCm kernel driver's agents
+
+
+def count_gpus(dev_names: Iterable[str], environ: Mapping[str, str], amd_gpus: int = 0) -> int:
+    """GPUs this process may use, without importing torch: CUDA_VISIBLE_DEVICES (or HIP's,
+    ROCm's) when set, else the /dev/nvidiaN device files, else on an AMD node (/dev/kfd) the
+    GPU agents the ROCm driver lists (`amd_gpus`, kfd_gpus): an MI300X node runs its ranks on
+    its GPUs through RCCL, never gloo on its CPUs."""
+    for var in VISIBLE_VARS:
+        visible = environ.get(var)
+        if visible is not None:
+            return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    names = list(dev_names)
+    return sum(1 for n in names if _NVIDIA_DEV.match(n)) or (amd_gpus if "kfd" in names else 0)
+
+
+def kfd_gpus(properties: Iterable[str]) -> int:
+    """GPU agents among the KFD topology nodes' `properties` files ("name value" lines, one per
+    property, as the amdgpu driver prints them): a node with SIMDs is a GPU, the CPU's has none."""
+    count = 0
+    for text in properties:
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "simd_count" and value.strip().isdigit() and int(value) > 0:
+                count += 1
+                break
+    return count
+
+
+def local_gpus(environ: Mapping[str, str]) -> int:
+    """count_gpus of this machine (reads /dev and the KFD topology)."""
+    devs = os.listdir("/dev") if os.path.isdir("/dev") else []
+    amd = 0
+    if "kfd" in devs and KFD_NODES.is_dir():
+        texts = []
+        for node in sorted(KFD_NODES.iterdir()):
+            try:
+                texts.append((node / "properties").read_text(errors="replace"))
+            except OSError:
+                continue
+        amd = kfd_gpus(texts)
+    return count_gpus(devs, environ, amd)
 
 
 def _fmt(value: Any) -> str:

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from launchers import builders as b
-from launchers.local_session import CPU_RANKS, INTERRUPTED, count_gpus, summary
+from launchers.local_session import CPU_RANKS, INTERRUPTED, local_gpus, summary
 from launchers.options import (
     add_profile_arguments,
     checked_file,
@@ -199,7 +199,7 @@ def main(args: argparse.Namespace) -> int:
         parse_duration(args.soak, "--soak")  # bad input named as the user wrote it
         args.duration, args.io_every = args.soak, soak_cmd.DEFAULT_IO_EVERY
         return soak_cmd.main(args)
-    gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
+    gpus = local_gpus(os.environ)
     profile = profile_from_args(args, default=default_profile(gpus))
     skip = skipped_phases(args.skip)
     nproc = args.nproc or gpus or CPU_RANKS

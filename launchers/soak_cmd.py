@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from launchers import builders as b
-from launchers.local_session import CPU_RANKS, INTERRUPTED, count_gpus, summary
+from launchers.local_session import CPU_RANKS, INTERRUPTED, local_gpus, summary
 from launchers.options import (
     add_profile_arguments,
     checked_file,
@@ -153,7 +153,7 @@ def _soak(args: argparse.Namespace, stop: StopSignals) -> int:
     duration = parse_duration(args.duration)
     if args.io_every < 0:
         raise UsageError("--io-every must be 0 (no storage) or a number of passes")
-    gpus = count_gpus(os.listdir("/dev") if os.path.isdir("/dev") else [], os.environ)
+    gpus = local_gpus(os.environ)
     profile = profile_from_args(args, default=default_profile(gpus))
     nproc = args.nproc or gpus or CPU_RANKS
     if nproc < 2:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from launchers.local_session import count_gpus, summary
+from launchers.local_session import count_gpus, kfd_gpus, summary
 from launchers.phases import PhaseResult, exit_code
 from launchers.profiles import PROFILES, default_profile, get_profile, with_overrides
 from launchers.run_cmd import plan
@@ -55,6 +55,23 @@ def test_default_profile() -> None:
 )
 def test_count_gpus(devs: list[str], env: dict[str, str], n: int) -> None:
     assert count_gpus(devs, env) == n
+
+
+# KFD topology node `properties` files, hand-written in the amdgpu driver's format ("name value"
+# per line; /sys/class/kfd/kfd/topology/nodes/N/properties): node 0 the CPU agent (no SIMDs),
+# then MI300X GPU agents (304 SIMDs each)
+_KFD_CPU = "cpu_cores_count 64\nsimd_count 0\nmem_banks_count 1\n"
+_KFD_GPU = "cpu_cores_count 0\nsimd_count 304\nmem_banks_count 1\ngfx_target_version 90402\nvendor_id 4098\n"
+
+
+def test_an_amd_node_counts_its_gpus_from_the_rocm_driver() -> None:
+    amd = kfd_gpus([_KFD_CPU, *[_KFD_GPU] * 8])
+    assert amd == 8
+    assert count_gpus(["kfd", "dri", "null"], {}, amd) == 8  # RCCL ranks, never gloo on the CPUs
+    assert count_gpus(["kfd", "dri"], {"HIP_VISIBLE_DEVICES": "0,1"}, amd) == 2
+    assert count_gpus(["kfd", "dri"], {"ROCR_VISIBLE_DEVICES": "3"}, amd) == 1
+    assert count_gpus(["null"], {}, amd) == 0  # no /dev/kfd: no AMD GPU this process can open
+    assert kfd_gpus([_KFD_CPU]) == 0
 
 
 def test_plan_runs_net_io_report_into_one_dir() -> None:
