@@ -205,7 +205,7 @@ class SrunSpec:
     label: bool = True  # prefix every output line with its task number
     # CPUs per task: a number, or a variable of the script ("$CPT"); None: Slurm's default
     cpus_per_task: str | None = None
-    bind: tuple[str, ...] = ()  # e.g. ("--cpu-bind=cores", "--gpu-bind=closest")
+    bind: tuple[str, ...] = ()  # e.g. ("--cpu-bind=cores",)
     # the nodes as variables of the script (the sbatch job after its preflight): a count
     # ("$NN"), the tasks ("$NTASKS") and a --nodelist ("$GOOD"); None: `nodes` as a number
     on: tuple[str, str, str] | None = None

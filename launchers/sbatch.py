@@ -103,10 +103,12 @@ def net_phases(cfg: SbatchConfig) -> list[tuple[str, tuple[str, ...]]]:
 
 def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mpi: bool) -> list[str]:
     """One phase's step: a rank per GPU gets its share of the node's CPUs ($CPT) bound as
-    cores and the GPU closest to them; a task per node gets every CPU of the node. Every
-    step runs on the nodes the preflight kept ($GOOD, $NN of them)."""
+    cores; a task per node gets every CPU of the node. Every step runs on the nodes the
+    preflight kept ($GOOD, $NN of them). No --gpu-bind: a per-task GPU binding hides the
+    other ranks' GPUs from each task and breaks CUDA IPC / P2P between them (NCCL falls off
+    NVLink); every rank sees the node's GPUs and takes the one of its local rank."""
     ranks = mpi  # the sweeps' steps: one rank per GPU
-    bind = ("--cpu-bind=cores", "--gpu-bind=single:1") if ranks and cfg.gpus_per_node else ()
+    bind = ("--cpu-bind=cores",) if ranks and cfg.gpus_per_node else ()
     return b.srun(
         b.SrunSpec(
             program=tuple(program),

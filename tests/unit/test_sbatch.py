@@ -266,3 +266,20 @@ def test_min_nodes_is_between_one_and_the_nodes() -> None:
     assert "--min-nodes 1)" in render(replace(base, min_nodes=1))
     with pytest.raises(UsageError, match="--min-nodes 3: give 1 to --nodes"):
         render(replace(base, min_nodes=3))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_step_binds_a_rank_to_one_gpu(name: str) -> None:
+    # a per-task GPU binding (--gpu-bind=single:1, --gpus-per-task) hides the other ranks'
+    # GPUs from each task and breaks CUDA IPC / P2P between them: every rank sees the node's
+    # GPUs and netbench takes the one of its local rank (pick_device)
+    text = render(CASES[name])
+    assert "--gpu-bind" not in text and "--gpus-per-task" not in text
+    sweeps = [x for x in text.splitlines() if " stoker net " in x]
+    assert sweeps and all(("--cpu-bind=cores" in x) == bool(CASES[name].gpus_per_node) for x in sweeps)
+
+
+def test_every_rank_sees_the_node_and_takes_its_local_rank() -> None:
+    from netbench.backends import pick_device
+
+    assert [pick_device(r, 8) for r in range(8)] == list(range(8))
