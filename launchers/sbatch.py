@@ -168,6 +168,7 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
                 scopes=scopes,
                 backend=cfg.backend,
                 stoker=cfg.stoker,
+                spec=cfg.spec,  # a swept figure under the spec is measured again, as `stoker run`
             )
         )
         cmd = _srun(cfg, net, cfg.ranks_per_node, limit, mpi=True)

@@ -283,3 +283,17 @@ def test_every_rank_sees_the_node_and_takes_its_local_rank() -> None:
     from netbench.backends import pick_device
 
     assert [pick_device(r, 8) for r in range(8)] == list(range(8))
+
+
+def test_the_network_phases_get_the_reports_spec() -> None:
+    text = render(CASES["four-node-standard-gpu"])
+    sweeps = [x for x in text.splitlines() if " stoker net " in x]
+    (report,) = [x for x in text.splitlines() if " stoker report " in x]
+    assert len(sweeps) == 3 and " --spec /etc/stoker/spec.yaml " in report
+    assert all(" --spec /etc/stoker/spec.yaml --out " in x for x in sweeps)
+    assert "--spec" not in render(CASES["two-node-quick-gloo"])  # no spec: none handed on
+
+
+def test_a_spec_path_with_a_line_break_is_refused() -> None:
+    with pytest.raises(UsageError, match="line break"):
+        render(replace(CASES["four-node-standard-gpu"], spec="/etc/spec.yaml\nrm -rf /"))
