@@ -23,6 +23,13 @@ SRUN_GRACE_S = 60  # PHASE_GRACE_S, JOB_MARGIN_S: launchers/acceptance.py
 # the nodes the preflight kept, as the script's variables: count, tasks, --nodelist
 KEPT = ("$NN", "$NN", "$GOOD")
 KEPT_RANKS = ("$NN", "$NRANKS", "$GOOD")  # one task per rank
+# Slurm's accounting and placement options, each an SbatchConfig field of that name and, when
+# given, one #SBATCH line (`stoker submit --account/--qos/--reservation`): one Slurm name each
+PASSTHROUGH = (
+    ("account", "the account the job is charged to"),
+    ("qos", "the quality of service"),
+    ("reservation", "the reservation the job runs in"),
+)
 ACROSS = ("inter-node", "pairs", "groups")  # phases that need two nodes: skipped on one
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
@@ -58,6 +65,10 @@ class SbatchConfig:
     fabric: str | None = None  # launchers/fabrics.py: its rank variables exported (None: the site's own)
     # fewer nodes than this left after the preflight: the job stops (exit 3); None: 2, or 1 on one node
     min_nodes: int | None = None
+    # Slurm's own accounting and placement, passed through as #SBATCH lines when given
+    account: str | None = None
+    qos: str | None = None
+    reservation: str | None = None
 
 
 def model(cfg: SbatchConfig) -> Job:
@@ -231,6 +242,13 @@ def _sbatch_options(cfg: SbatchConfig) -> list[str]:
             "a Slurm partition name (letters, digits, . _ -, comma-separated)",
         )
         opts.append(f"--partition={part}")
+    for field, _ in PASSTHROUGH:
+        value = getattr(cfg, field)
+        if value is not None:
+            option = f"--{field}"
+            opts.append(
+                f"{option}={q.matching(value, q.SLURM_NAME, option, 'one Slurm name (letters, digits, . _ -)')}"
+            )
     time = (
         q.matching(
             cfg.time, q.SLURM_TIME, "--time", "a Slurm time limit (M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)"

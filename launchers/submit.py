@@ -22,7 +22,7 @@ from launchers.options import (
     parse_duration,
     profile_from_args,
 )
-from launchers.sbatch import SbatchConfig, model, render
+from launchers.sbatch import PASSTHROUGH, SbatchConfig, model, render
 from launchers.spec_paths import storage_plan, warning
 from reports.errors import UsageError
 from reports.outdir import mark_submitted
@@ -46,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="GPUs per node: one rank each (default 0: 2 CPU ranks per node, gloo)",
     )
     parser.add_argument("--partition", help="Slurm partition")
+    for option, what in PASSTHROUGH:
+        parser.add_argument(f"--{option}", help=f"Slurm: {what} (an #SBATCH line; one name)")
     parser.add_argument(
         "--time", help="job time limit in Slurm's format (default: the phases' limits added up)"
     )
@@ -122,6 +124,9 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
         soak_s=int(parse_duration(args.soak, "--soak")) if getattr(args, "soak", None) else None,
         min_nodes=getattr(args, "min_nodes", None),
+        account=getattr(args, "account", None),
+        qos=getattr(args, "qos", None),
+        reservation=getattr(args, "reservation", None),
     )
 
 
@@ -161,6 +166,9 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError("--nodes N is required: the number of nodes the job tests")
         args.nodes = 1  # a DaemonSet has no node count: the field is not rendered
     if args.platform != "slurm":
+        given = [o for o, _ in PASSTHROUGH if getattr(args, o, None)]
+        if given:
+            raise UsageError(f"--{given[0]} applies to --platform slurm, not {args.platform}")
         if getattr(args, "soak", None):
             raise UsageError(
                 f"--soak runs on --platform slurm (not yet {args.platform}): submit it to Slurm, or run stoker soak on one node"
