@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from launchers import submit_cloud
+from launchers.builders import STOKER
 from launchers.duration import summary_lines
 from launchers.gres import gres_problem
 from launchers.options import (
@@ -98,6 +99,9 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
     if args.gpus_per_node < 0:
         raise UsageError(f"--gpus-per-node must not be negative, got {args.gpus_per_node}")
     out = Path(args.out) if args.out else Path("stoker-results") / _stamp()
+    image = getattr(args, "image", None)
+    if image is not None:
+        submit_cloud.check_image(image)
     spec = checked_file(args.spec, "--spec", cwd)
     given_shared = str(cwd / args.shared_path) if args.shared_path else None
     paths = storage_plan(load_spec(spec).storage if spec else (), args.local_path, given_shared)
@@ -119,8 +123,10 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         local_GBps=paths.local_GBps,
         shared_GBps=paths.shared_GBps,
         fabric=args.fabric,
-        # the interpreter that runs this command, so the job finds the same stoker
-        stoker=(sys.executable, "-m", "launchers.cli"),
+        # the interpreter that runs this command, so the job finds the same stoker; with
+        # --image, the image's own stoker (on its PATH)
+        stoker=STOKER if image is not None else (sys.executable, "-m", "launchers.cli"),
+        image=image,
         allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
         soak_s=int(parse_duration(args.soak, "--soak")) if getattr(args, "soak", None) else None,
         min_nodes=getattr(args, "min_nodes", None),
