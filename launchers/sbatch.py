@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 
 from launchers import builders as b
+from launchers import pyxis
 from launchers import quoting as q
 from launchers.acceptance import PHASE_GRACE_S, job_limit_s
 from launchers.acceptance import net_phases as _net_phases
@@ -31,10 +32,6 @@ PASSTHROUGH = (
     ("reservation", "the reservation the job runs in"),
 )
 ACROSS = ("inter-node", "pairs", "groups")  # phases that need two nodes: skipped on one
-# the image and mounts as the script's variables (container_lines sets them)
-IN_IMAGE = ("$IMAGE", "$MOUNTS")
-# the steps the batch script ran on its own node run there as a one-task step in the image
-ON_FIRST = ("1", "1", "$FIRST")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -128,8 +125,8 @@ def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mp
     ranks = mpi  # the sweeps' steps: one rank per GPU
     bind = ("--cpu-bind=cores",) if ranks and cfg.gpus_per_node else ()
     return b.srun(
-        container(
-            cfg,
+        pyxis.in_image(
+            cfg.image,
             b.SrunSpec(
                 program=tuple(program),
                 nodes=cfg.nodes,
@@ -312,8 +309,8 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
     )
     phases = _phase_lines(cfg)
     check = b.srun(
-        container(
-            cfg,
+        pyxis.in_image(
+            cfg.image,
             b.SrunSpec(
                 program=(*cfg.stoker, "fingerprint"), nodes=cfg.nodes, on=KEPT, time_limit_s=60, label=False
             ),
@@ -321,8 +318,8 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
     )
     # every node at once, each on its own: its output kept as OUT/preflight/NODE.log
     preflight = b.srun(
-        container(
-            cfg,
+        pyxis.in_image(
+            cfg.image,
             b.SrunSpec(
                 program=tuple(
                     b.preflight_argv(
@@ -355,10 +352,10 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
     before = [b.shell_line(mount_dirs) + " || true"] if cfg.image else []
     values = {
         "expected": "\n".join(f"# {x}" for x in summary_lines(model(cfg))),
-        "job_env": "\n".join([fabric_exports(cfg.fabric), *container_lines(cfg)]),
+        "job_env": "\n".join([fabric_exports(cfg.fabric), *pyxis.script_lines(cfg.image, mounts(cfg))]),
         "stoker_check": b.shell_line(check),
         "preflight": "\n".join([*before, b.shell_line(preflight)]),
-        "set_aside": b.shell_line(on_first(cfg, [*cfg.stoker, "set-aside"])),
+        "set_aside": b.shell_line(pyxis.on_first(cfg.image, [*cfg.stoker, "set-aside"])),
         "min_nodes": str(min_nodes(cfg)),
         "ranks": str(cfg.ranks_per_node),
         "sbatch_options": "\n".join(_sbatch_options(cfg)),
@@ -382,9 +379,9 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
         "phase_count": str(sum(line.startswith(("phase ", "across ")) for line in phases) + 1),
         "phases": "\n".join(phases),
         "report": b.shell_line(
-            ["timeout", "--kill-after=30", str(p.report_timeout_s), *on_first(cfg, report)]
+            ["timeout", "--kill-after=30", str(p.report_timeout_s), *pyxis.on_first(cfg.image, report)]
         ),
-        "record_phase": b.shell_line(on_first(cfg, [*cfg.stoker, "phase-record"])),
+        "record_phase": b.shell_line(pyxis.on_first(cfg.image, [*cfg.stoker, "phase-record"])),
     }
 
     def fill(m: re.Match[str]) -> str:
@@ -393,52 +390,11 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
     return _PLACEHOLDER.sub(fill, template_text() if template is None else template)
 
 
-def container(cfg: SbatchConfig, step: b.SrunSpec) -> b.SrunSpec:
-    """A step that runs stoker: in the image (--image), with its mounts; else as it is."""
-    if cfg.image is None:
-        return step
-    return replace(step, container_image=IN_IMAGE[0], container_mounts=IN_IMAGE[1])
-
-
-def on_first(cfg: SbatchConfig, program: list[str]) -> list[str]:
-    """A stoker command the batch script runs on its own node: as it is, or with --image a
-    one-task step on that node ($FIRST) in the image (the node itself need not have stoker)."""
-    if cfg.image is None:
-        return program
-    return b.srun(container(cfg, b.SrunSpec(program=tuple(program), nodes=1, on=ON_FIRST, label=False)))
-
-
-def _mount(path: str, what: str) -> str:
-    """One path as pyxis mounts it (SRC:DST, comma-separated): no comma, colon or blank."""
-    q.plain(path, what)
-    if any(c in path for c in ",:") or any(c.isspace() for c in path):
-        raise UsageError(
-            f"{what} {path!r}: a path mounted into --image cannot hold a comma, colon or blank; give another"
-        )
-    return path
-
-
-def container_lines(cfg: SbatchConfig) -> list[str]:
-    """With --image: the image and the mounts every stoker step gets (the results dir, the
-    node-local test dir, the shared one when it is not inside the results dir, the spec's
-    further storage paths), each at its own path."""
-    if cfg.image is None:
-        return []
-    image = q.matching(cfg.image, q.IMAGE, "--image", "one image reference (registry/name:tag, name.sqsh)")
-    for path, what in (
-        (cfg.out, "--out"),
-        (cfg.local_path, "--local-path"),
-        (cfg.shared_path, "--shared-path"),
-    ):
-        if path:
-            _mount(path, what)
-    more = "".join(
-        q.word(f",{_mount(p, 'a storage path')}:{p}", "a storage path")
-        for p in (*cfg.more_local, *cfg.more_shared)
+def mounts(cfg: SbatchConfig) -> pyxis.Mounts:
+    """What a step in --image mounts: the results dir and every storage path of the job."""
+    return pyxis.Mounts(
+        out=cfg.out,
+        local_path=cfg.local_path,
+        shared_path=cfg.shared_path,
+        more=(*cfg.more_local, *cfg.more_shared),
     )
-    shared = ",$SHARED_IO:$SHARED_IO" if cfg.shared_path else ""  # the default is inside OUT
-    return [
-        "# --image: every step that runs stoker runs in it (pyxis/enroot), these paths mounted at their own",
-        f"IMAGE={q.word(image, '--image')}",
-        f'MOUNTS="$OUT:$OUT,$LOCAL_IO:$LOCAL_IO{shared}"{more}',
-    ]
