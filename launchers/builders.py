@@ -205,12 +205,15 @@ class SrunSpec:
     label: bool = True  # prefix every output line with its task number
     # CPUs per task: a number, or a variable of the script ("$CPT"); None: Slurm's default
     cpus_per_task: str | None = None
-    bind: tuple[str, ...] = ()  # e.g. ("--cpu-bind=cores", "--gpu-bind=closest")
+    bind: tuple[str, ...] = ()  # e.g. ("--cpu-bind=cores",)
     # the nodes as variables of the script (the sbatch job after its preflight): a count
     # ("$NN"), the tasks ("$NTASKS") and a --nodelist ("$GOOD"); None: `nodes` as a number
     on: tuple[str, str, str] | None = None
     kill_on_bad_exit: bool = True  # False: each node's task ends on its own (the preflight)
     output: str | None = None  # srun --output, e.g. "$OUT/preflight/%N.log" (a file per node)
+    # pyxis/enroot: the step runs in this image with these mounts (SRC:DST,...); None: on the node
+    container_image: str | None = None
+    container_mounts: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -270,6 +273,10 @@ def srun(s: SrunSpec) -> list[str]:
     if s.cpus_per_task is not None:
         argv.append(f"--cpus-per-task={s.cpus_per_task}")
     argv += list(s.bind)
+    if s.container_image is not None:
+        argv.append(f"--container-image={s.container_image}")
+    if s.container_mounts is not None:
+        argv.append(f"--container-mounts={s.container_mounts}")
     if s.label:
         argv.append("--label")
     return argv + list(s.program)

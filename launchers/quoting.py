@@ -25,6 +25,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S" and the words for no limit.
 PARTITION = re.compile(r"[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*")
 SLURM_TIME = re.compile(r"(\d+-)?\d+(:\d+){0,2}|UNLIMITED|unlimited|infinite|INFINITE")
+# one account, QOS or reservation name: a single token, no comma, quote or blank
+SLURM_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+# a container image as pyxis takes it: registry/name:tag, name@sha256:..., nvcr.io#name, a .sqsh path
+IMAGE = re.compile(r"[A-Za-z0-9_.:/#@+-]+")
 # comma-separated names (ops, workloads) and sizes as profiles spell them ("64M", "1.5G")
 NAMES = PARTITION
 SIZE = re.compile(r"\d+(\.\d+)?[A-Za-z]{0,3}")

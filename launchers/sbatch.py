@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from importlib import resources
 
 from launchers import builders as b
+from launchers import pyxis
 from launchers import quoting as q
 from launchers.acceptance import PHASE_GRACE_S, job_limit_s
 from launchers.acceptance import net_phases as _net_phases
@@ -23,6 +24,13 @@ SRUN_GRACE_S = 60  # PHASE_GRACE_S, JOB_MARGIN_S: launchers/acceptance.py
 # the nodes the preflight kept, as the script's variables: count, tasks, --nodelist
 KEPT = ("$NN", "$NN", "$GOOD")
 KEPT_RANKS = ("$NN", "$NRANKS", "$GOOD")  # one task per rank
+# Slurm's accounting and placement options, each an SbatchConfig field of that name and, when
+# given, one #SBATCH line (`stoker submit --account/--qos/--reservation`): one Slurm name each
+PASSTHROUGH = (
+    ("account", "the account the job is charged to"),
+    ("qos", "the quality of service"),
+    ("reservation", "the reservation the job runs in"),
+)
 ACROSS = ("inter-node", "pairs", "groups")  # phases that need two nodes: skipped on one
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
@@ -58,6 +66,13 @@ class SbatchConfig:
     fabric: str | None = None  # launchers/fabrics.py: its rank variables exported (None: the site's own)
     # fewer nodes than this left after the preflight: the job stops (exit 3); None: 2, or 1 on one node
     min_nodes: int | None = None
+    # Slurm's own accounting and placement, passed through as #SBATCH lines when given
+    account: str | None = None
+    qos: str | None = None
+    reservation: str | None = None
+    # a container image with stoker on its PATH: every step that runs stoker runs in it
+    # (srun --container-image, pyxis/enroot), the results dir and storage paths mounted; None: on the node
+    image: str | None = None
 
 
 def model(cfg: SbatchConfig) -> Job:
@@ -103,20 +118,25 @@ def net_phases(cfg: SbatchConfig) -> list[tuple[str, tuple[str, ...]]]:
 
 def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mpi: bool) -> list[str]:
     """One phase's step: a rank per GPU gets its share of the node's CPUs ($CPT) bound as
-    cores and the GPU closest to them; a task per node gets every CPU of the node. Every
-    step runs on the nodes the preflight kept ($GOOD, $NN of them)."""
+    cores; a task per node gets every CPU of the node. Every step runs on the nodes the
+    preflight kept ($GOOD, $NN of them). No --gpu-bind: a per-task GPU binding hides the
+    other ranks' GPUs from each task and breaks CUDA IPC / P2P between them (NCCL falls off
+    NVLink); every rank sees the node's GPUs and takes the one of its local rank."""
     ranks = mpi  # the sweeps' steps: one rank per GPU
-    bind = ("--cpu-bind=cores", "--gpu-bind=single:1") if ranks and cfg.gpus_per_node else ()
+    bind = ("--cpu-bind=cores",) if ranks and cfg.gpus_per_node else ()
     return b.srun(
-        b.SrunSpec(
-            program=tuple(program),
-            nodes=cfg.nodes,
-            on=KEPT if per_node == 1 else KEPT_RANKS,
-            ntasks_per_node=per_node,
-            time_limit_s=limit_s + SRUN_GRACE_S,
-            mpi="pmix" if mpi and cfg.backend == "mpi" else None,
-            cpus_per_task="$CPT" if ranks else "$NODE_CPUS",
-            bind=bind,
+        pyxis.in_image(
+            cfg.image,
+            b.SrunSpec(
+                program=tuple(program),
+                nodes=cfg.nodes,
+                on=KEPT if per_node == 1 else KEPT_RANKS,
+                ntasks_per_node=per_node,
+                time_limit_s=limit_s + SRUN_GRACE_S,
+                mpi="pmix" if mpi and cfg.backend == "mpi" else None,
+                cpus_per_task="$CPT" if ranks else "$NODE_CPUS",
+                bind=bind,
+            ),
         )
     )
 
@@ -166,6 +186,7 @@ def _phase_lines(cfg: SbatchConfig) -> list[str]:
                 scopes=scopes,
                 backend=cfg.backend,
                 stoker=cfg.stoker,
+                spec=cfg.spec,  # a swept figure under the spec is measured again, as `stoker run`
             )
         )
         cmd = _srun(cfg, net, cfg.ranks_per_node, limit, mpi=True)
@@ -228,6 +249,13 @@ def _sbatch_options(cfg: SbatchConfig) -> list[str]:
             "a Slurm partition name (letters, digits, . _ -, comma-separated)",
         )
         opts.append(f"--partition={part}")
+    for field, _ in PASSTHROUGH:
+        value = getattr(cfg, field)
+        if value is not None:
+            option = f"--{field}"
+            opts.append(
+                f"{option}={q.matching(value, q.SLURM_NAME, option, 'one Slurm name (letters, digits, . _ -)')}"
+            )
     time = (
         q.matching(
             cfg.time, q.SLURM_TIME, "--time", "a Slurm time limit (M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)"
@@ -281,36 +309,53 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
     )
     phases = _phase_lines(cfg)
     check = b.srun(
-        b.SrunSpec(
-            program=(*cfg.stoker, "fingerprint"), nodes=cfg.nodes, on=KEPT, time_limit_s=60, label=False
+        pyxis.in_image(
+            cfg.image,
+            b.SrunSpec(
+                program=(*cfg.stoker, "fingerprint"), nodes=cfg.nodes, on=KEPT, time_limit_s=60, label=False
+            ),
         )
     )
     # every node at once, each on its own: its output kept as OUT/preflight/NODE.log
     preflight = b.srun(
-        b.SrunSpec(
-            program=tuple(
-                b.preflight_argv(
-                    b.PreflightCommand(
-                        paths=("$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared),
-                        gpus=cfg.gpus_per_node,
-                        spec=cfg.spec,
-                        stoker=cfg.stoker,
+        pyxis.in_image(
+            cfg.image,
+            b.SrunSpec(
+                program=tuple(
+                    b.preflight_argv(
+                        b.PreflightCommand(
+                            paths=("$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared),
+                            gpus=cfg.gpus_per_node,
+                            spec=cfg.spec,
+                            stoker=cfg.stoker,
+                        )
                     )
-                )
+                ),
+                nodes=cfg.nodes,
+                time_limit_s=b.PREFLIGHT_LIMIT_S,
+                label=False,
+                kill_on_bad_exit=False,
+                output="$OUT/preflight/%N.log",
             ),
-            nodes=cfg.nodes,
-            time_limit_s=b.PREFLIGHT_LIMIT_S,
-            label=False,
-            kill_on_bad_exit=False,
-            output="$OUT/preflight/%N.log",
         )
     )
+    # a mount's source must exist on the node before the step that mounts it starts
+    mount_dirs = b.srun(
+        b.SrunSpec(
+            program=("mkdir", "-p", "$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared),
+            nodes=cfg.nodes,
+            time_limit_s=60,
+            label=False,
+            kill_on_bad_exit=False,
+        )
+    )
+    before = [b.shell_line(mount_dirs) + " || true"] if cfg.image else []
     values = {
         "expected": "\n".join(f"# {x}" for x in summary_lines(model(cfg))),
-        "fabric_env": fabric_exports(cfg.fabric),
+        "job_env": "\n".join([fabric_exports(cfg.fabric), *pyxis.script_lines(cfg.image, mounts(cfg))]),
         "stoker_check": b.shell_line(check),
-        "preflight": b.shell_line(preflight),
-        "set_aside": b.shell_line([*cfg.stoker, "set-aside"]),
+        "preflight": "\n".join([*before, b.shell_line(preflight)]),
+        "set_aside": b.shell_line(pyxis.on_first(cfg.image, [*cfg.stoker, "set-aside"])),
         "min_nodes": str(min_nodes(cfg)),
         "ranks": str(cfg.ranks_per_node),
         "sbatch_options": "\n".join(_sbatch_options(cfg)),
@@ -333,11 +378,23 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
         "shared_check": b.shell_line(shared_check),
         "phase_count": str(sum(line.startswith(("phase ", "across ")) for line in phases) + 1),
         "phases": "\n".join(phases),
-        "report": b.shell_line(["timeout", "--kill-after=30", str(p.report_timeout_s), *report]),
-        "record_phase": b.shell_line([*cfg.stoker, "phase-record"]),
+        "report": b.shell_line(
+            ["timeout", "--kill-after=30", str(p.report_timeout_s), *pyxis.on_first(cfg.image, report)]
+        ),
+        "record_phase": b.shell_line(pyxis.on_first(cfg.image, [*cfg.stoker, "phase-record"])),
     }
 
     def fill(m: re.Match[str]) -> str:
         return values[m.group(1)]
 
     return _PLACEHOLDER.sub(fill, template_text() if template is None else template)
+
+
+def mounts(cfg: SbatchConfig) -> pyxis.Mounts:
+    """What a step in --image mounts: the results dir and every storage path of the job."""
+    return pyxis.Mounts(
+        out=cfg.out,
+        local_path=cfg.local_path,
+        shared_path=cfg.shared_path,
+        more=(*cfg.more_local, *cfg.more_shared),
+    )

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from launchers import submit_cloud
+from launchers.builders import STOKER
 from launchers.duration import summary_lines
 from launchers.gres import gres_problem
 from launchers.options import (
@@ -22,7 +23,7 @@ from launchers.options import (
     parse_duration,
     profile_from_args,
 )
-from launchers.sbatch import SbatchConfig, model, render
+from launchers.sbatch import PASSTHROUGH, SbatchConfig, model, render
 from launchers.spec_paths import storage_plan, warning
 from reports.errors import UsageError
 from reports.outdir import mark_submitted
@@ -46,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="GPUs per node: one rank each (default 0: 2 CPU ranks per node, gloo)",
     )
     parser.add_argument("--partition", help="Slurm partition")
+    for option, what in PASSTHROUGH:
+        parser.add_argument(f"--{option}", help=f"Slurm: {what} (an #SBATCH line; one name)")
     parser.add_argument(
         "--time", help="job time limit in Slurm's format (default: the phases' limits added up)"
     )
@@ -96,6 +99,9 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
     if args.gpus_per_node < 0:
         raise UsageError(f"--gpus-per-node must not be negative, got {args.gpus_per_node}")
     out = Path(args.out) if args.out else Path("stoker-results") / _stamp()
+    image = getattr(args, "image", None)
+    if image is not None:
+        submit_cloud.check_image(image)
     spec = checked_file(args.spec, "--spec", cwd)
     given_shared = str(cwd / args.shared_path) if args.shared_path else None
     paths = storage_plan(load_spec(spec).storage if spec else (), args.local_path, given_shared)
@@ -117,11 +123,16 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         local_GBps=paths.local_GBps,
         shared_GBps=paths.shared_GBps,
         fabric=args.fabric,
-        # the interpreter that runs this command, so the job finds the same stoker
-        stoker=(sys.executable, "-m", "launchers.cli"),
+        # the interpreter that runs this command, so the job finds the same stoker; with
+        # --image, the image's own stoker (on its PATH)
+        stoker=STOKER if image is not None else (sys.executable, "-m", "launchers.cli"),
+        image=image,
         allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
         soak_s=int(parse_duration(args.soak, "--soak")) if getattr(args, "soak", None) else None,
         min_nodes=getattr(args, "min_nodes", None),
+        account=getattr(args, "account", None),
+        qos=getattr(args, "qos", None),
+        reservation=getattr(args, "reservation", None),
     )
 
 
@@ -161,6 +172,9 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError("--nodes N is required: the number of nodes the job tests")
         args.nodes = 1  # a DaemonSet has no node count: the field is not rendered
     if args.platform != "slurm":
+        given = [o for o, _ in PASSTHROUGH if getattr(args, o, None)]
+        if given:
+            raise UsageError(f"--{given[0]} applies to --platform slurm, not {args.platform}")
         if getattr(args, "soak", None):
             raise UsageError(
                 f"--soak runs on --platform slurm (not yet {args.platform}): submit it to Slurm, or run stoker soak on one node"

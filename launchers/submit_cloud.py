@@ -21,8 +21,7 @@ from launchers.skypilot_dstack import DSTACK, SKYPILOT
 from reports.errors import UsageError
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,48}[a-z0-9])?$")
-_CLOUD_ONLY = (
-    "image",
+_CLOUD_ONLY = (  # --image is the Slurm job's too: its steps run in it (pyxis/enroot)
     "namespace",
     "kind",
     "node_selector",
@@ -64,7 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--platform", choices=PLATFORMS, default="slurm", help="where the job runs (default slurm)"
     )
     g.add_argument(
-        "--image", help="container image with stoker installed in --stoker-dir (required off Slurm)"
+        "--image",
+        help="container image with stoker installed in --stoker-dir (required off Slurm); on Slurm "
+        "every step runs stoker in it (srun --container-image, pyxis/enroot)",
     )
     g.add_argument(
         "--stoker-dir", default="/opt/stoker", help="the stoker checkout in the image (default /opt/stoker)"

@@ -266,3 +266,34 @@ def test_min_nodes_is_between_one_and_the_nodes() -> None:
     assert "--min-nodes 1)" in render(replace(base, min_nodes=1))
     with pytest.raises(UsageError, match="--min-nodes 3: give 1 to --nodes"):
         render(replace(base, min_nodes=3))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_step_binds_a_rank_to_one_gpu(name: str) -> None:
+    # a per-task GPU binding (--gpu-bind=single:1, --gpus-per-task) hides the other ranks'
+    # GPUs from each task and breaks CUDA IPC / P2P between them: every rank sees the node's
+    # GPUs and netbench takes the one of its local rank (pick_device)
+    text = render(CASES[name])
+    assert "--gpu-bind" not in text and "--gpus-per-task" not in text
+    sweeps = [x for x in text.splitlines() if " stoker net " in x]
+    assert sweeps and all(("--cpu-bind=cores" in x) == bool(CASES[name].gpus_per_node) for x in sweeps)
+
+
+def test_every_rank_sees_the_node_and_takes_its_local_rank() -> None:
+    from netbench.backends import pick_device
+
+    assert [pick_device(r, 8) for r in range(8)] == list(range(8))
+
+
+def test_the_network_phases_get_the_reports_spec() -> None:
+    text = render(CASES["four-node-standard-gpu"])
+    sweeps = [x for x in text.splitlines() if " stoker net " in x]
+    (report,) = [x for x in text.splitlines() if " stoker report " in x]
+    assert len(sweeps) == 3 and " --spec /etc/stoker/spec.yaml " in report
+    assert all(" --spec /etc/stoker/spec.yaml --out " in x for x in sweeps)
+    assert "--spec" not in render(CASES["two-node-quick-gloo"])  # no spec: none handed on
+
+
+def test_a_spec_path_with_a_line_break_is_refused() -> None:
+    with pytest.raises(UsageError, match="line break"):
+        render(replace(CASES["four-node-standard-gpu"], spec="/etc/spec.yaml\nrm -rf /"))

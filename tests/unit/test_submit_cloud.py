@@ -57,8 +57,9 @@ def stoker(*args: str, path: str | None = None, cwd: Path | None = None) -> subp
             "dstack mounts hostpath:/DIR only",
         ),
         (
-            ["submit", "--nodes", "2", "--image", "x", "--dry-run"],
-            "--image applies to --platform k8s|skypilot|dstack",
+            # --image is the Slurm job's too (pyxis); the namespace is not
+            ["submit", "--nodes", "2", "--namespace", "x", "--dry-run"],
+            "--namespace applies to --platform k8s|skypilot|dstack",
         ),
     ],
 )
