@@ -4,9 +4,10 @@ the rate its hardware supports (pure). Hooked into reports/judging/inventory.py.
 A port's role comes from the inventory's GPU-NIC affinity (`nvidia-smi topo -m`, the
 `host link` records' `nearest_nic` behind a PCIe switch): the RDMA ports of those NICs are the
 compute fabric NCCL uses; other RDMA ports are unused (not ACTIVE) or storage (ACTIVE), and
-ports without RDMA are management (not judged, as before). Where no GPU has a NIC behind its PCIe switch (no GPU, no
-`topo -m`, a VM whose NICs are all through the CPU) every RDMA port is compute. Only compute
-ports are judged against the promise; the others RDMA ports are listed in one note per node (the report's notes), neither failed nor passed.
+ports without RDMA are management (never judged, as before). Where no GPU has a NIC behind its
+PCIe switch (no GPU, no `topo -m`, a VM whose NICs are all through the CPU) every RDMA port is
+compute. Only compute ports are judged against the promise; the other RDMA ports are listed in
+one note per node (the report's notes), neither failed nor passed.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ ROLE_RULES: tuple[tuple[Role, RoleRule], ...] = (
     ("storage", lambda p, affine: p.get("state") == "ACTIVE"),
     ("unused", lambda p, affine: True),
 )
-# the RDMA ports not counted, listed in one finding (how the listing names them); management
+# the RDMA ports not counted, listed in one note (how the note names them); management
 # ports were never judged and are listed in the report's Node inventory table with the rest
 NOT_COUNTED: dict[Role, str] = {"unused": "unused", "storage": "storage or another fabric"}
 

@@ -1,4 +1,4 @@
-"""Ports by role and the hardware's promise (issue 46, items 2 and 3), judged at the verdict.
+"""Ports by role and the hardware's promise, judged at the verdict.
 
 The nodes are tests/unit/test_inventory.py's healthy DGX H100-class node (tests/data/inventory/,
 hand-written in the documented sysfs and the real nvidia-smi formats, each file's header says
