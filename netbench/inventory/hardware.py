@@ -88,6 +88,7 @@ def ib_ports(sys_root: Path) -> list[dict[str, Any]]:
                 "device": hca.name,
                 "port": port.name,
                 "rate_Gbps": rate,
+                "max_rate_Gbps": hp.hca_max_rate(read_text(hca / "hca_type")),
                 "state": hp.parse_ib_state(read_text(port / "state") or ""),
                 "link_layer": (read_text(port / "link_layer") or "").strip(),
                 "pcie": pcie_link(sys_root, _device_address(hca / "device")),

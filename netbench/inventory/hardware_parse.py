@@ -12,6 +12,12 @@ from typing import Any
 
 # Below this an Ethernet port is a management link, not the training fabric.
 FABRIC_MIN_MBPS = 100_000
+# The fastest port rate (Gb/s) each RDMA adapter chip supports, by the sysfs `hca_type` mlx5
+# writes ("MT" and the PCI device id in decimal: MT4129 is 15b3:1021, ConnectX-7): what the port
+# promises, whatever it negotiated. ConnectX-5 EDR/100GbE, -6 HDR, -7 NDR, -8 XDR (NVIDIA's
+# adapter product briefs). A chip sold as a slower variant (ConnectX-7 NDR200) reads as its
+# chip's maximum: a spec naming the link (`inter_node: {link: ...}`) is the promise then.
+HCA_MAX_GBPS = {"MT4119": 100.0, "MT4121": 100.0, "MT4123": 200.0, "MT4129": 400.0, "MT4131": 800.0}
 
 
 def pci_address(text: str) -> str:
@@ -71,6 +77,17 @@ def parse_ib_rate(text: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
+def hca_max_rate(hca_type: str | None) -> float | None:
+    """/sys/class/infiniband/*/hca_type: 'MT4129' -> 400.0, the chip's fastest port (Gb/s); an
+    adapter not in HCA_MAX_GBPS -> None (not known, never guessed)."""
+    return HCA_MAX_GBPS.get((hca_type or "").strip().upper())
+
+
+def promised_rate(port: dict[str, Any]) -> float:
+    """A port's promise in Gb/s: its supported maximum where known, else the rate it runs at."""
+    return max(port.get("max_rate_Gbps") or 0.0, port.get("rate_Gbps") or 0.0)
+
+
 def parse_ib_state(text: str) -> str:
     """/sys/class/infiniband/*/ports/*/state: '4: ACTIVE' -> 'ACTIVE'."""
     return text.split(":", 1)[-1].strip().upper()
@@ -104,12 +121,14 @@ def pcie_link(speed: str | None, width: str | None) -> dict[str, Any]:
 
 def nic_total(ib: list[dict[str, Any]], net: list[dict[str, Any]]) -> tuple[float, str] | None:
     """The node's fabric bandwidth in GB/s: active IB/RoCE ports if any (RoCE ports show up
-    here and under /sys/class/net: counted once), else Ethernet ports of >= 100 Gb/s."""
+    here and under /sys/class/net: counted once), else Ethernet ports of >= 100 Gb/s. An RDMA
+    port counts at its supported maximum (`max_rate_Gbps`), not what it negotiated: a 400G
+    port trained at 200G still promises 400G."""
     active = [p for p in ib if p["state"] == "ACTIVE"]
     if active:
-        rates = collections.Counter(p["rate_Gbps"] for p in active)
+        rates = collections.Counter(promised_rate(p) for p in active)
         desc = " + ".join(f"{n} x {r:g} Gb/s" for r, n in sorted(rates.items()))
-        return sum(p["rate_Gbps"] for p in active) / 8, f"{desc} RDMA ports (detected)"
+        return sum(promised_rate(p) for p in active) / 8, f"{desc} RDMA ports (detected)"
     fabric = [i["speed_Mbps"] for i in net if i["speed_Mbps"] and i["speed_Mbps"] >= FABRIC_MIN_MBPS]
     if fabric:
         rates = collections.Counter(fabric)

@@ -18,7 +18,13 @@ from netbench.inventory import parse as p
 from netbench.inventory.copy import Copier
 from netbench.inventory.hardware import ToolOutput, run_keep
 from netbench.inventory.hardware import read_text as _read
-from netbench.inventory.hardware_parse import parse_ib_rate, parse_ib_state, parse_net_speed, parse_pcie_speed
+from netbench.inventory.hardware_parse import (
+    hca_max_rate,
+    parse_ib_rate,
+    parse_ib_state,
+    parse_net_speed,
+    parse_pcie_speed,
+)
 from netbench.inventory.kernel_log import read_kernel_log
 
 # copier({gpu, uuid, numa_node}, bytes, during) -> {h2d_pinned_GBps, d2h_pinned_GBps,
@@ -127,6 +133,8 @@ def network_ports(sys_root: Path) -> list[dict[str, Any]]:
                 "state": parse_ib_state(_read(port / "state") or "") or None,
                 "phys_state": parse_ib_state(_read(port / "phys_state") or "") or None,
                 "rate_Gbps": parse_ib_rate(_read(port / "rate") or ""),
+                "hca_type": (_read(hca / "hca_type") or "").strip() or None,
+                "max_rate_Gbps": hca_max_rate(_read(hca / "hca_type")),
                 "link_layer": (_read(port / "link_layer") or "").strip() or None,
                 "pcie": pcie_state(sys_root, address),
             }
@@ -144,6 +152,8 @@ def network_ports(sys_root: Path) -> list[dict[str, Any]]:
                 "state": (_read(iface / "operstate") or "").strip().upper() or None,
                 "phys_state": None,
                 "rate_Gbps": mbps / 1000 if mbps else None,
+                "hca_type": None,
+                "max_rate_Gbps": None,
                 "link_layer": "Ethernet",
                 "pcie": pcie_state(sys_root, address),
             }

@@ -1,7 +1,8 @@
 """Judge the node inventory (DIR/host.jsonl, `kind: "host"` records) into findings (pure).
 
-Without a spec: a PCIe link below its own maximum generation or width, a network port down
-or slower than its siblings on the same node, a GPU without a near NIC where the others
+Without a spec: a PCIe link below its own maximum generation or width, a compute network
+port (reports/judging/port_roles.py) down, below its adapter's supported rate or slower than
+its siblings on the same node (unused, storage and management ports are not judged), a GPU without a near NIC where the others
 have one, an inactive NVLink, uncorrected ECC errors, pending or failed row remaps, hardware
 Xid events, a fabric manager that has not finished; each a `below_spec` finding naming the
 host and the device. What could not be read (kernel log) is `no_reference`, never "0 errors".
@@ -19,6 +20,7 @@ from reports import catalog
 from reports.errors import UsageError
 from reports.findings import Component, Finding
 from reports.judging.inventory_faults import all_links_down, gpu_faults, nvswitch_findings
+from reports.judging.port_roles import down_trained, gpu_affine_nics, port_role
 from reports.spec import Spec
 
 # A pinned copy moves payload in PCIe TLPs: headers, flow control and completions cost
@@ -83,9 +85,12 @@ def pcie_finding(host: str, r: dict[str, Any], link: dict[str, Any], component: 
     )
 
 
-def _ports(host: str, ports: list[dict[str, Any]], spec: Spec | None) -> list[Finding]:
+def _ports(
+    host: str, ports: list[dict[str, Any]], spec: Spec | None, affine: set[str] | None
+) -> list[Finding]:
     out = []
-    rdma = [p for p in ports if p.get("port")]
+    # unused, storage and management ports carry no promise (listed in a note: port_roles.py)
+    rdma = [p for p in ports if port_role(p, affine) == "compute"]
     for p in rdma:
         if p.get("state") != "ACTIVE":
             out.append(
@@ -101,6 +106,9 @@ def _ports(host: str, ports: list[dict[str, Any]], spec: Spec | None) -> list[Fi
                 )
             )
     active = [p for p in rdma if p.get("state") == "ACTIVE" and p.get("rate_Gbps")]
+    slow = [f for f in (down_trained(host, p) for p in active) if f is not None]
+    out += slow
+    named = {(f.extra["device"], f.extra["port"]) for f in slow}  # one finding per slow port
     for layer in sorted({p.get("link_layer") or "" for p in active}):
         group = [p for p in active if (p.get("link_layer") or "") == layer]
         rates = collections.Counter(p["rate_Gbps"] for p in group)
@@ -108,7 +116,7 @@ def _ports(host: str, ports: list[dict[str, Any]], spec: Spec | None) -> list[Fi
         if n < 2:  # no majority to call the usual rate
             continue
         for p in group:
-            if p["rate_Gbps"] < usual:
+            if p["rate_Gbps"] < usual and (p["device"], p["port"]) not in named:
                 out.append(
                     _bad(
                         "network port",
@@ -286,7 +294,8 @@ def judge_inventory(records: Sequence[dict[str, Any]], spec: Spec | None = None)
     out: list[Finding] = []
     for host in sorted(by_host):
         recs = by_host[host]
-        out += _ports(host, [r for r in recs if r["component"] == "network port"], spec)
+        ports = [r for r in recs if r["component"] == "network port"]
+        out += _ports(host, ports, spec, gpu_affine_nics(recs))
         out += _gpus(host, recs)
         out += nvswitch_findings(host, recs)  # SXid from the kernel log
     return out

@@ -27,6 +27,7 @@ from reports.judging.inventory import explain, host_link_figures, judge_inventor
 from reports.judging.localise import localise
 from reports.judging.needs import need_lines, pick_io, place, runs_on
 from reports.judging.nic_counters import sweep_counter_findings
+from reports.judging.port_roles import ports_not_counted
 from reports.judging.rail_nic import name_nics
 from reports.judging.stability import stability
 from reports.judging.workload import Workload
@@ -218,6 +219,7 @@ def judge(
         findings += judge_evidence(baseline, ev)
     inventory = judge_inventory(ev.host, spec)
     findings = explain(findings, inventory) + inventory
+    notes += ports_not_counted(ev.host)  # unused and storage RDMA ports: listed, not judged
     # NCCL's own words: wrong data and errors first, then what contradicts the spec, and the
     # cause its lines show beside each failing network figure (reports/judging/diagnosis.py)
     findings = [
