@@ -106,7 +106,9 @@ def _ports(
                 )
             )
     active = [p for p in rdma if p.get("state") == "ACTIVE" and p.get("rate_Gbps")]
-    slow = [f for f in (down_trained(host, p) for p in active) if f is not None]
+    link = spec.inter_node_link if spec else None
+    per_port = link.GBps * 8 if link is not None and link.per == "port" else None  # Gb/s the spec promises
+    slow = [f for f in (down_trained(host, p, per_port) for p in active) if f is not None]
     out += slow
     named = {(f.extra["device"], f.extra["port"]) for f in slow}  # one finding per slow port
     for layer in sorted({p.get("link_layer") or "" for p in active}):
@@ -131,7 +133,6 @@ def _ports(
                         port=p["port"],
                     )
                 )
-    link = spec.inter_node_link if spec else None
     if link is not None and link.per == "port" and spec is not None and spec.inter_node_GBps and rdma:
         want = round(spec.inter_node_GBps / link.GBps)
         full = [p for p in active if p["rate_Gbps"] / 8 >= link.GBps * 0.99]

@@ -85,9 +85,13 @@ def ports_not_counted(records: Sequence[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def down_trained(host: str, p: dict[str, Any]) -> Finding | None:
-    """An active port running below the rate its adapter supports (`max_rate_Gbps`)."""
+def down_trained(host: str, p: dict[str, Any], spec_port_Gbps: float | None = None) -> Finding | None:
+    """An active port running below the rate its adapter supports (`max_rate_Gbps`), or below
+    the spec's per-port rate where the spec names a port link slower than the chip's maximum (a
+    ConnectX-7 sold as NDR200 on a spec of 200G ports runs at its promise: not down-trained)."""
     top, rate = p.get("max_rate_Gbps"), p.get("rate_Gbps")
+    if top and spec_port_Gbps:
+        top = min(top, spec_port_Gbps)
     if p.get("state") != "ACTIVE" or not top or not rate or rate >= top:
         return None
     chip = f", {p['hca_type']}" if p.get("hca_type") else ""

@@ -142,3 +142,12 @@ def test_the_detected_promise_is_the_adapters_not_the_negotiated_rate(tmp_path: 
         25.0,
         "1 x 200 Gb/s RDMA ports (detected)",
     )
+
+
+def test_a_slower_variant_of_the_chip_on_a_spec_of_its_own_rate_is_not_down_trained(tmp_path: Path) -> None:
+    # ConnectX-7 is also sold as NDR200: eight MT4129 ports at 200 Gb/s on a spec of 8 x HDR
+    # (200 Gb/s ports) run at their promise; on a spec of 8 x NDR (400 Gb/s) they are down-trained
+    hdr8 = parse_spec({"name": "a", "network": {"inter_node": {"link": "ib-hdr", "count": 8}}}, "spec.yaml")
+    recs = node(tmp_path, "node1", {**CX7, **AT_200})
+    assert not [f for f in judge_inventory(recs, hdr8) if f.check == "port down-trained"]
+    assert len([f for f in judge_inventory(recs, NDR8) if f.check == "port down-trained"]) == 8
