@@ -9,7 +9,6 @@ disk test to RATE (tests/harness/blockdev.py); n2's check runs on the same disk 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import yaml
 from tests.conftest import STOKER, needs_root, needs_tool
 from tests.harness.blockdev import throttled_disk
 from tests.harness.slurm import SlurmCluster
+from tests.unit.test_drain_actions import write_verdict
 
 pytestmark = [needs_root, needs_tool("slurmctld"), needs_tool("slurmd")]
 
@@ -172,7 +172,9 @@ def test_stoker_drain_drains_the_culprits_a_report_named(tmp_path: Path) -> None
         {**verdict["findings"][0], "hosts": ["n[1-2]"]},
         {**verdict["findings"][0], "hosts": ["n2"]},
     ]
-    (tmp_path / "verdict.json").write_text(json.dumps(verdict))
+    # as `stoker report` leaves it (its inputs' digests, the outputs ledger): a hand-written
+    # verdict.json is refused by drain (tests/unit/test_drain_actions.py)
+    write_verdict(tmp_path, verdict["findings"])
     reason = "stoker: [report] baseline: best pair busbw (its own link) regression (0.024 < 0.048 GB/s)"
     with SlurmCluster(prefix="i26d", nodes=2) as c:
         c.run(["scontrol", "update", "NodeName=n2", "State=DRAIN", f"Reason={ADMIN_REASON}"])
