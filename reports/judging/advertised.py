@@ -148,6 +148,12 @@ def compare_network(
             advertised = spec.inter_node_per_gpu_GBps if spec else None
             lk = spec.inter_node_link if spec else None
             desc = f"{spec.inter_node_desc} over {spec.gpus_per_node} GPUs" if spec and advertised else ""
+            if spec and advertised is None and spec.inter_node_GBps:  # no gpus_per_node: the ranks
+                advertised = spec.inter_node_GBps / c.ranks_per_node  # the sweep ran per node share it
+                desc = (
+                    f"{spec.inter_node_desc or f'{spec.inter_node_GBps:g} GB/s'} per node over the sweep's "
+                    f"{c.ranks_per_node} rank{'s' if c.ranks_per_node != 1 else ''} per node (no gpus_per_node in the spec)"
+                )
         limit = (
             IN_NETWORK_FACTOR
             if (lk is not None and lk.in_network_reduction and c.op in REDUCING_OPS)

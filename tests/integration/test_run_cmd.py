@@ -24,7 +24,7 @@ SMALL = [
     "--ops",
     "all_reduce",
     "--max-bytes",
-    "256K",
+    "1M",  # the least a figure is judged at: under 1 MiB latency sets it (reports.judging.advertised)
     "--iters",
     "3",
     "--warmup",
