@@ -52,7 +52,7 @@ def _own(out: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from reports.ingest.importers import import_file  # keeps `stoker --help` light
+    from reports.ingest.importers import Imported, import_file  # keeps `stoker --help` light
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
     from reports.ingest.stream import Streamed, append_spool, stream_log, streamable
 
     # a log too large to hold is parsed into a spool as it is read (reports/ingest/stream.py)
-    loaded = [
+    loaded: list[tuple[Path, Streamed | Imported]] = [
         (Path(f), stream_log(Path(f), args.op) if streamable(Path(f)) else import_file(f, op=args.op))
         for f in files
     ]
@@ -94,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
             continue
         for note in got.notes:
             sys.stderr.write(f"stoker import: {note}\n")
-        run_ids = {r.run_id for r in (*got.net, *got.io)}
+        run_ids = {r.run_id for r in got.net} | {r.run_id for r in got.io}
         if run_ids and run_ids <= known:
             print(f"{path}: already imported into {out}; nothing added")
             continue

@@ -131,8 +131,8 @@ def missing_phases(
             continue  # left out on purpose (stoker run --skip), or nothing to measure: coverage names it
         elif name == "compute" and not (directory / "compute.jsonl").is_file():
             out.append(f"phase {name} ended cleanly but wrote no compute records")
-        elif why := missing_records(name, net_scopes, io_count):  # reports/phases.py says what each yields
-            out.append(f"phase {name} ended cleanly but {why}")
+        elif lacks := missing_records(name, net_scopes, io_count):  # reports/phases.py says what each yields
+            out.append(f"phase {name} ended cleanly but {lacks}")
     return out + [why for _, why in unfinished_phases(directory, phases, last_soak_pass)]
 
 
@@ -293,13 +293,13 @@ def collect(
     told = any("nccl_debug" in m for m in rs.manifests)  # NCCL's own account, judged alone too
     if not len(rs.net) and not rs.io and not rs.host and not rs.compute and not told:
         first = rs.skipped[0] if rs.skipped else None
-        skipped = (
+        unread = (
             f" ({len(rs.skipped)} unreadable lines; first {first.file}:{first.line}: {first.reason})"
             if first
             else ""
         )
         raise UsageError(
-            f"{directory}: no records{skipped} and no nccl-tests or fio output to import; "
+            f"{directory}: no records{unread} and no nccl-tests or fio output to import; "
             "run `stoker run --out DIR` or `stoker import FILE --out DIR` first"
         )
     workload, wl_notes = load_optional("workload", workload_arg, directory)

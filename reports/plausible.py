@@ -108,8 +108,10 @@ def record_why(kind: str, obj: Mapping[str, Any]) -> str:
         why = _types(obj, IO_STR, IO_BOOL, IO_INT)
         if not why and "direct" in obj and obj["direct"] is not None and not isinstance(obj["direct"], bool):
             why = f"direct is {str(obj['direct'])[:40]!r}: expected true, false or null"
-        per_host = obj.get("per_host_bw_GBps") if isinstance(obj.get("per_host_bw_GBps"), dict) else {}
-        hosts = max(1, len(per_host), obj.get("nodes") if _num(obj.get("nodes")) else 1)
+        raw_hosts = obj.get("per_host_bw_GBps")
+        per_host: dict[str, Any] = raw_hosts if isinstance(raw_hosts, dict) else {}
+        nodes: Any = obj.get("nodes")
+        hosts = max(1, len(per_host), nodes if _num(nodes) else 1)
         checks = [
             ("bw_GBps", bw * min(hosts, MAX_COUNT), " GB/s"),
             ("bytes", MAX_BYTES, " B"),

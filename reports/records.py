@@ -427,7 +427,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | None, str]]:
         yield n, obj, ""
 
 
-def write_all(path: str | os.PathLike[str], records: Iterable[Record]) -> int:
+def write_all(path: str | os.PathLike[str], records: Iterable[Record | Mapping[str, Any]]) -> int:
     """Append many records (used by importers); returns how many were written."""
     n = 0
     with RecordWriter(path, sync_each=False) as w:

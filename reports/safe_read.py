@@ -95,7 +95,7 @@ class _BoundedLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from reports.evidence import Evidence
 from reports.evidence.sweeps import Sweep
@@ -32,7 +32,7 @@ COMPONENTS = PARTS
 DECIDING = 3  # failing findings named per cluster
 
 
-def finite(x: Any) -> bool:
+def finite(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -223,7 +223,7 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
         else (dl.extra.get("base_s") if dl else None)
     )
     total_e = sum(float(r.extra.get("exposed_s", 0.0)) for r in measured)
-    busy = total_e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0  # type: ignore[operator]
+    busy = total_e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0
     for r in rows:
         comp = r.part
         ok = (
@@ -236,7 +236,7 @@ def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[st
             parts[comp] = float(r.idle_share) * (1 - busy)
         else:
             e = float(r.extra.get("exposed_s", 0.0))
-            parts[comp] = e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0  # type: ignore[operator]
+            parts[comp] = e / (base + total_e) if finite(base) and base + total_e > 0 else 0.0
     if lacks:
         # the split only where it is whole: with a part unmeasured the others are not
         # parts of anything (one cluster's checkpoint part shrank under its measured 97% tensor

@@ -81,6 +81,11 @@ def group_runs(summaries: Sequence[ClusterSummary]) -> dict[str, list[ClusterSum
     return out
 
 
+def idle_of(component: str) -> Callable[[ClusterSummary], float | None]:
+    """The idle share one component causes, as a metric row's getter."""
+    return lambda s: s.idle_by_component.get(component)
+
+
 def _metric_row(
     clusters: dict[str, list[ClusterSummary]],
     figure: str,
@@ -166,7 +171,7 @@ def compare(
                     f"idle: {comp}",
                     "",
                     "idle",
-                    lambda s, c=comp: s.idle_by_component.get(c),
+                    idle_of(comp),
                     "lower",
                     ranked_names,
                 )
@@ -191,6 +196,7 @@ def compare(
         )
         for i, n in enumerate(order):
             c = cells[n]
+            assert c.value is not None  # `order` holds the valued cells only
             tied = tuple(m for m in order if m != n and (m in ok) == (n in ok) and tie(c, cells[m]) is True)
             first = next((j for j, m in enumerate(order) if m == n or m in tied), i)
             rank.append(
@@ -199,7 +205,7 @@ def compare(
                     metric=metric,
                     value=c.value,
                     noise=c.noise,
-                    rank=first + 1,  # type: ignore[arg-type]
+                    rank=first + 1,
                     tied_with=tied,
                 )
             )

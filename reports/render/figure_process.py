@@ -202,7 +202,8 @@ class FigureProcess:
                 if todo and not w.pending:
                     self._send(w, *todo.pop(0))
             if meanwhile is not None:
-                meanwhile, run = None, meanwhile
+                run = meanwhile
+                meanwhile = None
                 run()
             waiting = [w for w in self._workers if w.pending & wanted]
             left = deadline - time.monotonic()

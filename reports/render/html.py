@@ -145,7 +145,9 @@ def _storage(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
             None,
         )
         per_node = need is not None and "per node" in need.unit and r.scope == "shared"
-        demand.append(None if need is None else need.required * (r.nodes if per_node else 1))
+        demand.append(
+            None if need is None or need.required is None else need.required * (r.nodes if per_node else 1)
+        )
     labels = [f"{r.workload} {r.direction} {r.path} ({r.backend})" for r in io.itertuples(index=False)]
     if io.empty:
         return [*out, table(storage_table(io_all))]

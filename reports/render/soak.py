@@ -63,13 +63,14 @@ def section(
     soaked_io = [r for r in io if soak_pass(r) is not None]
     if not soaked and not soaked_io:
         return []
-    t0 = min(_epoch(r.ts) for r in [*soaked, *soaked_io])
+    both: list[NetRecord | IoRecord] = [*soaked, *soaked_io]
+    t0 = min(_epoch(r.ts) for r in both)
     start: dict[int, float] = {}
-    for r in [*soaked, *soaked_io]:
+    for r in both:
         k = soak_pass(r)
         assert k is not None
         start[k] = min(start.get(k, 1e18), (_epoch(r.ts) - t0) / 60)
-    t_end = max([(_epoch(r.ts) - t0) / 60 for r in [*soaked, *soaked_io]] + [0.0]) + 0.05
+    t_end = max([(_epoch(r.ts) - t0) / 60 for r in both] + [0.0]) + 0.05
     windows = [
         (
             start.get(f.extra["window"]["passes"][0], 0.0),
