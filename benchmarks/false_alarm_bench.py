@@ -3,7 +3,7 @@
 Each bed (benchmarks/false_alarm_beds.py: the namespaced 3-node cluster, the throttled loop
 device, the local `stoker run --profile quick`) is run K times healthy and K times with its fault,
 alternately, and judged against a spec stating the bed's real limits. A failing finding
-(reports.findings.FAILING) on a healthy run is a false alarm; a faulty run in which a planted
+(reports.shared.findings.FAILING) on a healthy run is a false alarm; a faulty run in which a planted
 fault's finding kind did not fail (naming its host, where one is expected) is a miss; a failing
 finding on a faulty run that is not the planted fault is a wrong name. Prints one line per run
 (verdict, seconds, the 1-minute load average before and after) and a markdown table per finding
@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reports.findings import FAILING, PASSED  # noqa: E402
+from reports.shared.findings import FAILING, PASSED  # noqa: E402
 
 CONDITIONS = ("healthy", "faulty")
 

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from iobench.workloads import IoSettings, checkpoint_jobs  # noqa: E402
-from reports.units import parse_size  # noqa: E402
+from reports.shared.units import parse_size  # noqa: E402
 from tests.harness.blockdev import start_in_cgroup, throttled_disk  # noqa: E402
 
 STOKER = [sys.executable, "-m", "launchers.cli"]

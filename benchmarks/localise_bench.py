@@ -10,7 +10,7 @@ Cases (every link shaped to 200 Mbit/s, as tests/integration/test_netns_groups.p
   link     the path between nodes 2 and 3 shaped to 1/4: one `link` finding naming both
   pairs    (not in the default list) node 5 at 1/4 found by the pair tournament instead
            (`--scopes pairs`, same sizes), for the rounds and seconds it takes
-Then the simulated search at 8..1,024 nodes (reports.group_search.estimate, the same
+Then the simulated search at 8..1,024 nodes (reports.shared.group_search.estimate, the same
 search code with a simulated backend). Prints a table; exit 0 whatever the numbers.
 """
 
@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reports.group_search import estimate  # noqa: E402
-from reports.records import NetRecord
-from reports.table import read_records  # noqa: E402
+from reports.shared.group_search import estimate  # noqa: E402
+from reports.shared.records import NetRecord
+from reports.table.read import read_records  # noqa: E402
 from tests.harness.netns import NetnsCluster, unavailable_reason  # noqa: E402
 from tests.integration.test_netns_groups import (  # noqa: E402
     NET,

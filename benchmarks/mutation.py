@@ -1,7 +1,7 @@
 """Mutation score of the modules that decide what users act on, on a fixed random sample.
 
-mutmut (configured in pyproject.toml [tool.mutmut]: reports/judging/, reports/safe_write.py,
-reports/plausible.py, and what `stoker check` and `stoker drain` do to a node: launchers/
+mutmut (configured in pyproject.toml [tool.mutmut]: reports/judging/, reports/shared/safe_write.py,
+reports/shared/plausible.py, and what `stoker check` and `stoker drain` do to a node: launchers/
 node_actions.py, drain_cmd.py, check_cmd.py, action_io.py and check_actions.py; the fast tier,
 tests/unit with -m "not bed") makes ~12,400 mutants of those modules; every one against the
 tests that reach it does not fit a session on 2 cores, so this runs a sample: --sample mutants drawn with random.Random(--seed) from the sorted list of all
@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 MUTANTS = REPO / "mutants"
 # one mutant whose run generates every mutant and maps the tests (the first step needs a name)
-BOOTSTRAP = "reports.safe_write.x_ledger__mutmut_1"
+BOOTSTRAP = "reports.shared.safe_write.x_ledger__mutmut_1"
 
 
 def _mutmut(*args: str) -> subprocess.CompletedProcess[str]:

@@ -186,7 +186,7 @@ def _nccl_tests(
 
 
 def _stoker(op: str, gpus: int, graph: bool, a: argparse.Namespace, out: Path) -> dict[int, Any]:
-    from reports.table import read_records
+    from reports.table.read import read_records
 
     cmd = [
         sys.executable,

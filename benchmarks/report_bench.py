@@ -207,11 +207,11 @@ def write_results(d: Path, nodes: int) -> int:
 
 def _groups(fh: Any, hosts: list[str], slow: str, slow_link: set[str]) -> int:
     """The groups search's rounds as `stoker net --scopes groups` records them: the search's
-    own schedule (reports.group_search.group_search, which the run drives with real
+    own schedule (reports.shared.group_search.group_search, which the run drives with real
     collectives), each round one record per group with its `round`; a group holding the slow
     node (or both ends of the slow link) runs at the slow figure."""
     sys.path.insert(0, str(REPO))
-    from reports.group_search import group_search
+    from reports.shared.group_search import group_search
 
     n, rnd = 0, 0
 

@@ -11,15 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.fio_json import (
+from reports.shared.fio_json import (
     PHYSICAL_MAX_HOST_GBPS,
     FioDoc,
     exceeds_physical_bound,
     merge_latency,
     sum_parts,
 )
-from reports.records import IoRecord, utc_now
-from reports.units import gbps
+from reports.shared.records import IoRecord, utc_now
+from reports.shared.units import gbps
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -21,9 +21,9 @@ from types import FrameType
 
 from iobench.coordinator import host_name
 from iobench.workloads import FAMILIES, MIN_RUNTIME_S, RAMP_S, IoSettings, default_procs, dry_run_text
-from reports.errors import UsageError
-from reports.records import new_run_id
-from reports.units import MAX_SECONDS, check_path_text, check_seconds, parse_size
+from reports.shared.errors import UsageError
+from reports.shared.records import new_run_id
+from reports.shared.units import MAX_SECONDS, check_path_text, check_seconds, parse_size
 
 HELP = "fio-driven checkpoint, dataloader and metadata tests on one or more paths"
 DEFAULT_OUT = "stoker-results"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from reports.errors import MeasurementAborted, UsageError
+from reports.shared.errors import MeasurementAborted, UsageError
 
 # (rank variable, size variable) of each launcher, most specific first
 _LAUNCHER_ENV = (

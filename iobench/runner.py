@@ -1,5 +1,5 @@
 """Runs the fio binary: an argument list, never a shell; JSON on stdout, parsed by
-reports.fio_json. The only place iobench starts processes."""
+reports.shared.fio_json. The only place iobench starts processes."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import subprocess
 from dataclasses import dataclass
 
 from iobench.workloads import FioJob
-from reports.errors import MeasurementAborted, UsageError
-from reports.fio_json import FioDoc, parse_fio
+from reports.shared.errors import MeasurementAborted, UsageError
+from reports.shared.fio_json import FioDoc, parse_fio
 
 INSTALL_HINT = "fio not found on PATH: install it (Debian/Ubuntu: apt-get install fio; RHEL: dnf install fio)"
 

@@ -13,7 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 WORK_PREFIX = ".stoker-"
 SCOPE_MARKER = "scope-marker"

@@ -21,14 +21,14 @@ from iobench.aggregate import HostResult, RecordContext, aggregate, host_results
 from iobench.coordinator import Coordinator, connect
 from iobench.runner import DiskFull, find_fio, fio_version, run_job
 from iobench.workloads import RAMP_S, FioJob, IoSettings, plan
-from reports.errors import MeasurementAborted, StokerError, UsageError
-from reports.manifest import base_manifest, installed_versions
-from reports.outdir import claim
-from reports.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
-from reports.spec import Spec, load_spec
-from reports.spread import median_record, spread_of
-from reports.storage_rule import to_confirm
-from reports.units import format_size
+from reports.shared.errors import MeasurementAborted, StokerError, UsageError
+from reports.shared.manifest import base_manifest, installed_versions
+from reports.shared.outdir import claim
+from reports.shared.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
+from reports.shared.spec import Spec, load_spec
+from reports.shared.spread import median_record, spread_of
+from reports.shared.storage_rule import to_confirm
+from reports.shared.units import format_size
 
 T = TypeVar("T")
 _MIB = 1 << 20
@@ -81,7 +81,7 @@ class Session:
 
     def write(self, rec: IoRecord) -> None:
         soak = os.environ.get("STOKER_SOAK_PASS", "")
-        if soak.isdigit():  # a soak's checkpoint write: the pass it follows (launchers/soak_cmd.py)
+        if soak.isdigit():  # a soak's checkpoint write: the pass it follows (launchers/commands/soak_cmd.py)
             rec = dataclasses.replace(rec, extra={**rec.extra, "soak_pass": int(soak)})
         if self.writer is not None:
             self.writer.write(rec)
@@ -145,7 +145,7 @@ class Session:
         self, measured: list[tuple[FioJob, IoRecord]], path: Path, scope: str, s: IoSettings, fallback: str
     ) -> None:
         """At the end of the path's phase, every test with a figure under the spec's threshold
-        runs again on the same nodes (reports/storage_rule.py chooses them); its records say
+        runs again on the same nodes (reports/shared/storage_rule.py chooses them); its records say
         `confirmation` (reports/judging/confirm.py judges the two together). Every node decides alike: all hold the same records."""
         if self.spec is None:
             return

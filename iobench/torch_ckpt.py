@@ -2,7 +2,7 @@
 saved with torch.save and with torch.distributed.checkpoint (DCP), timed from the first byte
 to the fsync: by one process (the per-process figure), then by as many processes at once as
 the node has GPUs, each its own shard, as every rank of a sharded checkpoint saves (the
-node's figure; reports/judging/ckpt_save.py uses both). Without GPUs the node's processes are
+node's figure; reports/judging/storage/ckpt_save.py uses both). Without GPUs the node's processes are
 `--writers` (default one per core, 2 to 8). torch is imported here only; the processes of a
 node are children started as `python -m iobench.torch_ckpt BACKEND BYTES DIR`, each building
 its state dict first and all saving when the parent says go."""

@@ -11,7 +11,7 @@ import os
 import shlex
 from dataclasses import dataclass
 
-from reports.records import IO_FAMILIES as FAMILIES
+from reports.shared.records import IO_FAMILIES as FAMILIES
 
 # fio's metadata engines and the metadata op each one measures
 METADATA_OPS = (("create", "filecreate"), ("stat", "filestat"), ("delete", "filedelete"))

@@ -1,13 +1,13 @@
 """The acceptance job's phases, in order, for every launcher that runs the whole job (the
 sbatch job, launchers/torchrun.sh and with it the Kubernetes, SkyPilot and dstack jobs,
-launchers/mpirun.sh): reports/phases.py's list at this stoker's GROUPS_ABOVE_NODES, and the
+launchers/mpirun.sh): reports/shared/phases.py's list at this stoker's GROUPS_ABOVE_NODES, and the
 job's time limit. Pure."""
 
 from __future__ import annotations
 
 from launchers.duration import Job, plan
 from launchers.profiles import GROUPS_ABOVE_NODES, Profile
-from reports import phases
+from reports.shared import phases
 
 # What a rendered job may hold beyond the profile's own limits: each phase's outer limit
 # sits PHASE_GRACE_S past stoker's own --timeout, the whole job JOB_MARGIN_S past them all.

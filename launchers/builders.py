@@ -159,7 +159,7 @@ def io_argv(c: IoCommand) -> list[str]:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PreflightCommand:
-    """One node's `stoker preflight` (launchers/preflight.py) before the sweeps."""
+    """One node's `stoker preflight` (launchers/commands/preflight.py) before the sweeps."""
 
     paths: tuple[str, ...]  # the storage paths it must be able to write
     gpus: int = 0  # the GPUs per node the job runs on; 0: a CPU job, no GPU count compared

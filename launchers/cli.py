@@ -8,7 +8,6 @@ Each subcommand module exposes `HELP` (one line), `add_arguments(parser)` and
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
@@ -16,46 +15,38 @@ import tempfile
 import traceback
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
 
-from reports.errors import StokerError
+from launchers.parser import OneLineParser
+from reports.shared.errors import StokerError
 
 # An unexpected exception (a bug in stoker, not bad input and not a verdict): sysexits'
 # EX_SOFTWARE, so no CI pipeline reads a crash as "fail" (1) or "pass" (0).
 CRASHED = 70
 
 COMMANDS: dict[str, str] = {
-    "run": "launchers.run_cmd",
-    "soak": "launchers.soak_cmd",
-    "net": "launchers.net_cmd",
+    "run": "launchers.commands.run_cmd",
+    "soak": "launchers.commands.soak_cmd",
+    "net": "launchers.commands.net_cmd",
     "io": "iobench.cli",
     "inventory": "netbench.inventory.cli",
     "compute": "netbench.compute.cli",
-    "report": "reports.report_cmd",
-    "submit": "launchers.submit",
+    "report": "reports.commands.report_cmd",
+    "submit": "launchers.slurm.submit",
     "compare": "reports.fleet.cmd",
-    "import": "reports.import_cmd",
-    "baseline": "reports.baseline_cmd",
-    "check": "launchers.check_cmd",
-    "drain": "launchers.drain_cmd",
+    "import": "reports.commands.import_cmd",
+    "baseline": "reports.commands.baseline_cmd",
+    "check": "launchers.commands.check_cmd",
+    "drain": "launchers.commands.drain_cmd",
 }
 # the launchers' own plumbing, left out of `stoker --help`: the sbatch job records each
 # phase with it, checks that every node runs the same stoker, and sets aside the nodes whose
 # preflight failed (docs/launchers.md)
 INTERNAL: dict[str, str] = {
-    "phase-record": "reports.phases",
-    "fingerprint": "launchers.fingerprint",
-    "preflight": "launchers.preflight",  # each node before the sweeps; set-aside gathers them
-    "set-aside": "launchers.setaside_cmd",
+    "phase-record": "reports.shared.phases",
+    "fingerprint": "launchers.commands.fingerprint",
+    "preflight": "launchers.commands.preflight",  # each node before the sweeps; set-aside gathers them
+    "set-aside": "launchers.commands.setaside_cmd",
 }
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse prints usage plus an error; the contract wants one line and exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-        raise SystemExit(2)
 
 
 def _module(name: str) -> ModuleType:

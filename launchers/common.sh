@@ -1,6 +1,6 @@
 # Sourced by torchrun.sh and mpirun.sh: the phase runner shared by both (the sbatch job
 # carries its own copy, since Slurm runs a copy of the script away from this directory).
-# Commands come from the Python builders (python -m launchers.argv), never from bash.
+# Commands come from the Python builders (python -m launchers.local.argv), never from bash.
 
 die2() { echo "stoker: $*" >&2; exit 2; }
 
@@ -25,18 +25,18 @@ fi
 # need_stoker: stop in one line unless STOKER_PY imports stoker. torchrun.sh's other nodes
 # call it only after their preflight, so a node whose stoker is broken is set aside, named.
 STOKER_IMPORT_ERR=
-"$STOKER_PY" -c 'import launchers.argv' 2>/dev/null ||
+"$STOKER_PY" -c 'import launchers.local.argv' 2>/dev/null ||
   STOKER_IMPORT_ERR="$STOKER_PY cannot import stoker: set STOKER_PY to the python it is installed in (./install.sh makes .venv)"
 need_stoker() { [ -z "$STOKER_IMPORT_ERR" ] || die2 "$STOKER_IMPORT_ERR"; }
 
-# tokens ARRAY ARGS...: ARRAY := the NUL-separated tokens `launchers.argv ARGS` prints;
+# tokens ARRAY ARGS...: ARRAY := the NUL-separated tokens `launchers.local.argv ARGS` prints;
 # bad input there (a missing spec, a bad size) ends this script with its one line, exit 2.
 tokens() {
   local -n _dst=$1
   shift
   local f
   f=$(mktemp) || die2 "cannot create a temp file"
-  if ! "$STOKER_PY" -m launchers.argv "$@" > "$f"; then rm -f "$f"; exit 2; fi
+  if ! "$STOKER_PY" -m launchers.local.argv "$@" > "$f"; then rm -f "$f"; exit 2; fi
   mapfile -d '' -t _dst < "$f"
   rm -f "$f"
 }
@@ -64,7 +64,7 @@ trap on_stop TERM INT
 # hangs is noted and the run goes on, so the report says what is missing. Where this node
 # writes DIR/phases.jsonl (WRITE_PHASES=1), its output also goes to OUT/phase-NAME.log,
 # where the report reads the phase's last error line, and its line is written by
-# reports/phases.py, as for every launcher.
+# reports/shared/phases.py, as for every launcher.
 phase() {
   local name=$1 limit=$2 start=$SECONDS rc elapsed
   shift 2
@@ -91,7 +91,7 @@ phase() {
     # a failed phase's reason: its last `stoker ...: ` line, not the launcher's banner after it
     local err=""
     [ "$rc" -eq 0 ] || err=$(grep -E '^stoker[a-z ]*: ' "$OUT/phase-$name.log" | tail -n 1)
-    "$STOKER_PY" -m reports.phases "$OUT" "$name" "$rc" "$elapsed" --log "phase-$name.log" --error "$err"
+    "$STOKER_PY" -m reports.shared.phases "$OUT" "$name" "$rc" "$elapsed" --log "phase-$name.log" --error "$err"
   fi
   [ "$rc" -eq 0 ] || ABORTED+=("$name")
 }

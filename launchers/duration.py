@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 
 from launchers.builders import INVENTORY_LIMIT_S, PREFLIGHT_LIMIT_S, compute_limit_s
 from launchers.profiles import GROUPS_ABOVE_NODES, Profile
-from reports import phases
-from reports.group_search import Sizes, estimate
-from reports.units import parse_size
+from reports.shared import phases
+from reports.shared.group_search import Sizes, estimate
+from reports.shared.units import parse_size
 
 LIMIT_FACTOR = 2  # a phase's limit: the profile's, plus twice the time the model adds past 2 nodes
 BASE_NODES = 2  # the node count the profiles' limits are sized for

@@ -148,5 +148,5 @@ tokens CMD report --out "$OUT" "$@"
 [ "${FAIL_UNJUDGED:-0}" = 1 ] && CMD+=(--fail-unjudged)
 timeout --kill-after=30 "${LIMITS[2]}" "${CMD[@]}"
 rc=$?
-"$STOKER_PY" -m launchers.summary "$OUT" "$rc" "${ABORTED[@]}"   # the answer in the log too
+"$STOKER_PY" -m launchers.local.summary "$OUT" "$rc" "${ABORTED[@]}"   # the answer in the log too
 finish "$rc"

@@ -10,9 +10,9 @@ import shutil
 from pathlib import Path
 
 from launchers.profiles import PROFILES, Profile, get_profile, with_overrides
-from reports.errors import UsageError
-from reports.records import IO_FAMILIES, OPS
-from reports.units import parse_size
+from reports.shared.errors import UsageError
+from reports.shared.records import IO_FAMILIES, OPS
+from reports.shared.units import parse_size
 
 
 def add_profile_arguments(parser: argparse.ArgumentParser, default: str | None) -> None:
@@ -115,14 +115,14 @@ def checked_workload(given: str | None, cwd: Path) -> str | None:
     `stoker report` and `compare` accept both, so `run` and `submit` do too."""
     if given is None or (cwd / given).is_file():
         return checked_file(given, "--workload", cwd)
-    from reports.judging.workload import load_workload  # raises UsageError naming the presets
+    from reports.judging.workload.workload import load_workload  # raises UsageError naming the presets
 
     load_workload(given)
     return given
 
 
 def _preset_yaml(name: str) -> str:
-    from reports import catalog
+    from reports.shared import catalog
 
     if catalog.normalise(name) in {catalog.normalise(n) for n in catalog.names("model preset")}:
         return f"preset: {name}\n"

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from reports.errors import UsageError
-from reports.records import IO_FAMILIES
+from reports.shared.errors import UsageError
+from reports.shared.records import IO_FAMILIES
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -116,7 +116,7 @@ def default_profile(gpus: int) -> str:
 def plateau(profile: Profile) -> Profile:
     """A soak's sizes: the profile's largest and a quarter of it (where busbw has levelled
     off), every op of the profile; the same two sizes every pass, so that passes compare."""
-    from reports.units import parse_size
+    from reports.shared.units import parse_size
 
     top = parse_size(profile.max_bytes, "--max-bytes")
     return replace(profile, min_bytes=str(max(1, top // 4)), max_bytes=str(top), step_factor=4)

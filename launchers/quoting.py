@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 

@@ -2,14 +2,14 @@
 measured on its own path (a local one on every node's own disk at that path, a shared one
 from all nodes at once), `--local-path` / `--shared-path` add to them or stand in for a
 missing kind, and every promise the job cannot measure is named before anything is
-submitted. Pure: the spec is read at the edge (launchers/submit.py)."""
+submitted. Pure: the spec is read at the edge (launchers/slurm/submit.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reports.spec import Spec, StorageSpec
+from reports.shared.spec import Spec, StorageSpec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -79,7 +79,7 @@ mkdir -p "$OUT" "$LOCAL_IO" || die2 "cannot create $OUT or $LOCAL_IO"
 
 # One run id for every node, and proof that OUT is shared: node 0 writes its run id into
 # OUT, every node reads it and answers with a file of its own, node 0 waits for all. Node 0
-# (each node its own with SHARED_OUT=0) first makes OUT this run's (reports/outdir.py: a dir
+# (each node its own with SHARED_OUT=0) first makes OUT this run's (reports/shared/outdir.py: a dir
 # of someone else's files, or another run's, is refused) before anything is written there.
 MARK="$OUT/.stoker-run-id"
 if [ "$SHARED_OUT" = 0 ]; then
@@ -228,5 +228,5 @@ tokens CMD report --out "$OUT" "$@"
 timeout --kill-after=30 "${LIMITS[2]}" "${CMD[@]}"
 rc=$?
 # the answer in the log too (kubectl logs, sky logs, dstack logs), for jobs without a shared volume
-"$STOKER_PY" -m launchers.summary "$OUT" "$rc" "${ABORTED[@]}"
+"$STOKER_PY" -m launchers.local.summary "$OUT" "$rc" "${ABORTED[@]}"
 finish "$rc"

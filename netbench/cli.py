@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from netbench.collectives import OP_NAMES, TABLE
 from netbench.launch_env import detect
 from netbench.topology import SCOPES, parse_pairs
-from reports.errors import StokerError, UsageError
-from reports.units import check_seconds, parse_size
+from reports.shared.errors import StokerError, UsageError
+from reports.shared.units import check_seconds, parse_size
 
 if TYPE_CHECKING:
     from netbench.rank_run import Settings
@@ -262,7 +262,7 @@ def settings(args: argparse.Namespace) -> Settings:
     if args.soak is not None and args.soak <= 0:
         raise UsageError("--soak must be a positive number of seconds, e.g. --soak 3600")
     if args.spec is not None:
-        from reports.spec import load_spec
+        from reports.shared.spec import load_spec
 
         load_spec(args.spec)  # a spec that cannot be read is refused before anything runs
     if (args.soak_passes is not None and args.soak_passes < 1) or (

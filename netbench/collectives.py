@@ -11,7 +11,7 @@ Sizes follow the `*GetCollByteCount` functions of nccl-tests src/<op>.cu:
                               gather: the root's whole output; scatter: the root's whole input;
                               alltoallv: one rank's whole send (= receive) buffer, per-peer
                               counts from nccl-tests' generated pattern (netbench/alltoallv.py)
-Op names and bus factors (busbw = algbw x factor) are defined once, in reports/ops.py.
+Op names and bus factors (busbw = algbw x factor) are defined once, in reports/shared/ops.py.
 
 Fills are small integers (1..7) so that float sums are exact and a correct result
 compares equal element by element; `wrong` counts the elements that differ.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netbench import alltoallv
-from reports.ops import OPS, Op, bus_factor
+from reports.shared.ops import OPS, Op, bus_factor
 
 # A fill value of rank r at element i: 1..7, so a sum over n ranks stays below 8n and is
 # exact in float32 for any realistic n (and in bfloat16/float16 up to ~32 ranks).
@@ -71,7 +71,7 @@ class Collective:
     varying: bool = False  # per-peer counts from nccl-tests' alltoallv pattern (Layout.splits)
 
     def bus_factor(self, n: int) -> float:
-        """busbw / algbw among n ranks (reports/ops.py)."""
+        """busbw / algbw among n ranks (reports/shared/ops.py)."""
         return bus_factor(self.name, n)
 
     def layout(self, size_bytes: int, n: int, itemsize: int) -> Layout:
@@ -266,7 +266,7 @@ TABLE: dict[str, Collective] = {
     )
 }
 OP_NAMES: tuple[str, ...] = tuple(TABLE)
-assert set(OP_NAMES) == set(OPS), "the table runs every op reports/ops.py names"
+assert set(OP_NAMES) == set(OPS), "the table runs every op reports/shared/ops.py names"
 
 
 def count_wrong(got: np.ndarray, expected: np.ndarray | None) -> int:

@@ -1,7 +1,7 @@
 """Confirm before fail, the measuring side: at the end of `stoker net`'s phase, each swept
 scope whose judged figure is under the threshold the report holds it to (the spec's, or what
 healthy systems of the detected kind reach), and the intra-node scope where a node is a low
-outlier of the fleet (the report's rule, given as Settings.confirm_rule: launchers.net_cmd
+outlier of the fleet (the report's rule, given as Settings.confirm_rule: launchers.commands.net_cmd
 binds reports.judging.confirm.net_to_confirm), is swept
 again — its judged op, the same sizes, the same groups — and those records say
 `confirmation: true`; the report judges the two together. Cost: one more sweep of one op on

@@ -42,7 +42,7 @@ import numpy as np
 from netbench.backends import Backend, Timer
 from netbench.collectives import Collective, Layout, count_wrong
 from netbench.sweep import IterStats, iter_stats
-from reports.errors import StokerError
+from reports.shared.errors import StokerError
 
 ROOT = 0  # nccl-tests' default root (-r 0), as a rank of the group
 GRAPH_REPLAYS = 3  # timed launches of the captured graph, the first included (nccl-tests -G 3)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 _SLURM_SPECIAL_STEPS = 0xFFFFFFF0
 

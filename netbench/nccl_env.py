@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from reports.records import NCCL_DEBUG_DIR
+from reports.shared.records import NCCL_DEBUG_DIR
 
 # INIT: the network chosen, the channels' transports, nRanks/nNodes; NET: GDR per NIC, the
 # plugin; ENV: the NCCL_* settings it was given. GRAPH (the topology search) is left out: long.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reports.records import NetRecord
+from reports.shared.records import NetRecord
 
 _LEFT = "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}"
 _RIGHT = "  {:>8}  {:>7}  {:>7}  {:>6}"

@@ -12,12 +12,12 @@ from typing import Any
 
 from netbench.backends import Backend
 from netbench.watchdog import Watchdog
-from reports.errors import MeasurementAborted, StokerError
-from reports.records import NetRecord, RecordWriter
-from reports.spec import Spec
+from reports.shared.errors import MeasurementAborted, StokerError
+from reports.shared.records import NetRecord, RecordWriter
+from reports.shared.spec import Spec
 
 # rank 0's choice of the swept (scope, op) to measure again, from the first records, the spec
-# and the ranks' manifests: the report's own rule, given by the caller (launchers.net_cmd binds
+# and the ranks' manifests: the report's own rule, given by the caller (launchers.commands.net_cmd binds
 # reports.judging.confirm.net_to_confirm), so that measurement never imports judgement
 ConfirmRule = Callable[[Sequence[NetRecord], Spec | None, Sequence[Mapping[str, Any]]], list[tuple[str, str]]]
 

@@ -25,10 +25,10 @@ from netbench.topology import (
     scope_groups,
 )
 from netbench.watchdog import Watchdog
-from reports.errors import UsageError
-from reports.manifest import base_manifest, installed_versions
-from reports.outdir import claim
-from reports.records import (
+from reports.shared.errors import UsageError
+from reports.shared.manifest import base_manifest, installed_versions
+from reports.shared.outdir import claim
+from reports.shared.records import (
     CONFIRMED_SCOPES,
     MANIFEST_FILE,
     NET_FILE,
@@ -38,8 +38,8 @@ from reports.records import (
     new_run_id,
     utc_now,
 )
-from reports.spec import load_spec
-from reports.units import gbps
+from reports.shared.spec import load_spec
+from reports.shared.units import gbps
 
 CONFIRMING = {"confirmation": True}  # the records of a test measured again (netbench.confirm)
 
@@ -266,10 +266,10 @@ def _warn_untested(r: RankRun, topo: Topology, scope: str) -> None:
 
 
 def _groups(r: RankRun, topo: Topology) -> None:
-    """The log-round search for a slow node or link (reports.group_search): each
+    """The log-round search for a slow node or link (reports.shared.group_search): each
     round measures the search's groups at once with real collectives; rank 0's busbw of each
     group is shared so that every rank's copy of the search takes the same next step."""
-    from reports.group_search import group_search
+    from reports.shared.group_search import group_search
 
     done = 0
 
@@ -306,7 +306,7 @@ def _scope(r: RankRun, topo: Topology, scope: str) -> None:
         return
     _warn_untested(r, topo, "pairs")
     first = _pairs(r, topo, rounds, 1)
-    from reports.outliers import rail_confirmation_pairs
+    from reports.shared.outliers import rail_confirmation_pairs
 
     with measure_step(r.wd, "sharing the confirmation pairs"):
         again = r.b.bcast(rail_confirmation_pairs(first) if r.writer is not None else None)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from netbench.inventory.counters import Delta, Snapshot, deltas, read_snapshot
 from netbench.topology import Topology
 from netbench.watchdog import Watchdog
-from reports.records import COUNTER_FILE, SCHEMA, RecordWriter, utc_now
+from reports.shared.records import COUNTER_FILE, SCHEMA, RecordWriter, utc_now
 
 if TYPE_CHECKING:
     from netbench.rank_run import RankRun
@@ -143,7 +143,7 @@ def sweep_counters(
     """A plain sweep (no soak) between two readings of every node's counters: what rose
     over the sweep goes to counters.jsonl without `soak_pass`, so that a (host, rail) finding
     names the error counters that rose on its NIC, and a NIC whose counters rose while its
-    rail measured fine is a finding of its own (reports/judging/nic_counters.py)."""
+    rail measured fine is a finding of its own (reports/judging/network/nic_counters.py)."""
     host = topo.hosts[r.b.rank]
     before = gather_counters(r, host, is_leader, read)
     one_sweep()

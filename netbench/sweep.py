@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 
 def sizes(min_bytes: int, max_bytes: int, step_factor: float) -> list[int]:

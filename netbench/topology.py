@@ -11,8 +11,8 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from reports.errors import UsageError
-from reports.records import CLI_NET_SCOPES
+from reports.shared.errors import UsageError
+from reports.shared.records import CLI_NET_SCOPES
 
 SCOPES = CLI_NET_SCOPES  # what `--scopes` takes (records say `pair` for `pairs`)
 

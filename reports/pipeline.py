@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 if TYPE_CHECKING:  # pandas comes with them: `stoker report` starts its parse first (main)
     import pandas as pd
@@ -31,8 +31,8 @@ if TYPE_CHECKING:  # pandas comes with them: `stoker report` starts its parse fi
 SPEC_FILES = ("spec.yaml", "spec.yml")
 WORKLOAD_FILES = ("workload.yaml", "workload.yml")
 _LOADERS = {
-    "spec": ("reports.spec", "load_spec"),
-    "workload": ("reports.judging.workload", "load_workload"),
+    "spec": ("reports.shared.spec", "load_spec"),
+    "workload": ("reports.judging.workload.workload", "load_workload"),
 }
 
 
@@ -57,8 +57,8 @@ def load_optional(kind: str, given: str | None, directory: Path) -> tuple[Any, l
 
 def read_phases(directory: Path) -> list[dict[str, Any]]:
     """How each phase of `stoker run` / the acceptance job ended (DIR/phases.jsonl, written by
-    launchers; reports/phases.py)."""
-    from reports.phases import read
+    launchers; reports/shared/phases.py)."""
+    from reports.shared.phases import read
 
     return read(directory)
 
@@ -92,8 +92,8 @@ def last_error_line(directory: Path, p: dict[str, Any]) -> str:
 def unfinished_phases(
     directory: Path, phases: list[dict[str, Any]], last_soak_pass: int = 0
 ) -> list[tuple[str, str]]:
-    """(phase, why) of each phase that started and never ended (reports/phases.py)."""
-    from reports.phases import unfinished
+    """(phase, why) of each phase that started and never ended (reports/shared/phases.py)."""
+    from reports.shared.phases import unfinished
 
     try:
         names = [p.name for p in directory.iterdir()]
@@ -115,7 +115,7 @@ def missing_phases(
     of its records (pure but for reading DIR's names and a phase's log). An intra-node phase
     with one rank per node (`ranks_per_node` 1, from the sweeps that crossed nodes) had
     nothing to measure: no missing phase (coverage says so)."""
-    from reports.phases import missing_records
+    from reports.shared.phases import missing_records
 
     out = []
     for p in phases:
@@ -131,7 +131,9 @@ def missing_phases(
             continue  # left out on purpose (stoker run --skip), or nothing to measure: coverage names it
         elif name == "compute" and not (directory / "compute.jsonl").is_file():
             out.append(f"phase {name} ended cleanly but wrote no compute records")
-        elif lacks := missing_records(name, net_scopes, io_count):  # reports/phases.py says what each yields
+        elif lacks := missing_records(
+            name, net_scopes, io_count
+        ):  # reports/shared/phases.py says what each yields
             out.append(f"phase {name} ended cleanly but {lacks}")
     return out + [why for _, why in unfinished_phases(directory, phases, last_soak_pass)]
 
@@ -140,8 +142,8 @@ def record_inputs() -> tuple[str, ...]:
     """The files of stoker's own in DIR a verdict is judged from: the records, the phase and
     the set-aside lines."""
     from reports import records
-    from reports.phases import PHASES_FILE
-    from reports.setaside import SETASIDE_FILE
+    from reports.shared.phases import PHASES_FILE
+    from reports.shared.setaside import SETASIDE_FILE
 
     return (
         *(records.NET_FILE, records.IO_FILE, records.HOST_FILE, records.COUNTER_FILE),
@@ -152,9 +154,9 @@ def record_inputs() -> tuple[str, ...]:
 def input_digests(directory: Path, imported: Sequence[str]) -> dict[str, str]:
     """{file: SHA-256} of every file in DIR a verdict is judged from (record_inputs) and the
     foreign files imported. `stoker drain` acts on a verdict only while each is present and
-    unchanged (launchers/drain_cmd.py)."""
-    from reports.phases import PHASES_FILE
-    from reports.safe_write import file_sha256
+    unchanged (launchers/commands/drain_cmd.py)."""
+    from reports.shared.phases import PHASES_FILE
+    from reports.shared.safe_write import file_sha256
 
     out = {}
     for name in (*record_inputs(), *imported):
@@ -173,7 +175,7 @@ def _phases_digest(path: Path) -> str | None:
     import hashlib
     import json
 
-    from reports.safe_write import file_sha256
+    from reports.shared.safe_write import file_sha256
 
     if file_sha256(path) is None:  # not a regular file
         return None
@@ -198,7 +200,7 @@ def host_origins(rs: Any, imp: Any) -> tuple[list[str], list[str], list[str]]:
     imported it now or `stoker import` wrote it into the records (its records and manifest
     carry `source`), is imported; the hosts of stoker's own records are measured. A host
     named by both is imported: an action never rests on a foreign file."""
-    from reports.table import NetTable, hosts_in
+    from reports.table.read import NetTable, hosts_in
 
     sources: set[str] = set(imp.sources)
     imported: set[str] = set()
@@ -238,7 +240,7 @@ class Collected:
     one pipeline `stoker report` and `stoker compare` share."""
 
     report: ReportInput
-    spec: Any  # reports.spec.Spec or None
+    spec: Any  # reports.shared.spec.Spec or None
     workload: Any  # reports.judging.workload.Workload or None
     verdict: dict[str, Any]
 
@@ -254,13 +256,14 @@ def collect(
 ) -> Collected:
     """`localised` is called with the per-host figures and the pair evidence as soon as they
     are computed (stoker report starts drawing their figures then: reports.evidence.build)."""
-    from reports import evidence, plausible
+    from reports import evidence
     from reports.evidence.soak import soak_pass
-    from reports.findings import verdict_json
     from reports.ingest.importers import import_dir
     from reports.judging.judge import judge
     from reports.render.markdown import ReportInput
-    from reports.table import read_records
+    from reports.shared import plausible
+    from reports.shared.findings import verdict_json
+    from reports.table.read import read_records
 
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such results directory")
@@ -268,9 +271,9 @@ def collect(
     known = set(rs.run_ids())
     imp = import_dir(directory, known_run_ids=known)
     # one run unless --runs names more; imported figures through the range check (plausible.py)
-    from reports.records import to_dict
-    from reports.runs import check_runs, keep_runs, parse_runs
-    from reports.table import SkippedLine
+    from reports.shared.records import to_dict
+    from reports.shared.runs import check_runs, keep_runs, parse_runs
+    from reports.table.read import SkippedLine
 
     measured_hosts, imported_hosts, import_sources = host_origins(rs, imp)
     wanted = parse_runs(runs)
@@ -310,10 +313,10 @@ def collect(
     missing += plausible.not_judged(rs.skipped)  # a suspect figure never softens a fail
     missing += plausible.unread_schema(rs.skipped)  # a newer stoker's records: not judged, not passed
     skipped = {str(p.get("phase")) for p in phases if p.get("skipped")}
-    from reports.baseline_file import load as load_baseline
+    from reports.judging.fleet.baseline_file import load as load_baseline
 
     baseline = load_baseline(baseline_arg) if baseline_arg else None
-    from reports import setaside
+    from reports.shared import setaside
 
     aside_read, aside_bad = setaside.read_all(directory)  # DIR/setaside.jsonl: the job's preflight
     aside = setaside.findings(aside_read)

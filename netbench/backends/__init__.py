@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from reports.errors import UsageError
-from reports.records import BACKEND_CHOICES
+from reports.shared.errors import UsageError
+from reports.shared.records import BACKEND_CHOICES
 
-BACKENDS = BACKEND_CHOICES  # what `--backend` takes (reports/records.py declares them)
+BACKENDS = BACKEND_CHOICES  # what `--backend` takes (reports/shared/records.py declares them)
 # bytes per element of each --dtype (the size column counts elements x this)
 ITEMSIZE = {
     "float32": 4,

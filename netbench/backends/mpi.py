@@ -12,7 +12,7 @@ from mpi4py import MPI
 
 from netbench.backends import Backend, Binding, CallArgs, PerfCounterTimer, Timer
 from netbench.collectives import TABLE
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 _DTYPES = {
     "float32": np.float32,

@@ -33,7 +33,7 @@ from netbench.backends import (
 from netbench.backends.torch_calls import CALLS
 from netbench.launch_env import LaunchEnv, require_rendezvous
 from netbench.spawn import free_port
-from reports.errors import MeasurementAborted, UsageError
+from reports.shared.errors import MeasurementAborted, UsageError
 
 _DTYPES = {
     "float32": torch.float32,

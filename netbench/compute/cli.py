@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from netbench.compute import sweep as sw
-from reports.errors import UsageError
-from reports.records import COMPUTE_FILE, SCHEMA, RecordWriter, new_run_id, utc_now
+from reports.shared.errors import UsageError
+from reports.shared.records import COMPUTE_FILE, SCHEMA, RecordWriter, new_run_id, utc_now
 
 HELP = "accelerator appetite: matmul TFLOPS per GPU (every GPU at once), or CPU matmul without GPUs"
 WORKER_GRACE_S = 120  # torch import, CUDA context, allocation: beyond the sweep's own budget
@@ -76,7 +76,7 @@ def _check(args: argparse.Namespace) -> None:
 
 def gpu_dtypes(device_name: str) -> tuple[sw.Dtype, ...]:
     """The catalog's dtypes for this GPU among bf16, fp16, fp8; bf16, fp16 when it is unknown."""
-    from reports.catalog import match_gpu_name
+    from reports.shared.catalog import match_gpu_name
 
     acc = match_gpu_name(device_name)
     listed = tuple(d for d in ("bf16", "fp16", "fp8") if acc and d in acc.tflops)

@@ -11,9 +11,9 @@ import os
 import socket
 from pathlib import Path
 
-from reports.outdir import claim
-from reports.records import HOST_FILE, SCHEMA, RecordWriter, new_run_id, utc_now
-from reports.units import parse_size
+from reports.shared.outdir import claim
+from reports.shared.records import HOST_FILE, SCHEMA, RecordWriter, new_run_id, utc_now
+from reports.shared.units import parse_size
 
 HELP = "node inventory: PCIe links of GPUs and NICs, network ports, NVLink, GPU errors, host-link copy"
 

@@ -20,9 +20,9 @@ from reports.evidence import confirmations, groups, hosts, rails, storage, sweep
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.stragglers import Stragglers, stragglers
 from reports.evidence.sweeps import Sweep
-from reports.group_search import SearchResult
-from reports.records import IoRecord, NetRecord, is_confirmation
-from reports.table import NetTable, RecordSet, SkippedLine
+from reports.shared.group_search import SearchResult
+from reports.shared.records import IoRecord, NetRecord, is_confirmation
+from reports.table.read import NetTable, RecordSet, SkippedLine
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -14,7 +14,7 @@ from collections.abc import Hashable, Sequence
 from datetime import datetime
 from typing import Any
 
-from reports.records import IoRecord, NetRecord
+from reports.shared.records import IoRecord, NetRecord
 
 
 def _when(ts: str) -> datetime | None:

@@ -1,5 +1,5 @@
 """The groups search replayed (evidence, pure): the rounds a `stoker net --scopes groups` run
-recorded, fed back to the same search (reports.group_search) so that the report reaches the
+recorded, fed back to the same search (reports.shared.group_search) so that the report reaches the
 decisions the run took; and the scale estimate of the search against the pair tournament.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from reports.group_search import Group, SearchResult, group_search
-from reports.outliers import DEFAULT_MIN_GAP
-from reports.records import NetRecord, rail_of
-from reports.table import NetTable
+from reports.shared.group_search import Group, SearchResult, group_search
+from reports.shared.outliers import DEFAULT_MIN_GAP
+from reports.shared.records import NetRecord, rail_of
+from reports.table.read import NetTable
 
 
 # -- the search replayed on recorded rounds ---------------------------------------------

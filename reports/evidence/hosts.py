@@ -1,5 +1,5 @@
 """Host facts (pure): what the hosts showed of themselves — the node inventory (host.jsonl,
-`kind: "host"` records, judged by reports.judging.inventory) and the hardware each host's
+`kind: "host"` records, judged by reports.judging.node.inventory) and the hardware each host's
 manifest detected, folded into one view of the run.
 """
 

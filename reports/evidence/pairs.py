@@ -1,7 +1,7 @@
 """Pair evidence (pure): the pair values read from the table, the matrix behind the report's
 heatmap and its cells slowest first, and who confirmed whom — computed once per report. The
 outlier rule that judges them (each node's score, slow nodes and links) and the confirmation
-schedule are reports.outliers, shared with the measuring side.
+schedule are reports.shared.outliers, shared with the measuring side.
 
 Pair tests (`scope: pair` records, two hosts each, `pass` 1 for the round-robin and 2 for the
 confirmation re-pairings) give a matrix of inter-node busbw. The pairs are held as arrays (one
@@ -21,7 +21,7 @@ from typing import overload
 import numpy as np
 import pandas as pd
 
-from reports.outliers import PairValues, suspects
+from reports.shared.outliers import PairValues, suspects
 
 PAIR_OPS = ("all_reduce", "sendrecv")  # preferred op for pair tests, in this order
 MAX_MATRIX_HOSTS = 2000  # the heatmap's matrix: 2,000^2 cells of 8 bytes = 32 MB

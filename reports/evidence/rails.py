@@ -1,7 +1,7 @@
 """Pair evidence rail by rail (pure): a node of several ranks has one NIC per local rank (rail j
 is local rank j), and a pair test runs every rail of a pair at once, one record per rail
 (`rail`; records without it are rail 0). Each rail is its own fleet: the pair values, scores
-and outlier rule of reports.outliers, computed rail by rail, so that a slow NIC is a
+and outlier rule of reports.shared.outliers, computed rail by rail, so that a slow NIC is a
 low outlier on its rail alone; the matrix a report shows holds each pair's slowest rail.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from reports.evidence.pairs import Cells, PairEvidence, confirmed_with, pair_matrix, pair_values
-from reports.outliers import PairValues, node_scores
+from reports.shared.outliers import PairValues, node_scores
 
 
 def rail_of(frame: pd.DataFrame) -> np.ndarray:

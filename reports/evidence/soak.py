@@ -1,7 +1,7 @@
 """Soak evidence (pure): series over a soak's passes, one value per pass, from records with
 `extra.soak_pass` (and io records of the passes that wrote): per scope, per pair and node,
 per storage workload; the passes' time windows and the p99 spikes. Judged by
-reports.judging.stability, drawn by reports.render.soak.
+reports.judging.fleet.stability, drawn by reports.render.soak.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
-from reports.records import IoRecord, NetRecord
+from reports.shared.records import IoRecord, NetRecord
 
 SPIKE_K = 3.0
 MIN_PASSES = 3  # a median of fewer passes is no reference

@@ -1,5 +1,5 @@
 """Storage evidence (pure): the io records as the report shows them, each marked with whether
-it may stand for the storage against an advertised figure (reports/storage_rule.py decides).
+it may stand for the storage against an advertised figure (reports/shared/storage_rule.py decides).
 
 torch.save / torch.dcp records are the framework's save path through the page cache, shown
 beside and used by the starvation model's checkpoint component.
@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from reports.records import IoRecord
-from reports.spread import spread_of
-from reports.storage_rule import judged_by_iops, why_not_compared
+from reports.shared.records import IoRecord
+from reports.shared.spread import spread_of
+from reports.shared.storage_rule import judged_by_iops, why_not_compared
 
 # the framework's own save paths (iobench/torch_ckpt.py): a real checkpoint through the page
 # cache, shown beside fio and used by the starvation model, never held against the spec

@@ -8,7 +8,7 @@ import collections
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reports.records import NetRecord
+from reports.shared.records import NetRecord
 
 MAX_ROWS = 12
 

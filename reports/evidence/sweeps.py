@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reports.evidence.grouped import Groups, codes
-from reports.records import NET_SCOPES
-from reports.units import format_size
+from reports.shared.records import NET_SCOPES
+from reports.shared.units import format_size
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -308,7 +308,7 @@ class _Hosts:
 
 
 def main_op(curves: dict[tuple[str, str], Sweep], scope: str, prefer: str = "all_reduce") -> Sweep | None:
-    from reports.records import OPS
+    from reports.shared.records import OPS
 
     if (scope, prefer) in curves:
         return curves[(scope, prefer)]

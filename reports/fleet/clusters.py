@@ -24,8 +24,8 @@ from typing import Any, TypeGuard
 
 from reports.evidence import Evidence
 from reports.evidence.sweeps import Sweep
-from reports.findings import FAILING, PARTS, Judgement
-from reports.records import IoRecord
+from reports.shared.findings import FAILING, PARTS, Judgement
+from reports.shared.records import IoRecord
 
 # the parts of a training job the GPUs can wait for, in the order a buyer reads them
 COMPONENTS = PARTS
@@ -203,7 +203,7 @@ def lack_line(component: str, row: Any) -> str:
 def idle_parts(rows: Sequence[Any], summary: Mapping[str, Any]) -> tuple[dict[str, float | None], list[str]]:
     """Each component's part of the total idle share, so that the parts add up to it.
 
-    The model (reports.judging.model) sums the exposed seconds of network and dataloader
+    The model (reports.judging.workload.model) sums the exposed seconds of network and dataloader
     over one step (busy = sum e / (base + sum e)) and multiplies in the checkpoint stall:
     total = 1 - (1 - busy)(1 - ck). Component i's part is e_i / (base + sum e) and the
     checkpoint's is ck x (1 - busy). A row the records could not feed is None (unmeasured),

@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 HELP = "side-by-side comparison of several clusters' results, ranked on the cost of work"
 
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def record_schemas(directory: Path) -> set[object]:
     """Schema versions of the records kept in DIR (a line without one is schema 1)."""
-    from reports.records import IO_FILE, NET_FILE, SCHEMA, iter_jsonl
+    from reports.shared.records import IO_FILE, NET_FILE, SCHEMA, iter_jsonl
 
     out: set[object] = set()
     for name in (NET_FILE, IO_FILE):
@@ -54,7 +54,7 @@ def record_schemas(directory: Path) -> set[object]:
 def check_inputs(dirs: list[str], workload_arg: str | None) -> list[Path]:
     """One-line refusals (exit 2) for input no comparison can be made of."""
     from reports.pipeline import load_optional
-    from reports.records import SCHEMA
+    from reports.shared.records import SCHEMA
 
     if len(dirs) < 2:
         raise UsageError("give at least two results directories to compare")
@@ -87,7 +87,7 @@ def check_inputs(dirs: list[str], workload_arg: str | None) -> list[Path]:
 
 def refuse_results_dir(out: Path) -> None:
     """--out never writes into a run's results directory: its report and records are that run's."""
-    from reports.records import IO_FILE, NET_FILE
+    from reports.shared.records import IO_FILE, NET_FILE
 
     marks = (".stoker-run", NET_FILE, IO_FILE, "verdict.json")
     found = [m for m in marks if (out / m).exists()]
@@ -105,8 +105,8 @@ def main(args: argparse.Namespace) -> int:
     from reports.fleet.render import render_html, render_md
     from reports.fleet.runs import RunIdentity, by_dir, check_alike, distinct
     from reports.pipeline import collect
-    from reports.runs import MixedRuns
-    from reports.safe_write import write_outputs
+    from reports.shared.runs import MixedRuns
+    from reports.shared.safe_write import write_outputs
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -145,7 +145,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"stoker compare: {line}", file=sys.stderr)
     wname = summaries[0].workload
     cmp = compare(summaries, wname, facts)
-    # never over or through a file stoker did not write (reports/safe_write.py)
+    # never over or through a file stoker did not write (reports/shared/safe_write.py)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from reports.evidence import Evidence
-from reports.findings import FAILING, Judgement
-from reports.judging import ckpt_save
-from reports.judging.needs import pick_io
+from reports.judging.storage import ckpt_save
+from reports.judging.workload.needs import pick_io
+from reports.shared.findings import FAILING, Judgement
 
 # the tools whose files stoker imports (backend of their records) -> how to take the measurement
 # again with that tool; {op} an op name, {g} GPUs per node, {n} ranks of two nodes

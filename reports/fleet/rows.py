@@ -2,7 +2,7 @@
 and per storage (scope, workload, direction), each compared only where every cluster
 measured it the same way, and the one rule for a tie: noise bands that overlap.
 
-"The same way" is the identity the baseline declares (reports.judging.baseline.IDENTITY): a
+"The same way" is the identity the baseline declares (reports.judging.fleet.baseline.IDENTITY): a
 sweep's tool, ranks and nodes (so its ranks per node); a storage figure's tool, writers or
 workers per node, block size and nodes. A row whose figures differ in it says "not
 comparable:" and what differs, and ranks nothing.
@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from reports.fleet.clusters import ClusterSummary
-from reports.judging.baseline import FIELD_NAMES, IDENTITY
-from reports.units import format_size
+from reports.judging.fleet.baseline import FIELD_NAMES, IDENTITY
+from reports.shared.units import format_size
 
 NET_IDENTITY = IDENTITY["sweep"]
 IO_IDENTITY = IDENTITY["storage"]

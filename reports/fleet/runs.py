@@ -20,8 +20,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from reports.errors import UsageError
 from reports.fleet.clusters import ClusterSummary
+from reports.shared.errors import UsageError
 
 STATISTIC = "median over runs"
 

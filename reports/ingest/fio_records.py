@@ -1,14 +1,14 @@
 """Foreign fio output -> io records (pure): `stoker import` and `stoker report` of fio JSON or
-text files people already have. The parsing and summing are reports/fio_json.py's (shared
-with iobench's own fio runs) and reports/fio_text.py's."""
+text files people already have. The parsing and summing are reports/shared/fio_json.py's (shared
+with iobench's own fio runs) and reports/shared/fio_text.py's."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reports.errors import UsageError
-from reports.fio_classes import Job, classify
-from reports.fio_json import (
+from reports.shared.errors import UsageError
+from reports.shared.fio_classes import Job, classify
+from reports.shared.fio_json import (
     FioDoc,
     exceeds_physical_bound,
     group_parts,
@@ -17,9 +17,9 @@ from reports.fio_json import (
     procs_of,
     rate,
 )
-from reports.fio_text import parse_text
-from reports.records import IoRecord, utc_now
-from reports.units import parse_size
+from reports.shared.fio_text import parse_text
+from reports.shared.records import IoRecord, utc_now
+from reports.shared.units import parse_size
 
 
 def option_size(options: Mapping[str, str], name: str) -> int:
@@ -36,7 +36,7 @@ def records_from_fio_output(
 ) -> list[IoRecord]:
     """Records of a foreign fio output file (its JSON, else its normal text output: told apart
     by content), one per job name and direction with I/O, each classified by
-    reports/fio_classes.py (the class's workload, fio's job name in `job`).
+    reports/shared/fio_classes.py (the class's workload, fio's job name in `job`).
     The window is the longest runtime among its parts (fio starts clones and, in client
     mode, servers together), so bw = total bytes / that window. Entries of a host whose
     name is not one plain node name are left out, each reason added to `notes`."""

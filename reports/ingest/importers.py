@@ -1,6 +1,6 @@
 """Foreign results -> records: nccl-tests logs and `-J` JSON, fio JSON or text. Files are told apart
 by their content, never by their name. The IO is here (reading files); the parsing is in
-`reports.ingest.nccl_tests` and `reports.fio_json` (pure).
+`reports.ingest.nccl_tests` and `reports.shared.fio_json` (pure).
 
 A file's run id is derived from its content (`import-<sha256[:12]>`), so importing the
 same file twice, or a copy left in a results directory that was already imported, is
@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reports.errors import UsageError
-from reports.fio_text import FioTextError
 from reports.ingest import nccl_tests
 from reports.ingest.sniff import is_stoker_output, looks_like_fio, mtime_utc, run_id_for
-from reports.records import IO_FILE, MANIFEST_FILE, NCCL_DEBUG_DIR, NET_FILE, IoRecord, NetRecord
+from reports.shared.errors import UsageError
+from reports.shared.fio_text import FioTextError
+from reports.shared.records import IO_FILE, MANIFEST_FILE, NCCL_DEBUG_DIR, NET_FILE, IoRecord, NetRecord
 
 # Files stoker writes itself, never read back as foreign results.
 OWN_FILES = frozenset(
@@ -127,7 +127,7 @@ def import_text(text: str, *, source_name: str, ts: str, op: str | None = None) 
 
 
 def _read(path: Path) -> str:
-    from reports.safe_read import read_bytes  # a FIFO, device or /dev/zero link is refused
+    from reports.shared.safe_read import read_bytes  # a FIFO, device or /dev/zero link is refused
 
     return read_bytes(path, "file to import").decode("utf-8", errors="replace")
 

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reports.errors import UsageError
-from reports.records import COMPUTE_FILE, RecordWriter, hosts_why, iter_jsonl
+from reports.shared.errors import UsageError
+from reports.shared.records import COMPUTE_FILE, RecordWriter, hosts_why, iter_jsonl
 
 _SUMMARY = re.compile(r"^Tried\s+(\d+) shapes => the best outcomes were:", re.M)
 _BEST = re.compile(r"^(mean|median|max):\s+([\d.]+) TFLOPS @ (\d+x\d+x\d+)", re.M)

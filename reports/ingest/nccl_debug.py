@@ -8,7 +8,7 @@ NCCL prints, per rank, `host:pid:tid [dev] NCCL INFO ...`: which network it chos
 `via NET/IB/0/GDRDMA`), the communicator's shape (`nRanks 16 nNodes 2 localRanks 8`, or
 `nranks 16` before 2.19), NVLS support, the settings it was given (`NCCL_P2P_DISABLE set by
 environment to 1`) and its errors (`NCCL WARN ...`). These are what an expert reads first;
-`reports.judging.diagnosis` turns them into causes. Each fact keeps the first line that
+`reports.judging.network.diagnosis` turns them into causes. Each fact keeps the first line that
 showed it (its number and text) so the finding can quote it.
 
 The facts travel in the import manifest (`nccl_debug`, docs/contract.md) as plain JSON.

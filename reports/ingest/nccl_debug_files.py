@@ -2,17 +2,17 @@
 write into DIR/nccl-debug/ (NCCL_DEBUG=INFO, NCCL_DEBUG_FILE=%h.%p.log: netbench/nccl_env.py),
 read with the parser of imported logs' NCCL lines (reports/ingest/nccl_debug.py) into one
 manifest line whose quoted lines name their file, so that the report's diagnosis
-(reports/judging/diagnosis.py) reads stoker's runs as it reads anyone's."""
+(reports/judging/network/diagnosis.py) reads stoker's runs as it reads anyone's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from reports.errors import UsageError
 from reports.ingest.nccl_debug import DebugFacts
-from reports.records import NCCL_DEBUG_DIR
-from reports.safe_read import read_bytes
+from reports.shared.errors import UsageError
+from reports.shared.records import NCCL_DEBUG_DIR
+from reports.shared.safe_read import read_bytes
 
 _MAX_FILES = 4096  # the first ranks' files say what NCCL chose; a 10,000-GPU run's are not all read
 _MAX_BYTES = 16 << 20  # one rank's INFO lines of a sweep are a few hundred kB

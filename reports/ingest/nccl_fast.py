@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reports.ingest.nccl_rows import row_fields
-from reports.ops import bus_factor, ranks_from_factor
-from reports.records import NetRecord, to_dict
+from reports.shared.ops import bus_factor, ranks_from_factor
+from reports.shared.records import NetRecord, to_dict
 
 BACKEND = "nccl-tests"
 

@@ -18,8 +18,8 @@ from reports.ingest.nccl_records import (
     row_record,
 )
 from reports.ingest.nccl_rows import number, skipped_note
-from reports.json_shapes import list_at, mapping_at
-from reports.records import NetRecord, hosts_why
+from reports.shared.json_shapes import list_at, mapping_at
+from reports.shared.records import NetRecord, hosts_why
 
 
 def looks_like_json(obj: Any) -> bool:
@@ -59,7 +59,7 @@ def parse_json(
             records=[], manifest={}, notes=[f"{source_name}: cannot tell which test wrote it; pass --op"]
         )
     hosts, device = hosts_of(ranks)
-    if why := hosts_why(hosts):  # never judged, never acted on (reports/hostnames.py)
+    if why := hosts_why(hosts):  # never judged, never acted on (reports/shared/hostnames.py)
         return Parsed(records=[], manifest={}, notes=[f"{source_name}: skipped: config.devices {why}"])
     ctx = _Context(
         op=name,

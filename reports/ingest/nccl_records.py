@@ -15,8 +15,8 @@ from reports.ingest import nccl_per_iter
 from reports.ingest.nccl_fast import BACKEND, context_extra, world_record
 from reports.ingest.nccl_fast import Context as _Context
 from reports.ingest.nccl_rows import busbw_why, figures, is_na, number
-from reports.ops import OPS, bus_factor, ranks_from_factor
-from reports.records import NetRecord
+from reports.shared.ops import OPS, bus_factor, ranks_from_factor
+from reports.shared.records import NetRecord
 
 # nccl-tests type names -> the dtype names stoker records use.
 NCCL_DTYPES = {

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from reports.ops import bus_factor
+from reports.shared.ops import bus_factor
 
 _COLS = {
     "size": "size",
@@ -189,7 +189,7 @@ def busbw_why(
     op: str, ranks: int, algbw: float, busbw: float, algbw_tok: str = "0.00", busbw_tok: str = "0.00"
 ) -> str | None:
     """Why a row's busbw is not algbw x the op's bus factor among `ranks` (nccl-tests
-    src/*.cu getBw, reports/ops.py), or None. Each is off by up to half a unit in its last
+    src/*.cu getBw, reports/shared/ops.py), or None. Each is off by up to half a unit in its last
     printed place (half_unit; 0.005 for 2 decimals), so busbw by up to that of algbw x
     factor + its own. Unknown ranks (0): the rank count is read from this very ratio,
     nothing to check."""

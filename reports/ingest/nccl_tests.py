@@ -36,8 +36,8 @@ from reports.ingest.nccl_records import (
     same_factor,
 )
 from reports.ingest.nccl_rows import aligned, figures, number, row_fields, skipped_note
-from reports.ops import ranks_from_factor
-from reports.records import NetRecord, hosts_why, to_dict
+from reports.shared.ops import ranks_from_factor
+from reports.shared.records import NetRecord, hosts_why, to_dict
 
 
 def _largest_readable(sec: Section) -> tuple[dict[str, str], dict[str, str]] | None:
@@ -220,7 +220,7 @@ def _tables(
             continue
         _, device = hosts_of(sec.ranks)
         hosts, nodes, inferred = _where(sec, sec.debug)
-        if why := hosts_why(hosts):  # never judged, never acted on (reports/hostnames.py)
+        if why := hosts_why(hosts):  # never judged, never acted on (reports/shared/hostnames.py)
             notes.append(f"{source_name}: skipped the table at line {sec.rows[0][0]}: {why}")
             state.refused += 1
             continue

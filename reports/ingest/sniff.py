@@ -9,7 +9,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from reports.fio_text import looks_like_fio_text
+from reports.shared.fio_text import looks_like_fio_text
 
 # `stoker net` prints an nccl-tests-style table too (netbench/output.py); a log of it kept in
 # DIR (a tee, a Slurm job log) holds what net.jsonl already holds and must not count twice.
@@ -29,5 +29,5 @@ def is_stoker_output(text: str) -> bool:
 
 
 def looks_like_fio(text: str) -> bool:
-    """fio's JSON, or its normal text output (reports/fio_text.py)."""
+    """fio's JSON, or its normal text output (reports/shared/fio_text.py)."""
     return '"fio version"' in text[:100_000] or looks_like_fio_text(text)

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from reports.errors import UsageError
-from reports.safe_read import open_regular
+from reports.shared.errors import UsageError
+from reports.shared.safe_read import open_regular
 
 STREAM_BYTES = 32 << 20
 _HEAD = 1 << 20

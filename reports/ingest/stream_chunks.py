@@ -41,7 +41,7 @@ from typing import IO
 
 from reports.ingest import nccl_log
 from reports.ingest import nccl_tests as nt
-from reports.safe_read import open_regular
+from reports.shared.safe_read import open_regular
 
 PART_BYTES = 16 << 20  # the smallest part worth a process; a smaller log is read in one
 _PARTS_PER_WORKER = 4  # parts of unequal cost (noise, damaged rows) even out over several

@@ -5,7 +5,7 @@ slowest rail per run, explicit scopes over world), and the finding names its siz
 is judged per rail against one NIC's share (the spec's `inter_node` total over the GPUs, one
 rail each): an `inter-node` sweep as measured (each rail's busbw), a world sweep spanning k
 nodes of n ranks converted to each NIC's wire rate first, which `judged` says: per algorithm NCCL
-may have run (reports.judging.wire), the reading that holds the promise lowest judges.
+may have run (reports.judging.network.wire), the reading that holds the promise lowest judges.
 
 Status: ok / below_spec (plateau < threshold x advertised) / no_reference (no figure given
 or detected: never a guess) / suspect (above what the hardware can carry: > 1.05 x
@@ -20,20 +20,20 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from reports.evidence.sweeps import Sweep, main_op
-from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Status
-from reports.judging import reference
-from reports.judging.wire import Wire, wire_rate
-from reports.records import IoRecord
-from reports.spec import Spec, StorageSpec, match_storage
-from reports.storage_rule import why_not_compared
-from reports.units import format_size
+from reports.judging.network import reference
+from reports.judging.network.wire import Wire, wire_rate
+from reports.shared.findings import DEFAULT_THRESHOLDS, Component, Finding, Status
+from reports.shared.records import IoRecord
+from reports.shared.spec import Spec, StorageSpec, match_storage
+from reports.shared.storage_rule import why_not_compared
+from reports.shared.units import format_size
 
 SUSPECT_FACTOR = 1.05
 IN_NETWORK_FACTOR = 2.1
 REDUCING_OPS = ("all_reduce", "reduce_scatter")
 PLATEAU_SIZES = 3
 MAX_HOSTS_NAMED = (
-    8  # a scope-wide finding over more hosts names none: reports.judging.localise names culprits
+    8  # a scope-wide finding over more hosts names none: reports.judging.network.localise names culprits
 )
 
 
@@ -51,7 +51,7 @@ def status_of(
     measured: float, expected: float | None, threshold: float, limit: float, *, least: float | None = None
 ) -> Status:
     """`least`: the lowest reading of the same figure (a world busbw's wire rate under the algorithm
-    that needs the least NIC traffic, reports.judging.wire): suspect only when even it is too high."""
+    that needs the least NIC traffic, reports.judging.network.wire): suspect only when even it is too high."""
     if expected is None:
         return "no_reference"
     if (measured if least is None else least) > limit * expected:
@@ -93,7 +93,7 @@ def _net_message(
 
 def _inter_node_rate(c: Sweep, bw: float, env: Mapping[str, str]) -> tuple[str, float, str, Wire | None]:
     """(what was judged: "" for an inter-node sweep's rails as measured; the figure compared
-    with one NIC; a sentence saying how it was had; the per-algorithm reading, reports.judging.wire)."""
+    with one NIC; a sentence saying how it was had; the per-algorithm reading, reports.judging.network.wire)."""
     k, n = c.nodes, c.ranks
     if not c.from_world or n <= k or k < 2:
         return "", bw, "", None  # each rail's busbw as measured
@@ -129,7 +129,7 @@ def compare_network(
     """One finding per measured scope (intra-node, inter-node), all_reduce by default. `written`
     names the scopes whose figure the user's spec gave (None: every figure `spec` holds); a scope
     whose link is only detected is judged against what healthy systems reach on it
-    (reports.judging.reference), with the advertised figure beside it. `env`: the run's
+    (reports.judging.network.reference), with the advertised figure beside it. `env`: the run's
     NCCL_ALGO / NCCL_NVLS_ENABLE, which tell the ring's figures from NVLS's."""
     findings: list[Finding] = []
     expected_used: dict[str, float] = {}

@@ -2,11 +2,11 @@
 end of its phase (the same test, the same nodes) is judged by both measurements.
 
 Storage: `stoker io --spec` measures a fio test again when its figure is under the spec's
-threshold (reports.storage_rule.to_confirm). Network: `stoker net` measures a swept scope's judged op again when its
+threshold (reports.shared.storage_rule.to_confirm). Network: `stoker net` measures a swept scope's judged op again when its
 plateau is under the threshold the report holds it to, the spec's or, without one, what healthy
 systems of the detected kind reach, and the intra-node scope's op where a node is a low outlier
 of the fleet (net_to_confirm; confirm_nodes judges those nodes); the pairs' fleet rule has its
-own second pass (reports.outliers.confirmation_pairs). `stoker check --baseline` runs a
+own second pass (reports.shared.outliers.confirmation_pairs). `stoker check --baseline` runs a
 step again when a figure is past the accepted one's tolerance (BASELINE). Both mark the second measurement
 `confirmation: true` (docs/contract.md). The first measurements are judged as always; the
 confirmations apart, the same way. A failing finding whose confirmation passes is a
@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from reports import records
 from reports.evidence.sweeps import Sweep
-from reports.findings import FAILING, PASSED, Finding
-from reports.judging import advertised, reference
+from reports.judging import advertised
 from reports.judging.coverage import gpus_seen
-from reports.judging.localise import intra_node_findings
-from reports.records import CONFIRMED_SCOPES, IoRecord, NetRecord
-from reports.spec import Spec, fill_from_hardware, given_scopes
-from reports.storage_rule import judged_by_iops
+from reports.judging.network import reference
+from reports.judging.network.localise import intra_node_findings
+from reports.shared.findings import FAILING, PASSED, Finding
+from reports.shared.records import CONFIRMED_SCOPES, IoRecord, NetRecord
+from reports.shared.spec import Spec, fill_from_hardware, given_scopes
+from reports.shared.storage_rule import judged_by_iops
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -157,7 +158,7 @@ def compare_network(
 
 
 def confirm_nodes(first: Sequence[Finding], again: pd.DataFrame | None) -> list[Finding]:
-    """The per-node intra-node findings of the fleet rule (reports.judging.localise) judged with
+    """The per-node intra-node findings of the fleet rule (reports.judging.network.localise) judged with
     the intra-node sweep measured again (`again`: its rows): a node that is no longer a low
     outlier of the fleet measured again is a transient; one that still is fails with both
     figures. Other findings, and nodes the confirmation did not measure, are left as they are."""
@@ -201,7 +202,7 @@ def net_to_confirm(
     the inter-node link is swept again as world."""
     from reports.evidence import hosts
     from reports.evidence.sweeps import judged, main_op
-    from reports.table import records_frame
+    from reports.table.read import records_frame
 
     first = [r for r in recs if not is_confirmation(r) and r.scope in CONFIRMED_SCOPES]
     if not first:

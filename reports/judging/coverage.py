@@ -9,7 +9,7 @@ model the hosts showed differs: a failing finding), `unmeasured` (the verdict ca
 `pass`: it is `incomplete`, and verdict.json's `unmeasured` says what, why and how to measure
 it), `out_of_scope` (`--scope node`: only the node was under test; the report still names it),
 or `nothing_to_measure` (an intra-node link with one GPU per node: not a missing phase).
-A workload's needs (reports.judging.needs: the network scopes its parallelism crosses, the
+A workload's needs (reports.judging.workload.needs: the network scopes its parallelism crosses, the
 storage it reads and writes, the accelerator its compute figure assumes) are lines too.
 
 The rule (docs/contract.md): `pass` needs every promise in scope measured and met.
@@ -22,12 +22,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reports.catalog import match_gpu_name
-from reports.findings import Finding, ReportScope
-from reports.records import IoRecord
-from reports.spec import Spec, StorageSpec, match_storage
+from reports.shared.catalog import match_gpu_name
+from reports.shared.findings import Finding, ReportScope
+from reports.shared.records import IoRecord
+from reports.shared.spec import Spec, StorageSpec, match_storage
 
-Scope = ReportScope  # declared in reports/findings.py (REPORT_SCOPES)
+Scope = ReportScope  # declared in reports/shared/findings.py (REPORT_SCOPES)
 Status = Literal["measured", "not_met", "unmeasured", "out_of_scope", "nothing_to_measure"]
 
 
@@ -302,7 +302,7 @@ def assess(
     """Every promise of `spec` (as the user wrote it, before detection filled it in) against
     the evidence (the scopes of the judged curves, the nodes spanned, the storage records) and
     what the hosts showed (their detected `hardware`, the ranks' manifests); `needs` are the
-    workload's (reports.judging.needs), judged by the same rule. `imported`: every figure came
+    workload's (reports.judging.workload.needs), judged by the same rule. `imported`: every figure came
     from another tool's output (`stoker import`, a log dropped in DIR): a promise it does not
     touch is named as not covered, never a missing phase (nothing of stoker's ran). `ranks_on`:
     the most ranks a sweep inside one node ran on each host (a sweep that left GPUs out is `not_met`)."""

@@ -2,8 +2,8 @@
 the verdict, decided here once (pure; reads no file).
 
 judge() = the sweep plateaus against advertised figures (reports.judging.advertised), the node
-and link culprits (reports.judging.localise, reports.judging.groups), the node inventory
-(reports.judging.inventory) and the starvation model (reports.judging.model) turned into
+and link culprits (reports.judging.network.localise, reports.judging.network.groups), the node inventory
+(reports.judging.node.inventory) and the starvation model (reports.judging.workload.model) turned into
 findings. Without a spec, the hardware the hosts detected stands in for one; with neither,
 findings are `no_reference` (never a guessed figure).
 """
@@ -16,27 +16,30 @@ from typing import Any
 
 from reports.evidence import Evidence
 from reports.evidence.rails import untested_note
-from reports.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
-from reports.judging import confirm, diagnosis, model, reference, savepath
-from reports.judging.baseline import Baseline
-from reports.judging.baseline_figures import judge_evidence
-from reports.judging.compute import appetite, compute_findings, compute_notes
+from reports.judging import confirm
 from reports.judging.coverage import Scope, assess
-from reports.judging.groups import group_findings
-from reports.judging.inventory import explain, host_link_figures, judge_inventory
-from reports.judging.localise import localise
-from reports.judging.needs import need_lines, pick_io, place, runs_on
-from reports.judging.nic_counters import sweep_counter_findings
-from reports.judging.port_roles import ports_not_counted
-from reports.judging.rail_nic import name_nics
-from reports.judging.stability import stability
-from reports.judging.workload import Workload
-from reports.records import IoRecord
-from reports.runs import IMPORTED
-from reports.spec import Spec, given_scopes, match_storage
-from reports.spread import Spread, spread_of, threshold_note
-from reports.storage_rule import iops_note, judged_by_iops
-from reports.table import SkippedLine
+from reports.judging.fleet.baseline import Baseline
+from reports.judging.fleet.baseline_figures import judge_evidence
+from reports.judging.fleet.stability import stability
+from reports.judging.network import diagnosis, reference
+from reports.judging.network.groups import group_findings
+from reports.judging.network.localise import localise
+from reports.judging.network.nic_counters import sweep_counter_findings
+from reports.judging.network.rail_nic import name_nics
+from reports.judging.node.compute import appetite, compute_findings, compute_notes
+from reports.judging.node.inventory import explain, host_link_figures, judge_inventory
+from reports.judging.node.port_roles import ports_not_counted
+from reports.judging.storage import savepath
+from reports.judging.workload import model
+from reports.judging.workload.needs import need_lines, pick_io, place, runs_on
+from reports.judging.workload.workload import Workload
+from reports.shared.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
+from reports.shared.records import IoRecord
+from reports.shared.runs import IMPORTED
+from reports.shared.spec import Spec, given_scopes, match_storage
+from reports.shared.spread import Spread, spread_of, threshold_note
+from reports.shared.storage_rule import iops_note, judged_by_iops
+from reports.table.read import SkippedLine
 
 _FIX = {
     "inter-node network": "fix below-spec links first, or keep more parallelism inside the node so fewer bytes cross nodes",
@@ -146,15 +149,15 @@ def judge(
     set_aside: Sequence[Finding] = (),
 ) -> Judgement:
     """The judgement of one results directory; `missing` names the phases that should have
-    produced records and did not (reports.phases), `skipped` those left out on purpose, and
+    produced records and did not (reports.shared.phases), `skipped` those left out on purpose, and
     `scope` what was under test (the whole cluster, or one node), `set_aside` the findings of
-    the nodes the job's preflight left out (reports/setaside.py): with the spec's promises
+    the nodes the job's preflight left out (reports/shared/setaside.py): with the spec's promises
     not measured (reports.judging.coverage), the verdict is decided here once."""
     notes = _skipped_notes(ev.skipped)
     hardware = ev.hardware
     written = spec  # the spec as the user wrote it: its promises are what coverage holds
     # what the hosts showed, else the devices an imported log's ranks named: a fresh cluster's
-    # links are then judged against what healthy systems reach on them (reports.judging.reference)
+    # links are then judged against what healthy systems reach on them (reports.judging.network.reference)
     spec = confirm.judged_spec(spec, hardware, ev.manifests)
     scopes = {sc for sc, _ in ev.curves}
     nodes = int(ev.net.frame["nodes"].max()) if len(ev.net) else 0
@@ -221,7 +224,7 @@ def judge(
     findings = explain(findings, inventory) + inventory
     notes += ports_not_counted(ev.host)  # unused and storage RDMA ports: listed, not judged
     # NCCL's own words: wrong data and errors first, then what contradicts the spec, and the
-    # cause its lines show beside each failing network figure (reports/judging/diagnosis.py)
+    # cause its lines show beside each failing network figure (reports/judging/network/diagnosis.py)
     findings = [
         *diagnosis.correctness_findings(ev.sweeps, ev.manifests),
         *diagnosis.misconfigured_findings(ev.manifests, written, nodes),

@@ -14,7 +14,6 @@ import pandas as pd
 from reports.evidence.pairs import PairEvidence
 from reports.evidence.storage import REAL_SAVE_BACKENDS
 from reports.evidence.sweeps import Sweep, expected_for
-from reports.records import IO_WORKLOADS
 from reports.render import figure_jobs, plots
 from reports.render.markdown import (
     LEGEND,
@@ -31,7 +30,8 @@ from reports.render.markdown import (
     verdict_line,
 )
 from reports.render.soak import section as soak_section
-from reports.units import format_size
+from reports.shared.records import IO_WORKLOADS
+from reports.shared.units import format_size
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;

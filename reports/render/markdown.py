@@ -14,11 +14,11 @@ import pandas as pd
 
 from reports.evidence import Evidence
 from reports.evidence.sweeps import Sweep, expected_for
-from reports.findings import FAILING, STATUSES, Finding, Judgement
-from reports.group_search import SearchResult
-from reports.manifest import allowlisted_env
 from reports.render.stragglers import straggler_lines
-from reports.units import format_size
+from reports.shared.findings import FAILING, STATUSES, Finding, Judgement
+from reports.shared.group_search import SearchResult
+from reports.shared.manifest import allowlisted_env
+from reports.shared.units import format_size
 
 MAX_ROWS = 20  # host / pair / skipped-line tables show the worst rows, then a summary
 MAX_NAMES = 6  # host names listed in one cell

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reports.evidence.soak import SPIKE_K, io_series, node_scores, pair_series, soak_pass, spikes
-from reports.records import IoRecord, NetRecord
 from reports.render.plots import encode_png, load_pyplot
+from reports.shared.records import IoRecord, NetRecord
 
 _W = (9.0, 3.0)
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from types import FrameType
 
 # in the environment of what this run starts: "pid-starttime" of its pytest; no prefix the
-# manifest records (reports/manifest.py ENV_PREFIXES), so no run of a test carries it into a report
+# manifest records (reports/shared/manifest.py ENV_PREFIXES), so no run of a test carries it into a report
 MARK = "SUITE_STOP_MARK"
 GRACE_S = 5.0  # how long the descendants get for their own SIGTERM handling (a report, mpirun's ranks)
 SIGNALS = (signal.SIGTERM, signal.SIGINT)

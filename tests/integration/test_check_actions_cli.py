@@ -243,8 +243,8 @@ def test_without_path_the_check_measures_where_the_baseline_accepted_this_nodes_
     accepted at 0.001 GB/s so any disk passes): `check --checks io --baseline` without --path
     measures there, not in /var/tmp, and -v says so in one line; a path the baseline accepted
     that this node lacks is refused, naming where it came from."""
-    from reports.baseline_file import to_yaml
-    from reports.judging.baseline import Figure, make
+    from reports.judging.fleet.baseline import Figure, make
+    from reports.judging.fleet.baseline_file import to_yaml
 
     fake = FakeScheduler(tmp_path)
     scratch = tmp_path / "scratch"
@@ -267,6 +267,6 @@ def test_without_path_the_check_measures_where_the_baseline_accepted_this_nodes_
     p = check(fake, "--checks", "io", "--baseline", str(base), "--out", str(out), "-v", STOKER_HOSTNAME="n1")
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert p.stdout.splitlines()[0] == f"stoker check: {said}"
-    from reports.table import read_records
+    from reports.table.read import read_records
 
     assert {r.path for r in read_records(out).io} == {str(scratch)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import REPO, STOKER, needs_root, needs_tool
 from tests.harness.blockdev import CGROUP_V1_BLKIO, ThrottledDisk, start_in_cgroup, throttled_disk
 

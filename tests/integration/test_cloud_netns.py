@@ -36,11 +36,11 @@ from typing import Any
 import pytest
 import yaml
 
-from launchers.cloudjob import CloudJob
-from launchers.fabrics import FABRICS
+from launchers.cloud.cloudjob import CloudJob
+from launchers.cloud.fabrics import FABRICS
+from launchers.cloud.submit_cloud import render
 from launchers.profiles import get_profile, with_overrides
-from launchers.submit_cloud import render
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import REPO, STOKER, bed_missing, needs_root
 from tests.harness import netns
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import REPO, STOKER, ctrl_c_default, needs_tool
 
 pytestmark = needs_tool("fio")
@@ -213,7 +213,7 @@ def test_a_fio_error_other_than_a_full_disk_aborts_with_fios_reason() -> None:
     written, even by root) and exits 1: a MeasurementAborted naming it, not a DiskFull."""
     from iobench.runner import DiskFull, run_job
     from iobench.workloads import FioJob
-    from reports.errors import MeasurementAborted
+    from reports.shared.errors import MeasurementAborted
 
     job = FioJob(
         name="checkpoint_write",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import REPO, STOKER, needs_root, needs_tool
 from tests.harness.blockdev import ramfs, start_in_cgroup, throttled_disk, tmpfs
 from tests.integration.test_io_local import one_line_error, stoker

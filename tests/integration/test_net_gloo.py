@@ -261,7 +261,7 @@ def test_pairs_on_four_fake_nodes(tmp_path: Path) -> None:
     first = [r for r in recs if r["pass"] == 1]
     assert sorted(tuple(sorted(r["hosts"])) for r in first) == every  # each pair exactly once
     assert sorted(r["round"] for r in first) == [0, 0, 1, 1, 2, 2]
-    # pass 2 re-measures pairs that reports.judging.localise finds suspect; timings on one shared
+    # pass 2 re-measures pairs that reports.judging.network.localise finds suspect; timings on one shared
     # machine may or may not make any pair look slow, so only its shape is checked
     second = [r for r in recs if r["pass"] != 1]
     assert all(r["pass"] == 2 and tuple(sorted(r["hosts"])) in every for r in second)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import REPO, STOKER, bed_missing, needs_root
 from tests.harness import netns
 
@@ -131,7 +131,7 @@ def test_every_phase_ran_on_all_three_nodes(results: Path) -> None:
     assert len({r.run_id for r in [*recs.net.records(), *recs.io]} | {r["run_id"] for r in recs.host}) == 1
     assert {r["host"] for r in recs.compute} == {"la3n0", "la3n1", "la3n2"}  # each node its own sweep
     assert {r["host"] for r in recs.host} == {"la3n0", "la3n1", "la3n2"}  # and its own inventory
-    # node 0 wrote the phase list (reports/phases.py) and kept each phase's output beside it;
+    # node 0 wrote the phase list (reports/shared/phases.py) and kept each phase's output beside it;
     # the inventory runs first (on these veth-only nodes: each node's own node record)
     ran = [json.loads(x) for x in (results / "phases.jsonl").read_text().splitlines()]
     assert [p["phase"] for p in ran] == "inventory compute intra-node inter-node pairs storage".split(), ran

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.findings import FAILING
+from reports.shared.findings import FAILING
 from tests.conftest import STOKER, bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, net_argv, unavailable_reason
 

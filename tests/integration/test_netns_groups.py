@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from reports.evidence.groups import replay
-from reports.findings import Finding
-from reports.records import NetRecord
-from reports.table import NetTable, RecordSet, read_records
+from reports.shared.findings import Finding
+from reports.shared.records import NetRecord
+from reports.table.read import NetTable, RecordSet, read_records
 from tests.conftest import bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, net_argv, unavailable_reason
 from tests.unit.recordgen import judge_records

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from reports.evidence.rails import pair_evidence
-from reports.findings import Finding
-from reports.judging import localise as judging
-from reports.records import NetRecord
-from reports.table import NetTable, read_records
+from reports.judging.network import localise as judging
+from reports.shared.findings import Finding
+from reports.shared.records import NetRecord
+from reports.table.read import NetTable, read_records
 from tests.conftest import bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, net_argv, unavailable_reason
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.records import NetRecord
-from reports.table import read_records
+from reports.shared.records import NetRecord
+from reports.table.read import read_records
 from tests.conftest import bed_missing, needs_root, needs_tool
 from tests.harness.netns import NetnsCluster, unavailable_reason
 

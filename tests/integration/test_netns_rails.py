@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import STOKER, bed_missing, needs_root
 from tests.harness.netns import net_argv, unavailable_reason
 from tests.harness.netns_rails import RailCluster

@@ -2,7 +2,7 @@
 bridge and subnet, local rank r bound to it; tests/harness/netns_rails.py). `stoker net
 --scopes groups` must name the one slow (node, rail) link by host and rail, in at most
 ceil(log2 8) + 2 = 5 rounds, and nothing on a healthy bed, 5 runs of 5. The findings come
-from the judge's replay of the recorded rounds (reports.judging.groups)."""
+from the judge's replay of the recorded rounds (reports.judging.network.groups)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from reports.findings import Finding
-from reports.records import NetRecord
-from reports.table import NetTable, RecordSet, read_records
+from reports.shared.findings import Finding
+from reports.shared.records import NetRecord
+from reports.table.read import NetTable, RecordSet, read_records
 from tests.conftest import bed_missing, needs_root
 from tests.harness.netns import net_argv, unavailable_reason
 from tests.harness.netns_rails import RailCluster

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from reports.evidence.soak import soak_pass
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import bed_missing, needs_root
 from tests.harness.netns import NetnsCluster, unavailable_reason
 from tests.unit.recordgen import judge_records

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import REPO, STOKER, needs_tool
 
 NET = [

@@ -133,7 +133,7 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
     _refused(["compare", str(a), str(c), *out], capsys, "records of schema 2; this stoker reads schema 1")
     (a / "workload.yaml").write_text("preset: llama-70b\n")  # b keeps llama-8b
     _refused(["compare", str(a), str(b), *out], capsys, "judged against different workloads (")
-    for bad in ("-1", ".inf", ".nan", "1e308"):  # 1e308: beyond any cluster (reports/plausible.py)
+    for bad in ("-1", ".inf", ".nan", "1e308"):  # 1e308: beyond any cluster (reports/shared/plausible.py)
         d = make_trial(tmp_path, f"p{bad}", bad)
         _refused(["compare", str(b), str(d), "--workload", "llama-70b", *out], capsys, "price_per_gpu_hour")
     assert not (tmp_path / "o").exists()  # nothing written on refusal

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import STOKER, needs_tool
 
 pytestmark = [needs_tool("fio"), pytest.mark.slow]

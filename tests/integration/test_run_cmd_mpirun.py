@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from netbench.spawn import free_port
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import PYTHON, REPO, needs_tool
 
 SCRIPTS = REPO / "launchers"

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from launchers.sbatch import PHASE_GRACE_S
-from reports.table import read_records
+from launchers.slurm.sbatch import PHASE_GRACE_S
+from reports.table.read import read_records
 from tests.conftest import STOKER, needs_root, needs_tool
 from tests.harness.slurm import SlurmCluster, free_ports
 

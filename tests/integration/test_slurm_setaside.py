@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import PYTHON, needs_root, needs_tool
 from tests.harness.slurm import SlurmCluster
 from tests.integration.test_slurm_acceptance import finish, spec, submit

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import STOKER
 from tests.harness.slurm import SlurmCluster
 from tests.integration.test_slurm_acceptance import finish, job_env, pytestmark, submit  # noqa: F401

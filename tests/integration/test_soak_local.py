@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import STOKER
 
 SMALL = ["--profile", "quick", "--ops", "all_reduce", "--backend", "gloo", "--nproc", "2", "--iters", "3"]

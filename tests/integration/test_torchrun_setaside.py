@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.table import read_records
+from reports.table.read import read_records
 from tests.conftest import REPO, STOKER, bed_missing, needs_root
 from tests.harness import netns
 

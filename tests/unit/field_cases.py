@@ -60,8 +60,8 @@ def _spec_yaml(spec: Mapping[str, Any] | None) -> str | None:
 
 def judge_case(case: Mapping[str, Any]) -> Outcome:
     """One corpus file through the report pipeline, in a dir of its own."""
-    from reports.errors import UsageError
     from reports.pipeline import collect
+    from reports.shared.errors import UsageError
 
     with tempfile.TemporaryDirectory(prefix="field-") as tmp:
         d = Path(tmp) / "results"

@@ -7,9 +7,9 @@ from typing import Any
 
 from reports.evidence import Evidence, build
 from reports.evidence.sweeps import Sweep, judged
-from reports.findings import Judgement
-from reports.records import IoRecord, NetRecord
-from reports.table import NetTable, RecordSet
+from reports.shared.findings import Judgement
+from reports.shared.records import IoRecord, NetRecord
+from reports.table.read import NetTable, RecordSet
 
 
 def net(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from reports.evidence.sweeps import Sweep
-from reports.findings import Finding
 from reports.judging import advertised as compare
-from reports.spec import Spec, StorageSpec, match_storage, parse_spec
+from reports.shared.findings import Finding
+from reports.shared.spec import Spec, StorageSpec, match_storage, parse_spec
 from tests.unit.recordgen import curves as build_curves
 from tests.unit.recordgen import flat, io, net
 
@@ -189,7 +189,7 @@ def test_concurrent_rails_count_at_the_slowest_rail() -> None:
     """Two rails sharing a link: 0.027 and 0.024 GB/s in one run. The node moves both rails'
     bytes in the slower rail's time, so per GPU it delivers 0.024, not the median 0.0255.
     A second run (0.030, 0.026) gives 0.026; the curve takes the median over runs: 0.025."""
-    from reports.records import NetRecord
+    from reports.shared.records import NetRecord
 
     def rail(run: str, group: int, bw: float) -> NetRecord:
         return NetRecord(
@@ -281,7 +281,7 @@ def _world(busbw: float, nodes: int, env: dict[str, str] | None = None) -> Findi
 
 def test_world_sweep_across_nodes_is_judged_as_each_nics_wire_rate() -> None:
     """A world all_reduce over N nodes x 8 GPUs (n = 8N ranks, one ib-ndr NIC per GPU: 8 rails
-    of 50 GB/s) is judged per NIC as the algorithm NCCL may have run (reports/judging/wire.py):
+    of 50 GB/s) is judged per NIC as the algorithm NCCL may have run (reports/judging/network/wire.py):
 
     algbw = busbw / (2(n−1)/n); a node sends T x S across the network, spread over its 8 NICs,
     so each NIC carries wire = algbw x T / 8 with

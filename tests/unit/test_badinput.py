@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from launchers import cli
-from reports.errors import UsageError
-from reports.manifest import allowlisted_env
-from reports.records import check_run_id, new_run_id
+from reports.shared.errors import UsageError
+from reports.shared.manifest import allowlisted_env
+from reports.shared.records import check_run_id, new_run_id
 
 
 @pytest.mark.parametrize("bad", ["a/../../escape", "..", ".", "a b", "x\ny", "a;rm", "é", "x" * 129, "$(id)"])

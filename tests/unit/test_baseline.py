@@ -8,11 +8,8 @@ from pathlib import Path
 import pytest
 
 from reports import evidence
-from reports.baseline_file import load, to_yaml
-from reports.errors import UsageError
-from reports.findings import verdict_of
-from reports.judging import baseline_figures as baseline_judging
-from reports.judging.baseline import (
+from reports.judging.fleet import baseline_figures as baseline_judging
+from reports.judging.fleet.baseline import (
     DEFAULT_TOLERANCE,
     MAX_TOLERANCE,
     STORAGE_TOLERANCE,
@@ -21,7 +18,10 @@ from reports.judging.baseline import (
     make,
     tolerance_for,
 )
-from reports.table import RecordSet
+from reports.judging.fleet.baseline_file import load, to_yaml
+from reports.shared.errors import UsageError
+from reports.shared.findings import verdict_of
+from reports.table.read import RecordSet
 from tests.unit.recordgen import flat, io, net
 
 

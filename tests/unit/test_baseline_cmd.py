@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from launchers.cli import main
-from reports.baseline_file import load
+from reports.judging.fleet.baseline_file import load
 from reports.pipeline import collect
-from reports.records import IO_FILE, write_all
+from reports.shared.records import IO_FILE, write_all
 from tests.unit.recordgen import io
 
 

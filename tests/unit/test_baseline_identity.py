@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from launchers import check_plan as cp
+from launchers.actions import check_plan as cp
 from reports import evidence
-from reports.baseline_file import load, to_yaml
-from reports.errors import UsageError
-from reports.judging.baseline import (
+from reports.judging.fleet.baseline import (
     MAX_TOLERANCE,
     STORAGE_TOLERANCE,
     Figure,
@@ -22,8 +20,10 @@ from reports.judging.baseline import (
     make,
     tolerance_for,
 )
-from reports.judging.baseline_figures import figures
-from reports.table import RecordSet
+from reports.judging.fleet.baseline_figures import figures
+from reports.judging.fleet.baseline_file import load, to_yaml
+from reports.shared.errors import UsageError
+from reports.table.read import RecordSet
 from tests.unit.recordgen import io, net
 
 

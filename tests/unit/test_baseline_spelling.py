@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.judging.baseline import judge, make
+from reports.judging.fleet.baseline import judge, make
 from tests.unit.test_baseline_identity import intra, node_io
 
 
@@ -51,8 +51,8 @@ def test_a_real_difference_stays_not_comparable() -> None:
 
 
 def test_the_one_spelling_of_each_thing() -> None:
-    from reports.hostnames import host_key
-    from reports.records import norm_path, tool_figure, tool_name
+    from reports.shared.hostnames import host_key
+    from reports.shared.records import norm_path, tool_figure, tool_name
 
     assert {host_key(h) for h in ("GPU02", "gpu02.cluster.local", "gpu02")} == {"gpu02"}
     assert {norm_path(p) for p in ("/scratch/", "//scratch", "/scratch/.", "/scratch")} == {"/scratch"}
@@ -68,7 +68,7 @@ def test_the_one_spelling_of_each_thing() -> None:
 def test_a_node_the_baseline_judged_nothing_of_is_not_a_quiet_pass() -> None:
     """gpu01 is judged (ok); gpu02 was measured with gloo against an nccl baseline: nothing of
     it was judged. The verdict is unjudged, the headline names gpu02, `--fail-unjudged` fails."""
-    from reports.findings import EXIT_CODES, headline, verdict_of
+    from reports.shared.findings import EXIT_CODES, headline, verdict_of
 
     base = make("acc", "t", [intra(360.0, host="gpu01"), intra(360.0, host="gpu02")])
     found = judge(base, [intra(355.0, host="gpu01"), intra(180.0, host="gpu02", backend="gloo")])

@@ -237,7 +237,7 @@ def test_script_argv_wraps_the_phase_in_the_launcher() -> None:
         "/r",
     ]
     p = subprocess.run(
-        [sys.executable, "-m", "launchers.argv", *args], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "launchers.local.argv", *args], capture_output=True, text=True, check=True
     )
     tokens = p.stdout.split("\0")[:-1]
     assert tokens[:10] == [
@@ -258,7 +258,7 @@ def test_script_argv_wraps_the_phase_in_the_launcher() -> None:
 
 def _argv_tokens(*args: str) -> list[str]:
     p = subprocess.run(
-        [sys.executable, "-m", "launchers.argv", *args], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "launchers.local.argv", *args], capture_output=True, text=True, check=True
     )
     return p.stdout.split("\0")[:-1]
 
@@ -285,7 +285,7 @@ def test_compute_budget_reaches_the_compute_phase_and_its_limit() -> None:
 @pytest.mark.parametrize("bad", ["0", "-1", "1e9"])
 def test_compute_budget_out_of_range_is_one_line_exit_2(bad: str) -> None:
     p = subprocess.run(
-        [sys.executable, "-m", "launchers.argv", "compute", "--compute-budget", bad, "--out", "/r"],
+        [sys.executable, "-m", "launchers.local.argv", "compute", "--compute-budget", bad, "--out", "/r"],
         capture_output=True,
         text=True,
     )

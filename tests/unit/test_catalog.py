@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reports import catalog
-from reports.errors import UsageError
+from reports.shared import catalog
+from reports.shared.errors import UsageError
 
 KINDS = ("accelerator", "link", "storage class", "model preset", "dataloader preset")
 

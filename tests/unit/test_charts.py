@@ -11,8 +11,8 @@ import pytest
 from reports.render import plots
 from reports.render.html import render as render_html
 from reports.render.markdown import ReportInput
-from reports.spec import parse_spec
-from reports.table import NetTable, RecordSet
+from reports.shared.spec import parse_spec
+from reports.table.read import NetTable, RecordSet
 from tests.unit.recordgen import evidence, judge_records, net
 
 

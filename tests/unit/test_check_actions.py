@@ -8,11 +8,11 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from launchers import check_plan as cp
-from launchers import node_actions as na
-from launchers.drain_cmd import culprits
-from launchers.prom_export import Metric, registry, write
-from reports.findings import Finding, Status
+from launchers.actions import check_plan as cp
+from launchers.actions import node_actions as na
+from launchers.actions.prom_export import Metric, registry, write
+from launchers.commands.drain_cmd import culprits
+from reports.shared.findings import Finding, Status
 
 S = ("stoker",)
 
@@ -171,7 +171,7 @@ def test_metrics_file_parses_and_is_never_half_written(tmp_path: Path) -> None:
 
 
 def _regression(measured: float, status: Status = "regression") -> Finding:
-    """A baseline finding as reports.judging.baseline writes it (hand-built): accepted 10 GB/s."""
+    """A baseline finding as reports.judging.fleet.baseline writes it (hand-built): accepted 10 GB/s."""
     return Finding(
         component="node",
         check="baseline: checkpoint_write write on /scratch",
@@ -186,7 +186,7 @@ def _regression(measured: float, status: Status = "regression") -> Finding:
 
 
 def test_a_regression_measured_again_and_passing_is_a_transient_and_drains_nothing() -> None:
-    from launchers.check_actions import plan
+    from launchers.actions.check_actions import plan
     from reports.judging.confirm import BASELINE, merge
 
     tagged = [("inventory", finding("ok")), ("io", _regression(7.6))]

@@ -1,5 +1,5 @@
 """The checkpoint as training writes it: every writing rank saves its shard at once, a node's
-writers share its disk, shared storage bounds all nodes together (reports/judging/ckpt_save.py).
+writers share its disk, shared storage bounds all nodes together (reports/judging/storage/ckpt_save.py).
 Every expected value is worked out by hand in the comment above it."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import dataclasses
 
 import pytest
 
-from reports.findings import Finding, ModelRow
-from reports.judging.ckpt_save import layout, save_time
-from reports.judging.savepath import SaveRates, pick
-from reports.judging.workload import load_workload, parse_workload
-from reports.records import IoRecord
-from reports.spec import parse_spec
-from reports.table import RecordSet
+from reports.judging.storage.ckpt_save import layout, save_time
+from reports.judging.storage.savepath import SaveRates, pick
+from reports.judging.workload.workload import load_workload, parse_workload
+from reports.shared.findings import Finding, ModelRow
+from reports.shared.records import IoRecord
+from reports.shared.spec import parse_spec
+from reports.table.read import RecordSet
 from tests.unit.recordgen import io, judge_records
 
 SPEC = parse_spec(

@@ -21,8 +21,8 @@ def test_unknown_option_is_one_line_exit_2() -> None:
 def test_run_and_submit_take_a_workload_preset_name(tmp_path: Path) -> None:
     """`stoker run --workload llama-70b` takes the preset name, as report and compare do."""
     from launchers.options import checked_workload, keep_inputs
-    from reports.errors import UsageError
-    from reports.judging.workload import load_workload
+    from reports.judging.workload.workload import load_workload
+    from reports.shared.errors import UsageError
 
     assert checked_workload("llama-70b", tmp_path) == "llama-70b"
     assert checked_workload("unet3d", tmp_path) == "unet3d"

@@ -1,4 +1,4 @@
-"""The Kubernetes, SkyPilot and dstack jobs (launchers/k8s.py, launchers/skypilot_dstack.py): golden
+"""The Kubernetes, SkyPilot and dstack jobs (launchers/cloud/k8s.py, launchers/cloud/skypilot_dstack.py): golden
 files per platform x fabric, compared line by line, and the values that could be wrong
 computed by hand. Schema validation: tests/unit/test_cloud_validate.py."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from launchers.cloudjob import CloudJob, node_script, stoker_args
-from launchers.fabrics import FABRICS
+from launchers.cloud.cloudjob import CloudJob, node_script, stoker_args
+from launchers.cloud.fabrics import FABRICS
+from launchers.cloud.skypilot_dstack import DSTACK
+from launchers.cloud.submit_cloud import render
 from launchers.profiles import get_profile, with_overrides
-from launchers.skypilot_dstack import DSTACK
-from launchers.submit_cloud import render
 from tests.conftest import DATA
 
 GOLDEN = DATA / "launchers" / "cloud"
@@ -52,7 +52,7 @@ CASES: dict[str, tuple[str, CloudJob]] = {
         ),
     ),
     "k8s-mpijob-efa.yaml": ("k8s", base_job("efa", "mpijob", namespace="acceptance")),
-    # `stoker check` on every GPU node, a DaemonSet (launchers/k8s_check.py)
+    # `stoker check` on every GPU node, a DaemonSet (launchers/cloud/k8s_check.py)
     "k8s-check-daemonset.yaml": (
         "k8s",
         base_job("ib", "check", namespace="ops", node_selector=(("nvidia.com/gpu.present", "true"),)),

@@ -18,11 +18,11 @@ import pytest
 
 from netbench.compute import cli, smi
 from netbench.compute import sweep as sw
-from reports.errors import UsageError
 from reports.evidence import build
-from reports.judging.compute import appetite, compute_findings
-from reports.judging.workload import Workload
-from reports.table import RecordSet
+from reports.judging.node.compute import appetite, compute_findings
+from reports.judging.workload.workload import Workload
+from reports.shared.errors import UsageError
+from reports.table.read import RecordSet
 from tests.unit.recordgen import judge_records
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "compute"
@@ -216,7 +216,7 @@ def test_a_slow_gpu_no_throttle_explains_says_throttle_none() -> None:
 def test_the_accepted_compute_figure_spans_median_to_max() -> None:
     # a baseline holds each GPU's best-shape median and, as its spread's top, the record's
     # max_tflops: GPU 0's bf16 792.4 and 792.4 x 1.01 = 800.324 (node_records)
-    from reports.judging.baseline_figures import figures
+    from reports.judging.fleet.baseline_figures import figures
 
     (f,) = [
         f for f in figures(build(RecordSet(compute=node_records()))) if f.device == "gpu0" and f.op == "bf16"

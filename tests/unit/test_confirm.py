@@ -4,10 +4,10 @@ both measurements. Spec, records and expected figures written by hand."""
 
 from __future__ import annotations
 
-from reports.findings import FAILING, verdict_of
 from reports.judging.confirm import compare_storage
-from reports.records import IoRecord
-from reports.spec import parse_spec
+from reports.shared.findings import FAILING, verdict_of
+from reports.shared.records import IoRecord
+from reports.shared.spec import parse_spec
 
 # local scratch advertised at 10 GB/s write per node; threshold 80% -> 8 GB/s passes
 SPEC = parse_spec(
@@ -75,7 +75,7 @@ def test_a_passing_figure_is_not_changed_by_its_confirmation() -> None:
 def test_stoker_io_measures_again_only_a_compared_figure_under_its_threshold() -> None:
     from dataclasses import replace
 
-    from reports.storage_rule import to_confirm
+    from reports.shared.storage_rule import to_confirm
 
     assert to_confirm(fio_rec(7.6), SPEC)  # under 0.8 x 10 = 8 GB/s
     assert not to_confirm(fio_rec(8.0), SPEC)  # at the threshold passes

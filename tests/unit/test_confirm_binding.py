@@ -9,10 +9,10 @@ import dataclasses
 from pathlib import Path
 
 from reports import evidence
-from reports.findings import FAILING
 from reports.judging.judge import Judgement, judge
-from reports.records import IO_FILE, NET_FILE, IoRecord, NetRecord, RecordWriter
-from reports.table import read_records
+from reports.shared.findings import FAILING
+from reports.shared.records import IO_FILE, NET_FILE, IoRecord, NetRecord, RecordWriter
+from reports.table.read import read_records
 from tests.unit.test_confirm import SPEC as IO_SPEC
 from tests.unit.test_confirm import fio_rec
 from tests.unit.test_confirm_net import SPEC as NET_SPEC

@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from reports import evidence
-from reports.findings import FAILING, Finding, verdict_of
 from reports.judging.confirm import net_to_confirm
 from reports.judging.judge import judge
-from reports.judging.needs import pick_io
-from reports.records import IO_FILE, NET_FILE, IoRecord, NetRecord, RecordWriter
-from reports.spec import parse_spec
-from reports.table import read_records
+from reports.judging.workload.needs import pick_io
+from reports.shared.findings import FAILING, Finding, verdict_of
+from reports.shared.records import IO_FILE, NET_FILE, IoRecord, NetRecord, RecordWriter
+from reports.shared.spec import parse_spec
+from reports.table.read import read_records
 
 # one GPU per node, 0.1 GB/s per NIC advertised; threshold 80% -> 0.08 GB/s passes
 SPEC = parse_spec(
@@ -136,8 +136,8 @@ def test_a_confirmation_is_never_the_best_of_the_storage_runs(tmp_path: Path) ->
 
 def test_the_network_phase_gets_the_spec_so_it_can_confirm() -> None:
     from launchers import builders as b
+    from launchers.commands.run_cmd import plan
     from launchers.profiles import PROFILES
-    from launchers.run_cmd import plan
 
     argv = b.net_argv(b.NetCommand(profile=PROFILES["quick"], out="/o", scopes=("world",), spec="/s.yaml"))
     assert argv[argv.index("--spec") + 1] == "/s.yaml"
@@ -208,11 +208,11 @@ def test_a_node_still_an_outlier_fails_with_both_figures(tmp_path: Path) -> None
 
 
 def test_the_confirmation_rule_is_given_but_never_written_to_the_manifest() -> None:
-    # `stoker net` hands netbench the report's rule as a function (launchers/net_cmd.py); the
+    # `stoker net` hands netbench the report's rule as a function (launchers/commands/net_cmd.py); the
     # manifest records the settings as JSON, so the function must stay out of it
     import json
 
-    from launchers.net_cmd import report_rule
+    from launchers.commands.net_cmd import report_rule
     from netbench.rank_run import Settings, manifest_settings
 
     s = Settings(

@@ -12,11 +12,11 @@ import argparse
 import json
 from pathlib import Path
 
+from reports.commands.report_cmd import main
 from reports.judging import coverage
 from reports.pipeline import build
-from reports.records import write_all
-from reports.report_cmd import main
-from reports.spec import parse_spec
+from reports.shared.records import write_all
+from reports.shared.spec import parse_spec
 from tests.unit.recordgen import curves, io, net
 
 

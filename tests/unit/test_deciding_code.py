@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from reports.spec import parse_spec
-from reports.storage_rule import to_confirm
-from reports.table import RecordSet
+from reports.shared.spec import parse_spec
+from reports.shared.storage_rule import to_confirm
+from reports.table.read import RecordSet
 from tests.unit.recordgen import io, judge_records, net
 from tests.unit.test_confirm import fio_rec
 
@@ -33,7 +33,7 @@ def test_the_storage_confirmation_follows_the_specs_storage_threshold(threshold:
 
 def test_the_host_link_finding_is_judged_by_the_slower_copy_direction() -> None:
     """Gen5 x16 (~63 GB/s): H2D 50 GB/s is fine, D2H 10 GB/s is not: the link is below spec."""
-    from reports.judging.inventory import judge_inventory
+    from reports.judging.node.inventory import judge_inventory
 
     base = {"kind": "host", "host": "n1", "component": "host link", "device": "GPU0", "gen": 5, "width": 16}
     slow_back = judge_inventory([{**base, "h2d_pinned_GBps": 50.0, "d2h_pinned_GBps": 10.0}])

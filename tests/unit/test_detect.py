@@ -13,8 +13,8 @@ import yaml
 
 from netbench.inventory import hardware
 from netbench.inventory import hardware_parse as hp
-from reports.catalog import match_gpu_name
 from reports.evidence.hosts import summarise
+from reports.shared.catalog import match_gpu_name
 from tests.conftest import DATA
 
 D = DATA / "detect"

@@ -1,5 +1,5 @@
 """Causes named from NCCL's own words and the tables' correctness columns
-(reports/judging/diagnosis.py), at the level of the answer: `stoker report DIR --spec` on real
+(reports/judging/network/diagnosis.py), at the level of the answer: `stoker report DIR --spec` on real
 outputs of the field corpus (tests/data/field/, sources in its manifest.yaml)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The docs cannot drift from the code: every repository path (`reports/records.py`,
-`tests/unit/`), module and dotted name (`reports.outliers.confirmation_pairs`), test file
+"""The docs cannot drift from the code: every repository path (`reports/shared/records.py`,
+`tests/unit/`), module and dotted name (`reports.shared.outliers.confirmation_pairs`), test file
 and constant (`NET_FIGURES`) that the README, docs/*.md and the modules' docstrings name exists.
 
 Paths and modules are looked up on disk; a dotted name's attributes in the module's source
@@ -128,7 +128,7 @@ OTHER_OPS = re.compile(r"\b(?:all-reduce|all_reduce) and the other (" + "|".join
 
 
 def test_the_docs_count_the_ops_right() -> None:
-    from reports.ops import OPS
+    from reports.shared.ops import OPS
 
     wrong = [
         f"{where}: {m.group(0)!r}"
@@ -143,9 +143,9 @@ def test_the_docs_count_the_ops_right() -> None:
 def test_the_checker_finds_a_name_that_is_gone() -> None:
     # by hand: names the docs once used that no longer exist, and ones that do
     assert not _path_exists("reports/columns.py") and not _path_exists("tests/gpu/")
-    assert _path_exists("reports/records.py") and _path_exists("tests/unit/")
-    assert not _dotted_exists("reports.judging.localise.confirmation_pairs")
-    assert _dotted_exists("reports.outliers.confirmation_pairs")
-    assert _dotted_exists("reports.records.NetRecord.busbw_GBps")
+    assert _path_exists("reports/shared/records.py") and _path_exists("tests/unit/")
+    assert not _dotted_exists("reports.judging.network.localise.confirmation_pairs")
+    assert _dotted_exists("reports.shared.outliers.confirmation_pairs")
+    assert _dotted_exists("reports.shared.records.NetRecord.busbw_GBps")
     assert "FIGURE_RULES" not in _all_text() and "NET_FIGURES" in _all_text()
     assert "test_clusters.py" not in _file_names() and "test_layout.py" in _file_names()

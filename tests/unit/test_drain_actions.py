@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from launchers import action_io
+from launchers.actions import action_io
 from launchers.cli import main
 from tests.harness.fake_scheduler import FakeScheduler
 
@@ -38,7 +38,7 @@ def write_verdict(d: Path, findings: list[Any], **top: Any) -> Path:
     findings' hosts: stoker's own inventory), its inputs' digests in it, the outputs ledger
     vouching for it."""
     from reports.pipeline import input_digests
-    from reports.safe_write import write_outputs
+    from reports.shared.safe_write import write_outputs
 
     hosts = sorted({h for f in findings for h in f.get("hosts", [])})
     (d / "host.jsonl").write_text("".join(json.dumps({"kind": "host", "host": h}) + "\n" for h in hosts))
@@ -196,7 +196,7 @@ def test_a_bad_verdict_is_one_line_exit_2_and_nothing_acted_on(
     body = (
         text.replace('"findings": [', '"findings": [' + good + ", ", 1) if '"findings": [' in text else text
     )
-    from reports.safe_write import write_outputs
+    from reports.shared.safe_write import write_outputs
 
     write_outputs(tmp_path, {"verdict.json": body})  # stoker's bytes as far as the ledger says
     assert main(["drain", str(tmp_path)]) == 2
@@ -241,7 +241,7 @@ def test_a_report_baseline_regression_of_a_local_disk_drains_and_of_shared_stora
 ) -> None:
     """`stoker baseline`, `stoker report --baseline`, `stoker drain` end to end: n1's local
     /nvme and n2's share of /lustre each fell from 3.0 to 1.0 GB/s (synthetic records)."""
-    from reports.records import IO_FILE, write_all
+    from reports.shared.records import IO_FILE, write_all
     from tests.unit.recordgen import io
 
     def results(name: str, bw: float) -> Path:
@@ -316,7 +316,7 @@ def test_records_changed_since_the_verdict_refuse_the_drain(
 
 def test_a_verdict_without_its_inputs_is_refused(fake: FakeScheduler, tmp_path: Path) -> None:
     """A verdict of an older stoker, or one written through the ledger by hand: no inputs."""
-    from reports.safe_write import write_outputs
+    from reports.shared.safe_write import write_outputs
 
     write_outputs(
         tmp_path, {"verdict.json": json.dumps({"verdict": "fail", "findings": [gpu_finding("n1")]})}
@@ -347,7 +347,7 @@ def test_hosts_of_stoker_import_are_imported_and_never_drained(
     """`stoker import` output judged by `stoker report`: verdict.json names the import and its
     hosts, and drain acts on none of them, whatever the finding."""
     from reports.pipeline import host_origins
-    from reports.table import RecordSet
+    from reports.table.read import RecordSet
 
     manifest = {"kind": "manifest", "source": "n1.log", "host": "n1", "hosts": ["n1"]}
     rs = RecordSet(manifests=[manifest], host=[{"host": "n1"}, {"host": "n2"}])

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from reports.errors import UsageError
 from reports.ingest.importers import import_file
+from reports.shared.errors import UsageError
 from tests.unit.field_cases import FIELD, cases, judge_case, labelled
 
 CASES = cases()

@@ -8,12 +8,13 @@ import dataclasses
 
 import pytest
 
-from reports.errors import UsageError
 from reports.evidence import Evidence
-from reports.judging import advertised, wire
+from reports.judging import advertised
 from reports.judging.judge import Judgement, judge
-from reports.records import NetRecord
-from reports.spec import parse_spec
+from reports.judging.network import wire
+from reports.shared.errors import UsageError
+from reports.shared.records import NetRecord
+from reports.shared.spec import parse_spec
 from tests.unit.recordgen import curves, evidence, flat, net
 
 A100 = parse_spec({"name": "dgx-a100", "accelerator": "A100-SXM", "network": {"intra_node": "nvlink3"}}, "s")
@@ -217,7 +218,7 @@ def test_an_nvlink_at_20_gbps_fails_on_the_default_profile_without_a_spec() -> N
     """8 x H100 (NVLink 4) records of the standard profile's sweep (to 1 GiB, short of the
     2 GiB the healthy ring figure of 365 GB/s was measured at) at 20 GB/s: far under half of
     it at 256 MiB and beyond, so a slow link, not a short sweep (reference.FAR_SHARE)."""
-    from reports.judging import reference
+    from reports.judging.network import reference
 
     assert 20.0 < reference.FAR_SHARE * 365
     recs = flat("intra-node", "all_reduce", 20.0, sizes=range(20, 31))  # 1 MiB .. 1 GiB, 8 ranks

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from reports.errors import UsageError
-from reports.fio_json import load_document, parse_fio, percentile_from_bins
 from reports.ingest.fio_records import records_from_fio_output
+from reports.shared.errors import UsageError
+from reports.shared.fio_json import load_document, parse_fio, percentile_from_bins
 from tests.conftest import DATA
 
 FIO = DATA / "fio"
@@ -20,7 +20,7 @@ def records(name: str):
 def test_fio3_group_reporting_checkpoint_write() -> None:
     (rec,) = records("fio-3.33_ckpt_group.json")
     # io_bytes 33554432 in runtime 20 ms, 32 IOs, 2 clones (numjobs=2)
-    # job "ckpt", rw=write, bs=1M: classified a checkpoint write (reports/fio_classes.py)
+    # job "ckpt", rw=write, bs=1M: classified a checkpoint write (reports/shared/fio_classes.py)
     assert (rec.workload, rec.direction, rec.procs, rec.bytes) == ("checkpoint_write", "write", 2, 33554432)
     assert rec.extra["job"] == "ckpt" and rec.extra["fio_format"] == "json"
     assert rec.bw_GBps == pytest.approx(33554432 / 0.020 / 1e9, rel=1e-5)  # = fio's bw_bytes 1677721600
@@ -107,7 +107,7 @@ def test_a_job_error_marks_the_record_failed_and_it_is_not_judged() -> None:
     import json
 
     from reports.judging.advertised import compare_storage
-    from reports.spec import Spec, StorageSpec
+    from reports.shared.spec import Spec, StorageSpec
 
     doc = json.loads((FIO / "fio-3.33_ckpt_group.json").read_text())
     doc["jobs"][0]["error"] = 5  # EIO, mid-run: fio still wrote its JSON

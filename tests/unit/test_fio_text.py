@@ -1,5 +1,5 @@
-"""fio's normal text output (reports/fio_text.py) and the classification of imported fio jobs
-(reports/fio_classes.py), against real fio outputs (tests/data/SOURCES.md). Every expected
+"""fio's normal text output (reports/shared/fio_text.py) and the classification of imported fio jobs
+(reports/shared/fio_classes.py), against real fio outputs (tests/data/SOURCES.md). Every expected
 figure is worked out by hand from the line of the fixture quoted beside it."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from launchers import cli
-from reports.fio_classes import CLASSES, Job, classify
-from reports.fio_text import FioTextError, looks_like_fio_text, parse_text
 from reports.ingest.fio_records import records_from_fio_output
 from reports.ingest.importers import import_file
-from reports.storage_rule import why_not_compared
+from reports.shared.fio_classes import CLASSES, Job, classify
+from reports.shared.fio_text import FioTextError, looks_like_fio_text, parse_text
+from reports.shared.storage_rule import why_not_compared
 from tests.conftest import DATA
 
 FIO = DATA / "fio"

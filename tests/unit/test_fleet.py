@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from reports.evidence.sweeps import Sweep
-from reports.findings import ModelRow
 from reports.fleet.clusters import (
     ClusterSummary,
     IoFigure,
@@ -22,6 +21,7 @@ from reports.fleet.clusters import (
 )
 from reports.fleet.ranking import compare, to_json
 from reports.fleet.rows import Cell, combine, tie
+from reports.shared.findings import ModelRow
 from tests.unit.recordgen import curves, evidence, net
 
 M = 1 << 20
@@ -314,8 +314,8 @@ def test_without_a_workload_nothing_is_ranked_on_cost() -> None:
 def test_a_lack_names_only_the_missing_op() -> None:
     # never "lacks an all_gather + reduce_scatter sweep" where all_gather was measured
     from reports.fleet.clusters import lack_line
-    from reports.judging.model import Measured, starvation
-    from reports.judging.workload import parse_workload
+    from reports.judging.workload.model import Measured, starvation
+    from reports.judging.workload.workload import parse_workload
 
     judged, _ = curves([net("inter-node", "all_gather", 2**k, 40.0, ("n1", "n2")) for k in range(20, 31)])
     fsdp = {"preset": "llama-70b", "parallelism": {"data": "fsdp", "tensor": 8}, "compute_s": 2.5}

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from reports.findings import Finding
 from reports.fleet.clusters import ClusterSummary
 from reports.fleet.facts import Fed, RunFacts, gpus_fed, tool_advice, why_not_pass
 from reports.fleet.ranking import compare, to_json
 from reports.fleet.render import render_md
-from reports.judging.workload import Dataloader, Workload
-from reports.table import NetTable, RecordSet
+from reports.judging.workload.workload import Dataloader, Workload
+from reports.shared.findings import Finding
+from reports.table.read import NetTable, RecordSet
 from tests.unit.recordgen import evidence, io, judge_records, net
 
 # a deciding finding whose message has colons in it: the cell shows all of it

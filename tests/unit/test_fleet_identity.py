@@ -12,7 +12,7 @@ from reports.fleet.clusters import ClusterSummary, summarise
 from reports.fleet.ranking import compare
 from reports.fleet.rows import Row
 from reports.pipeline import collect
-from reports.records import RecordWriter
+from reports.shared.records import RecordWriter
 from tests.unit.recordgen import io, net
 
 G = 1 << 30

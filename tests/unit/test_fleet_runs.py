@@ -12,7 +12,7 @@ from reports.fleet.clusters import summarise
 from reports.fleet.ranking import compare
 from reports.fleet.runs import distinct, merge
 from reports.pipeline import collect
-from reports.records import RecordWriter
+from reports.shared.records import RecordWriter
 from tests.unit.recordgen import net
 
 G = 1 << 30

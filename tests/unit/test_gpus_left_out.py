@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from reports.records import NetRecord
-from reports.spec import parse_spec
-from reports.table import RecordSet
+from reports.shared.records import NetRecord
+from reports.shared.spec import parse_spec
+from reports.table.read import RecordSet
 from tests.unit.recordgen import judge_records, net
 
 SPEC = parse_spec(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from netbench.harness import GRAPH_REPLAYS
-from reports.errors import MeasurementAborted
+from reports.shared.errors import MeasurementAborted
 from tests.unit.test_graph_timing import GRAPH_OP_S, MARK_S, GraphBackend, measure_graph
 
 UPLOAD_S = 50e-6  # what the scripted first launch adds: the graph's upload

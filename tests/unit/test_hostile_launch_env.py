@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from launchers.profiles import get_profile
-from launchers.sbatch import SbatchConfig, render
+from launchers.slurm.sbatch import SbatchConfig, render
 from tests.conftest import PYTHON, REPO
 
 VARS = {

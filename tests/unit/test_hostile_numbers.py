@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from reports.errors import UsageError
-from reports.judging.workload import load_workload
-from reports.records import to_dict
-from reports.spec import load_spec
-from reports.table import read_records
+from reports.judging.workload.workload import load_workload
+from reports.shared.errors import UsageError
+from reports.shared.records import to_dict
+from reports.shared.spec import load_spec
+from reports.table.read import read_records
 from tests.conftest import DATA, STOKER
 from tests.unit.recordgen import io, net
 
@@ -165,7 +165,7 @@ def test_case5_overflowing_demand_refused(tmp_path: Path, field: str, value: flo
 
 
 def test_case5_derived_overflow_is_refused() -> None:
-    from reports.judging.model_rows import row as _row
+    from reports.judging.workload.model_rows import row as _row
 
     with pytest.raises(UsageError, match="overflow"):
         _row(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.records import to_dict
+from reports.shared.records import to_dict
 from tests.conftest import DATA, STOKER
 from tests.unit.recordgen import net
 

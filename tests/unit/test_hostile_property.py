@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reports import pipeline
-from reports.errors import UsageError
-from reports.judging.workload import parse_workload
-from reports.records import to_dict
-from reports.spec import parse_spec
+from reports.judging.workload.workload import parse_workload
+from reports.shared.errors import UsageError
+from reports.shared.records import to_dict
+from reports.shared.spec import parse_spec
 from tests.unit.recordgen import io, net
 
 JSON = st.recursive(

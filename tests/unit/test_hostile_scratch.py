@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from iobench.safety import WorkDir
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 from tests.conftest import STOKER
 
 

@@ -1,10 +1,10 @@
-"""The plain host-name rule (reports/hostnames.py): cases written out by hand."""
+"""The plain host-name rule (reports/shared/hostnames.py): cases written out by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from reports.hostnames import MAX_HOST_LEN, actionable_host, is_plain_host, why_not_plain
+from reports.shared.hostnames import MAX_HOST_LEN, actionable_host, is_plain_host, why_not_plain
 
 
 @pytest.mark.parametrize("name", ["gpu001", "node-1", "n1.cluster.local", "a", "A_b-9", "x" * MAX_HOST_LEN])

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reports.errors import UsageError
 from reports.ingest.importers import candidates, import_dir, import_file, import_text
 from reports.ingest.sniff import run_id_for
+from reports.shared.errors import UsageError
 from tests.conftest import DATA
 
 SAMPLES = DATA / "nccl_tests"

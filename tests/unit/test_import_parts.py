@@ -14,7 +14,7 @@ import pytest
 
 from reports.ingest import nccl_tests, stream, stream_chunks
 from reports.ingest.sniff import mtime_utc, run_id_for
-from reports.records import to_dict
+from reports.shared.records import to_dict
 from tests.conftest import DATA
 
 LOGS = sorted((DATA / "nccl_tests").glob("*.log")) + sorted((DATA / "import_cases").glob("*.log"))

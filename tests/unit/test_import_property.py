@@ -15,13 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from launchers import cli
-from reports.fio_json import json_documents, parse_document, rate
-from reports.fio_text import looks_like_fio_text, parse_text
 from reports.ingest import nccl_log
 from reports.ingest import nccl_rows as nr
 from reports.ingest.importers import import_text
-from reports.records import IoRecord, NetRecord
-from reports.table import read_records
+from reports.shared.fio_json import json_documents, parse_document, rate
+from reports.shared.fio_text import looks_like_fio_text, parse_text
+from reports.shared.records import IoRecord, NetRecord
+from reports.table.read import read_records
 from tests.conftest import DATA
 
 FIXTURES = sorted(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import import_cmd
+from reports.commands import import_cmd
 from reports.ingest import stream
 from tests.conftest import DATA
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from launchers import cli
-from reports.errors import UsageError
 from reports.ingest.importers import import_file
 from reports.ingest.nccl_tests import ranks_from_factor
-from reports.table import read_records
+from reports.shared.errors import UsageError
+from reports.table.read import read_records
 from tests.conftest import DATA
 
 CASES = DATA / "import_cases"

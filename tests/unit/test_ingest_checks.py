@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from reports import import_cmd
-from reports.errors import UsageError
+from reports.commands import import_cmd
 from reports.ingest import nccl_rows
 from reports.ingest.importers import import_file
 from reports.pipeline import build, collect
-from reports.safe_write import write_outputs
+from reports.shared.errors import UsageError
+from reports.shared.safe_write import write_outputs
 from tests.conftest import DATA, needs_root
 
 LOG = DATA / "nccl_tests" / "v2.13_mpirun_all_reduce.log"

@@ -1,5 +1,5 @@
 """Host names are checked where records are read and where foreign results are imported: a
-name that is not one plain node name (reports/hostnames.py: a Slurm hostlist, a comma or
+name that is not one plain node name (reports/shared/hostnames.py: a Slurm hostlist, a comma or
 whitespace list, `ALL`, a name over 253 characters) is skipped and named, never judged, so
 no action can be taken on it.
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from reports.errors import UsageError
 from reports.ingest.importers import import_dir, import_file
-from reports.records import RecordWriter, to_dict
-from reports.table import read_records
+from reports.shared.errors import UsageError
+from reports.shared.records import RecordWriter, to_dict
+from reports.table.read import read_records
 from tests.conftest import DATA
 from tests.unit.recordgen import net
 
@@ -137,7 +137,7 @@ def test_nccl_json_device_named_all_is_named_and_skipped(tmp_path: Path) -> None
 def test_mamf_finder_output_of_a_hostlist_host_is_named_and_not_imported(tmp_path: Path) -> None:
     import argparse
 
-    from reports import import_cmd
+    from reports.commands import import_cmd
 
     text = (DATA / "compute" / "mamf-finder-gfx1151.txt").read_text()  # real mamf-finder output
     assert text.count("Linux fe5b1b32a344 ") == 1

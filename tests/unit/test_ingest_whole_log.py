@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import import_cmd
+from reports.commands import import_cmd
 from reports.ingest import stream
 from reports.ingest.importers import import_dir
 from reports.pipeline import collect

@@ -15,7 +15,7 @@ import yaml
 from netbench.inventory import parse
 from netbench.inventory.hardware import ToolOutput
 from netbench.inventory.read import read_inventory
-from reports.judging.inventory import judge_inventory
+from reports.judging.node.inventory import judge_inventory
 
 D = Path(__file__).resolve().parents[1] / "data" / "inventory"
 DEGRADED = yaml.safe_load((D / "degraded.yaml").read_text())
@@ -268,8 +268,8 @@ def test_the_copier_is_built_only_where_nvidia_smi_shows_a_gpu(tmp_path: Path) -
 
 
 def test_spec_port_count_and_a_network_finding_pointing_at_the_port(tmp_path: Path) -> None:
-    from reports.spec import parse_spec
-    from reports.table import RecordSet
+    from reports.shared.spec import parse_spec
+    from reports.table.read import RecordSet
     from tests.unit.recordgen import flat, judge_records
 
     spec = parse_spec(
@@ -300,9 +300,9 @@ def test_spec_port_count_and_a_network_finding_pointing_at_the_port(tmp_path: Pa
 def test_model_uses_the_measured_host_link() -> None:
     import dataclasses
 
-    from reports.judging.inventory import host_link_figures
-    from reports.judging.model import Measured, starvation
-    from reports.judging.workload import Checkpoint, load_workload
+    from reports.judging.node.inventory import host_link_figures
+    from reports.judging.workload.model import Measured, starvation
+    from reports.judging.workload.workload import Checkpoint, load_workload
     from tests.unit.test_model import DDP, SPEC
 
     host = [
@@ -339,7 +339,7 @@ def test_stoker_inventory_then_report_on_a_fixture_tree(
     import json
 
     from launchers.cli import main
-    from reports.table import read_records
+    from reports.table.read import read_records
 
     root, _ = materialise(tmp_path, DEGRADED["ib-port-down"])
     monkeypatch.setenv("STOKER_RUN_ID", "inv-1")

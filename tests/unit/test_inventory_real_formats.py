@@ -17,7 +17,7 @@ from pathlib import Path
 from netbench.inventory import parse
 from netbench.inventory.hardware import ToolOutput
 from netbench.inventory.read import pcie_state, read_inventory
-from reports.judging.inventory import judge_inventory
+from reports.judging.node.inventory import judge_inventory
 from tests.unit.test_inventory import DEGRADED, materialise, runner
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import pytest
 from iobench.cli import settings_from_args
 from iobench.workloads import IoSettings, checkpoint_jobs, dataloader_job, metadata_jobs, plan
 from launchers.cli import build_parser
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 MIB = 1 << 20
 

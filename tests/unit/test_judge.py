@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from reports.findings import ModelRow
-from reports.judging.workload import Workload, load_workload, parse_workload
-from reports.records import IoRecord, RecordWriter
-from reports.spec import parse_spec
-from reports.table import RecordSet, read_records
+from reports.judging.workload.workload import Workload, load_workload, parse_workload
+from reports.shared.findings import ModelRow
+from reports.shared.records import IoRecord, RecordWriter
+from reports.shared.spec import parse_spec
+from reports.table.read import RecordSet, read_records
 from tests.unit.recordgen import flat, io, judge_records, net
 
 SPEC = parse_spec(
@@ -147,7 +147,7 @@ def test_a_thousand_nodes() -> None:
 def test_checkpoint_stall_takes_the_save_the_workload_makes() -> None:
     """The model takes the save of the workload's kind (never dcp's figure for a plain
     torch.save), each rank writing its shard: per process, per node and all nodes together."""
-    from reports.judging.savepath import SERIALISE_GBps
+    from reports.judging.storage.savepath import SERIALISE_GBps
 
     def wl(fmt: str | None) -> Workload:
         ck = {"interval_minutes": 60} | ({"format": fmt} if fmt else {})

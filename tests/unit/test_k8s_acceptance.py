@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from launchers.cloudjob import CloudJob
-from launchers.submit_cloud import render
+from launchers.cloud.cloudjob import CloudJob
+from launchers.cloud.submit_cloud import render
 from tests.unit.test_cloud_render import base_job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,7 +173,7 @@ def test_the_dockerfile_is_ngc_pytorch_with_stoker_fio_and_pinned_nccl_tests() -
 
 
 def test_the_shared_file_system_cap_reaches_the_pods() -> None:
-    from launchers.cloudjob import stoker_args
+    from launchers.cloud.cloudjob import stoker_args
     from launchers.profiles import get_profile
 
     big = replace(base_job("ib"), nodes=256, profile=get_profile("standard"))

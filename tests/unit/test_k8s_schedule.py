@@ -12,9 +12,9 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from launchers.cloudjob import CloudJob
-from launchers.fabrics import FABRICS
-from launchers.submit_cloud import render
+from launchers.cloud.cloudjob import CloudJob
+from launchers.cloud.fabrics import FABRICS
+from launchers.cloud.submit_cloud import render
 from tests.conftest import DATA
 from tests.harness.k8s_scheduler import GIB, Node, dead_end, pods_of, quantity, shape, why_not
 from tests.unit.test_cloud_render import CASES, base_job

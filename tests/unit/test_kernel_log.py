@@ -73,7 +73,7 @@ def test_soak_counters_count_journal_xids() -> None:
 def test_an_unreadable_kernel_log_names_both_sources_and_each_fix(tmp_path: Path) -> None:
     """dmesg refused and the journal empty (a user it does not let read): the finding says both
     were tried, and that the journal's group is a fix as well as root or dmesg_restrict."""
-    from reports.judging.inventory import judge_inventory
+    from reports.judging.node.inventory import judge_inventory
 
     root, outputs = materialise(tmp_path, {})
     base = runner(outputs)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from launchers.local_session import count_gpus, kfd_gpus, summary
-from launchers.phases import PhaseResult, exit_code
+from launchers.commands.run_cmd import plan
+from launchers.local.local_session import count_gpus, kfd_gpus, summary
+from launchers.local.phases import PhaseResult, exit_code
 from launchers.profiles import PROFILES, default_profile, get_profile, with_overrides
-from launchers.run_cmd import plan
-from reports.errors import UsageError
-from reports.units import parse_size
+from reports.shared.errors import UsageError
+from reports.shared.units import parse_size
 from tests.conftest import STOKER
 
 
@@ -240,7 +240,7 @@ def test_run_bad_path_is_one_line_exit_2(tmp_path: Path) -> None:
     ],
 )
 def test_gres_problem(sinfo: str, wanted: int, want: str | None) -> None:
-    from launchers.gres import gres_problem
+    from launchers.slurm.gres import gres_problem
 
     got = gres_problem(sinfo, wanted, "gpu")
     assert (got is None) if want is None else (got is not None and want in got and "\n" not in got)

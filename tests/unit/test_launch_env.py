@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from netbench.launch_env import LAUNCHERS, detect
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 # what every task of a 2-node, 4-task srun step carries (rank 2: node n2, first task there)
 SRUN_STEP = {

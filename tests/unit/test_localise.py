@@ -10,8 +10,8 @@ import pytest
 
 from reports.evidence import pairs as ev_pairs
 from reports.evidence import rails as ev_rails
-from reports.judging import localise as judging
-from reports.outliers import (
+from reports.judging.network import localise as judging
+from reports.shared.outliers import (
     PairValues,
     confirmation_pairs,
     low_threshold,
@@ -20,8 +20,8 @@ from reports.outliers import (
     slow_links,
     slow_nodes,
 )
-from reports.records import IoRecord, NetRecord
-from reports.table import NetTable
+from reports.shared.records import IoRecord, NetRecord
+from reports.table.read import NetTable
 
 
 def pair_values(recs: list[NetRecord]) -> PairValues:

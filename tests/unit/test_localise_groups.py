@@ -12,7 +12,8 @@ import pytest
 
 from netbench.topology import round_robin
 from reports.evidence import groups as ev_groups
-from reports.group_search import (
+from reports.judging.network import groups as judging
+from reports.shared.group_search import (
     Group,
     SearchResult,
     Sizes,
@@ -21,9 +22,8 @@ from reports.group_search import (
     round_robin_rounds,
     round_seconds,
 )
-from reports.judging import groups as judging
-from reports.records import NetRecord
-from reports.table import NetTable
+from reports.shared.records import NetRecord
+from reports.table.read import NetTable
 
 
 def replay(recs: list[NetRecord]) -> SearchResult | None:

@@ -14,12 +14,12 @@ import pytest
 from netbench.topology import Topology, pair_rounds, round_robin, schedule_rounds, scope_groups
 from reports.evidence.groups import recorded_rounds, replay
 from reports.evidence.rails import pair_evidence, untested_note
-from reports.group_search import group_search
-from reports.judging import localise as judging
-from reports.judging.groups import group_findings
-from reports.outliers import rail_confirmation_pairs
-from reports.records import NetRecord, RecordWriter, from_dict, rail_of, to_dict
-from reports.table import NetTable
+from reports.judging.network import localise as judging
+from reports.judging.network.groups import group_findings
+from reports.shared.group_search import group_search
+from reports.shared.outliers import rail_confirmation_pairs
+from reports.shared.records import NetRecord, RecordWriter, from_dict, rail_of, to_dict
+from reports.table.read import NetTable
 from tests.conftest import STOKER
 
 F = 10.0  # a healthy pair's busbw on one rail, GB/s

@@ -11,10 +11,10 @@ import dataclasses
 
 import pytest
 
-from reports.catalog import Accelerator
-from reports.judging.model import Measured, starvation
-from reports.judging.workload import Checkpoint, Dataloader, Workload, load_workload
-from reports.spec import Spec
+from reports.judging.workload.model import Measured, starvation
+from reports.judging.workload.workload import Checkpoint, Dataloader, Workload, load_workload
+from reports.shared.catalog import Accelerator
+from reports.shared.spec import Spec
 from tests.unit.recordgen import curves as build_curves
 from tests.unit.recordgen import flat
 
@@ -243,7 +243,7 @@ def test_total_idle_share_combines_step_and_checkpoint() -> None:
 
 def test_docs_worked_example() -> None:
     """The numbers of docs/model.md's worked example."""
-    from reports.spec import load_spec
+    from reports.shared.spec import load_spec
     from tests.conftest import REPO
 
     spec = load_spec(REPO / "examples" / "spec-h100.yaml")
@@ -298,7 +298,7 @@ def test_compute_s_replaces_the_flops_estimate() -> None:
 
 
 def test_cpu_ranks_lose_compute_to_overlapped_communication() -> None:
-    from reports.judging.model import ddp_time
+    from reports.judging.workload.model import ddp_time
 
     curve = build_curves(flat("inter-node", "all_reduce", 0.01, B))[0][("inter-node", "all_reduce")]
     # two 1 MB buckets among 2 ranks at 0.01 GB/s: 0.1 s each; backward window 1.0 s

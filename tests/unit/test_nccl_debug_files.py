@@ -10,7 +10,7 @@ import yaml
 
 from netbench.nccl_env import debug_env
 from reports.pipeline import collect
-from reports.records import NCCL_DEBUG_DIR, NET_FILE, RecordWriter
+from reports.shared.records import NCCL_DEBUG_DIR, NET_FILE, RecordWriter
 from tests.unit.recordgen import net
 
 FIELD = Path(__file__).resolve().parents[1] / "data" / "field"

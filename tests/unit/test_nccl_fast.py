@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reports.ingest import nccl_fast, nccl_tests
-from reports.records import to_dict
+from reports.shared.records import to_dict
 from tests.conftest import DATA
 
 LOGS = sorted(

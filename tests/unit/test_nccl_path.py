@@ -20,7 +20,7 @@ from netbench import backends
 from netbench.backends import agreement_problem, pick_device, resolve
 from netbench.collectives import TABLE
 from netbench.harness import GRAPH_REPLAYS, slots_for
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 from tests.unit.test_graph_timing import GraphBackend, OneRank, measure_graph, run_graph
 
 

@@ -1,4 +1,4 @@
-"""A workload's needs are promises too (reports/judging/needs.py).
+"""A workload's needs are promises too (reports/judging/workload/needs.py).
 
 The scenario: `stoker report --workload llama-70b` on one CPU node with no spec passed, though
 the job needs an inter-node network across 64 nodes nobody measured, and its step time came from
@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from reports.judging.workload import Workload, load_workload, parse_workload
+from reports.judging.workload.workload import Workload, load_workload, parse_workload
 from reports.pipeline import build
-from reports.records import write_all
-from reports.table import RecordSet
+from reports.shared.records import write_all
+from reports.table.read import RecordSet
 from tests.unit.recordgen import io, judge_records, net
 
 CPU_RECORD: dict[str, Any] = {

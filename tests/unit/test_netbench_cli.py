@@ -8,8 +8,8 @@ import pytest
 
 from netbench import output
 from netbench.cli import add_arguments, rank_argv, settings
-from reports.errors import UsageError
-from reports.records import NetRecord
+from reports.shared.errors import UsageError
+from reports.shared.records import NetRecord
 
 
 def _parse(*argv: str) -> argparse.Namespace:

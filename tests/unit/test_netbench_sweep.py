@@ -18,7 +18,7 @@ from netbench.topology import (
     round_robin,
     scope_groups,
 )
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 
 def test_sizes_like_nccl_tests() -> None:

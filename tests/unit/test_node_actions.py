@@ -1,4 +1,4 @@
-"""The action rules (launchers/node_actions.py, launchers/check_actions.py), table-driven: which
+"""The action rules (launchers/actions/node_actions.py, launchers/actions/check_actions.py), table-driven: which
 node name, which sinfo answer, which state, which finding lets stoker drain, resume, taint or
 untaint. sinfo lines below are hand-written in sinfo's `-o '%N|%T|%E'` format."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from launchers import check_actions as ca
-from launchers import check_plan as cp
-from launchers import node_actions as na
-from reports.findings import Finding
+from launchers.actions import check_actions as ca
+from launchers.actions import check_plan as cp
+from launchers.actions import node_actions as na
+from reports.shared.findings import Finding
 
 
 @pytest.mark.parametrize(
@@ -237,12 +237,12 @@ def test_check_and_drain_judge_one_baseline_finding_alike() -> None:
     n1's local /nvme and n2's share of /lustre, each at a third of the accepted figure. Both
     are regressions; only the local disk is the node's own, in check's plan and in drain's
     culprits (which read the finding as verdict.json carries it)."""
-    from launchers.drain_cmd import culprits
+    from launchers.commands.drain_cmd import culprits
     from reports import evidence
-    from reports.judging.baseline import make
-    from reports.judging.baseline_figures import figures as run_figures
-    from reports.judging.baseline_figures import judge_evidence
-    from reports.table import RecordSet
+    from reports.judging.fleet.baseline import make
+    from reports.judging.fleet.baseline_figures import figures as run_figures
+    from reports.judging.fleet.baseline_figures import judge_evidence
+    from reports.table.read import RecordSet
     from tests.unit.recordgen import io
 
     def run(local: float, shared: float) -> RecordSet:

@@ -1,4 +1,4 @@
-"""reports/ops.py against factors worked out by hand from nccl-tests doc/PERFORMANCE.md and the
+"""reports/shared/ops.py against factors worked out by hand from nccl-tests doc/PERFORMANCE.md and the
 `*GetBw` functions of src/<op>.cu, and the inverse against the forward function."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from netbench.collectives import OP_NAMES, TABLE
-from reports import ops
 from reports.ingest import nccl_tests
-from reports.judging import model
+from reports.judging.workload import model
+from reports.shared import ops
 
 # op -> {n: busbw / algbw}, by hand: all_reduce 2(n-1)/n; ring ops (n-1)/n; rooted and p2p 1
 HAND = {

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from launchers import cli
-from reports.errors import UsageError
-from reports.outdir import MARKER, SUBMITTED, claim, mark_submitted, owner
+from reports.shared.errors import UsageError
+from reports.shared.outdir import MARKER, SUBMITTED, claim, mark_submitted, owner
 
 
 def _snapshot(d: Path) -> dict[str, bytes]:

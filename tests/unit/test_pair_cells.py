@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reports.evidence.pairs import Cells
-from reports.outliers import PairValues
+from reports.shared.outliers import PairValues
 
 NAMES = ["a", "b", "c10", "c9", "node1", "é"]
 

@@ -1,4 +1,4 @@
-"""reports/phases.py: the one phase list and the one writer and reader of DIR/phases.jsonl,
+"""reports/shared/phases.py: the one phase list and the one writer and reader of DIR/phases.jsonl,
 used by every launcher (stoker run, the sbatch job, torchrun.sh, mpirun.sh) and the report."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 
 from launchers.acceptance import net_phases as acceptance_net_phases
 from launchers.cli import build_parser
-from launchers.phases import PhaseResult, record_phase
+from launchers.local.phases import PhaseResult, record_phase
 from launchers.profiles import GROUPS_ABOVE_NODES, get_profile
-from launchers.sbatch import SbatchConfig, render
-from reports import phases
+from launchers.slurm.sbatch import SbatchConfig, render
 from reports.pipeline import missing_phases
+from reports.shared import phases
 from tests.conftest import REPO
 
 
@@ -39,7 +39,7 @@ def test_read_returns_what_every_writer_appended(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "reports.phases",
+            "reports.shared.phases",
             str(tmp_path),
             "intra-node",
             "3",
@@ -93,12 +93,12 @@ def test_every_phase_a_launcher_names_is_in_the_list() -> None:
         text = (REPO / "launchers" / script).read_text()
         named |= set(re.findall(r"^\s*phase ([a-z-]+) ", text, flags=re.M))
         assert "printf" not in text
-    run_cmd = (REPO / "launchers" / "run_cmd.py").read_text()
+    run_cmd = (REPO / "launchers" / "commands" / "run_cmd.py").read_text()
     named |= set(re.findall(r'Phase\(\s*name="([a-z-]+)"', run_cmd))
     assert named == {"inventory", "compute", "storage", "network", "report"} and named <= set(phases.PHASES)
     for path in (REPO / "launchers").rglob("*"):
         if path.suffix in (".sh", ".sbatch"):
-            assert '/phases.jsonl"' not in path.read_text(), path  # only reports/phases.py writes it
+            assert '/phases.jsonl"' not in path.read_text(), path  # only reports/shared/phases.py writes it
 
 
 def test_a_clean_phase_without_its_records_is_missing(tmp_path: Path) -> None:

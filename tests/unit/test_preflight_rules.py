@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from launchers import preflight
+from launchers.commands import preflight
+from launchers.commands.fingerprint import digest
 from launchers.duration import Job, plan
-from launchers.fingerprint import digest
 from launchers.profiles import get_profile
-from reports import setaside as sa
+from reports.shared import setaside as sa
 from tests.conftest import REPO
 
 A = "a" * 16
@@ -75,7 +75,11 @@ def test_the_preflight_is_the_first_phase_of_the_duration_model() -> None:
 
 def argv(*args: str) -> list[str]:
     out = subprocess.run(
-        [sys.executable, "-m", "launchers.argv", *args], capture_output=True, text=True, check=True, cwd=REPO
+        [sys.executable, "-m", "launchers.local.argv", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
     ).stdout
     return out.split("\0")[:-1]
 
@@ -197,10 +201,10 @@ def test_mpirun_stops_below_min_nodes(tmp_path: Path) -> None:
 
 
 def test_stoker_set_aside_compares_with_its_own_stoker(tmp_path: Path) -> None:
-    """The command (launchers/setaside_cmd.py) takes the job's digest from the stoker it runs."""
+    """The command (launchers/commands/setaside_cmd.py) takes the job's digest from the stoker it runs."""
     from argparse import Namespace
 
-    from launchers import setaside_cmd
+    from launchers.commands import setaside_cmd
 
     mine = digest(REPO)
     other = "0" * 16 if mine != "0" * 16 else "1" * 16

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from reports.findings import Finding
-from reports.judging.rail_nic import name_nics, nic_of
+from reports.judging.network.rail_nic import name_nics, nic_of
+from reports.shared.findings import Finding
 from tests.unit.test_inventory import D, inventory_of
 
 

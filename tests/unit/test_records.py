@@ -1,9 +1,9 @@
 import json
 from pathlib import Path
 
-from reports.manifest import allowlisted_env
-from reports.records import IoRecord, NetRecord, RecordWriter, to_dict
-from reports.table import read_records
+from reports.shared.manifest import allowlisted_env
+from reports.shared.records import IoRecord, NetRecord, RecordWriter, to_dict
+from reports.table.read import read_records
 
 
 def _net(**kw: object) -> NetRecord:

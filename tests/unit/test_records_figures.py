@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from reports import pipeline
-from reports.errors import UsageError
-from reports.records import RecordWriter, to_dict
-from reports.spec import parse_spec
-from reports.table import read_records
+from reports.shared.errors import UsageError
+from reports.shared.records import RecordWriter, to_dict
+from reports.shared.spec import parse_spec
+from reports.table.read import read_records
 from tests.unit.recordgen import io, judge_records, net
 
 SPEC = parse_spec({"name": "h100", "accelerator": "h100-sxm"}, "spec.yaml")  # intra-node: NVLink4, 450 GB/s

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from reports.manifest import allowlisted_env, base_manifest
-from reports.records import NET_FILE, RecordWriter
-from reports.redact import REDACTED, redact_value
+from reports.shared.manifest import allowlisted_env, base_manifest
+from reports.shared.records import NET_FILE, RecordWriter
+from reports.shared.redact import REDACTED, redact_value
 from tests.conftest import STOKER
 from tests.unit import recordgen
 

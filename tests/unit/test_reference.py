@@ -1,5 +1,5 @@
 """What healthy systems reach: the catalog's reference figures, and plateaus judged against them
-when no spec gives the advertised figure (reports/judging/reference.py). Figures by hand.
+when no spec gives the advertised figure (reports/judging/network/reference.py). Figures by hand.
 
 tests/data/nccl_tests/h100x8_{ring,nvls}_all_reduce.log are hand-written in nccl-tests 2.13's
 format (its header, device lines and columns, as v2.13_mpirun_all_reduce.log), 8 x "NVIDIA H100
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from reports import catalog
-from reports.findings import Finding
 from reports.judging import advertised as compare
-from reports.judging import reference
+from reports.judging.network import reference
 from reports.pipeline import collect
-from reports.spec import Spec, parse_spec
+from reports.shared import catalog
+from reports.shared.findings import Finding
+from reports.shared.spec import Spec, parse_spec
 from tests.conftest import DATA
 from tests.unit.recordgen import curves as build_curves
 from tests.unit.recordgen import flat

@@ -9,13 +9,13 @@ import struct
 import pandas as pd
 
 from reports.evidence.sweeps import per_host, recorded, shown
-from reports.findings import Finding, Judgement
-from reports.records import NetRecord
 from reports.render import plots
 from reports.render.html import render as render_html
 from reports.render.markdown import ReportInput, md_table
 from reports.render.markdown import render as render_md
-from reports.table import NetTable, SkippedLine
+from reports.shared.findings import Finding, Judgement
+from reports.shared.records import NetRecord
+from reports.table.read import NetTable, SkippedLine
 from tests.unit.recordgen import evidence
 
 
@@ -148,8 +148,8 @@ def test_plots_are_deterministic_and_scale_to_a_thousand_hosts() -> None:
 
 def test_localisation_shows_the_groups_search_round_by_round() -> None:
     from reports.evidence.groups import replay
-    from reports.group_search import group_search
     from reports.render.markdown import groups_search_lines
+    from reports.shared.group_search import group_search
     from tests.unit.test_localise_groups import Cluster, localise_records
 
     c = Cluster(8, {5: 2.5}, noise=0.0)
@@ -169,8 +169,8 @@ def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ig
     # report.html draws no spec tick against torch.save/dcp bars the text calls "not compared"
     import dataclasses
 
-    from reports.spec import parse_spec
-    from reports.table import RecordSet
+    from reports.shared.spec import parse_spec
+    from reports.table.read import RecordSet
     from tests.unit.recordgen import evidence, io, judge_records
 
     spec = parse_spec({"storage": [{"path": "/data", "kind": "shared", "write_GBps": 20}]}, "s.yaml")

@@ -16,12 +16,12 @@ import pytest
 from reports.evidence.pairs import MAX_MATRIX_HOSTS
 from reports.evidence.rails import pair_evidence
 from reports.pipeline import build
-from reports.records import RecordWriter, to_dict
 from reports.render import figure_jobs, figure_process
 from reports.render.figure_jobs import NOT_DRAWN, NOT_DRAWN_NOTE, Deferred, draw_all
 from reports.render.figure_process import FigureProcess
 from reports.render.html import img
-from reports.table import NetTable
+from reports.shared.records import RecordWriter, to_dict
+from reports.table.read import NetTable
 from tests.unit.recordgen import net
 
 G = 1 << 30

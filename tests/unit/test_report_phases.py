@@ -34,7 +34,7 @@ def _cancelled_soak(d: Path, soak_log: bool, soak_line: bool = False) -> Path:
     job was cancelled and killed before `stoker phase-record` ran."""
     from dataclasses import replace
 
-    from reports.records import NET_FILE, write_all
+    from reports.shared.records import NET_FILE, write_all
     from tests.unit.recordgen import net
 
     recs = [
@@ -95,7 +95,7 @@ def test_a_soak_that_ended_is_not_incomplete(tmp_path: Path) -> None:
 
 
 def test_unfinished_phases_by_hand() -> None:
-    from reports.phases import unfinished
+    from reports.shared.phases import unfinished
 
     ended = [{"phase": "inventory", "rc": 0, "log": "phase-inventory.log"}]
     files = ["net.jsonl", "phase-inventory.log", "phase-storage.log", "phase-.log", "phases.jsonl"]

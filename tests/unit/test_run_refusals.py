@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from iobench.workloads import FAMILIES
+from launchers.commands.run_cmd import SKIPPABLE, plan, skipped_phases
 from launchers.profiles import get_profile
-from launchers.run_cmd import SKIPPABLE, plan, skipped_phases
-from reports.errors import UsageError
-from reports.records import IO_FAMILIES
+from reports.shared.errors import UsageError
+from reports.shared.records import IO_FAMILIES
 from tests.conftest import STOKER
 
 

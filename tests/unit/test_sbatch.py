@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from launchers.profiles import get_profile
-from launchers.sbatch import SbatchConfig, job_time, net_phases, render
-from reports.errors import UsageError
+from launchers.slurm.sbatch import SbatchConfig, job_time, net_phases, render
+from reports.shared.errors import UsageError
 from tests.conftest import DATA
 
 GOLDEN = DATA / "launchers"
@@ -130,7 +130,7 @@ case "$1" in
     echo n1,n2; exit 0 ;;  # every node passed its preflight
   fingerprint) echo "n1 0123456789abcdef /venv/bin/python"; echo "n2 0123456789abcdef /venv/bin/python"; exit 0 ;;  # the fake srun runs once for both nodes
   report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
-  phase-record) shift; exec "$STOKER_PY" -m reports.phases "$@" ;;  # the real line writer
+  phase-record) shift; exec "$STOKER_PY" -m reports.shared.phases "$@" ;;  # the real line writer
 esac
 exit 99
 """
@@ -182,7 +182,7 @@ def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int,
     phases = [line for line in (out / "phases.jsonl").read_text().splitlines()]
     assert len(phases) == 6 and phases[0].startswith('{"phase":"inventory","rc":0,"elapsed_s":')
     assert phases[1].startswith('{"phase":"compute","rc":0,')
-    # byte for byte the line the job wrote with printf before reports/phases.py wrote it
+    # byte for byte the line the job wrote with printf before reports/shared/phases.py wrote it
     assert re.fullmatch(
         rf'\{{"phase":"intra-node","rc":{net_rc},"elapsed_s":\d+,"log":"phase-intra-node.log"\}}', phases[2]
     )
@@ -208,10 +208,10 @@ def test_groups_search_replaces_pairs_above_64_nodes() -> None:
 
 
 def test_launcher_scripts_switch_to_groups_at_the_same_node_count() -> None:
-    from launchers.argv import argv_parser, program
+    from launchers.local.argv import argv_parser, program
     from launchers.profiles import GROUPS_ABOVE_NODES
 
-    # the scripts take their phase list from launchers/acceptance.py (`launchers.argv phases`)
+    # the scripts take their phase list from launchers/acceptance.py (`launchers.local.argv phases`)
     for script in ("torchrun.sh", "mpirun.sh"):
         text = (Path(__file__).resolve().parents[2] / "launchers" / script).read_text()
         assert 'tokens PAIRS --nnodes "$NNODES" phases' in text, script

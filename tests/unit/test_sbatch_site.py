@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from launchers.profiles import get_profile
-from launchers.sbatch import SbatchConfig, render
-from reports.errors import UsageError
+from launchers.slurm.sbatch import SbatchConfig, render
+from reports.shared.errors import UsageError
 from tests.conftest import DATA
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ import pytest
 
 from launchers import quoting as q
 from launchers.profiles import get_profile, with_overrides
-from launchers.sbatch import SbatchConfig, render
-from reports.errors import UsageError
+from launchers.slurm.sbatch import SbatchConfig, render
+from reports.shared.errors import UsageError
 
 PAYLOAD = "touch /tmp/stoker-badinput-pwned"
 HOSTILE = [

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from reports import setaside as sa
-from reports.findings import Finding, verdict_of
+from reports.shared import setaside as sa
+from reports.shared.findings import Finding, verdict_of
 
 # the last line of a node's failing `stoker check` (hand-written in its format)
 CHECK_FAIL = "stoker check n3: FAIL after 12.1 s: gpu: 7 of 8 GPUs visible"
@@ -122,7 +122,7 @@ def test_the_report_reads_the_record_first_and_still_judges_the_rest(tmp_path: P
 def test_a_path_the_node_cannot_write_sets_it_aside_before_any_check(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from launchers import preflight
+    from launchers.commands import preflight
 
     (tmp_path / "file").write_text("x")
     bad = tmp_path / "file" / "scratch"  # under a regular file: no directory can be made there
@@ -149,8 +149,8 @@ def test_a_path_the_node_cannot_write_sets_it_aside_before_any_check(
 def test_a_damaged_set_aside_line_fails_closed_naming_the_line(tmp_path: Path, line: str, says: str) -> None:
     """A line the report cannot read may be the node left out of the whole acceptance: the
     verdict is incomplete (exit 3), never pass, and names the line."""
-    from reports.findings import EXIT_CODES
     from reports.pipeline import collect
+    from reports.shared.findings import EXIT_CODES
 
     d = passing_run(tmp_path)
     assert collect(d, scope="node").verdict["verdict"] == "pass"
@@ -178,7 +178,7 @@ def passing_run(tmp: Path) -> Path:
     spec's 1 GB/s at the 0.8 threshold, storage in the run's scratch dir (hand-written records)."""
     import json
 
-    from reports.records import write_all
+    from reports.shared.records import write_all
     from tests.unit.recordgen import io, net
     from tests.unit.test_coverage import H100, SPEC
 

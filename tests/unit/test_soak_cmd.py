@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from launchers import soak_cmd as sc
 from launchers.cli import main
+from launchers.commands import soak_cmd as sc
 from launchers.options import parse_duration
 from launchers.profiles import PROFILES, plateau
-from reports.errors import UsageError
+from reports.shared.errors import UsageError
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_io_phase_writes_checkpoints_only() -> None:
 
 
 def test_slurm_soak_is_one_phase_of_every_scope() -> None:
-    from launchers.sbatch import SbatchConfig, job_time, render
+    from launchers.slurm.sbatch import SbatchConfig, job_time, render
 
     cfg = SbatchConfig(
         nodes=4, ranks_per_node=2, gpus_per_node=0, profile=PROFILES["quick"], out="/r", soak_s=180

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from launchers.phases import Phase, StopSignals, run_phase
+from launchers.local.phases import Phase, StopSignals, run_phase
 from netbench.soak import counter_records
-from reports.judging.stability import stability
+from reports.judging.fleet.stability import stability
 from tests.conftest import STOKER
 
 # A fake network phase: on SIGTERM it finishes the pass in flight (1 s) and says so.

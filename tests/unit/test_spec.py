@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.errors import UsageError
-from reports.spec import fill_from_hardware, load_spec
+from reports.shared.errors import UsageError
+from reports.shared.spec import fill_from_hardware, load_spec
 from tests.conftest import REPO
 
 

@@ -1,10 +1,10 @@
-"""Repeated saves as one figure (reports/spread.py): the median sample's record with every
+"""Repeated saves as one figure (reports/shared/spread.py): the median sample's record with every
 sample, min and max; a record without samples reads as one sample; the report's words."""
 
 from __future__ import annotations
 
-from reports.records import IoRecord
-from reports.spread import Spread, median_record, spread_of
+from reports.shared.records import IoRecord
+from reports.shared.spread import Spread, median_record, spread_of
 
 
 def _rec(bw: float, **extra: object) -> IoRecord:
@@ -55,7 +55,7 @@ def test_a_threshold_inside_the_spread() -> None:
 
 
 def test_a_finding_says_when_its_threshold_lies_inside_the_spread() -> None:
-    from reports.spread import threshold_note
+    from reports.shared.spread import threshold_note
 
     s = Spread(samples=(1.2, 1.6, 1.4))  # median 1.4
     # a figure of 14 GB/s judged at the median sample spans 14 x 1.2/1.4 = 12 to 14 x 1.6/1.4 = 16

@@ -1,4 +1,4 @@
-"""Stability over a soak (reports/judging/stability.py) on hand-built series: a dip is named
+"""Stability over a soak (reports/judging/fleet/stability.py) on hand-built series: a dip is named
 with its passes and the counters beside it, jitter is not, an error counter alone is."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import random
 from typing import Any
 
 from reports.evidence import soak as soak_evidence
-from reports.findings import FAILING, verdict_of
-from reports.judging import stability as st
-from reports.records import IoRecord, NetRecord
+from reports.judging.fleet import stability as st
+from reports.shared.findings import FAILING, verdict_of
+from reports.shared.records import IoRecord, NetRecord
 
 HOSTS = ("n0", "n1", "n2", "n3")
 

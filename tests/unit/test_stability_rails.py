@@ -1,4 +1,4 @@
-"""A soak's pair series rail by rail (reports/evidence/soak.py, reports/judging/stability.py):
+"""A soak's pair series rail by rail (reports/evidence/soak.py, reports/judging/fleet/stability.py):
 on nodes of two ranks each pair test runs on both rails at once, one record per rail, so a
 NIC that sags on one rail is a dip of that (node, rail), not hidden behind the node's other
 rail; a node that sags on every rail is the node's dip."""
@@ -9,8 +9,8 @@ import itertools
 import random
 
 from reports.evidence.soak import pair_series
-from reports.judging import stability as st
-from reports.records import NetRecord
+from reports.judging.fleet import stability as st
+from reports.shared.records import NetRecord
 
 HOSTS = ("n0", "n1", "n2", "n3")
 RAILS = 2

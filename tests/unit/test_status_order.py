@@ -1,11 +1,11 @@
 """The order report.md and report.html list findings in: every failing status before anything
 that passed or could not be judged (reports/render/markdown.py STATUS_ORDER, derived from
-reports/findings.py STATUSES and FAILING)."""
+reports/shared/findings.py STATUSES and FAILING)."""
 
 from __future__ import annotations
 
-from reports.findings import FAILING, STATUSES, Finding
 from reports.render.markdown import STATUS_ORDER, findings_table, sorted_findings
+from reports.shared.findings import FAILING, STATUSES, Finding
 
 
 def _f(status: str, component: str = "shared storage") -> Finding:

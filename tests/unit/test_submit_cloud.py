@@ -151,7 +151,7 @@ def test_scripts_refuse_a_world_of_the_wrong_size(
 
 
 def test_summary_line_counts_findings_and_takes_the_run_exit_code(tmp_path: Path) -> None:
-    from launchers.summary import summary
+    from launchers.local.summary import summary
 
     verdict = {
         "verdict": "pass",
@@ -174,7 +174,7 @@ def test_summary_line_counts_findings_and_takes_the_run_exit_code(tmp_path: Path
     assert summary({**verdict, "verdict": "fail"}, 1, ["pairs"])["exit"] == 1
     assert summary(None, 2, [])["verdict"] is None
     p = subprocess.run(
-        [PYTHON, "-m", "launchers.summary", str(tmp_path), "2"],
+        [PYTHON, "-m", "launchers.local.summary", str(tmp_path), "2"],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},

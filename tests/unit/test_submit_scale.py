@@ -15,7 +15,7 @@ import pytest
 
 from launchers.duration import Job, plan, shard_bytes, sweep_s
 from launchers.profiles import get_profile
-from launchers.sbatch import SbatchConfig, render
+from launchers.slurm.sbatch import SbatchConfig, render
 from tests.conftest import DATA
 from tests.unit.test_sbatch import FAKE_SCONTROL, FAKE_SRUN
 
@@ -218,7 +218,11 @@ def test_a_failed_submit_leaves_its_dir_usable(tmp_path: Path) -> None:
 def argv_tokens(*args: str) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.run(
-        [sys.executable, "-m", "launchers.argv", *args], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "launchers.local.argv", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert p.returncode == 0, p.stderr
     return p.stdout.split("\0")

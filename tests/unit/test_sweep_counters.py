@@ -18,11 +18,11 @@ import yaml
 from netbench.inventory.counters import Snapshot, read_snapshot
 from netbench.soak import counter_records, sweep_counters
 from netbench.topology import Topology
-from reports.findings import Finding
-from reports.judging.nic_counters import sweep_counter_findings
-from reports.judging.rail_nic import name_nics, rails_of_nic
-from reports.judging.stability import stability
-from reports.records import RecordWriter
+from reports.judging.fleet.stability import stability
+from reports.judging.network.nic_counters import sweep_counter_findings
+from reports.judging.network.rail_nic import name_nics, rails_of_nic
+from reports.shared.findings import Finding
+from reports.shared.records import RecordWriter
 from tests.unit.test_inventory import D, inventory_of
 
 

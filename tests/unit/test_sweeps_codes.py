@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reports.evidence.sweeps import SCOPE_ORDER, Sweep, judged, recorded, shown
-from reports.judging.localise import intra_node_findings
-from reports.outliers import low_outliers
-from reports.records import to_dict
-from reports.table import NetTable, hosts_in, read_records
+from reports.judging.network.localise import intra_node_findings
+from reports.shared.outliers import low_outliers
+from reports.shared.records import to_dict
+from reports.table.read import NetTable, hosts_in, read_records
 from tests.unit.recordgen import net
 
 

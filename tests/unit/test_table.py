@@ -1,4 +1,4 @@
-"""The one reader (reports.table): net.jsonl read as columns or line by line gives one type,
+"""The one reader (reports.table.read): net.jsonl read as columns or line by line gives one type,
 NetTable, with the same frame and the same records."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from reports.evidence.pairs import pair_values
-from reports.records import RecordWriter, iter_jsonl, to_dict
-from reports.table import NetTable, read_records
+from reports.shared.records import RecordWriter, iter_jsonl, to_dict
+from reports.table.read import NetTable, read_records
 from tests.unit.recordgen import net
 
 
@@ -72,7 +72,8 @@ def test_a_negative_figure_is_named_on_the_column_path(tmp_path: Path) -> None:
 
 
 def test_a_parse_started_early_gives_the_same_table(tmp_path: Path) -> None:
-    from reports import table, table_parse
+    from reports.table import parse as table_parse
+    from reports.table import read as table
 
     with RecordWriter(tmp_path / "net.jsonl") as w:
         for r in _records():
@@ -89,7 +90,7 @@ def test_a_parse_started_early_gives_the_same_table(tmp_path: Path) -> None:
 def test_no_early_parse_of_what_is_not_a_regular_file(tmp_path: Path) -> None:
     import os
 
-    from reports import table_parse
+    from reports.table import parse as table_parse
 
     os.mkfifo(tmp_path / "net.jsonl")  # a thread reading it would wait for a writer for ever
     table_parse.prefetch(tmp_path)

@@ -1,4 +1,4 @@
-"""The frame of the column path (reports/table_frame.py, built from integer codes) is the frame
+"""The frame of the column path (reports/table/frame.py, built from integer codes) is the frame
 arrow's list and string kernels built before it, dtypes and categories included: that
 version is kept here as the oracle, and hypothesis feeds both the tables a reader can meet
 (empty host lists, a host twice, more than two hosts in a pair record, optional columns
@@ -15,11 +15,11 @@ import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reports.table_frame import ALL_COLUMNS, FRAME_COLUMNS, frame_of
+from reports.table.frame import ALL_COLUMNS, FRAME_COLUMNS, frame_of
 
 
 def kernels_frame(table: Any) -> pd.DataFrame:
-    """The frame as reports/table.py built it with arrow's kernels (until this change)."""
+    """The frame as reports/table/read.py built it with arrow's kernels (until this change)."""
     n = table.num_rows
     hosts = table.column("hosts")
     n_hosts = pc.list_value_length(hosts)
@@ -173,7 +173,7 @@ def test_a_world_sweep_shares_one_tuple_of_its_hosts() -> None:
 
 
 def test_a_null_among_the_hosts_goes_to_the_line_reader(tmp_path: Any) -> None:
-    from reports.table import read_records
+    from reports.table.read import read_records
 
     line = (
         '{"schema":1,"kind":"net","run_id":"r","ts":"t","hosts":["n1",null],"nodes":2,"op":"all_reduce",'

@@ -1,7 +1,7 @@
 import pytest
 
-from reports.errors import UsageError
-from reports.units import format_size, gbps, parse_size
+from reports.shared.errors import UsageError
+from reports.shared.units import format_size, gbps, parse_size
 
 
 @pytest.mark.parametrize(

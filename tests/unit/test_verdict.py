@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from reports.findings import EXIT_CODES, Finding, headline, verdict_of
+from reports.commands.report_cmd import main
 from reports.pipeline import build, missing_phases
-from reports.report_cmd import main
+from reports.shared.findings import EXIT_CODES, Finding, headline, verdict_of
 from tests.conftest import DATA
 
 

@@ -5,11 +5,11 @@ every expected value is written by hand here."""
 
 from __future__ import annotations
 
-from reports.group_search import Group, group_search
 from reports.judging.judge import judge
-from reports.judging.workload import parse_workload
-from reports.records import NetRecord
-from reports.spec import parse_spec
+from reports.judging.workload.workload import parse_workload
+from reports.shared.group_search import Group, group_search
+from reports.shared.records import NetRecord
+from reports.shared.spec import parse_spec
 from tests.unit.recordgen import evidence, flat, io
 from tests.unit.test_localise import F, model
 

@@ -1,6 +1,6 @@
 """What stands between a record and the verdict, tested at its boundary: the plausibility
-screen of the reader (reports/plausible.py: a bandwidth ceiling, an aggregate far above its
-hosts) and the report's writer (reports/safe_write.py: a refusal leaves nothing half done).
+screen of the reader (reports/shared/plausible.py: a bandwidth ceiling, an aggregate far above its
+hosts) and the report's writer (reports/shared/safe_write.py: a refusal leaves nothing half done).
 Expected values are computed by hand here, from the catalog's YAML as written."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from reports.errors import UsageError
-from reports.records import to_dict
-from reports.safe_write import write_outputs
-from reports.table import read_records
+from reports.shared.errors import UsageError
+from reports.shared.records import to_dict
+from reports.shared.safe_write import write_outputs
+from reports.table.read import read_records
 from tests.conftest import REPO, STOKER
 from tests.unit.recordgen import flat, io, net
 
@@ -131,7 +131,7 @@ def test_a_target_that_is_no_file_is_named_so(tmp_path: Path) -> None:
 
 
 def test_a_workload_field_of_the_wrong_type_is_named_by_its_path() -> None:
-    from reports.judging.workload import parse_workload
+    from reports.judging.workload.workload import parse_workload
 
     with pytest.raises(UsageError, match=r"^w.yaml: checkpoint.path: expected a name, got 5$"):
         parse_workload({"name": "w", "params": 8e9, "gpus": 8, "checkpoint": {"path": 5}}, "w.yaml")
@@ -140,7 +140,7 @@ def test_a_workload_field_of_the_wrong_type_is_named_by_its_path() -> None:
 def test_an_idle_share_that_overflows_is_refused_never_judged_ok() -> None:
     # a finite demand (1 GB/s) whose stall overflowed (exposed inf s): the share inf / inf is
     # NaN, which no budget comparison catches (NaN > 0.05 is False: it would read "ok")
-    from reports.judging.model_rows import row
+    from reports.judging.workload.model_rows import row
 
     with pytest.raises(
         UsageError, match=r"^c: idle share is nan: the workload's figures overflow; check them$"

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from reports.findings import Judgement
-from reports.group_search import Group, group_search
-from reports.judging import baseline as bl
-from reports.judging.baseline_figures import figures as baseline_figures
+from reports.judging.fleet import baseline as bl
+from reports.judging.fleet.baseline_figures import figures as baseline_figures
 from reports.judging.judge import judge
-from reports.judging.workload import Workload, parse_workload
-from reports.records import IoRecord, NetRecord
-from reports.spec import parse_spec
+from reports.judging.workload.workload import Workload, parse_workload
+from reports.shared.findings import Judgement
+from reports.shared.group_search import Group, group_search
+from reports.shared.records import IoRecord, NetRecord
+from reports.shared.spec import parse_spec
 from tests.unit.recordgen import evidence, flat, io
 
 H100 = "NVIDIA H100 80GB HBM3"  # the name nvidia-smi gives an H100 SXM
@@ -442,8 +442,8 @@ def test_only_an_async_checkpoint_format_saves_in_the_background(fmt: str, block
 
 @pytest.mark.parametrize(("gpus", "accepted"), [(1024, True), (1025, False)])
 def test_gpus_per_node_is_plausible_up_to_1024(gpus: int, accepted: bool) -> None:
-    # reports/plausible.py: at most 1024 GPUs per node; exactly 1024 is accepted
-    from reports.errors import UsageError
+    # reports/shared/plausible.py: at most 1024 GPUs per node; exactly 1024 is accepted
+    from reports.shared.errors import UsageError
 
     raw = {"name": "s", "gpus_per_node": gpus, "network": {"intra_node": {"GBps": 100}}}
     if accepted:
@@ -454,7 +454,7 @@ def test_gpus_per_node_is_plausible_up_to_1024(gpus: int, accepted: bool) -> Non
 
 
 def test_a_workload_setting_of_the_wrong_kind_is_named_in_its_one_line_error() -> None:
-    from reports.errors import UsageError
+    from reports.shared.errors import UsageError
 
     with pytest.raises(UsageError) as e:
         parse_workload({"preset": "llama-8b", "gpus": 8, "compute_s": 2.0, "accelerator": 42}, "w.yaml")

@@ -12,23 +12,26 @@ from pathlib import Path
 
 import pytest
 
-from reports import plausible, records
-from reports.records import IoRecord, NetRecord
+from reports import records
+from reports.shared import plausible
+from reports.shared.records import IoRecord, NetRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 TREES = ("netbench", "iobench", "launchers", "reports", "benchmarks")
 
 # each vocabulary (as a set: a copy in another order is a copy) and the one module declaring it
 DECLARED = {
-    frozenset({"nccl", "gloo", "mpi"}): "reports/records.py",
-    frozenset({"auto", "nccl", "gloo", "mpi"}): "reports/records.py",
-    frozenset({"cluster", "node"}): "reports/findings.py",
-    frozenset({"checkpoint", "dataloader", "metadata"}): "reports/records.py",
-    frozenset({"world", "intra-node", "inter-node", "pair", "groups"}): "reports/records.py",
-    frozenset({"world", "intra-node", "inter-node", "pairs", "groups"}): "reports/records.py",
-    frozenset({"world", "intra-node", "inter-node", "pair"}): "reports/records.py",
-    frozenset({"slurm", "k8s", "skypilot", "dstack"}): "launchers/cloudjob.py",
-    frozenset({"checkpoint_write", "checkpoint_read", "dataloader_read", "metadata"}): "reports/records.py",
+    frozenset({"nccl", "gloo", "mpi"}): "reports/shared/records.py",
+    frozenset({"auto", "nccl", "gloo", "mpi"}): "reports/shared/records.py",
+    frozenset({"cluster", "node"}): "reports/shared/findings.py",
+    frozenset({"checkpoint", "dataloader", "metadata"}): "reports/shared/records.py",
+    frozenset({"world", "intra-node", "inter-node", "pair", "groups"}): "reports/shared/records.py",
+    frozenset({"world", "intra-node", "inter-node", "pairs", "groups"}): "reports/shared/records.py",
+    frozenset({"world", "intra-node", "inter-node", "pair"}): "reports/shared/records.py",
+    frozenset({"slurm", "k8s", "skypilot", "dstack"}): "launchers/cloud/cloudjob.py",
+    frozenset(
+        {"checkpoint_write", "checkpoint_read", "dataloader_read", "metadata"}
+    ): "reports/shared/records.py",
 }
 
 
@@ -67,13 +70,13 @@ def test_the_declarations_say_what_the_contract_says() -> None:
     assert records.CLI_NET_SCOPES == ("world", "intra-node", "inter-node", "pairs", "groups")
     assert records.IO_FAMILIES == ("checkpoint", "dataloader", "metadata")
     assert records.IO_WORKLOADS == ("checkpoint_write", "checkpoint_read", "dataloader_read", "metadata")
-    from reports.findings import REPORT_SCOPES
+    from reports.shared.findings import REPORT_SCOPES
 
     assert REPORT_SCOPES == ("cluster", "node")
 
 
 def test_the_commands_take_the_declared_choices() -> None:
-    from launchers import cloudjob
+    from launchers.cloud import cloudjob
     from netbench import topology
     from netbench.backends import BACKENDS
     from reports.evidence.sweeps import SCOPE_ORDER
@@ -157,7 +160,7 @@ def test_the_record_checks_cover_every_field_at_its_type(
 
 def test_the_column_reader_requires_the_contract_minimum() -> None:
     pa = pytest.importorskip("pyarrow")
-    from reports.table_parse import required_schema
+    from reports.table.parse import required_schema
 
     by_hand = {
         "run_id": pa.string(),
@@ -187,7 +190,7 @@ def test_the_column_reader_requires_the_contract_minimum() -> None:
 
 def test_the_frame_columns_are_record_fields_or_documented_extras() -> None:
     pytest.importorskip("pandas")
-    from reports.table_frame import FRAME_COLUMNS
+    from reports.table.frame import FRAME_COLUMNS
 
     # the extra keys net records carry at the top level (docs/contract.md: pass, round, rail,
     # confirmation; per_iter and soak are the frame's own flags of nccl-tests -I and soak records)

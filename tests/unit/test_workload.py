@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.errors import UsageError
-from reports.judging.workload import DDP_BUCKET_BYTES, load_workload
+from reports.judging.workload.workload import DDP_BUCKET_BYTES, load_workload
+from reports.shared.errors import UsageError
 from tests.conftest import REPO
 
 

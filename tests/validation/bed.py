@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reports.findings import ModelRow
-from reports.judging.workload import Checkpoint, Dataloader, Workload
-from reports.table import RecordSet, read_records
+from reports.judging.workload.workload import Checkpoint, Dataloader, Workload
+from reports.shared.findings import ModelRow
+from reports.table.read import RecordSet, read_records
 from tests.harness.blockdev import start_in_cgroup
 from tests.harness.netns import NetnsCluster
 from tests.unit.recordgen import judge_records

@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reports.judging.workload import Workload
-from reports.table import RecordSet, read_records
+from reports.judging.workload.workload import Workload
+from reports.table.read import RecordSet, read_records
 from tests.unit.recordgen import judge_records
 from tests.validation.bed import ENV, REPO, STOKER, Training, training_of
 

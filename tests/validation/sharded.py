@@ -1,5 +1,5 @@
 """A real sharded checkpoint (every rank saves its shard at once) against the model's save
-time from stoker's own records of the same device (reports/judging/ckpt_save.py). Root only:
+time from stoker's own records of the same device (reports/judging/storage/ckpt_save.py). Root only:
 the device is a loop device throttled by a blkio cgroup (tests/harness/blockdev.py), so the
 device, not this shared machine's other work, sets the time of both."""
 
@@ -11,8 +11,8 @@ import socket
 import subprocess
 from pathlib import Path
 
-from reports.judging.workload import Checkpoint, Workload
-from reports.table import RecordSet
+from reports.judging.workload.workload import Checkpoint, Workload
+from reports.table.read import RecordSet
 from tests.harness.blockdev import start_in_cgroup
 from tests.unit.recordgen import judge_records
 from tests.validation import bed

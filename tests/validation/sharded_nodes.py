@@ -1,6 +1,6 @@
 """A real sharded checkpoint across namespaced nodes (tests/harness/netns.py), each node's
 processes throttled on its storage (tests/harness/blockdev.py), against the model's save time
-(reports/judging/ckpt_save.py) from `stoker io` run on the same nodes and devices first.
+(reports/judging/storage/ckpt_save.py) from `stoker io` run on the same nodes and devices first.
 
 A node is a network namespace with its own throttled device (node-local storage); one more
 device is written by every node (shared storage). Every process of the bed (stoker io and its
@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from reports.judging.workload import Checkpoint, Workload
-from reports.table import RecordSet, read_records
+from reports.judging.workload.workload import Checkpoint, Workload
+from reports.table.read import RecordSet, read_records
 from tests.harness.blockdev import set_rate, start_in_cgroup, throttled_disk
 from tests.harness.netns import NetnsCluster
 from tests.unit.recordgen import judge_records

@@ -1,7 +1,7 @@
 """A real sharded checkpoint of 2 nodes x 2 processes — 4 ranks in one gloo process group over
 namespaced links, each saving its own shard of an MLP + Adam state at the same moment
 (torch.save: a file per rank; DCP: one distributed save) — against the model's save time
-(reports/judging/ckpt_save.py) from `stoker io --writers 2` run across the same 2 nodes on the
+(reports/judging/storage/ckpt_save.py) from `stoker io --writers 2` run across the same 2 nodes on the
 same devices first (one process per node, then 2 per node at once), at another size (15 MiB
 per process measured, 37.8 MB per rank predicted). Two places, loop devices throttled to
 30 MiB/s:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reports.table import RecordSet
+from reports.table.read import RecordSet
 from tests.conftest import needs_root, needs_tool
 from tests.harness.blockdev import throttled_disk
 from tests.validation import bed

@@ -1,0 +1,167 @@
+"""The pyarrow parse of net.jsonl for reports/table/read.py (the column path): the line check, the
+contract's required fields at their types, and the parse started early in a thread.
+
+`stoker report` starts parsing net.jsonl before it imports pandas and the judging and rendering
+modules (~1 s of Python on this machine's cores): pyarrow parses without the GIL, so the two
+overlap. read_records takes the result, and runs the line check on its own thread meanwhile;
+a file never read leaves a daemon thread behind.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from reports.shared.records import NET_FIGURES, NET_FILE, NET_OPTIONAL, NET_REQUIRED
+
+# Columns every row must have (the contract's minimum, NetRecord's fields without a default), by
+# arrow type family: the text ones here, `hosts` a list of text, the figures numbers.
+STRINGS = tuple(n for n in NET_REQUIRED if n != "hosts" and n not in dict(NET_FIGURES))
+
+
+def parse(path: Path) -> tuple[int, Any] | None:
+    """(lines, pyarrow table) of a file the column reader may take, else None. Only C code
+    runs here (numpy's scan, pyarrow's parser): the caller imports what both need first."""
+    lines = clean_lines(path)
+    if lines is None:
+        return None
+    table = read_json(path)
+    return None if table is None else (lines, table)
+
+
+def read_json(path: Path) -> Any:
+    """The pyarrow table of a JSONL file, None when pyarrow refuses it."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    try:  # from the file, in blocks: the text is never held whole (peak memory is half the goal)
+        return pj.read_json(
+            path,
+            read_options=pj.ReadOptions(block_size=16 << 20),
+            parse_options=pj.ParseOptions(explicit_schema=required_schema()),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def required_schema() -> Any:
+    """The contract's required fields at their types, so the parser infers only the optional
+    ones (a value of another type fails the parse: the line reader then names its line). ts is
+    a string: inferred, an ISO date becomes a timestamp."""
+    import pyarrow as pa
+
+    fields = [(n, pa.string()) for n in STRINGS] + [("hosts", pa.list_(pa.string()))]
+    fields += [(n, pa.int64() if integer else pa.float64()) for n, integer in NET_FIGURES]
+    return pa.schema(fields)
+
+
+# -- the parse started early ----------------------------------------------------------------
+NOT_PREFETCHED = object()
+_prefetched: dict[str, tuple[threading.Thread, list[Any]]] = {}
+
+
+def prefetch(directory: str | os.PathLike[str], then: Callable[[], None] | None = None) -> None:
+    """Start parsing DIR/net.jsonl in a thread (nothing when pyarrow is missing or the file is
+    not a regular file: read_records then reads, and refuses, as it would have). `then` is
+    called on that thread when pyarrow is done (report_cmd: the figure process may start its
+    imports: the cores are free)."""
+    path = Path(directory) / NET_FILE
+    try:
+        from reports.shared.safe_read import check_regular
+
+        check_regular(path, "records file")  # a FIFO would block the thread for ever
+        if not path.is_file():
+            return
+        import numpy  # noqa: F401 - imported here, not in the thread: no two threads import at once
+        import pyarrow.json  # noqa: F401
+    except Exception:  # noqa: BLE001 - read_records says what is wrong, in its own words
+        return
+    box: list[Any] = []
+
+    def work() -> None:
+        try:
+            box.append(read_json(path))
+        except BaseException as exc:  # noqa: BLE001 - handed to the reader, raised there
+            box.append(exc)
+        if then is not None:
+            then()
+
+    t = threading.Thread(target=work, name="stoker-parse-net", daemon=True)
+    _prefetched[str(path)] = (t, box)
+    t.start()
+
+
+def forget_prefetched(directory: str | os.PathLike[str]) -> None:
+    """Drop a parse prefetch started that no reader took (the command stopped before reading
+    DIR/net.jsonl: another records file refused first); its thread ends on its own."""
+    _prefetched.pop(str(Path(directory) / NET_FILE), None)
+
+
+def take_prefetched(path: Path) -> Any:
+    """What parse(path) gives, from the parse started by prefetch: the line check runs here,
+    on the caller's thread, while pyarrow finishes (run in the parse thread, its numpy calls
+    waited for the GIL behind the imports: 0.2 s of work took 1.2 s before pyarrow began)."""
+    got = _prefetched.pop(str(path), None)
+    if got is None:
+        return NOT_PREFETCHED
+    t, box = got
+    lines = clean_lines(path)
+    t.join()
+    if not box:
+        return NOT_PREFETCHED
+    if lines is None:
+        return None  # what parse() gives: the line reader names the bad line
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    return None if box[0] is None else (lines, box[0])
+
+
+def clean_lines(path: Path, chunk: int = 16 << 20) -> int | None:
+    """The number of lines of a file the column reader may take, else None. Line numbers are
+    row numbers + 1 only without blank lines or carriage returns; a missing final newline is a
+    line cut short by a crash (the line reader says so). Read in chunks into one buffer, never
+    whole; the newlines found with numpy (half the time of bytes searches on a 300 MB file)."""
+    import numpy as np
+
+    lines, prev = 0, 10  # as if a line ended before the file: a leading newline is a blank line
+    buf = bytearray(chunk)
+    with open(path, "rb", buffering=0) as fh:
+        while n := fh.readinto(buf):
+            if buf.find(b"\r", 0, n) >= 0:
+                return None
+            a = np.frombuffer(buf, np.uint8, n)
+            nl = np.flatnonzero(a == 10)
+            if len(nl) and ((prev == 10 and nl[0] == 0) or bool((np.diff(nl) == 1).any())):
+                return None  # a blank line: two newlines in a row, within a chunk or across two
+            lines += len(nl)
+            prev = int(a[-1])
+    return lines if lines and prev == 10 else None
+
+
+def typed(table: Any) -> bool:
+    """Every required column present, without nulls, of the type the contract says; else
+    the line reader gives each bad line its own reason."""
+    import pyarrow as pa
+
+    t = table.schema
+    for name in (*STRINGS, *(n for n, _ in NET_FIGURES), "hosts"):
+        if name not in t.names or table.column(name).null_count:
+            return False
+    if not all(pa.types.is_string(t.field(n).type) for n in STRINGS):
+        return False
+    for name, integer in NET_FIGURES:
+        kind = t.field(name).type
+        if not (pa.types.is_int64(kind) or (not integer and pa.types.is_floating(kind))):
+            return False
+    # optional statistics may be null on every line (imported results carry none)
+    optional = [t.field(n).type for n in NET_OPTIONAL if n in t.names]
+    if not all(pa.types.is_floating(x) or pa.types.is_int64(x) or pa.types.is_null(x) for x in optional):
+        return False
+    hosts = t.field("hosts").type
+    if not (pa.types.is_list(hosts) and pa.types.is_string(hosts.value_type)):
+        return False
+    # a null among the names (["n1", null]): the line reader says "hosts is not a list of host names"
+    return not any(chunk.values.null_count for chunk in table.column("hosts").chunks)
