@@ -6,7 +6,9 @@ else by the directory name; directories whose specs share a name are runs of one
 (their spread is the comparison's noise). `--workload` models the same job on every
 cluster (else each DIR's own `workload.yaml`, which must then name the same workload in
 all). Writes compare.md, compare.html and compare.json into --out (default: .). Exit 2 when a
-workload was given and no cluster could be ranked on it (the files still say why).
+workload was given and no cluster could be ranked on it (the files still say why); exit 1 when
+clusters were ranked and none of them passed its acceptance (a ranking of failing clusters is
+not an answer to sign), unless `--allow-failing` asks for that ranking anyway (exit 0).
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="name",
         help="group runs into clusters by their spec's name (default; runs of one name must agree on "
         "accelerator, GPUs per node and price), or keep each directory apart (dir)",
+    )
+    parser.add_argument(
+        "--allow-failing",
+        action="store_true",
+        help="rank the clusters and exit 0 even when none of the ranked ones passed (default: exit 1)",
     )
 
 
@@ -170,4 +177,17 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if cmp.ranking and not any(cmp.passed(r.name) for r in cmp.ranking):
+        if getattr(args, "allow_failing", False):
+            print(
+                "stoker compare: warning: no ranked cluster passed; ranked anyway (--allow-failing)",
+                file=sys.stderr,
+            )
+            return 0
+        print(
+            "stoker compare: no ranked cluster passed its acceptance (the verdict column says why): fix or "
+            "re-measure the failing promises, or give --allow-failing to rank them anyway",
+            file=sys.stderr,
+        )
+        return 1
     return 0
