@@ -14,9 +14,11 @@ not an answer to sign), unless `--allow-failing` asks for that ranking anyway (e
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from reports.errors import UsageError
 
@@ -106,6 +108,7 @@ def refuse_results_dir(out: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from reports.fleet.assumptions import assumptions
     from reports.fleet.clusters import summarise
     from reports.fleet.facts import run_facts
     from reports.fleet.ranking import compare, to_json
@@ -121,6 +124,8 @@ def main(args: argparse.Namespace) -> int:
     paths = check_inputs(list(args.dirs), args.workload)
     refuse_results_dir(out)
     summaries = []
+    workload = None
+    specs: dict[str, Any] = {}
     identities = []
     facts = []
     for d, p in zip(args.dirs, paths):
@@ -133,6 +138,8 @@ def main(args: argparse.Namespace) -> int:
             ) from None
         s = summarise(c.report.title, d, c.report.evidence, c.report.judgement, c.spec, c.workload)
         summaries.append(s)
+        workload = workload or c.workload
+        specs.setdefault(s.name, c.spec)
         facts.append(run_facts(d, c.report.evidence, c.report.judgement, c.spec, c.workload))
         identities.append(
             RunIdentity(
@@ -152,6 +159,11 @@ def main(args: argparse.Namespace) -> int:
             print(f"stoker compare: {line}", file=sys.stderr)
     wname = summaries[0].workload
     cmp = compare(summaries, wname, facts)
+    if workload is not None:
+        cmp = dataclasses.replace(
+            cmp,
+            assumptions=assumptions(workload, specs, {s.name: s.appetite for s in summaries}),
+        )
     # never over or through a file stoker did not write (reports/safe_write.py)
     try:
         out.mkdir(parents=True, exist_ok=True)
