@@ -141,7 +141,7 @@ def missing_phases(
 def record_inputs() -> tuple[str, ...]:
     """The files of stoker's own in DIR a verdict is judged from: the records, the phase and
     the set-aside lines."""
-    from reports import records
+    from reports.shared import records
     from reports.shared.phases import PHASES_FILE
     from reports.shared.setaside import SETASIDE_FILE
 

@@ -6,15 +6,19 @@ else by the directory name; directories whose specs share a name are runs of one
 (their spread is the comparison's noise). `--workload` models the same job on every
 cluster (else each DIR's own `workload.yaml`, which must then name the same workload in
 all). Writes compare.md, compare.html and compare.json into --out (default: .). Exit 2 when a
-workload was given and no cluster could be ranked on it (the files still say why).
+workload was given and no cluster could be ranked on it (the files still say why); exit 1 when
+clusters were ranked and none of them passed its acceptance (a ranking of failing clusters is
+not an answer to sign), unless `--allow-failing` asks for that ranking anyway (exit 0).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from reports.shared.errors import UsageError
 
@@ -35,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="name",
         help="group runs into clusters by their spec's name (default; runs of one name must agree on "
         "accelerator, GPUs per node and price), or keep each directory apart (dir)",
+    )
+    parser.add_argument(
+        "--allow-failing",
+        action="store_true",
+        help="rank the clusters and exit 0 even when none of the ranked ones passed (default: exit 1)",
     )
 
 
@@ -99,6 +108,7 @@ def refuse_results_dir(out: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from reports.fleet.assumptions import assumptions
     from reports.fleet.clusters import summarise
     from reports.fleet.facts import run_facts
     from reports.fleet.ranking import compare, to_json
@@ -114,6 +124,8 @@ def main(args: argparse.Namespace) -> int:
     paths = check_inputs(list(args.dirs), args.workload)
     refuse_results_dir(out)
     summaries = []
+    workload = None
+    specs: dict[str, Any] = {}
     identities = []
     facts = []
     for d, p in zip(args.dirs, paths):
@@ -126,6 +138,8 @@ def main(args: argparse.Namespace) -> int:
             ) from None
         s = summarise(c.report.title, d, c.report.evidence, c.report.judgement, c.spec, c.workload)
         summaries.append(s)
+        workload = workload or c.workload
+        specs.setdefault(s.name, c.spec)
         facts.append(run_facts(d, c.report.evidence, c.report.judgement, c.spec, c.workload))
         identities.append(
             RunIdentity(
@@ -145,6 +159,11 @@ def main(args: argparse.Namespace) -> int:
             print(f"stoker compare: {line}", file=sys.stderr)
     wname = summaries[0].workload
     cmp = compare(summaries, wname, facts)
+    if workload is not None:
+        cmp = dataclasses.replace(
+            cmp,
+            assumptions=assumptions(workload, specs, {s.name: s.appetite for s in summaries}),
+        )
     # never over or through a file stoker did not write (reports/shared/safe_write.py)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -170,4 +189,17 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if cmp.ranking and not any(cmp.passed(r.name) for r in cmp.ranking):
+        if getattr(args, "allow_failing", False):
+            print(
+                "stoker compare: warning: no ranked cluster passed; ranked anyway (--allow-failing)",
+                file=sys.stderr,
+            )
+            return 0
+        print(
+            "stoker compare: no ranked cluster passed its acceptance (the verdict column says why): fix or "
+            "re-measure the failing promises, or give --allow-failing to rank them anyway",
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -26,7 +26,7 @@ from typing import Any
 from reports.evidence import Evidence
 from reports.judging.storage import ckpt_save
 from reports.judging.workload.needs import pick_io
-from reports.shared.findings import FAILING, Judgement
+from reports.shared.findings import FAILING, Judgement, ModelRow
 
 # the tools whose files stoker imports (backend of their records) -> how to take the measurement
 # again with that tool; {op} an op name, {g} GPUs per node, {n} ranks of two nodes
@@ -54,11 +54,102 @@ class Fed:
     per_node: bool  # local storage: per node
     floor: bool  # shared storage measured from fewer nodes than the job has
     note: str
+    job_gpus: int | None = None  # the workload's GPUs (per node for local storage): the bound
+    per_node_gpus: int | None = None  # GPUs per node, the bound of a per-node figure
+
+    @property
+    def bound(self) -> int | None:
+        return self.per_node_gpus if self.per_node else self.job_gpus
+
+    @property
+    def all_fed(self) -> bool:
+        """The storage feeds every GPU the job has (a figure past that is headroom, not GPUs)."""
+        return self.bound is not None and self.gpus >= self.bound
 
     @property
     def text(self) -> str:
+        at_least = "≥ " if self.floor else ""
+        if self.all_fed and self.bound:
+            whose = "each node's" if self.per_node else "the job's"
+            r = self.gpus / self.bound
+            times = f"{r:,.0f}" if r >= 10 else f"{r:.2g}"
+            return (
+                f"all {self.bound:,} of {whose} GPUs: the reads keep up with {at_least}{times}x "
+                f"their demand ({self.note})"
+            )
         n = f"{self.gpus:,.0f}" if self.gpus >= 10 else f"{self.gpus:.2g}"
-        return ("≥ " if self.floor else "") + n + (" per node" if self.per_node else "") + f" ({self.note})"
+        of = f" of the job's {self.job_gpus:,}" if self.job_gpus and not self.per_node else ""
+        return at_least + n + (" per node" if self.per_node else "") + of + f" ({self.note})"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Promise:
+    """A promise the run did not keep, reconciled with the cost: how much of the step the
+    workload's GPUs wait for that component (0 where the job does not wait on it)."""
+
+    component: str
+    check: str
+    measured: float | None
+    expected: float | None
+    unit: str
+    idle_share: float | None  # None: the workload does not use the component at all
+    usd_per_day: float | None
+
+    @property
+    def text(self) -> str:
+        head = f"{self.component}: {self.check}{_pct(self.measured, self.expected, self.unit)}"
+        unit = ""
+        if self.idle_share is None:
+            return f"{head}{unit}: under the promise, but this workload does not use it: 0.0% idle"
+        if self.idle_share <= 0:
+            return f"{head}{unit}: under the promise, but this workload does not wait on it: 0.0% idle"
+        usd = f", ${self.usd_per_day:,.0f} a day" if self.usd_per_day is not None else ""
+        return (
+            f"{head}{unit}: under the promise, and this workload waits on it: {self.idle_share:.1%} idle{usd}"
+        )
+
+
+# a finding about one part of a network (a node's links, a pair's path, a port) costs what the
+# model's row of that network costs; a storage finding of one workload costs that workload's row
+WHOSE_NETWORK = {
+    "link": "inter-node network",
+    "network port": "inter-node network",
+    "nvlink": "intra-node network",
+}
+STORAGE_PART = {"checkpoint": "checkpoint", "dataloader": "dataloader"}
+
+
+def _costs(component: str, check: str, row: ModelRow) -> bool:
+    """Whether the model row `row` waits on what the finding (component, check) is about."""
+    if component == "node":
+        component = "intra-node network" if "intra-node" in check else "inter-node network"
+    component = WHOSE_NETWORK.get(component, component)
+    if row.component != component:
+        return False
+    part = next((p for k, p in STORAGE_PART.items() if check.startswith(k)), None)
+    return part is None or row.part == part
+
+
+def promises(j: Judgement) -> tuple[Promise, ...]:
+    """Each below-spec promise (one per component and check) with the idle its component causes in
+    the workload's model (the model rows of that component, summed)."""
+    out: dict[tuple[str, str], Promise] = {}
+    for f in j.findings:
+        if f.status != "below_spec" or (f.component, f.check) in out:
+            continue
+        rows = [r for r in j.model if r.status != "no_reference" and _costs(f.component, f.check, r)]
+        idle = sum(r.idle_share for r in rows) if rows else None
+        usd = [r.usd_per_day for r in rows if r.usd_per_day is not None]
+        out[(f.component, f.check)] = Promise(
+            component=f.component,
+            check=f.check,
+            measured=f.measured,
+            expected=f.expected,
+            unit=f.unit,
+            idle_share=idle,
+            usd_per_day=sum(usd) if usd else None,
+        )
+    return tuple(out.values())
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -69,12 +160,14 @@ class RunFacts:
     fed: Fed | None
     extrapolated: tuple[str, ...]
     advice: tuple[str, ...]  # the command of the tool the run's files came from, per lacking measurement
+    promises: tuple[Promise, ...] = ()  # each failing promise and what it costs this workload
 
 
-def _pct(measured: float | None, expected: float | None) -> str:
+def _pct(measured: float | None, expected: float | None, unit: str = "") -> str:
+    """ " at 72% of 50 GB/s": the share of the promise, with the promise's unit."""
     if measured is None or expected is None or not expected > 0 or not math.isfinite(measured / expected):
         return ""
-    return f" at {measured / expected:.0%} of {expected:.4g}"
+    return f" at {measured / expected:.0%} of {expected:.4g}" + (f" {unit}" if unit else "")
 
 
 def why_not_pass(j: Judgement) -> str:
@@ -87,7 +180,7 @@ def why_not_pass(j: Judgement) -> str:
         first = bad[0] if bad else None
         head = f"{len(bad)} failing finding{'s' if len(bad) != 1 else ''}"
         return head + (
-            f", first {first.status} {first.component}: {first.check}{_pct(first.measured, first.expected)}"
+            f", first {first.status} {first.component}: {first.check}{_pct(first.measured, first.expected, first.unit)}"
             if first
             else ""
         )
@@ -132,7 +225,15 @@ def gpus_fed(ev: Evidence, j: Judgement, spec: Any, workload: Any) -> Fed | None
         f"((1 − {budget:g}) × {per_gpu:.3g} GB/s per GPU)"
         + (f"; a floor: the job has {job} nodes" if floor else "")
     )
-    return Fed(gpus=fed, per_node=local, floor=floor, note=note)
+    gpus = j.model_summary.get("gpus")
+    return Fed(
+        gpus=fed,
+        per_node=local,
+        floor=floor,
+        note=note,
+        job_gpus=gpus if isinstance(gpus, int) else None,
+        per_node_gpus=g,
+    )
 
 
 def extrapolated(ev: Evidence, j: Judgement) -> tuple[str, ...]:
@@ -185,6 +286,7 @@ def run_facts(run: str, ev: Evidence, j: Judgement, spec: Any, workload: Any) ->
         fed=gpus_fed(ev, j, spec, workload) if workload is not None else None,
         extrapolated=extrapolated(ev, j) if workload is not None else (),
         advice=tool_advice(ev, j) if workload is not None else (),
+        promises=promises(j) if workload is not None else (),
     )
 
 
@@ -197,4 +299,11 @@ def merged_fed(facts: Sequence[RunFacts]) -> Fed | None:
     med = statistics.median(f.gpus for f in have)
     first = have[0]
     note = first.note if len(have) == 1 else f"median over {len(have)} runs; {first.note}"
-    return Fed(gpus=med, per_node=first.per_node, floor=any(f.floor for f in have), note=note)
+    return Fed(
+        gpus=med,
+        per_node=first.per_node,
+        floor=any(f.floor for f in have),
+        note=note,
+        job_gpus=first.job_gpus,
+        per_node_gpus=first.per_node_gpus,
+    )

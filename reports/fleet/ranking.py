@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports.fleet.clusters import COMPONENTS, ClusterSummary, finite
-from reports.fleet.facts import Fed, RunFacts, merged_fed
+from reports.fleet.facts import Fed, Promise, RunFacts, merged_fed
 from reports.fleet.rows import Cell, Row, best_of, io_rows, net_rows, tie
 from reports.fleet.runs import STATISTIC, merge, recompute, spread
 
@@ -51,6 +51,8 @@ class Comparison:
     not_ranked: dict[str, tuple[str, ...]] = field(default_factory=dict)
     headline: list[str] = field(default_factory=list)
     facts: dict[str, list[RunFacts]] = field(default_factory=dict)  # name -> its runs' facts
+    # what the cost assumes (reports/fleet/assumptions.py): (assumption, value, where from)
+    assumptions: tuple[tuple[str, str, str], ...] = ()
 
     def passed(self, name: str) -> bool:
         return passed(self.clusters[name])
@@ -70,6 +72,15 @@ def why_not(runs: Sequence[ClusterSummary], facts: Sequence[RunFacts]) -> str:
     if whys:
         return "; ".join(dict.fromkeys(whys))
     return "; ".join(dict.fromkeys(r.verdict for r in runs if r.verdict != "pass"))
+
+
+def promises_of(facts: Sequence[RunFacts]) -> tuple[Promise, ...]:
+    """A cluster's failing promises over its runs, each (component, check) once (its first run's)."""
+    out: dict[tuple[str, str], Promise] = {}
+    for f in facts:
+        for p in f.promises:
+            out.setdefault((p.component, p.check), p)
+    return tuple(out.values())
 
 
 def group_runs(summaries: Sequence[ClusterSummary]) -> dict[str, list[ClusterSummary]]:
@@ -345,6 +356,19 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
                 "usd_lost_per_day": _num(lost_per_day(s), 2),
                 "limited_by": limited_by(s),
                 "gpus_fed": _fed(merged_fed(cmp.facts.get(n, []))),
+                "promises": [
+                    {
+                        "component": p.component,
+                        "check": p.check,
+                        "measured": _num(p.measured),
+                        "expected": _num(p.expected),
+                        "unit": p.unit,
+                        "idle_share": _num(p.idle_share),
+                        "usd_per_day": _num(p.usd_per_day, 2),
+                        "text": p.text,
+                    }
+                    for p in promises_of(cmp.facts.get(n, []))
+                ],
                 "extrapolated": list(dict.fromkeys(x for f in cmp.facts.get(n, []) for x in f.extrapolated)),
             }
         )
@@ -384,10 +408,19 @@ def to_json(cmp: Comparison) -> dict[str, Any]:
         "rows": rows,
         "ranking": ranking,
         "cheapest_passed": next((r.name for r in cmp.ranking if cmp.passed(r.name)), None),
+        "assumptions": [{"assumption": a, "value": v, "from": f} for a, v, f in cmp.assumptions],
     }
 
 
 def _fed(f: Fed | None) -> dict[str, Any] | None:
     if f is None:
         return None
-    return {"value": _num(f.gpus, 1), "per_node": f.per_node, "floor": f.floor, "note": f.note}
+    return {
+        "value": _num(f.gpus, 1),
+        "per_node": f.per_node,
+        "floor": f.floor,
+        "note": f.note,
+        "job_gpus": f.bound,
+        "all_fed": f.all_fed,
+        "text": f.text,
+    }

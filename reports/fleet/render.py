@@ -11,7 +11,7 @@ import pandas as pd
 
 from reports.fleet.clusters import COMPONENTS, finite
 from reports.fleet.facts import merged_fed
-from reports.fleet.ranking import Comparison, limited_by, lost_per_day
+from reports.fleet.ranking import Comparison, limited_by, lost_per_day, promises_of
 from reports.fleet.rows import Cell
 from reports.fleet.runs import merge
 from reports.render import plots
@@ -180,6 +180,32 @@ def why_table(cmp: Comparison) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def assumptions_table(cmp: Comparison) -> pd.DataFrame:
+    """What the cost of the work assumes (reports/fleet/assumptions.py)."""
+    return pd.DataFrame(list(cmp.assumptions), columns=["assumption", "value", "from"])
+
+
+def promises_table(cmp: Comparison) -> pd.DataFrame:
+    """Each failing promise beside what it costs this workload: a promise under spec that the
+    job does not wait on costs 0% idle, and the table says so rather than leave the two apart."""
+    rows = [
+        {"cluster": n, "failing promise and what it costs this workload": p.text}
+        for n in cmp.clusters
+        for p in promises_of(cmp.facts.get(n, []))
+    ]
+    return pd.DataFrame(rows, columns=["cluster", "failing promise and what it costs this workload"])
+
+
+def _cost_sections(cmp: Comparison) -> list[tuple[str, pd.DataFrame]]:
+    out = []
+    if cmp.workload and cmp.assumptions:
+        out.append(("What the cost assumes", assumptions_table(cmp)))
+    promises = promises_table(cmp)
+    if cmp.workload and len(promises):
+        out.append(("Failing promises and what they cost", promises))
+    return out
+
+
 def render_md(cmp: Comparison) -> str:
     names = ", ".join(cmp.clusters)
     lines = [
@@ -192,6 +218,8 @@ def render_md(cmp: Comparison) -> str:
     ]
     if cmp.ranking or cmp.not_ranked:
         lines += ["## Ranking", "", md_table(ranking_table(cmp)), ""]
+    for title, df in _cost_sections(cmp):
+        lines += [f"## {title}", "", md_table(df), ""]
     lines += [
         "## Why: where the GPUs wait, the verdict and what decides it",
         "",
@@ -277,6 +305,8 @@ def render_html(cmp: Comparison) -> str:
     ]
     if cmp.ranking or cmp.not_ranked:
         body += ["<h2>Ranking</h2>", table(ranking_table(cmp))]
+    for title, df in _cost_sections(cmp):
+        body += [f"<h2>{esc(title)}</h2>", table(df)]
     body += _cost_chart(cmp)
     body += ["<h2>Why: where the GPUs wait, the verdict and what decides it</h2>", table(why_table(cmp))]
     body += ["<h2>Side by side</h2>", table(_plain(rows_table(cmp)))]

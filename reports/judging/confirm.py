@@ -21,12 +21,12 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from reports import records
 from reports.evidence.sweeps import Sweep
 from reports.judging import advertised
 from reports.judging.coverage import gpus_seen
 from reports.judging.network import reference
 from reports.judging.network.localise import intra_node_findings
+from reports.shared import records
 from reports.shared.findings import FAILING, PASSED, Finding
 from reports.shared.records import CONFIRMED_SCOPES, IoRecord, NetRecord
 from reports.shared.spec import Spec, fill_from_hardware, given_scopes

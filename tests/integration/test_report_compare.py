@@ -57,7 +57,16 @@ def test_three_trials_incomplete_one_not_ranked(tmp_path: Path) -> None:
     ]
     out = tmp_path / "cmp"
     p = subprocess.run(
-        [*STOKER, "compare", *map(str, dirs), "--out", str(out), "--workload", "llama-70b"],
+        [
+            *STOKER,
+            "compare",
+            *map(str, dirs),
+            "--out",
+            str(out),
+            "--workload",
+            "llama-70b",
+            "--allow-failing",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -105,7 +114,7 @@ def test_different_size_ranges_compared_at_the_common_size(
     edit_records(
         a, "net.jsonl", lambda o: o if o["scope"] != "intra-node" or o["bytes"] <= 16 << 20 else None
     )
-    assert stoker(["compare", str(a), str(b), "--out", str(tmp_path / "o")]) == 0
+    assert stoker(["compare", str(a), str(b), "--out", str(tmp_path / "o"), "--allow-failing"]) == 0
     got = json.loads((tmp_path / "o" / "compare.json").read_text())
     row = next(r for r in got["rows"] if r["figure"].startswith("intra-node all_reduce"))
     assert row["figure"] == "intra-node all_reduce busbw at 16M"
@@ -147,7 +156,21 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
 )
 def test_bad_price_row_left_out_with_reason(tmp_path: Path, price: str, why: str) -> None:
     a, b = make_trial(tmp_path, "a", 2.49), make_trial(tmp_path, "b", price)
-    assert stoker(["compare", str(a), str(b), "--workload", "llama-70b", "--out", str(tmp_path / "o")]) == 0
+    assert (
+        stoker(
+            [
+                "compare",
+                str(a),
+                str(b),
+                "--workload",
+                "llama-70b",
+                "--out",
+                str(tmp_path / "o"),
+                "--allow-failing",
+            ]
+        )
+        == 0
+    )
     md = (tmp_path / "o" / "compare.md").read_text()
     assert f"- b is not ranked: {why}." in md and "Cheapest per billion tokens of llama-70b: a at" in md
     for f in ("compare.md", "compare.html", "compare.json"):
@@ -165,7 +188,19 @@ def test_no_spec_and_nan_record(tmp_path: Path) -> None:
     # c's intra-node busbw is NaN: it must not become a starving-free tensor-parallel component
     edit_records(c, "net.jsonl", lambda o: {**o, "busbw_GBps": math.nan} if o["scope"] == "intra-node" else o)
     assert (
-        stoker(["compare", str(a), str(b), str(c), "--workload", "llama-70b", "--out", str(tmp_path / "o")])
+        stoker(
+            [
+                "compare",
+                str(a),
+                str(b),
+                str(c),
+                "--workload",
+                "llama-70b",
+                "--out",
+                str(tmp_path / "o"),
+                "--allow-failing",
+            ]
+        )
         == 0
     )
     got = json.loads((tmp_path / "o" / "compare.json").read_text())
@@ -183,7 +218,20 @@ def test_compare_html_in_chromium(tmp_path: Path) -> None:
     from tests.integration.test_report_html import PROBE, chromium_path
 
     dirs = [make_trial(tmp_path, "neo-a", 2.49), make_trial(tmp_path, "neo-c", 1.49, drop_intra=True)]
-    assert stoker(["compare", *map(str, dirs), "--workload", "llama-70b", "--out", str(tmp_path / "o")]) == 0
+    assert (
+        stoker(
+            [
+                "compare",
+                *map(str, dirs),
+                "--workload",
+                "llama-70b",
+                "--out",
+                str(tmp_path / "o"),
+                "--allow-failing",
+            ]
+        )
+        == 0
+    )
     page = (tmp_path / "o" / "compare.html").read_text()
     assert not re.search(r'(src|href)="(https?:)?//', page)
     probe = tmp_path / "probe.html"
@@ -256,12 +304,26 @@ def test_nothing_ranked_is_exit_2_and_the_files_say_why(
     assert "No cluster could be ranked" in md
 
 
-def test_the_basic_trials_say_they_failed_and_what_they_cost_waiting(tmp_path: Path) -> None:
+def test_the_basic_trials_say_they_failed_and_what_they_cost_waiting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The fixture run fails (a slow link, an inter-node plateau at 72%): the headline says so in
     its first sentence; every row has $ lost per day and GPUs fed; the deciding cell is whole."""
     dirs = [make_trial(tmp_path, "neo-a", 2.49), make_trial(tmp_path, "neo-b", 1.99)]
     out = tmp_path / "o"
-    assert stoker(["compare", *map(str, dirs), "--workload", "llama-70b", "--out", str(out)]) == 0
+    # no ranked cluster passed: not an answer to sign, exit 1 (the files are still written) ...
+    assert stoker(["compare", *map(str, dirs), "--workload", "llama-70b", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.count("\n") == 1 and "no ranked cluster passed its acceptance" in err and "--allow-failing" in err
+    )
+    assert (out / "compare.json").is_file()
+    # ... unless asked to rank them anyway
+    out = tmp_path / "o2"
+    assert (
+        stoker(["compare", *map(str, dirs), "--workload", "llama-70b", "--out", str(out), "--allow-failing"])
+        == 0
+    )
     got = json.loads((out / "compare.json").read_text())
     assert "; but neo-b failed (" in got["headline"][0] and got["headline"][0].endswith(
         "no ranked cluster passed."

@@ -59,7 +59,9 @@ def _facts(run: str, why: str, fed: float) -> RunFacts:
 def test_a_cheaper_failing_cluster_is_named_failed_beside_the_dearer_one_that_passed() -> None:
     beta = _c("neo-beta", 1.50, "fail", 0.20)
     alpha = _c("neo-alpha", 2.50, "pass", 0.10)
-    why = "4 failing findings, first below_spec inter-node network: all_reduce busbw plateau at 37% of 50"
+    why = (
+        "4 failing findings, first below_spec inter-node network: all_reduce busbw plateau at 37% of 50 GB/s"
+    )
     cmp = compare(
         [beta, alpha], "llama-70b", [_facts("neo-beta", why, 120.0), _facts("neo-alpha", "", 480.0)]
     )
@@ -125,7 +127,11 @@ def test_gpus_fed_by_hand() -> None:
     fed = gpus_fed(evidence(io=recs.io), j, None, w)
     assert fed is not None and fed.gpus == pytest.approx(100.0) and fed.floor and not fed.per_node
     assert (
-        fed.text.startswith("≥ 100 (shared storage /data, 9 GB/s from 2 nodes")
+        # 100 GPUs fed past the job's 64: all of them, 100 / 64 = 1.6 times their demand
+        fed.text.startswith(
+            "all 64 of the job's GPUs: the reads keep up with ≥ 1.6x their demand (shared storage /data, 9 GB/s "
+            "from 2 nodes"
+        )
         and "job has 8 nodes" in fed.text
     )
     local = RecordSet(io=[io("dataloader_read", "read", "/nvme", 9.0, scope="local")])
@@ -162,6 +168,107 @@ def test_why_not_pass_is_one_clause() -> None:
     )
     j = judge_records(RecordSet(), None, None)
     assert why_not_pass(replace(j, verdict="fail", findings=[f])) == (
-        "1 failing finding, first below_spec inter-node network: all_reduce busbw plateau at 37% of 50"
+        "1 failing finding, first below_spec inter-node network: all_reduce busbw plateau at 37% of 50 GB/s"
     )
     assert why_not_pass(replace(j, verdict="pass")) == ""
+
+
+def test_gpus_fed_past_the_job_is_all_of_them_with_the_headroom() -> None:
+    """A figure of millions of GPUs for a 512-GPU job is headroom, not GPUs: bounded by the job."""
+    note = "shared storage /data, 30 GB/s from 4 nodes"
+    fed = Fed(gpus=8_453_515.0, per_node=False, floor=True, note=note, job_gpus=512, per_node_gpus=8)
+    # by hand: 8,453,515 / 512 = 16,510.8 times the job's read demand
+    assert fed.all_fed and fed.text == (
+        f"all 512 of the job's GPUs: the reads keep up with ≥ 16,511x their demand ({note})"
+    )
+    few = Fed(gpus=120.0, per_node=False, floor=False, note=note, job_gpus=512, per_node_gpus=8)
+    assert not few.all_fed and few.text == f"120 of the job's 512 ({note})"
+    local = Fed(gpus=20.0, per_node=True, floor=False, note="local", job_gpus=512, per_node_gpus=8)
+    # per node: the bound is the node's 8 GPUs; 20 / 8 = 2.5
+    assert local.text == "all 8 of each node's GPUs: the reads keep up with 2.5x their demand (local)"
+
+
+def test_each_failing_promise_is_reconciled_with_the_idle_it_causes() -> None:
+    from reports.fleet.facts import promises
+    from reports.shared.findings import ModelRow
+
+    def finding(component: Any, check: str, measured: float, expected: float) -> Finding:
+        return Finding(
+            component=component,
+            check=check,
+            status="below_spec",
+            measured=measured,
+            expected=expected,
+            unit="GB/s",
+            hosts=(),
+            message="",
+        )
+
+    def row(part: Any, component: Any, idle: float, usd: float) -> ModelRow:
+        return ModelRow(
+            part=part,
+            component=component,
+            check="",
+            required=1.0,
+            achieved=1.0,
+            unit="GB/s",
+            idle_share=idle,
+            usd_per_day=usd,
+            status="ok" if idle == 0 else "starving",
+        )
+
+    j = judge_records(RecordSet(), None, None)
+    j = replace(
+        j,
+        verdict="fail",
+        findings=[
+            finding("inter-node network", "all_reduce busbw plateau", 36.0, 50.0),
+            finding("shared storage", "checkpoint_write write bandwidth", 12.0, 20.0),
+            finding("local storage", "dataloader_read read bandwidth", 6.0, 12.0),
+        ],
+        model=[
+            row("data parallel", "inter-node network", 0.0, 0.0),
+            row("dataloader", "shared storage", 0.0, 0.0),
+            row("checkpoint", "shared storage", 0.0234, 716.0),
+        ],
+    )
+    got = [p.text for p in promises(j)]
+    assert got == [
+        # 36 / 50 = 72%
+        "inter-node network: all_reduce busbw plateau at 72% of 50 GB/s: under the promise, but this "
+        "workload does not wait on it: 0.0% idle",
+        # 12 / 20 = 60%; the checkpoint's row, not the dataloader's, of the same storage
+        "shared storage: checkpoint_write write bandwidth at 60% of 20 GB/s: under the promise, and this "
+        "workload waits on it: 2.3% idle, $716 a day",
+        # no model row reads local storage
+        "local storage: dataloader_read read bandwidth at 50% of 12 GB/s: under the promise, but this "
+        "workload does not use it: 0.0% idle",
+    ]
+
+
+def test_the_assumptions_of_the_cost_are_listed() -> None:
+    from reports.fleet.assumptions import assumptions
+    from reports.judging.workload.workload import load_workload
+    from reports.shared.spec import load_spec
+    from tests.conftest import REPO
+
+    spec = load_spec(REPO / "examples" / "spec-h100.yaml")
+    rows = {a: v for a, v, _ in assumptions(load_workload("llama-70b"), {"neo-a": spec})}
+    assert list(rows) == [
+        "model",
+        "GPUs of the job",
+        "parallelism",
+        "tokens per step",
+        "MFU",
+        "peak used",
+        "overlap",
+        "dataloader",
+        "checkpoint",
+        "idle budget",
+    ]
+    assert rows["MFU"].startswith("0.40 ")
+    assert rows["parallelism"].startswith("data FSDP, tensor 8")
+    assert rows["peak used"] == "neo-a: 989 bf16 TFLOPS (h100-sxm, catalog dense peak)"
+    # 70.6e9 parameters x 14 bytes = 988.4 GB
+    assert rows["checkpoint"].startswith("every 60 min, 988.4 GB (14 bytes per parameter), synchronous")
+    assert rows["idle budget"].startswith("5% ")

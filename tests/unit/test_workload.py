@@ -19,7 +19,8 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_contract_example() -> None:
     w = load_workload(REPO / "examples" / "workload-llama70b.yaml")
-    assert (w.name, w.params, w.gpus, w.data, w.tensor) == ("llama-70b", 70e9, 512, "fsdp", 8)
+    # the file is the preset: the catalog's 70.6e9 (Llama 3 paper), nothing overridden
+    assert (w.name, w.params, w.gpus, w.data, w.tensor) == ("llama-70b", 70.6e9, 512, "fsdp", 8)
     assert (w.global_batch_tokens, w.mfu, w.idle_budget) == (4.0e6, 0.40, 0.05)
     assert (w.layers, w.hidden) == (80, 8192)  # from the preset
     assert w.dataloader is not None and w.dataloader.bytes_per_token == 4
@@ -28,6 +29,23 @@ def test_contract_example() -> None:
         w.checkpoint.bytes_per_param,
         w.checkpoint.async_,
     ) == (60, 14, False)
+
+
+def test_the_example_file_and_the_preset_are_one_job() -> None:
+    """examples/workload-llama70b.yaml and `--workload llama-70b` price the same job the same:
+    every field of the model is equal (the file only names where it came from)."""
+    import dataclasses
+
+    from reports.judging.workload.model import Measured, starvation
+    from reports.shared.spec import load_spec
+
+    f = load_workload(REPO / "examples" / "workload-llama70b.yaml")
+    p = load_workload("llama-70b")
+    assert dataclasses.replace(f, file="", notes=()) == dataclasses.replace(p, file="", notes=())
+    spec = load_spec(REPO / "examples" / "spec-h100.yaml")
+    # compute by hand: 6 x 70.6e9 x 4e6 / (512 x 989e12 x 0.40) = 8.3655 s for both
+    for w in (f, p):
+        assert starvation(w, spec, Measured())[1]["compute_s"] == pytest.approx(8.3655, abs=5e-4)
 
 
 @pytest.mark.parametrize("name", ["llama-8b", "llama-70b", "llama-405b", "LLAMA_405B"])
