@@ -440,9 +440,10 @@ def test_node_record_from_real_proc_bytes() -> None:
     rec = parse_node(cpuinfo, meminfo, "6.8.0-45-generic\n", 2)
     assert rec == {
         "component": "node", "cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "cpus": 2,
-        "mem_GiB": 2015.42, "numa_nodes": 2, "kernel": "6.8.0-45-generic",
+        "mem_GiB": 2015.42, "numa_nodes": 2, "kernel": "6.8.0-45-generic", "memlock": None, "gdr": None,
     }  # fmt: skip
     # nothing readable: the record still says the node was read, every fact None
     assert parse_node(None, None, None, None) == {
-        "component": "node", "cpu_model": None, "cpus": None, "mem_GiB": None, "numa_nodes": None, "kernel": None
+        "component": "node", "cpu_model": None, "cpus": None, "mem_GiB": None, "numa_nodes": None, "kernel": None,
+        "memlock": None, "gdr": None,
     }  # fmt: skip

@@ -55,6 +55,7 @@ FLOOR = frozenset(
         "reports.fio_text",  # fio's normal text output, for `stoker import`
         "reports.fio_classes",  # how an imported fio job is classified (storage_rule reads it)
         "reports.json_shapes",
+        "reports.port_rule",  # which ports are compute: the report judges them, ranks name them to NCCL
     }
 )
 # the rooms of reports in their order; a module's room is its second name, or, for the
