@@ -45,7 +45,9 @@ def rdma_ready_proc(tmp_path: Path) -> Path:
     (proc / "sys" / "kernel").mkdir(parents=True)
     for name in ("cpuinfo", "meminfo", "sys/kernel/osrelease"):
         (proc / name).write_text(Path("/proc", name).read_text())
-    (proc / "self" / "limits").write_text("Max locked memory         unlimited            unlimited            bytes\n")
+    (proc / "self" / "limits").write_text(
+        "Max locked memory         unlimited            unlimited            bytes\n"
+    )
     return proc
 
 
