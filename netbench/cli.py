@@ -307,6 +307,22 @@ def _check_world(world: int, s: Settings) -> None:
         )
 
 
+def inventory_nccl_env(rank: int, s: Settings) -> dict[str, str]:
+    """NCCL_IB_HCA and company from this node's inventory (netbench/nccl_env.py `fabric_env`);
+    nothing where it cannot be read."""
+    from netbench.inventory.this_node import host_records
+    from netbench.nccl_env import fabric_env
+    from netbench.topology import my_host
+    from reports.shared.port_rule import gpu_affine_nics
+
+    try:
+        recs = host_records(s.out, my_host(rank, s.hosts_override))
+    except (OSError, UsageError):
+        return {}
+    ports = [r for r in recs if r.get("component") == "network port"]
+    return fabric_env(ports, gpu_affine_nics(recs), os.environ)
+
+
 def main(args: argparse.Namespace) -> int:
     from netbench.backends import check_installed, resolve
     from netbench.backends.opener import open_backend
@@ -335,6 +351,8 @@ def main(args: argparse.Namespace) -> int:
     if backend == "nccl" and (extra := debug_env(os.environ, s.out)):  # NCCL's account, kept
         os.makedirs(os.path.dirname(extra["NCCL_DEBUG_FILE"]), exist_ok=True)
         os.environ.update(extra)
+    if backend == "nccl":  # the NICs NCCL is to use, from this node's inventory (the user's win)
+        os.environ.update(inventory_nccl_env(le.rank, s))
     b = open_backend(backend, le, s.dtype, s.timeout_s)
     try:
         _check_world(b.world, s)

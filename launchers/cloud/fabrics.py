@@ -123,7 +123,9 @@ FABRICS: dict[str, Fabric] = {
         Fabric(
             name="roce",
             about="RoCE on SR-IOV virtual functions attached with Multus",
-            env=(("NCCL_IB_DISABLE", "0"), ("NCCL_IB_GID_INDEX", "3")),  # 3: RoCE v2 over IPv4
+            # no NCCL_IB_GID_INDEX: each rank takes the RoCE v2 IPv4 GID of its own ports' tables
+            # (netbench/nccl_env.py), where a fixed 3 is wrong on any port with another layout
+            env=(("NCCL_IB_DISABLE", "0"),),
             capabilities=("IPC_LOCK",),
             network_annotation=True,
         ),

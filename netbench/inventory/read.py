@@ -26,6 +26,7 @@ from netbench.inventory.hardware_parse import (
     parse_pcie_speed,
 )
 from netbench.inventory.kernel_log import read_kernel_log
+from netbench.inventory.node_facts import roce_gid_index
 
 # copier({gpu, uuid, numa_node}, bytes, during) -> {h2d_pinned_GBps, d2h_pinned_GBps,
 # h2d_pageable_GBps, ...} (netbench/inventory/copy.py); `during` is called while copies are in
@@ -116,6 +117,18 @@ def pci_device(dev_link: Path) -> str | None:
     return path.name if path is not None and path.name else None
 
 
+def gid_index(port: Path) -> int | None:
+    """The RoCE v2 IPv4 GID index NCCL would take on this port, from its GID table (sysfs
+    `gids/N`, `gid_attrs/types/N`; reading the type of an empty entry fails: skipped)."""
+    gids: dict[int, str] = {}
+    types: dict[int, str] = {}
+    for f in (port / "gids").glob("*"):
+        if f.name.isdigit() and (g := _read(f)):
+            gids[int(f.name)] = g.strip()
+            types[int(f.name)] = (_read(port / "gid_attrs" / "types" / f.name) or "").strip()
+    return roce_gid_index(gids, types)
+
+
 def network_ports(sys_root: Path) -> list[dict[str, Any]]:
     """Every IB/RoCE port, then every hardware Ethernet interface not already an RDMA port."""
     out: list[dict[str, Any]] = []
@@ -125,6 +138,7 @@ def network_ports(sys_root: Path) -> list[dict[str, Any]]:
         address = pci_device(hca / "device")
         if address:
             rdma_devices.add(address)
+        layer = (_read(port / "link_layer") or "").strip() or None
         out.append(
             {
                 "component": "network port",
@@ -135,7 +149,9 @@ def network_ports(sys_root: Path) -> list[dict[str, Any]]:
                 "rate_Gbps": parse_ib_rate(_read(port / "rate") or ""),
                 "hca_type": (_read(hca / "hca_type") or "").strip() or None,
                 "max_rate_Gbps": hca_max_rate(_read(hca / "hca_type")),
-                "link_layer": (_read(port / "link_layer") or "").strip() or None,
+                "link_layer": layer,
+                # RoCE: the GID index NCCL takes (netbench/inventory/node_facts.py)
+                **({"roce_gid_index": gid_index(port)} if layer == "Ethernet" else {}),
                 "pcie": pcie_state(sys_root, address),
             }
         )

@@ -227,7 +227,7 @@ def judge(
     # cause its lines show beside each failing network figure (reports/judging/network/diagnosis.py)
     findings = [
         *diagnosis.correctness_findings(ev.sweeps, ev.manifests),
-        *diagnosis.misconfigured_findings(ev.manifests, written, nodes),
+        *diagnosis.misconfigured_findings(ev.manifests, written, nodes, ev.host),
         *diagnosis.collapse_findings(ev.curves),
         *diagnosis.explain(findings, ev.manifests),
     ]

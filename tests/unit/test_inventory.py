@@ -37,6 +37,20 @@ def recorded(name: str) -> str:
     return "\n".join(lines)
 
 
+def rdma_ready_proc(tmp_path: Path) -> Path:
+    """This machine's /proc facts under tmp_path, with an unlimited locked-memory limit: a
+    fixture /sys with RDMA ports would otherwise have this machine's limit judged too."""
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "sys" / "kernel").mkdir(parents=True)
+    for name in ("cpuinfo", "meminfo", "sys/kernel/osrelease"):
+        (proc / name).write_text(Path("/proc", name).read_text())
+    (proc / "self" / "limits").write_text(
+        "Max locked memory         unlimited            unlimited            bytes\n"
+    )
+    return proc
+
+
 def materialise(tmp_path: Path, case: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
     """The healthy node's /sys under tmp_path and its command outputs (hand-written), with one case's fault."""
     tree = yaml.safe_load((D / "healthy-sys.yaml").read_text())
@@ -345,7 +359,17 @@ def test_stoker_inventory_then_report_on_a_fixture_tree(
     monkeypatch.setenv("STOKER_RUN_ID", "inv-1")
     monkeypatch.setattr("netbench.inventory.read.run_keep", lambda args: None)  # no nvidia-smi, as on CI
     out = tmp_path / "res"
-    assert main(["inventory", "--out", str(out), "--no-copy", "--sys-root", str(root)]) == 0
+    # this machine's /proc, but RDMA-ready: its own locked-memory limit would be judged too
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "sys" / "kernel").mkdir(parents=True)
+    for name in ("cpuinfo", "meminfo", "sys/kernel/osrelease"):
+        (proc / name).write_text(Path("/proc", name).read_text())
+    (proc / "self" / "limits").write_text(
+        "Max locked memory         unlimited            unlimited            bytes\n"
+    )
+    argv = ["inventory", "--out", str(out), "--no-copy", "--sys-root", str(root), "--proc-root", str(proc)]
+    assert main(argv) == 0
     said = capsys.readouterr().out.splitlines()
     assert said[0].endswith(f"9 network port, 1 node -> {out / 'host.jsonl'}")
     assert "skipped: GPUs: nvidia-smi absent" in said[1]
@@ -440,9 +464,10 @@ def test_node_record_from_real_proc_bytes() -> None:
     rec = parse_node(cpuinfo, meminfo, "6.8.0-45-generic\n", 2)
     assert rec == {
         "component": "node", "cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "cpus": 2,
-        "mem_GiB": 2015.42, "numa_nodes": 2, "kernel": "6.8.0-45-generic",
+        "mem_GiB": 2015.42, "numa_nodes": 2, "kernel": "6.8.0-45-generic", "memlock": None, "gdr": None,
     }  # fmt: skip
     # nothing readable: the record still says the node was read, every fact None
     assert parse_node(None, None, None, None) == {
-        "component": "node", "cpu_model": None, "cpus": None, "mem_GiB": None, "numa_nodes": None, "kernel": None
+        "component": "node", "cpu_model": None, "cpus": None, "mem_GiB": None, "numa_nodes": None, "kernel": None,
+        "memlock": None, "gdr": None,
     }  # fmt: skip

@@ -18,7 +18,7 @@ from netbench.inventory import parse
 from netbench.inventory.hardware import ToolOutput
 from netbench.inventory.read import pcie_state, read_inventory
 from reports.judging.node.inventory import judge_inventory
-from tests.unit.test_inventory import DEGRADED, materialise, runner
+from tests.unit.test_inventory import DEGRADED, materialise, rdma_ready_proc, runner
 
 ROOT = Path(__file__).resolve().parents[2]
 # "Nvlink queries are not supported for Devices in MIG mode": nvidia-smi nvlink -s on an H100 and
@@ -255,6 +255,8 @@ def test_stoker_inventory_names_nics_dead_links_and_the_lost_gpu(tmp_path: Path)
             "--no-copy",
             "--sys-root",
             str(root),
+            "--proc-root",
+            str(rdma_ready_proc(tmp_path)),
         ],
         cwd=ROOT,
         env=env,

@@ -179,6 +179,19 @@ def test_submit_with_an_image_runs_the_images_stoker(tmp_path: Path) -> None:
     assert '"--container-mounts=$MOUNTS" --label stoker net ' in p.stdout
 
 
+def test_the_four_node_image_example_renders_one_sbatch(tmp_path: Path) -> None:
+    # `stoker submit --nodes 4 --gpus-per-node 8 --image IMG --dry-run`: a script for 4 nodes of
+    # 8 GPUs, each rank in the image (pyxis), one task per GPU, printed and not submitted
+    p = submit(
+        tmp_path, "--nodes", "4", "--gpus-per-node", "8", "--image", "reg.example/stoker:1", "--dry-run"
+    )
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("#!/bin/bash") and "#SBATCH --nodes=4" in p.stdout
+    assert "\nIMAGE=reg.example/stoker:1\n" in p.stdout and "--container-image" in p.stdout
+    assert "single:1" not in p.stdout
+    assert not list(tmp_path.iterdir())  # a dry run writes nothing
+
+
 def test_submit_refuses_a_bare_framework_image(tmp_path: Path) -> None:
     p = submit(tmp_path, "--dry-run", "--nodes", "2", "--image", "nvcr.io/nvidia/pytorch:24.12-py3")
     assert (

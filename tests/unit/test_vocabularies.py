@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import records
-from reports.shared import plausible
+from reports.shared import plausible, records
 from reports.shared.records import IoRecord, NetRecord
 
 ROOT = Path(__file__).resolve().parents[2]

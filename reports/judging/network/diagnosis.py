@@ -8,7 +8,9 @@ Two kinds of finding come from here:
 - **incorrect** (fails): a table with `#wrong` > 0, nccl-tests' `Out of bounds values : N
   FAILED`, or an `NCCL WARN` error. Wrong answers are judged before any bandwidth.
 - **misconfigured** (fails): what NCCL says it did contradicts what the spec promises — a run
-  over sockets on a cluster whose spec names InfiniBand or EFA, P2P switched off by setting.
+  over sockets on a cluster whose spec names InfiniBand or EFA, P2P switched off by setting —
+  or what the node's inventory says it has: sockets on a node with active RDMA ports, no GPU
+  Direct RDMA where the inventory says it is possible.
 
 Every other cause (`CAUSES`) explains a failing figure of its component: the finding keeps
 its status and gains `cause`, `cause_line` and the meaning and the usual fix in its message.
@@ -25,6 +27,7 @@ from typing import Any
 
 from reports.evidence.sweeps import Sweep
 from reports.shared.findings import FAILING, Component, Finding
+from reports.shared.port_rule import gpu_affine_nics, port_role
 from reports.shared.spec import Spec
 
 Facts = Mapping[str, Any]  # a manifest's `nccl_debug` object
@@ -309,29 +312,108 @@ def _misconfigured(
     )
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NodeCan:
+    """What a node's inventory says NCCL could have used there."""
+
+    rdma_ports: tuple[str, ...]  # its active compute RDMA ports ("mlx5_0 port 1")
+    gdr: str | None  # how GPU Direct RDMA is possible ("nvidia_peermem", "dma-buf"), else None
+
+
+def node_can(host_records: Sequence[Mapping[str, Any]]) -> dict[str, NodeCan]:
+    """Per host of the inventory (`kind: "host"` records): its active compute RDMA ports, and
+    whether GDR is possible there — a peer-memory module or dma-buf, and a GPU with a NIC behind
+    its PCIe switch (NCCL's default NCCL_NET_GDR_LEVEL takes GDR only that close)."""
+    by_host: dict[str, list[dict[str, Any]]] = {}
+    for r in host_records:
+        by_host.setdefault(str(r.get("host")), []).append(dict(r))
+    out = {}
+    for host, recs in by_host.items():
+        affine = gpu_affine_nics(recs)
+        ports = tuple(
+            f"{p['device']} port {p['port']}"
+            for p in recs
+            if p.get("component") == "network port"
+            and p.get("port")
+            and p.get("state") == "ACTIVE"
+            and port_role(p, affine) == "compute"
+        )
+        gdr = next((r.get("gdr") for r in recs if r.get("component") == "node"), None)
+        possible = gdr if gdr not in (None, "none") and affine else None
+        out[host] = NodeCan(rdma_ports=ports, gdr=possible)
+    return out
+
+
+def _against_inventory(
+    source: str, f: Facts, can: Mapping[str, NodeCan], nodes: int, said: set[str]
+) -> list[Finding]:
+    """Sockets on a node whose inventory shows active RDMA ports, and no GPU Direct RDMA on a
+    node whose inventory says it is possible: what NCCL did against the hardware it had."""
+    here = [(h, can[h]) for h in sorted(f.get("hosts") or ()) if h in can]
+    out = []
+    rdma = [(h, c) for h, c in here if c.rdma_ports]
+    if (
+        "socket_fallback" not in said
+        and rdma
+        and (nodes > 1 or _multi_node(f) or _fallback_warn(f))
+        and (line := _socket(f))
+    ):
+        h, c = rdma[0]
+        head = f"NCCL ran over sockets on {h}, whose inventory shows active RDMA ports ({', '.join(c.rdma_ports)})"
+        out.append(
+            _misconfigured(
+                "socket_fallback",
+                f,
+                source,
+                line,
+                head,
+                _fallback_warn(f) or _no_plugin(f) or _ib_disabled(f),
+            )
+        )
+    gdr = [(h, c) for h, c in here if c.gdr]
+    if "gdr_off" not in said and gdr and _rdma_net(f) and (line := _gdr_off(f)):
+        h, c = gdr[0]
+        head = (
+            f"NCCL did not use GPU Direct RDMA on {h}, whose inventory says it is possible "
+            f"({c.gdr}, a NIC behind the GPUs' PCIe switches)"
+        )
+        out.append(_misconfigured("gdr_off", f, source, line, head))
+    return out
+
+
 def misconfigured_findings(
-    manifests: Sequence[Mapping[str, Any]], spec: Spec | None, nodes: int = 0
+    manifests: Sequence[Mapping[str, Any]],
+    spec: Spec | None,
+    nodes: int = 0,
+    host_records: Sequence[Mapping[str, Any]] = (),
 ) -> list[Finding]:
     """What NCCL did against what the spec (or its own hardware) promises: sockets on an RDMA
-    fabric (InfiniBand, EFA, RoCE in the spec, or an RDMA device that would not open), GPU
-    Direct RDMA disabled on RDMA NICs, P2P switched off by a setting: each fails whatever the
-    figure. `nodes`: the most nodes a record spanned (one rank's NCCL file names its host alone)."""
+    fabric (InfiniBand, EFA, RoCE in the spec, an RDMA device that would not open, or a node
+    whose inventory shows active RDMA ports), GPU Direct RDMA disabled on RDMA NICs or not used
+    where the inventory says it is possible, P2P switched off by a setting: each fails whatever
+    the figure. `nodes`: the most nodes a record spanned (one rank's NCCL file names its host
+    alone); `host_records`: the inventory (DIR/host.jsonl)."""
     out: list[Finding] = []
+    can = node_can(host_records)
     for source, f in _facts(manifests):
         link = _rdma_promised(spec)
         failed = _fallback_warn(f)  # an RDMA device was there and would not open
+        said: set[str] = set()
         if ((link and (nodes > 1 or _multi_node(f))) or (failed and _socket(f))) and (
             line := _socket(f) or failed
         ):
             why = failed or _no_plugin(f) or _ib_disabled(f)
             head = f"NCCL ran over sockets, not {link or 'the RDMA device it tried'}"
             out.append(_misconfigured("socket_fallback", f, source, line, head, why))
+            said.add("socket_fallback")
         if (line := (f.get("gdr") or {}).get("Disabled")) and (_rdma_net(f) or "HCA" in line["text"]):
             out.append(
                 _misconfigured(
                     "gdr_off", f, source, line, "NCCL says GPU Direct RDMA is off on its RDMA NICs"
                 )
             )
+            said.add("gdr_off")
+        out += _against_inventory(source, f, can, nodes, said)
         if (line := _p2p_off(f)) and "set by environment" in line["text"]:
             out.append(
                 _misconfigured("p2p_disabled", f, source, line, "P2P between the GPUs was switched off")

@@ -5,7 +5,7 @@ port (reports/judging/node/port_roles.py) down, below its adapter's supported ra
 its siblings on the same node (unused, storage and management ports are not judged), a GPU without a near NIC where the others
 have one, an inactive NVLink, uncorrected ECC errors, pending or failed row remaps, hardware
 Xid events, a fabric manager that has not finished; each a `below_spec` finding naming the
-host and the device. What could not be read (kernel log) is `no_reference`, never "0 errors".
+host and the device. A node with RDMA ports and a finite locked-memory limit is `misconfigured`. What could not be read (kernel log) is `no_reference`, never "0 errors".
 With a spec or the catalog: the port rate and count against the advertised fabric, and the
 measured host-link copy against its PCIe link's catalog figure.
 """
@@ -16,7 +16,12 @@ import collections
 from collections.abc import Sequence
 from typing import Any
 
-from reports.judging.node.inventory_faults import all_links_down, gpu_faults, nvswitch_findings
+from reports.judging.node.inventory_faults import (
+    all_links_down,
+    gpu_faults,
+    memlock_finding,
+    nvswitch_findings,
+)
 from reports.judging.node.port_roles import down_trained, gpu_affine_nics, port_role
 from reports.shared import catalog
 from reports.shared.errors import UsageError
@@ -299,6 +304,7 @@ def judge_inventory(records: Sequence[dict[str, Any]], spec: Spec | None = None)
         out += _ports(host, ports, spec, gpu_affine_nics(recs))
         out += _gpus(host, recs)
         out += nvswitch_findings(host, recs)  # SXid from the kernel log
+        out += [f for f in [memlock_finding(host, recs)] if f]  # RDMA cannot pin its buffers
     return out
 
 

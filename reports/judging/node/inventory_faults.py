@@ -1,7 +1,8 @@
 """GPU faults the inventory reads from real nvidia-smi and kernel-log output (pure): a GPU
 nvidia-smi cannot open (fell off the bus), a GPU whose NVLinks are all down (NVML prints a
 sentence instead of `Link` lines), a fabric registration that completed with an error
-(`fabric.status`), and fatal NVSwitch SXid errors. Hooked into reports/judging/node/inventory.py."""
+(`fabric.status`), and fatal NVSwitch SXid errors; and a node whose RDMA ports cannot pin memory
+(a finite locked-memory limit). Hooked into reports/judging/node/inventory.py."""
 
 from __future__ import annotations
 
@@ -10,6 +11,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from reports.shared.findings import Finding
+
+# what people do about a locked-memory limit, where the limit comes from
+MEMLOCK_FIX = (
+    "raise it to unlimited where the ranks start: `ulimit -l unlimited` in the job, "
+    "`* - memlock unlimited` in /etc/security/limits.conf (PAM logins), "
+    "LimitMEMLOCK=infinity in slurmd's systemd unit with PropagateResourceLimitsExcept=MEMLOCK "
+    "in slurm.conf (Slurm copies the submitting shell's limit otherwise), "
+    "`--ulimit memlock=-1` for a container (docker run), "
+    "and IPC_LOCK for a Kubernetes pod"
+)
 
 
 def gpu_faults(r: dict[str, Any]) -> list[str]:
@@ -72,3 +83,26 @@ def nvswitch_findings(host: str, recs: Sequence[dict[str, Any]]) -> list[Finding
         )
         for switch, rs in sorted(fatal.items())
     ]
+
+
+def memlock_finding(host: str, recs: Sequence[dict[str, Any]]) -> Finding | None:
+    """A node with RDMA ports whose processes may lock only a finite amount of memory: RDMA
+    registers (pins) every buffer it sends from, and past the limit `ibv_reg_mr` fails
+    ("Cannot allocate memory"), NCCL stops or falls back to sockets."""
+    node = next((r for r in recs if r.get("component") == "node"), None)
+    limit = node.get("memlock") if node else None
+    rdma = sorted({str(r["device"]) for r in recs if r.get("component") == "network port" and r.get("port")})
+    if not rdma or not isinstance(limit, int) or isinstance(limit, bool):
+        return None
+    return Finding(
+        component="node",
+        check="memlock",
+        status="misconfigured",
+        measured=float(limit),
+        expected=None,
+        unit="bytes",
+        hosts=(host,),
+        extra={"device": "memlock", "memlock": limit, "rdma_devices": rdma},
+        message=f"{host}: locked memory is limited to {limit:,} bytes (ulimit -l {limit // 1024}) on a node "
+        f"with RDMA ports ({', '.join(rdma)}): RDMA pins its buffers and fails past the limit; {MEMLOCK_FIX}.",
+    )

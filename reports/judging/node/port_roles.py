@@ -1,5 +1,6 @@
 """Which of a node's network ports carry the GPUs' inter-node promise, and whether each runs at
-the rate its hardware supports (pure). Hooked into reports/judging/node/inventory.py.
+the rate its hardware supports (pure). Hooked into reports/judging/node/inventory.py. The role rule
+itself lives on the floor (reports/shared/port_rule.py), where the ranks' NCCL_IB_HCA reads it too.
 
 A port's role comes from the inventory's GPU-NIC affinity (`nvidia-smi topo -m`, the
 `host link` records' `nearest_nic` behind a PCIe switch): the RDMA ports of those NICs are the
@@ -12,40 +13,17 @@ one note per node (the report's notes), neither failed nor passed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 from reports.shared.findings import Finding
+from reports.shared.port_rule import Role, gpu_affine_nics, port_role
 
-Role = Literal["compute", "unused", "storage", "management"]
-# topo -m paths through PCIe switches only: a NIC there is a GPU's own rail
-NEAR_PATHS = ("PIX", "PXB")
-# (role, when): the first that holds names the port's role. `affine` is None where the node
-# shows no GPU-NIC affinity to go by.
-RoleRule = Callable[[dict[str, Any], "set[str] | None"], bool]
-ROLE_RULES: tuple[tuple[Role, RoleRule], ...] = (
-    ("management", lambda p, affine: not p.get("port")),
-    ("compute", lambda p, affine: affine is None or p.get("device") in affine),
-    ("storage", lambda p, affine: p.get("state") == "ACTIVE"),
-    ("unused", lambda p, affine: True),
-)
+__all__ = ["Role", "gpu_affine_nics", "port_role", "port_name", "ports_not_counted", "down_trained"]
+
 # the RDMA ports not counted, listed in one note (how the note names them); management
 # ports were never judged and are listed in the report's Node inventory table with the rest
 NOT_COUNTED: dict[Role, str] = {"unused": "unused", "storage": "storage or another fabric"}
-
-
-def gpu_affine_nics(recs: Sequence[dict[str, Any]]) -> set[str] | None:
-    """The NICs some GPU reaches through PCIe switches only; None where no GPU has one."""
-    near = {
-        r["nearest_nic"]
-        for r in recs
-        if r.get("component") == "host link" and r.get("nic_path") in NEAR_PATHS and r.get("nearest_nic")
-    }
-    return near or None
-
-
-def port_role(port: dict[str, Any], affine: set[str] | None) -> Role:
-    return next(role for role, holds in ROLE_RULES if holds(port, affine))
 
 
 def port_name(p: dict[str, Any]) -> str:
