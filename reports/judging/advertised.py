@@ -18,6 +18,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from reports.evidence.sweeps import Sweep, main_op
 from reports.judging.network import reference
@@ -224,10 +225,21 @@ def compare_network(
                     "basis": basis,
                     "advertised": advertised,
                     "reference": h.extra() if h is not None else None,
+                    **judged_against(expected, basis, threshold),
                 },
             )
         )
     return findings, expected_used
+
+
+def judged_against(promise: float | None, basis: str | None, threshold: float) -> dict[str, Any]:
+    """What a figure was judged against, for verdict.json (docs/contract.md): the promise (the
+    spec's or catalog's advertised figure, or what healthy systems reach) and the share of it the
+    figure had to reach; nothing where no figure judged it."""
+    if promise is None or basis is None:
+        return {}
+    share = reference.REFERENCE_SHARE if basis == "reference" else threshold
+    return {"promise": {"GBps": promise, "basis": basis}, "threshold": share}
 
 
 def _advertised(entry: StorageSpec | None, direction: str) -> float | None:
@@ -348,7 +360,13 @@ def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Fin
                 unit="GB/s",
                 hosts=low if low else (best.hosts if status in ("below_spec", "suspect") else ()),
                 message=msg + beside,
-                extra={"path": path, "workload": workload, "direction": direction, "backend": best.backend},
+                extra={
+                    "path": path,
+                    "workload": workload,
+                    "direction": direction,
+                    "backend": best.backend,
+                    **judged_against(expected, "advertised" if expected is not None else None, threshold),
+                },
             )
         )
     return findings, expected_used

@@ -336,3 +336,20 @@ def test_inter_node_rails_are_judged_as_measured_per_rail() -> None:
     recs = [net("inter-node", "all_reduce", 2**k, 45.0, ("n1", "n2"), ranks=2) for k in range(20, 31)]
     (f,), _ = compare.compare_network(build_curves(recs)[0], SPEC)
     assert (f.status, f.measured, "judged" in f.extra) == ("ok", 45.0, False)  # 45 / 50 = 90%
+
+
+def test_a_finding_says_what_it_was_judged_against() -> None:
+    # verdict.json's `promise` and `threshold` (docs/contract.md): the spec's share, or 0.90 of
+    # what healthy systems reach, and nothing where no figure judged it
+    from reports.judging.advertised import judged_against
+
+    assert judged_against(450.0, "advertised", 0.7) == {
+        "promise": {"GBps": 450.0, "basis": "advertised"},
+        "threshold": 0.7,
+    }
+    assert judged_against(360.0, "reference", 0.8) == {
+        "promise": {"GBps": 360.0, "basis": "reference"},
+        "threshold": 0.9,
+    }
+    assert judged_against(None, "advertised", 0.8) == {}
+    assert judged_against(50.0, None, 0.8) == {}
