@@ -68,14 +68,9 @@ def promised(spec_path: str | None, job_gpus: int) -> tuple[int | None, int | No
     spec = load_spec(spec_path)
     gpus = (spec.gpus_per_node or job_gpus) if job_gpus > 0 else None
     link = spec.inter_node_link
-    if (
-        link is None
-        or spec.inter_node_GBps is None
-        or link.per not in ("port", "interface")
-        or link.GBps <= 0
-    ):
+    if link is None or spec.inter_node_count is None or link.per not in ("port", "interface"):
         return gpus, None, ""
-    return gpus, round(spec.inter_node_GBps / link.GBps), link.per
+    return gpus, spec.inter_node_count, link.per
 
 
 def short_of(host: Iterable[Mapping[str, Any]], gpus: int | None, nics: int | None, per: str) -> str:

@@ -165,7 +165,7 @@ def compare_network(
             _inter_node_rate(c, bw, env or {}) if scope == "inter-node" else ("", bw, "", None)
         )
         what = "wire rate per NIC" if judged.endswith("wire rate") else "busbw plateau"
-        nics = spec.inter_node_GBps / lk.GBps if spec and spec.inter_node_GBps and lk else None
+        nics = spec.inter_node_count if spec and lk else None
         h = reference.healthy(
             scope, c, bw, lk, nics=nics, gpus_per_node=spec.gpus_per_node if spec else None, env=env or {}
         )

@@ -100,6 +100,7 @@ def record_why(kind: str, obj: Mapping[str, Any]) -> str:
                 else []
             ),
             ("bytes", MAX_BYTES, " B"),
+            ("wrong", MAX_BYTES, ""),  # wrong elements: never more than the bytes moved
             ("ranks", MAX_COUNT, ""),
             ("nodes", MAX_COUNT, ""),
             ("time_s", MAX_SECONDS, " s"),

@@ -44,6 +44,7 @@ class Spec:
     intra_node_link: Link | None = None
     inter_node_GBps: float | None = None  # per node, all NICs together, unidirectional
     inter_node_link: Link | None = None
+    inter_node_count: int | None = None  # the links per node the user wrote (`count`), with the link
     inter_node_desc: str = ""
     # GPUs joined by NVLink (bridged pairs or quads) when fewer than the node holds: a collective
     # over more GPUs crosses the slower link between domains (PCIe)
@@ -178,6 +179,13 @@ _SPEC_KEYS = (
 
 def _link_rate(f: Fields, value: Any, where: str) -> tuple[float, Link | None, str]:
     """intra_node: a link name, {link: name}, or a rate."""
+    rate, lk, _, desc = _link_count_rate(f, value, where)
+    return rate, lk, desc
+
+
+def _link_count_rate(f: Fields, value: Any, where: str) -> tuple[float, Link | None, int | None, str]:
+    """(GB/s, link, count as written, words): a link name, {link: name, count: N}, or a rate
+    (no link, no count)."""
     if isinstance(value, str) or (isinstance(value, Mapping) and "link" in value):
         if isinstance(value, Mapping):
             f.known_keys(value, where, ("link", "count"))
@@ -187,9 +195,9 @@ def _link_rate(f: Fields, value: Any, where: str) -> tuple[float, Link | None, s
             name, count = value, 1
         lk = catalog.link(f.catalog_name("link", name, where if isinstance(value, str) else f"{where}.link"))
         desc = lk.name if count == 1 else f"{count} x {lk.name}"
-        return lk.GBps * count, lk, desc
+        return lk.GBps * count, lk, count, desc
     rate = f.rate(value, where)
-    return rate, None, f"{rate:g} GB/s"
+    return rate, None, None, f"{rate:g} GB/s"
 
 
 def _storage(f: Fields, items: Any) -> tuple[StorageSpec, ...]:
@@ -244,8 +252,8 @@ def parse_spec(data: Mapping[str, Any], file: str) -> Spec:
             f, net["intra_node"], "network.intra_node"
         )
     if "inter_node" in net:
-        kw["inter_node_GBps"], kw["inter_node_link"], kw["inter_node_desc"] = _link_rate(
-            f, net["inter_node"], "network.inter_node"
+        kw["inter_node_GBps"], kw["inter_node_link"], kw["inter_node_count"], kw["inter_node_desc"] = (
+            _link_count_rate(f, net["inter_node"], "network.inter_node")
         )
     if "nvlink_domain" in net:
         kw["nvlink_domain"] = f.integer(net["nvlink_domain"], "network.nvlink_domain")

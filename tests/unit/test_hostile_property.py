@@ -70,6 +70,12 @@ def test_any_value_in_any_net_field(field: str, value: object) -> None:
     assert v["records"]["net"] + v["skipped_lines"] == 7
 
 
+def test_a_count_past_any_int64_is_a_skipped_line() -> None:
+    # hypothesis found it: `wrong` 2**64 passed the line check and broke the sweep's int64 column
+    v = _report({"net": [_dumps({**NET, "wrong": 2**64})]})
+    assert (v["records"]["net"], v["skipped_lines"]) == (6, 1)
+
+
 @REPORTS
 @given(field=st.sampled_from(sorted(IO)), value=JSON)
 def test_any_value_in_any_io_field(field: str, value: object) -> None:

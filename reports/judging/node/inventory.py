@@ -138,8 +138,8 @@ def _ports(
                         port=p["port"],
                     )
                 )
-    if link is not None and link.per == "port" and spec is not None and spec.inter_node_GBps and rdma:
-        want = round(spec.inter_node_GBps / link.GBps)
+    if link is not None and link.per == "port" and spec is not None and spec.inter_node_count and rdma:
+        want = spec.inter_node_count
         full = [p for p in active if p["rate_Gbps"] / 8 >= link.GBps * 0.99]
         if len(full) < want:
             out.append(
