@@ -13,10 +13,12 @@ from typing import Any
 import pandas as pd
 
 from reports.evidence import Evidence
+from reports.evidence.rail_grid import RailGrid
 from reports.evidence.sweeps import Sweep, expected_for
 from reports.findings import FAILING, STATUSES, Finding, Judgement
 from reports.group_search import SearchResult
 from reports.manifest import allowlisted_env
+from reports.outliers import DEFAULT_MIN_GAP
 from reports.render.stragglers import straggler_lines
 from reports.units import format_size
 
@@ -274,10 +276,42 @@ def _localisation(ev: Evidence) -> list[str]:
             ),
             "",
         ]
+    out += rail_outlier_lines(ev.pairs.grid)
     out += groups_search_lines(ev.search)
     if len(out) == 2:
         out += ["No per-host or pair measurements.", ""]
     return out
+
+
+def rail_outliers(grid: RailGrid) -> tuple[str, pd.DataFrame | None]:
+    """The node x rail outliers: which node and which rail stand out, furthest under their
+    rail's fleet median first: (the line that says so, the table; None when none stands out)."""
+    head = (
+        f"Node x rail: {len(grid.hosts)} hosts on {len(grid.rails)} rails, each cell the host's best pair busbw "
+        f"on that rail against the rail's fleet median"
+    )
+    if not grid.outliers:
+        return f"{head}: no cell under {1 - DEFAULT_MIN_GAP:.0%} of its rail's median.", None
+    rows = pd.DataFrame(
+        [
+            {
+                "host": c.host,
+                "rail": c.rail,
+                "busbw (GB/s)": fnum(c.busbw),
+                "rail median (GB/s)": fnum(c.median),
+                "share": f"{c.share:.0%}",
+            }
+            for c in grid.outliers
+        ]
+    )
+    return f"{head}; cells under {1 - DEFAULT_MIN_GAP:.0%} of it, furthest under first:", rows
+
+
+def rail_outlier_lines(grid: RailGrid | None) -> list[str]:
+    if grid is None:
+        return []
+    line, rows = rail_outliers(grid)
+    return [line, ""] + ([] if rows is None else [md_table(rows), ""])
 
 
 def groups_search_lines(res: SearchResult | None) -> list[str]:
