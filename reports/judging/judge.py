@@ -210,6 +210,7 @@ def judge(
     expected.update(io_expected)
     located = localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
     located = confirm.confirm_nodes(located, ev.confirm_frame)  # a node's intra-node sweep measured again
+    located = confirm.confirm_storage_nodes(located, ev.io_again)  # a node's storage test measured again
     notes += ev.confirm_notes  # records marked as confirmations that confirm nothing: left out, named
     notes += [n for n in [untested_note(ev.pairs.untested)] if n]  # (host, rail)s no pair test measured
     named = name_nics(located + group_findings(ev.search), ev.host, ev.counters)  # (host, rail): its NIC
