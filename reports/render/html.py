@@ -226,7 +226,7 @@ def _hosts(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
     if grid is not None and "rails" in figures:
         fn, args = figures["rails"]
         out.append(img(fig(fn, *args), args[0]))
-        line, rows = rail_outliers(grid)
+        line, rows = rail_outliers(grid, ri.racks)
         out += [f"<p>{esc(line)}</p>"] + ([] if rows is None else [table(rows)])
     if len(out) == 1:
         out.append("<p>No per-host or pair measurements.</p>")

@@ -5,6 +5,7 @@ records; expected values by hand)."""
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -91,3 +92,41 @@ def test_the_report_shows_the_heat_map_and_lists_the_outliers(tmp_path) -> None:
         in out.html
     )
     assert "<td>n2</td><td>3</td>" in out.html.replace(" ", "").replace("\n", "")
+
+
+def test_the_specs_racks_name_where_the_outliers_sit() -> None:
+    from reports.spec import parse_spec
+
+    spec = parse_spec({"name": "t", "racks": {"r1": ["n0", "n1", "n2"], "r2": ["n3", "n4"]}}, "spec.yaml")
+    assert spec.racks == {"n0": "r1", "n1": "r1", "n2": "r1", "n3": "r2", "n4": "r2"}  # n5: in none
+    slow = {("n2", 3): 10.0, ("n4", 0): 12.0, ("n4", 1): 12.0, ("n5", 2): 8.0}
+    grid = pair_evidence(NetTable.of(fleet(slow)).frame).grid
+    assert grid is not None
+    lines = rail_outlier_lines(grid, spec.racks)
+    # shares: n5 rail 2 8/40 = 20%, n2 rail 3 25%, n4 rails 0 and 1 30%
+    assert lines[0].endswith("furthest under first (by rack: r2 2 cells on 1 host; r1 1 cell on 1 host):")
+    assert lines[2].splitlines()[2:] == [
+        "| n5 | - | 2 | 8.00 | 40.00 | 20% |",
+        "| n2 | r1 | 3 | 10.00 | 40.00 | 25% |",
+        "| n4 | r2 | 0 | 12.00 | 40.00 | 30% |",
+        "| n4 | r2 | 1 | 12.00 | 40.00 | 30% |",
+    ]
+
+
+def test_a_bad_racks_entry_is_one_line() -> None:
+    import pytest
+
+    from reports.errors import UsageError
+    from reports.spec import parse_spec
+
+    for racks, said in (
+        (
+            {"r1": ["n0"], "r2": ["n0"]},
+            "racks.r2: expected hosts in one rack only (n0 is in r1 too), got 'n0'",
+        ),
+        ({"r1": "n0"}, "racks.r1: expected a list of host names, got 'n0'"),
+        ({"r1": ["n0 n1"]}, "racks.r1: expected plain host names"),
+        (["r1"], "racks: expected"),
+    ):
+        with pytest.raises(UsageError, match=r"^spec\.yaml: " + re.escape(said)):
+            parse_spec({"name": "t", "racks": racks}, "spec.yaml")
