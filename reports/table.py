@@ -253,19 +253,27 @@ def _host_names_why(hosts: Any) -> dict[int, str]:
 
     from reports.hostnames import KEYWORDS, MAX_HOST_LEN, PLAIN_HOST
 
-    lists = hosts.combine_chunks() if hasattr(hosts, "combine_chunks") else hosts
-    off = np.asarray(lists.offsets, dtype=np.int64)  # into lists.values, whatever the slice
-    count = np.diff(off)
-    if not len(count) or not count.sum():
+    # chunk by chunk, nothing copied whole. A list of more than two names is checked once: the
+    # records of a world or inter-node sweep all name every host (10,000 nodes: ~17M names in
+    # ~1,600 records, ~10,000 distinct)
+    first: dict[bytes, int] = {}  # a list's bytes -> the first row naming it
+    flats, parents, sames = [], [], []
+    base = 0
+    for chunk in hosts.chunks if hasattr(hosts, "chunks") else [hosts]:
+        off = np.asarray(chunk.offsets, dtype=np.int64)  # into chunk.values, whatever the slice
+        count = np.diff(off)
+        same = _same_lists(chunk.values, off, np.flatnonzero(count > 2), first, base)
+        rows = np.flatnonzero((count > 0) & (same < 0))
+        lengths = count[rows]
+        at = np.repeat(off[rows] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        flats.append(chunk.values.take(pa.array(at, pa.int64())))
+        parents.append(np.repeat(rows + base, lengths))
+        sames.append(same)
+        base += len(chunk)
+    if not flats or not sum(len(f) for f in flats):
         return {}
-    # A list of more than two names is checked once: the records of a world or inter-node sweep
-    # all name every host (10,000 nodes: ~17M names in ~1,600 records, ~10,000 distinct)
-    same = _same_lists(lists.values, off, np.flatnonzero(count > 2))
-    rows = np.flatnonzero((count > 0) & (same < 0))
-    lengths = count[rows]
-    at = np.repeat(off[rows] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
-    flat = lists.values.take(pa.array(at, pa.int64()))
-    parent = np.repeat(rows, lengths)
+    flat = pa.concat_arrays(flats)
+    parent = np.concatenate(parents)
     # each distinct name checked once: a 1,000-node run names ~2.5M hosts, ~1,000 of them distinct
     enc = flat.dictionary_encode()
     names = enc.dictionary
@@ -282,15 +290,17 @@ def _host_names_why(hosts: Any) -> dict[int, str]:
     for i, row in zip(wrong.tolist(), parent[wrong].tolist()):
         if row not in out:
             out[row] = hosts_why([flat[i].as_py()])
+    same = np.concatenate(sames)
     for row in np.flatnonzero(same >= 0).tolist():  # a list checked on an earlier row: its reason
         if (why := out.get(int(same[row]))) is not None:
             out[row] = why
     return dict(sorted(out.items()))
 
 
-def _same_lists(values: Any, off: Any, rows: Any) -> Any:
-    """For each row: the earlier row among `rows` whose list of names is the same (by its
-    bytes and name lengths), else -1."""
+def _same_lists(values: Any, off: Any, rows: Any, first: dict[bytes, int], base: int) -> Any:
+    """For each row of a chunk: the earlier row (numbered from the column's start; the chunk's
+    first is `base`) whose list of names is the same (its bytes and name lengths), else -1.
+    `first` holds the lists seen so far, across chunks."""
     import numpy as np
     import pyarrow as pa
 
@@ -300,11 +310,10 @@ def _same_lists(values: Any, off: Any, rows: Any) -> Any:
     _, offsets, data = values.buffers()[:3]
     width = np.int64 if pa.types.is_large_string(values.type) else np.int32
     ends = np.frombuffer(offsets, dtype=width)[values.offset :].astype(np.int64)  # each name's bytes in data
-    first: dict[bytes, int] = {}
     for i in rows.tolist():
         a, b = off[i], off[i + 1]
         key = np.diff(ends[a : b + 1]).tobytes() + data[ends[a] : ends[b]].to_pybytes()
-        if (j := first.setdefault(key, i)) != i:
+        if (j := first.setdefault(key, base + i)) != base + i:
             same[i] = j
     return same
 
