@@ -27,7 +27,7 @@ from reports.shared.outdir import claim
 from reports.shared.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
 from reports.shared.spec import Spec, load_spec
 from reports.shared.spread import median_record, spread_of
-from reports.shared.storage_rule import to_confirm
+from reports.shared.storage_rule import outliers_to_confirm, to_confirm
 from reports.shared.units import format_size
 
 T = TypeVar("T")
@@ -144,14 +144,19 @@ class Session:
     def confirm_under(
         self, measured: list[tuple[FioJob, IoRecord]], path: Path, scope: str, s: IoSettings, fallback: str
     ) -> None:
-        """At the end of the path's phase, every test with a figure under the spec's threshold
-        runs again on the same nodes (reports/shared/storage_rule.py chooses them); its records say
-        `confirmation` (reports/judging/confirm.py judges the two together). Every node decides alike: all hold the same records."""
-        if self.spec is None:
-            return
+        """At the end of the path's phase, every test with a figure under the spec's threshold,
+        or with a node that is a low outlier of the others, runs again on the same nodes
+        (reports/shared/storage_rule.py chooses them); its records say `confirmation`
+        (reports/judging/confirm.py judges the two together). Every node decides alike: all hold the same records."""
         spec = self.spec
-        for job in dict.fromkeys(job for job, r in measured if to_confirm(r, spec)):
-            self._run_job(job, path, scope, s, fallback, confirmation=True)
+        again: dict[FioJob, str] = {}  # each test once, in the order run
+        for job, r in measured:
+            if spec is not None and to_confirm(r, spec):
+                again.setdefault(job, "under the spec's threshold")
+            elif outliers_to_confirm(r):
+                again.setdefault(job, "a node a low outlier of the others")
+        for job, why in again.items():
+            self._run_job(job, path, scope, s, fallback, confirmation=True, why=why)
 
     def _scope(self, path: Path, wd: safety.WorkDir) -> str:
         """shared when every node sees the marker rank 0 wrote (one file system for all),
@@ -167,7 +172,14 @@ class Session:
         return "shared" if safety.mount_of(path).fstype in safety.SHARED_FS_TYPES else "local"
 
     def _run_job(
-        self, job: FioJob, path: Path, scope: str, s: IoSettings, fallback: str, confirmation: bool = False
+        self,
+        job: FioJob,
+        path: Path,
+        scope: str,
+        s: IoSettings,
+        fallback: str,
+        confirmation: bool = False,
+        why: str = "under the spec's threshold",
     ) -> list[IoRecord]:
         c = self.coord
         dropped = False
@@ -175,7 +187,7 @@ class Session:
             dropped = all(collective(c, safety.drop_caches))
         label = f"{job.workload} {job.op}".strip() if job.workload else ""
         if label and confirmation:
-            label += " (measured again: under the spec's threshold)"
+            label += f" (measured again: {why})"
         if label:
             self.say(f"{label} on {path} ...")
         c.barrier()

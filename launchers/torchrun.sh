@@ -129,7 +129,7 @@ mkdir -p "$SHARED_IO" || die2 "cannot create $SHARED_IO"  # after node 0's claim
 # aside those that did not pass (OUT/setaside.jsonl, named with the last line of their check:
 # the report's verdict is fail) and writes the hosts that go on into OUT/.stoker-go; they take
 # ranks in that order in a smaller world. A set-aside node exits 0 (its failure is node 0's
-# verdict; a non-zero exit would end a Kubernetes Job before the report). Fewer than MIN_NODES
+# verdict, which names it: the job's status is node 0's exit). Fewer than MIN_NODES
 # left, or node 0 itself set aside (it holds the rendezvous and writes the report): stop, exit 3.
 if [ "$PREFLIGHT" = 1 ]; then
   PREFLIGHT_LIMIT=${PREFLIGHT_LIMIT:-120}

@@ -330,6 +330,7 @@ def collect(
         imported=imp.sources,
         import_notes=imp.notes,
         notes=[*spec_notes, *wl_notes],
+        racks=spec.racks if spec else {},
     )
     verdict = verdict_json(
         j,

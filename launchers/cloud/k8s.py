@@ -39,6 +39,12 @@ KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 MULTUS = "k8s.v1.cni.cncf.io/networks"
 MPI_HOSTFILE = "/etc/mpi/hostfile"  # where the MPI Operator mounts it in the launcher
+# Exit codes on an Indexed Job. Node 0's are the verdict (launchers/torchrun.sh: 1 fail, 2 bad
+# input, 3 incomplete); a worker's own non-zero exit is renumbered WORKER_FAILED, which no
+# node 0 gives, so the podFailurePolicy tells the two apart: a worker that failed ends its own
+# index, never the Job, and node 0 still reports (its report names what that worker left out).
+VERDICT_EXITS = (1, 2, 3)
+WORKER_FAILED = 10
 
 
 def master_addr(job: CloudJob) -> str:
@@ -220,27 +226,62 @@ def _node_env(job: CloudJob) -> list[tuple[str, str]]:
     return env if job.local_volume else [*env, ("LOCAL_IO", f"{LOCAL_DIR}/stoker-io")]
 
 
+def indexed_node_script(job: CloudJob) -> str:
+    """The bash of one pod of an Indexed Job: torchrun.sh as a child (SIGTERM passed on: bash
+    as PID 1 has no default handler), then a worker's non-zero exit renumbered WORKER_FAILED
+    (its own code in its log) and node 0's passed through: the Job's verdict is node 0's."""
+    run = node_script(job, K8S.rank_env).splitlines()[1].removeprefix("exec ")
+    return (
+        f"export {K8S.rank_env}\n"
+        f"{run} &\n"
+        "pid=$!\ntrap 'kill -TERM \"$pid\" 2>/dev/null' TERM INT\n"
+        'wait "$pid"; rc=$?\n'
+        'while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done\n'
+        'if [ "$NODE_RANK" != 0 ] && [ "$rc" != 0 ]; then\n'
+        "  echo \"stoker: node $NODE_RANK stopped with exit $rc; node 0's report judges the run "
+        f'(this pod exits {WORKER_FAILED}: its index fails, the Job goes on)" >&2\n'
+        f"  rc={WORKER_FAILED}\n"
+        "fi\n"
+        'exit "$rc"\n'
+    )
+
+
+def failure_policy() -> dict[str, Any]:
+    """The podFailurePolicy of an Indexed Job, rules in the order Kubernetes tries them:
+    node 0's verdict (its exit code) ends the Job at once, and the Job's Failed condition names
+    the pod, so its index ("Container stoker for pod NS/<job>-0-<id> failed with exit code 1
+    matching FailJob rule"); a worker that failed (WORKER_FAILED), a node taken away
+    (DisruptionTarget: drained, preempted) or a container killed (128 + a signal) fails its
+    own index, never retried (a retried pod would join a finished world)."""
+    return {
+        "rules": [
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": "stoker", "operator": "In", "values": list(VERDICT_EXITS)},
+            },
+            {"action": "FailIndex", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            {
+                "action": "FailIndex",
+                "onExitCodes": {"containerName": "stoker", "operator": "NotIn", "values": [0]},
+            },
+        ]
+    }
+
+
 def _indexed_job_spec(job: CloudJob) -> dict[str, Any]:
-    template = pod_template(job, ["bash", "-c", node_script(job, K8S.rank_env)], _node_env(job))
+    template = pod_template(job, ["bash", "-c", indexed_node_script(job)], _node_env(job))
     if job.kind == "job":
         template["spec"] = {"subdomain": job.name, **template["spec"]}  # <job>-<i>.<job> resolves
     return {
         "completionMode": "Indexed",
         "completions": job.nodes,
         "parallelism": job.nodes,
-        # one failed node fails the job: a retried pod would join a finished world
-        "backoffLimit": 0,
-        # ...at once, and the Job's Failed condition names the pod, so its index: "Container
-        # stoker for pod NS/<job>-<index>-<id> failed with exit code N matching FailJob rule"
-        "podFailurePolicy": {
-            "rules": [
-                {
-                    "action": "FailJob",
-                    "onExitCodes": {"containerName": "stoker", "operator": "NotIn", "values": [0]},
-                },
-                {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-            ]
-        },
+        # a failed index is never retried, and fails that index only (failure_policy)
+        "backoffLimitPerIndex": 0,
+        "podFailurePolicy": failure_policy(),
+        # node 0 done with exit 0 (its report passed) completes the Job at once, whatever a
+        # worker did: the workers still running are stopped (Kubernetes >= 1.31)
+        "successPolicy": {"rules": [{"succeededIndexes": "0"}]},
         "activeDeadlineSeconds": job.deadline_s,
         **({"ttlSecondsAfterFinished": TTL_AFTER_FINISHED_S} if job.kind == "job" else {}),
         "template": template,

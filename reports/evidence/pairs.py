@@ -21,6 +21,7 @@ from typing import overload
 import numpy as np
 import pandas as pd
 
+from reports.evidence.rail_grid import RailGrid
 from reports.shared.outliers import PairValues, suspects
 
 PAIR_OPS = ("all_reduce", "sendrecv")  # preferred op for pair tests, in this order
@@ -128,6 +129,7 @@ class PairEvidence:
     confirmed: dict[str, list[str]] = field(default_factory=dict)
     rails: dict[int, PairValues] = field(default_factory=dict)  # each rail's values
     untested: dict[str, tuple[int, ...]] = field(default_factory=dict)  # host -> rails it lacks
+    grid: RailGrid | None = None  # node x rail: each host's score on each rail (two rails or more)
 
     @property
     def matrix_note(self) -> str:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from reports.evidence.pairs import Cells, PairEvidence, confirmed_with, pair_matrix, pair_values
+from reports.evidence.rail_grid import rail_grid
 from reports.shared.outliers import PairValues, node_scores
 
 
@@ -95,4 +96,5 @@ def pair_evidence(frame: pd.DataFrame) -> PairEvidence:
         confirmed=confirmed_with(frame),
         rails=rails,
         untested=untested_rails(rails),
+        grid=rail_grid(rails),
     )

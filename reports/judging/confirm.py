@@ -6,7 +6,9 @@ threshold (reports.shared.storage_rule.to_confirm). Network: `stoker net` measur
 plateau is under the threshold the report holds it to, the spec's or, without one, what healthy
 systems of the detected kind reach, and the intra-node scope's op where a node is a low outlier
 of the fleet (net_to_confirm; confirm_nodes judges those nodes); the pairs' fleet rule has its
-own second pass (reports.shared.outliers.confirmation_pairs). `stoker check --baseline` runs a
+own second pass (reports.shared.outliers.confirmation_pairs); a storage test in which a node is a low
+outlier of the others is run again too (storage_rule.outliers_to_confirm; confirm_storage_nodes
+judges the node). `stoker check --baseline` runs a
 step again when a figure is past the accepted one's tolerance (BASELINE). Both mark the second measurement
 `confirmation: true` (docs/contract.md). The first measurements are judged as always; the
 confirmations apart, the same way. A failing finding whose confirmation passes is a
@@ -25,7 +27,7 @@ from reports.evidence.sweeps import Sweep
 from reports.judging import advertised
 from reports.judging.coverage import gpus_seen
 from reports.judging.network import reference
-from reports.judging.network.localise import intra_node_findings
+from reports.judging.network.localise import intra_node_findings, storage_findings
 from reports.shared import records
 from reports.shared.findings import FAILING, PASSED, Finding
 from reports.shared.records import CONFIRMED_SCOPES, IoRecord, NetRecord
@@ -85,6 +87,14 @@ NODE = Kind(
     key=_baseline_key,
     head=_baseline_head,
     shared="the node",
+    digits=".3g",
+    under="a low outlier of the fleet",
+)
+# a node a low outlier of its record's per-host storage figures, the test run again
+STORAGE_NODE = Kind(
+    key=_baseline_key,
+    head=_baseline_head,
+    shared="the storage",
     digits=".3g",
     under="a low outlier of the fleet",
 )
@@ -181,6 +191,36 @@ def confirm_nodes(first: Sequence[Finding], again: pd.DataFrame | None) -> list[
         best = float(rows[rows["bytes"] == rows["bytes"].max()]["busbw_GBps"].max())
         c = still.get((f.check, f.hosts)) or dataclasses.replace(f, status="ok", measured=best)
         out += merge([f], [c], NODE)
+    return out
+
+
+def confirm_storage_nodes(first: Sequence[Finding], again: Sequence[IoRecord]) -> list[Finding]:
+    """The per-host storage findings of the fleet rule (reports.judging.network.localise.
+    storage_findings) judged with the test measured again (`again`: the storage confirmations,
+    reports.shared.storage_rule.outliers_to_confirm): a node no longer a low outlier of the test's
+    hosts then is a transient; one that still is fails with both figures. Other findings, and
+    nodes the confirmation did not measure, are left as they are."""
+    if not again:
+        return list(first)
+    out: list[Finding] = []
+    for f in first:
+        host = f.hosts[0] if len(f.hosts) == 1 else ""
+        recs = [
+            r
+            for r in again
+            if not r.failed
+            and f.check == f"per-host {r.workload} {r.direction} {r.path}"
+            and host in r.per_host_bw_GBps
+        ]
+        if f.component != "node" or f.extra.get("basis") != "fleet" or not recs:
+            out.append(f)
+            continue
+        r = recs[-1]  # the last measurement of the test
+        still = {(g.check, g.hosts): g for g in storage_findings([r])}
+        c = still.get((f.check, f.hosts)) or dataclasses.replace(
+            f, status="ok", measured=r.per_host_bw_GBps[host]
+        )
+        out += merge([f], [c], STORAGE_NODE)
     return out
 
 

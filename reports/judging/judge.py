@@ -198,6 +198,7 @@ def judge_culprits(c: Context, findings: list[Finding]) -> list[Finding]:
     ev, spec = c.ev, c.spec
     located = localise(ev.pairs, ev.net.frame, ev.io, spec.inter_node_per_gpu_GBps if spec else None)
     located = confirm.confirm_nodes(located, ev.confirm_frame)  # a node's intra-node sweep measured again
+    located = confirm.confirm_storage_nodes(located, ev.io_again)  # a node's storage test measured again
     c.notes += ev.confirm_notes  # records marked as confirmations that confirm nothing: left out, named
     c.notes += [n for n in [untested_note(ev.pairs.untested)] if n]  # (host, rail)s no pair test measured
     named = name_nics(located + group_findings(ev.search), ev.host, ev.counters)  # (host, rail): its NIC

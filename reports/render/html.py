@@ -24,6 +24,7 @@ from reports.render.markdown import (
     manifest_summary,
     model_table,
     plateau_line,
+    rail_outliers,
     rows,
     storage_table,
     sweep_table,
@@ -182,6 +183,10 @@ def localisation_figures(ph: pd.DataFrame, pe: PairEvidence) -> dict[str, figure
     if pe.cells and pe.matrix.size:  # none over MAX_MATRIX_HOSTS (PairEvidence.matrix_note)
         title = f"pair busbw at the largest size ({len(pe.cells)} pairs, {len(pe.hosts)} hosts)"
         out["pairs"] = (plots.matrix_plot, (title, pe.hosts, pe.matrix))
+    if pe.grid is not None:
+        g = pe.grid
+        title = f"best pair busbw per node and rail ({len(g.hosts)} hosts x {len(g.rails)} rails)"
+        out["rails"] = (plots.rail_heatmap, (title, g.hosts, g.rails, g.shares()))
     return out
 
 
@@ -219,6 +224,12 @@ def _hosts(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
                 )
             )
         ]
+    grid = ri.evidence.pairs.grid
+    if grid is not None and "rails" in figures:
+        fn, args = figures["rails"]
+        out.append(img(fig(fn, *args), args[0]))
+        line, rows = rail_outliers(grid, ri.racks)
+        out += [f"<p>{esc(line)}</p>"] + ([] if rows is None else [table(rows)])
     if len(out) == 1:
         out.append("<p>No per-host or pair measurements.</p>")
     return out

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from reports.evidence import Evidence
+from reports.evidence.rail_grid import RailGrid
 from reports.evidence.sweeps import Sweep, expected_for
 from reports.render.stragglers import straggler_lines
 from reports.shared.findings import FAILING, STATUSES, Finding, Judgement
 from reports.shared.group_search import SearchResult
 from reports.shared.manifest import allowlisted_env
+from reports.shared.outliers import DEFAULT_MIN_GAP
 from reports.shared.units import format_size
 
 MAX_ROWS = 20  # host / pair / skipped-line tables show the worst rows, then a summary
@@ -57,6 +59,7 @@ class ReportInput:
     imported: Sequence[str] = ()  # files imported from the results directory
     import_notes: Sequence[str] = ()
     notes: Sequence[str] = ()  # e.g. spec/workload not supported yet
+    racks: Mapping[str, str] = field(default_factory=dict)  # host -> rack or leaf (the spec's `racks`)
 
     @property
     def missing(self) -> list[str]:  # phases that aborted, promises unmeasured: what this report lacks
@@ -241,7 +244,7 @@ def _kv(d: Mapping[str, Any]) -> list[str]:
     return _items(f"{k}: {fnum(v) if isinstance(v, float) else v}" for k, v in sorted(d.items()))
 
 
-def _localisation(ev: Evidence) -> list[str]:
+def _localisation(ev: Evidence, racks: Mapping[str, str] | None = None) -> list[str]:
     out = ["## Localisation", ""]
     hosts = ev.per_host
     if not hosts.empty:
@@ -274,10 +277,61 @@ def _localisation(ev: Evidence) -> list[str]:
             ),
             "",
         ]
+    out += rail_outlier_lines(ev.pairs.grid, racks)
     out += groups_search_lines(ev.search)
     if len(out) == 2:
         out += ["No per-host or pair measurements.", ""]
     return out
+
+
+def rail_outliers(grid: RailGrid, racks: Mapping[str, str] | None = None) -> tuple[str, pd.DataFrame | None]:
+    """The node x rail outliers: which node and which rail stand out, furthest under their
+    rail's fleet median first, with each host's rack where the spec names it: (the line that
+    says so, the table; None when none stands out)."""
+    racks = racks or {}
+    head = (
+        f"Node x rail: {len(grid.hosts)} hosts on {len(grid.rails)} rails, each cell the host's best pair busbw "
+        f"on that rail against the rail's fleet median"
+    )
+    if not grid.outliers:
+        return f"{head}: no cell under {1 - DEFAULT_MIN_GAP:.0%} of its rail's median.", None
+    rows = pd.DataFrame(
+        [
+            {
+                "host": c.host,
+                **({"rack": racks.get(c.host, "-")} if racks else {}),
+                "rail": c.rail,
+                "busbw (GB/s)": fnum(c.busbw),
+                "rail median (GB/s)": fnum(c.median),
+                "share": f"{c.share:.0%}",
+            }
+            for c in grid.outliers
+        ]
+    )
+    line = f"{head}; cells under {1 - DEFAULT_MIN_GAP:.0%} of it, furthest under first"
+    named = [racks[c.host] for c in grid.outliers if c.host in racks]
+    if named:
+        hosts: dict[str, set[str]] = {}
+        for c in grid.outliers:
+            if c.host in racks:
+                hosts.setdefault(racks[c.host], set()).add(c.host)
+        by_rack = Counter(named).most_common()
+        line += (
+            " (by rack: "
+            + "; ".join(
+                f"{r} {n} cell{'s' if n > 1 else ''} on {len(hosts[r])} host{'s' if len(hosts[r]) > 1 else ''}"
+                for r, n in by_rack
+            )
+            + ")"
+        )
+    return line + ":", rows
+
+
+def rail_outlier_lines(grid: RailGrid | None, racks: Mapping[str, str] | None = None) -> list[str]:
+    if grid is None:
+        return []
+    line, rows = rail_outliers(grid, racks)
+    return [line, ""] + ([] if rows is None else [md_table(rows), ""])
 
 
 def groups_search_lines(res: SearchResult | None) -> list[str]:
@@ -380,7 +434,7 @@ def render(ri: ReportInput) -> str:
             "",
         ]
         lines += [*_kv(j.model_summary), ""] if j.model_summary else []
-    lines += _localisation(ev)
+    lines += _localisation(ev, ri.racks)
     lines += straggler_lines(ev.stragglers)
     if ri.imported or ri.import_notes:
         lines += [

@@ -251,6 +251,36 @@ def matrix_plot(title: str, hosts: Sequence[str], matrix: Any) -> str:
     return encode_png(fig)
 
 
+def rail_heatmap(title: str, hosts: Sequence[str], rails: Sequence[int], shares: Any) -> str:
+    """Node x rail: each cell its share of the rail's fleet median (an array [host, rail], NaN
+    blank), hosts down the side in name order; a slow node is a row, a slow NIC one cell."""
+    import numpy as np
+
+    plt = load_pyplot()
+    m = np.asarray(shares, dtype=float) * 100
+    fig, ax = plt.subplots(figsize=(4.5, 6.5))
+    im = ax.imshow(
+        m,
+        cmap="viridis",
+        aspect="auto",
+        interpolation="nearest",
+        vmin=0,
+        vmax=max(100.0, float(np.nanmax(m)) if np.isfinite(m).any() else 100.0),
+    )
+    ax.set_xticks(range(len(rails)))
+    ax.set_xticklabels([str(r) for r in rails], fontsize=7)
+    ax.set_xlabel("rail (local rank)")
+    if len(hosts) <= 48:
+        ax.set_yticks(range(len(hosts)))
+        ax.set_yticklabels([fit(h) for h in hosts], fontsize=6)
+    else:
+        ax.set_ylabel(f"{len(hosts)} hosts, sorted by name")
+        ax.set_yticks([])
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax, label="% of the rail's fleet median")
+    return encode_png(fig)
+
+
 def sweeps_with_lines(title: str, series: Sequence[Series], advertised: Sequence[float | None]) -> str:
     """Several clusters' busbw curves of one op and scope, each with its own advertised
     line in its colour (dashed): how far each is from what it was sold as."""

@@ -52,6 +52,9 @@ class Spec:
     between_domains_GBps: float | None = None  # per GPU, unidirectional
     between_domains_link: Link | None = None
     storage: tuple[StorageSpec, ...] = ()
+    # host -> the rack (or leaf switch) it sits in: the report names it beside a node or rail
+    # that stands out, and counts a rack's outliers
+    racks: dict[str, str] = field(default_factory=dict)
     price_per_gpu_hour: float | None = None
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
     detected: tuple[str, ...] = ()  # what was filled in from hardware detection
@@ -172,6 +175,7 @@ _SPEC_KEYS = (
     "gpus_per_node",
     "network",
     "storage",
+    "racks",
     "price_per_gpu_hour",
     "thresholds",
 )
@@ -265,6 +269,8 @@ def parse_spec(data: Mapping[str, Any], file: str) -> Spec:
         )
     if "storage" in data:
         kw["storage"] = _storage(f, data["storage"])
+    if "racks" in data:
+        kw["racks"] = _racks(f, data["racks"])
     if "price_per_gpu_hour" in data:
         kw["price_per_gpu_hour"] = f.number(data["price_per_gpu_hour"], "price_per_gpu_hour", positive=False)
     th = f.mapping(data.get("thresholds", {}), "thresholds")
@@ -286,6 +292,25 @@ def parse_spec(data: Mapping[str, Any], file: str) -> Spec:
             "network.nvlink_domain", f"at most gpus_per_node ({spec.gpus_per_node})", spec.nvlink_domain
         )
     return spec
+
+
+def _racks(f: Fields, value: Any) -> dict[str, str]:
+    """racks: {RACK: [host, ...]} (a rack or leaf switch and the nodes under it) -> {host: rack};
+    a host in two racks is refused."""
+    from reports.shared.hostnames import why_not_plain
+
+    out: dict[str, str] = {}
+    for rack, hosts in f.mapping(value, "racks").items():
+        where = f"racks.{rack}"
+        name = f.text(rack, "racks", ())
+        if not isinstance(hosts, list) or not hosts:
+            raise f.fail(where, "a list of host names", hosts)
+        for h in hosts:
+            if not isinstance(h, str) or why_not_plain(h):
+                raise f.fail(where, "plain host names (letters, digits, '.', '_', '-')", h)
+            if out.setdefault(h, name) != name:
+                raise f.fail(where, f"hosts in one rack only ({h} is in {out[h]} too)", h)
+    return out
 
 
 def fill_defaults(spec: Spec) -> Spec:

@@ -3,10 +3,11 @@
 A record may stand for the storage against its advertised figure only when its IO bypassed the
 page cache (fio O_DIRECT, or buffered over a data set larger than the host's memory) and ran
 long enough to be steady (why_not_compared). A fio figure so compared that is under the spec's
-storage threshold is measured again at the end of its phase (to_confirm); the second record
-says `confirmation: true` (docs/contract.md) and the report judges both
-(reports/judging/confirm.py). The measuring side (iobench) and the report decide by this one
-rule.
+storage threshold is measured again at the end of its phase (to_confirm), and so is a fio test
+in which a node is a low outlier of the fleet's per-host figures (host_outliers, the rule of
+reports.judging.network.localise.storage_findings, spec or not); the second record says `confirmation:
+true` (docs/contract.md) and the report judges both (reports/judging/confirm.py). The measuring
+side (iobench) and the report decide by this one rule.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import statistics
 
 from reports.shared.findings import DEFAULT_THRESHOLDS
+from reports.shared.outliers import DEFAULT_MIN_GAP, low_outliers
 from reports.shared.records import IO_WORKLOADS, IoRecord
 from reports.shared.spec import Spec, match_storage
 
@@ -81,3 +83,15 @@ def to_confirm(r: IoRecord, spec: Spec) -> bool:
         else r.bw_GBps
     )
     return judged < spec.thresholds.get("storage", DEFAULT_THRESHOLDS["storage"]) * expected
+
+
+def host_outliers(r: IoRecord, min_gap: float = DEFAULT_MIN_GAP) -> list[str]:
+    """The nodes of a record that are low outliers of its hosts' per-host figures (the report's
+    per-host storage rule: one record's hosts measured alike are one fleet), sorted."""
+    return [] if r.failed else low_outliers(r.per_host_bw_GBps, min_gap)[1]
+
+
+def outliers_to_confirm(r: IoRecord) -> bool:
+    """Whether `stoker io` measures this record's fio test again at the end of its phase for a
+    node that is a low outlier of the others (with or without a spec)."""
+    return r.backend == "fio" and r.workload in IO_WORKLOADS and bool(host_outliers(r))

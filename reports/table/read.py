@@ -248,15 +248,34 @@ def _host_names_why(hosts: Any) -> dict[int, str]:
     """Row -> reason for the rows of a `hosts` column (pyarrow lists of strings) naming a host
     that is not one plain node name (reports/shared/hostnames.py), the reason records.hosts_why gives."""
     import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from reports.shared.hostnames import KEYWORDS, MAX_HOST_LEN, PLAIN_HOST
 
-    flat = pc.list_flatten(hosts)
-    if not len(flat):
+    # chunk by chunk, nothing copied whole. A list of more than two names is checked once: the
+    # records of a world or inter-node sweep all name every host (10,000 nodes: ~17M names in
+    # ~1,600 records, ~10,000 distinct)
+    first: dict[bytes, int] = {}  # a list's bytes -> the first row naming it
+    flats, parents, sames = [], [], []
+    base = 0
+    for chunk in hosts.chunks if hasattr(hosts, "chunks") else [hosts]:
+        off = np.asarray(chunk.offsets, dtype=np.int64)  # into chunk.values, whatever the slice
+        count = np.diff(off)
+        same = _same_lists(chunk.values, off, np.flatnonzero(count > 2), first, base)
+        rows = np.flatnonzero((count > 0) & (same < 0))
+        lengths = count[rows]
+        at = np.repeat(off[rows] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        flats.append(chunk.values.take(pa.array(at, pa.int64())))
+        parents.append(np.repeat(rows + base, lengths))
+        sames.append(same)
+        base += len(chunk)
+    if not flats or not sum(len(f) for f in flats):
         return {}
+    flat = pa.concat_arrays(flats)
+    parent = np.concatenate(parents)
     # each distinct name checked once: a 1,000-node run names ~2.5M hosts, ~1,000 of them distinct
-    enc = (flat.combine_chunks() if hasattr(flat, "combine_chunks") else flat).dictionary_encode()
+    enc = flat.dictionary_encode()
     names = enc.dictionary
     good = pc.and_(
         pc.less_equal(pc.utf8_length(names), MAX_HOST_LEN),
@@ -267,12 +286,36 @@ def _host_names_why(hosts: Any) -> dict[int, str]:
     if not len(bad_names):
         return {}
     wrong = np.flatnonzero(np.isin(np.asarray(enc.indices), bad_names))
-    rows = np.asarray(pc.list_parent_indices(hosts))[wrong]
     out: dict[int, str] = {}
-    for i, row in zip(wrong.tolist(), rows.tolist()):
+    for i, row in zip(wrong.tolist(), parent[wrong].tolist()):
         if row not in out:
             out[row] = hosts_why([flat[i].as_py()])
-    return out
+    same = np.concatenate(sames)
+    for row in np.flatnonzero(same >= 0).tolist():  # a list checked on an earlier row: its reason
+        if (why := out.get(int(same[row]))) is not None:
+            out[row] = why
+    return dict(sorted(out.items()))
+
+
+def _same_lists(values: Any, off: Any, rows: Any, first: dict[bytes, int], base: int) -> Any:
+    """For each row of a chunk: the earlier row (numbered from the column's start; the chunk's
+    first is `base`) whose list of names is the same (its bytes and name lengths), else -1.
+    `first` holds the lists seen so far, across chunks."""
+    import numpy as np
+    import pyarrow as pa
+
+    same = np.full(len(off) - 1, -1, dtype=np.int64)
+    if not len(rows):
+        return same
+    _, offsets, data = values.buffers()[:3]
+    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
+    ends = np.frombuffer(offsets, dtype=width)[values.offset :].astype(np.int64)  # each name's bytes in data
+    for i in rows.tolist():
+        a, b = off[i], off[i + 1]
+        key = np.diff(ends[a : b + 1]).tobytes() + data[ends[a] : ends[b]].to_pybytes()
+        if (j := first.setdefault(key, base + i)) != base + i:
+            same[i] = j
+    return same
 
 
 def _strings(words: Iterable[str]) -> Any:

@@ -132,7 +132,12 @@ def test_indexed_job_is_one_world_of_two_pods() -> None:
     svc, job = docs("k8s-job-ib.yaml")
     assert (svc["kind"], svc["spec"]["clusterIP"], job["kind"]) == ("Service", "None", "Job")
     spec = job["spec"]
-    assert (spec["completionMode"], spec["completions"], spec["parallelism"], spec["backoffLimit"]) == (
+    assert (
+        spec["completionMode"],
+        spec["completions"],
+        spec["parallelism"],
+        spec["backoffLimitPerIndex"],
+    ) == (
         "Indexed",
         2,
         2,
@@ -205,7 +210,7 @@ def test_cpu_job_has_no_gpu_limit_and_passes_the_override() -> None:
     assert container(job)["resources"]["limits"] == {"cpu": 4, "memory": "13Gi"}  # no GPUs; 2 ranks x 2 CPUs
     env = {e["name"]: e["value"] for e in container(job)["env"]}
     assert (env["NPROC_PER_NODE"], env["BACKEND"]) == ("2", "gloo")
-    assert container(job)["command"][2].endswith("torchrun.sh --profile quick --max-bytes 8M\n")
+    assert "torchrun.sh --profile quick --max-bytes 8M &\n" in container(job)["command"][2]
 
 
 def test_jobset_and_mpijob() -> None:

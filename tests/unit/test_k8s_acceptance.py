@@ -52,7 +52,7 @@ def test_pods_are_guaranteed_tolerate_the_gpu_taint_and_the_job_has_ttl_and_fail
     rules = spec["podFailurePolicy"]["rules"]
     assert rules[0] == {
         "action": "FailJob",
-        "onExitCodes": {"containerName": "stoker", "operator": "NotIn", "values": [0]},
+        "onExitCodes": {"containerName": "stoker", "operator": "In", "values": [1, 2, 3]},
     }
     assert rules[1]["onPodConditions"] == [{"type": "DisruptionTarget", "status": "True"}]
     env = {e["name"]: e["value"] for e in c["env"]}

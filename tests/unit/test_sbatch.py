@@ -294,6 +294,20 @@ def test_the_network_phases_get_the_reports_spec() -> None:
     assert "--spec" not in render(CASES["two-node-quick-gloo"])  # no spec: none handed on
 
 
+def test_every_phase_that_judges_or_confirms_gets_the_spec() -> None:
+    """A figure under the spec is measured again before it fails: the preflight, every
+    network phase, the storage phase and the report are all handed --spec. A soak's network
+    phase is judged pass by pass against its own median, as `stoker soak`'s: no --spec there."""
+    for cfg in (CASES["four-node-standard-gpu"], replace(CASES["four-node-standard-gpu"], soak_s=600)):
+        lines = render(cfg).splitlines()
+        for sub in ("preflight", "net", "io", "report"):
+            runs = [x for x in lines if f" stoker {sub} " in x]
+            if cfg.soak_s and sub == "net":
+                assert len(runs) == 1 and " --soak 600" in runs[0] and "--spec" not in runs[0]
+                continue
+            assert runs and all(" --spec /etc/stoker/spec.yaml " in x for x in runs), (sub, cfg.soak_s)
+
+
 def test_a_spec_path_with_a_line_break_is_refused() -> None:
     with pytest.raises(UsageError, match="line break"):
         render(replace(CASES["four-node-standard-gpu"], spec="/etc/spec.yaml\nrm -rf /"))

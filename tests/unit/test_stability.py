@@ -205,3 +205,32 @@ def test_several_dips_of_one_link_are_one_finding() -> None:
         [4, 5],
         [9, 10],
     ] and "1 more dips: passes 4-5" in found[0].message
+
+
+def test_a_pair_dip_with_counters_on_one_side_names_that_side() -> None:
+    """Two nodes: n2's port flapped (carrier changes) while the n1-n2 pair dipped: n2 is named,
+    not the pair; counters on both ends leave it the link's."""
+    two = [_net(k, "pair", ("n1", "n2"), 0.02 if k in (5, 6) else 0.3) for k in range(1, 12)]
+    flap = [counter(5, "n2", "eth0", "carrier_changes", 2), counter(6, "n1", "eth0", "rx_dropped", 3, "info")]
+    (f,) = st.stability(two, [], flap)
+    assert (f.component, f.hosts, f.extra["pair"], f.extra["devices"]) == (
+        "node",
+        ("n2",),
+        ["n1", "n2"],
+        ["eth0"],
+    )
+    assert f.message.startswith("n2 (its error counters moved, n1's did not): the n1-n2 pair's busbw fell to")
+    assert (
+        "counters that moved there: eth0 carrier_changes +2." in f.message and "rx_dropped" not in f.message
+    )
+    both = [*flap, counter(6, "n1", "eth0", "carrier_changes", 1)]
+    assert [(f.component, f.hosts) for f in st.stability(two, [], both)] == [("link", ("n1", "n2"))]
+    # four nodes: a one-pass dip of the n0-n3 link with n3's counter is n3's
+    recs = [
+        NetRecord(**{**st_fields(r), "busbw_GBps": r.busbw_GBps / 4})
+        if r.scope == "pair" and set(r.hosts) == {"n0", "n3"} and r.extra["soak_pass"] == 6
+        else r
+        for r in soak()
+    ]
+    found = st.stability(recs, [], [counter(6, "n3", "mlx5_1:1", "link_downed", 1)])
+    assert [(f.component, f.hosts, f.extra.get("pair")) for f in found] == [("node", ("n3",), ["n0", "n3"])]

@@ -109,3 +109,43 @@ def test_a_typed_field_of_another_type_goes_to_the_line_reader(tmp_path: Path) -
     rs = read_records(tmp_path)
     assert rs.net._table is None  # the explicit int64 refused the line: the line reader named it
     assert [s.line for s in rs.skipped] == [3] and "bytes" in rs.skipped[0].reason
+
+
+def test_a_bad_host_in_a_list_many_records_share_is_named_on_each_line(tmp_path: Path) -> None:
+    """The column path checks a list of more than two names once however many records name
+    it (a world sweep's records all name every host): each line naming it is still refused,
+    with the reason of its first bad name; a list differing only there is checked on its own."""
+    lines = [to_dict(r) for r in _records()]
+    world = lines[-1]
+    bad = {**world, "hosts": ["n1", "n 2", "n3"]}
+    other = {**world, "hosts": ["n1", "n2", "n3?"]}
+    lines += [bad, dict(bad), other, dict(bad)]  # lines 11, 12, 13, 14
+    (tmp_path / "net.jsonl").write_text("".join(json.dumps(o) + "\n" for o in lines))
+    rs = read_records(tmp_path)
+    assert rs.net._table is not None and len(rs.net) == 10  # the column path; the good ten kept
+    plain = "is not one plain node name (letters, digits, '.', '_', '-'; no hostlists, lists or spaces)"
+    assert [(s.line, s.reason) for s in rs.skipped] == [
+        (11, f"host 'n 2' {plain}"),
+        (12, f"host 'n 2' {plain}"),
+        (13, f"host 'n3?' {plain}"),
+        (14, f"host 'n 2' {plain}"),
+    ]
+
+
+def test_the_line_check_hashes_net_jsonl_for_the_ledger_in_the_same_read(tmp_path: Path) -> None:
+    """input_digests takes net.jsonl's SHA-256 from the line check's pass; a file changed
+    since is hashed again."""
+    import hashlib
+
+    from reports.shared import safe_write
+    from reports.table.parse import clean_lines
+
+    path = tmp_path / "net.jsonl"
+    path.write_text("".join(json.dumps(to_dict(r)) + "\n" for r in _records()))
+    assert clean_lines(path, chunk=100) == 10  # many chunks: the hash spans them
+    want = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert want in safe_write._DIGESTS.values()
+    assert safe_write.file_sha256(path) == want
+    with open(path, "a") as fh:
+        fh.write("{}\n")
+    assert safe_write.file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest() != want

@@ -15,8 +15,10 @@ every node sags is the machine's, and shows as the scope's dip), and a link's be
 ends' scores. *Drift* is the least-squares trend over the soak, start to end, as a share of
 the median; *p99 spikes* are passes whose p99 op time exceeds SPIKE_K x the median p99.
 Counters that moved on the same host in the dip's passes (+-1 pass: a counter read after the
-pass it rose in) are named with the dip. An error counter that rose with no dip beside it is
-a finding of its own: the network port or GPU, with the passes it rose in.
+pass it rose in) are named with the dip; a pair's dip whose error counters moved on one end
+only (a link flapping: carrier changes) names that end's node, not the pair. An error counter
+that rose with no dip beside it is a finding of its own: the network port or GPU, with the
+passes it rose in.
 """
 
 from __future__ import annotations
@@ -146,6 +148,16 @@ def _dip_finding(
     explained = any(c.get("severity") == "error" for c in moved)
     if d.last - d.first + 1 < ctx.min_dip and not explained:
         return None
+    sides = sorted({str(c.get("host")) for c in moved if c.get("severity") == "error"})
+    if component == "link" and len(sides) == 1:
+        # error counters (carrier changes: a flapping link, symbol errors) moved on one end of
+        # the pair only: that end's port is what failed, not the pair; its node is named
+        (side,) = sides
+        other = next(h for h in hosts if h != side)
+        component, hosts = "node", (side,)
+        what = f"{side} (its error counters moved, {other}'s did not): {what}"
+        moved = [c for c in moved if c.get("host") == side]
+        extra = {**extra, "pair": [*sorted((side, other))]}
     said = _counter_words(moved)
     message = (
         f"{what} fell to {d.share:.0%} of its own median ({d.lowest:.3g} vs {d.reference:.3g} {unit}) in "

@@ -198,7 +198,7 @@ def storage_findings(io: Sequence[IoRecord], min_gap: float = DEFAULT_MIN_GAP) -
     for r in io:
         if r.failed:
             continue
-        med, low = low_outliers(r.per_host_bw_GBps, min_gap)
+        med, low = low_outliers(r.per_host_bw_GBps, min_gap)  # storage_rule.host_outliers: measured again
         what = f"{r.workload} {r.direction}"
         out += [
             Finding(
