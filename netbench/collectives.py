@@ -11,6 +11,8 @@ Sizes follow the `*GetCollByteCount` functions of nccl-tests src/<op>.cu:
                               gather: the root's whole output; scatter: the root's whole input;
                               alltoallv: one rank's whole send (= receive) buffer, per-peer
                               counts from nccl-tests' generated pattern (netbench/alltoallv.py)
+                              hypercube: the whole output, as all_gather (power-of-two groups
+                              only; its printed algbw is (n-1)/n of size / time: ops.algbw_share)
 Op names and bus factors (busbw = algbw x factor) are defined once, in reports/shared/ops.py.
 
 Fills are small integers (1..7) so that float sums are exact and a correct result
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from netbench import alltoallv
-from reports.shared.ops import OPS, Op, bus_factor
+from reports.shared.ops import OPS, Op, algbw_share, bus_factor, is_power_of_two
 
 # A fill value of rank r at element i: 1..7, so a sum over n ranks stays below 8n and is
 # exact in float32 for any realistic n (and in bfloat16/float16 up to ~32 ranks).
@@ -69,6 +71,16 @@ class Collective:
     send_values: Callable[[int, int, int, int], np.ndarray]  # (count, n, rank, root) -> send buffer
     expected: Callable[[int, int, int, int], np.ndarray | None]  # -> recv buffer; None: not checked
     varying: bool = False  # per-peer counts from nccl-tests' alltoallv pattern (Layout.splits)
+    power_of_two: bool = False  # runs only on 1, 2, 4, 8 ... ranks (hypercube)
+
+    def runs_on(self, n: int) -> bool:
+        """Whether a group of n ranks runs this op: enough ranks, and a power of two where the
+        op needs one (nccl-tests skips hypercube on any other count)."""
+        return n >= self.min_ranks and (not self.power_of_two or is_power_of_two(n))
+
+    def algbw_share(self, n: int) -> float:
+        """The algbw nccl-tests prints, as a fraction of size / time (reports/shared/ops.py)."""
+        return algbw_share(self.name, n) or 0.0
 
     def bus_factor(self, n: int) -> float:
         """busbw / algbw among n ranks (reports/shared/ops.py)."""
@@ -262,6 +274,18 @@ TABLE: dict[str, Collective] = {
             recv_chunks=_ONE,
             send_values=_own,
             expected=lambda c, n, r, root: None,  # from the layout's splits: Collective.want
+        ),
+        Collective(
+            # all_gather by pairwise exchange: in round `mask` (1, 2, 4 ...) rank r sends rank
+            # r^mask the mask chunks it holds, from chunk r & ~(mask-1) (nccl-tests hypercube.cu)
+            name="hypercube",
+            power_of_two=True,
+            per_rank_chunks=True,
+            in_place_ok=False,
+            send_chunks=_ONE,
+            recv_chunks=_N,
+            send_values=_own_chunk,
+            expected=_all_gather_expected,
         ),
     )
 }

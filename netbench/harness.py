@@ -15,7 +15,8 @@ captured as one CUDA graph and launched GRAPH_REPLAYS times between marks, the f
 t = mean launch time / iters (nccl-tests `-G 3`), and the statistics are over the launches'
 per-op means (single ops inside a graph cannot be timed). The host's per-call
 cost (~25-30 us in torch) leaves the timed loop, which is what nccl-tests -G measures. A
-backend without graphs (gloo, MPI) times eagerly; a capture that fails does too, and the
+backend without graphs (gloo, MPI) times eagerly, as does a one-rank group (nothing to capture:
+`graph_wanted`); a capture that fails does too, and the
 result says why (`graph_error`). A capture that fails inside NCCL leaves the communicator in
 error (NCCL's ncclCommEnsureReady), so the backend raises a StokerError instead, which ends the
 run with one line rather than an eager fallback that would abort on that communicator. Graph or eager is agreed by every rank of the group before
@@ -107,6 +108,14 @@ def _rotating(ops: list[Callable[[], object]]) -> Callable[[], object]:
     return lambda: nxt()()
 
 
+def graph_wanted(graph: bool, backend_graphs: bool, ranks: int) -> bool:
+    """Whether to capture the timed ops as a CUDA graph: asked for, a backend that can, and a
+    group of two ranks or more. On one rank NCCL's collectives launch nothing (in place) or one
+    copy: the capture may hold no work at all (torch warns "The CUDA Graph is empty"), and there
+    is no link to time; the ops are timed eagerly and their records say graph: false."""
+    return graph and backend_graphs and ranks > 1
+
+
 def measure(
     b: Backend,
     comm: Any,
@@ -127,7 +136,7 @@ def measure(
     more = {"splits": lay.splits} if lay.splits is not None else {}  # alltoallv's per-peer counts
     ops = [b.bind(coll.name, x.send, x.recv, comm, ROOT, in_place, **more) for x in sets]
     op = _rotating(ops)
-    use_graph = graph and getattr(b, "graphs", False)
+    use_graph = graph_wanted(graph, getattr(b, "graphs", False), n)
 
     def checked(run: Callable[[], object]) -> int:
         sets[0].reset(b)

@@ -88,7 +88,7 @@ def _record(
     nbytes = coll.size_bytes(lay, itemsize)
     t = mean_across_ranks([x.time_s for x in got])
     st = slowest([x.stats for x in got])
-    algbw = gbps(nbytes, t)
+    algbw = gbps(nbytes, t) * coll.algbw_share(n)  # as nccl-tests prints it (hypercube: (n-1)/n)
     return NetRecord(
         run_id=r.run_id,
         ts=utc_now(),
@@ -144,7 +144,7 @@ def _gather_one(
     rank's result at global rank 0. Ranks outside any group still join the gather, which
     keeps all groups of a round in step."""
     res: RankResult | None = None
-    if comm is not None and mine is not None and len(mine.ranks) >= coll.min_ranks:
+    if comm is not None and mine is not None and coll.runs_on(len(mine.ranks)):
         lay = coll.layout(size, len(mine.ranks), ITEMSIZE[r.s.dtype])
         if lay.count > 0:
             with measure_step(r.wd, f"{coll.name} at {size} B in scope {scope} (group {mine.index})"):
@@ -194,8 +194,9 @@ def _round(
     last: dict[int, float] = {}
     for opname in ops:
         coll = TABLE[opname]
-        if not any(len(g.ranks) >= coll.min_ranks for g in groups):
-            r.say(f"# op {opname} needs {coll.min_ranks} ranks per group: skipped in scope {scope}")
+        if not any(coll.runs_on(len(g.ranks)) for g in groups):
+            need = "a power-of-two count of" if coll.power_of_two else f"{coll.min_ranks}"
+            r.say(f"# op {opname} needs {need} ranks per group: skipped in scope {scope}")
             continue
         r.say(output.op_header(opname))
         modes = _modes(r, coll)

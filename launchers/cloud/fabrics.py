@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reports.shared import spec as spec_file
 from reports.shared.errors import UsageError
+from reports.shared.spec import Spec
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -137,6 +139,50 @@ FABRICS: dict[str, Fabric] = {
         ),
     )
 }
+
+
+assert tuple(FABRICS) == spec_file.FABRICS  # the spec's network.fabric names these
+
+AUTO = "auto"  # --fabric's default: the spec's, else tcp with one line saying so
+# The spec's inter-node link (reports/judging/catalog/links.yaml, by its catalog name) and the
+# fabric that carries it. Ethernet links are absent: RoCE or plain TCP, the name does not say.
+LINK_FABRIC: dict[str, str] = {
+    "ib-hdr": "ib",
+    "ib-ndr": "ib",
+    "ib-xdr": "ib",
+    "efa-v1": "efa",
+    "efa-v2": "efa",
+    "efa-v3": "efa",
+}
+FALLBACK = "tcp"
+
+
+def choose(given: str | None, spec: Spec | None) -> tuple[str, str]:
+    """The fabric a cloud job renders and one line saying where it came from: --fabric when given
+    (it wins), else the spec's network.fabric, else the fabric of its inter-node link; else tcp,
+    the line then a warning naming how to set it."""
+    if given and given != AUTO:
+        return given, ""
+    if spec is not None and spec.fabric:
+        return spec.fabric, f"--fabric {spec.fabric}: the spec's network.fabric (--fabric overrides it)"
+    link = spec.inter_node_link.name if spec is not None and spec.inter_node_link else None
+    if link in LINK_FABRIC:
+        name = LINK_FABRIC[link]
+        return (
+            name,
+            f"--fabric {name}: from the spec's network.inter_node link {link} (--fabric overrides it)",
+        )
+    why = (
+        "no --spec"
+        if spec is None
+        else f"the spec's inter-node link {link} may be RoCE or TCP"
+        if link
+        else "the spec names no network.fabric nor an inter-node link"
+    )
+    return FALLBACK, (
+        f"warning: the fabric is not known ({why}): rendering --fabric {FALLBACK} (host networking, no "
+        "RDMA); set it with --fabric ib|efa|roce or network.fabric in the spec"
+    )
 
 
 def plugins(fabric: str) -> list[str]:

@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 
 from launchers.cloud.cloudjob import K8S_KINDS, PLATFORMS, CloudJob, Platform
-from launchers.cloud.fabrics import DEVICES, FABRICS, device_row, parse_resources
+from launchers.cloud.fabrics import AUTO, DEVICES, FABRICS, choose, device_row, parse_resources
 from launchers.cloud.k8s import K8S, local_volume, parse_toleration
 from launchers.cloud.skypilot_dstack import DSTACK, SKYPILOT
 from launchers.options import checked_file, checked_workload, profile_from_args
 from reports.shared.errors import UsageError
+from reports.shared.spec import load_spec
 
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,48}[a-z0-9])?$")
 _CLOUD_ONLY = (  # --image is the Slurm job's too: its steps run in it (pyxis/enroot)
@@ -80,9 +81,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--fabric",
-        choices=tuple(FABRICS),
+        choices=(AUTO, *FABRICS),
         help="network fabric: adds its devices, environment and pod settings (k8s, SkyPilot, dstack: "
-        "default tcp); on Slurm its NCCL / libfabric variables (default: none set)",
+        "default auto: the spec's network.fabric or its inter-node link's, else tcp with a warning); "
+        "on Slurm its NCCL / libfabric variables (default: none set)",
     )
     g.add_argument(
         "--fabric-devices", type=int, help="the device plugin's count per pod (default: the fabric table's)"
@@ -199,7 +201,8 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         raise UsageError(
             "--kind mpijob needs --results-volume: the launcher and worker 0 must share the results"
         )
-    args.fabric = args.fabric or "tcp"
+    spec = checked_file(args.spec, "--spec", cwd)
+    args.fabric, note = choose(args.fabric, load_spec(spec) if spec and args.fabric in (None, AUTO) else None)
     resources = parse_resources(args.fabric_resource)
     if not resources:
         device_row(args.fabric, args.device_plugin, args.instance_type)  # one line if no row fits
@@ -207,11 +210,10 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         local_volume(args.local_volume)  # its shape, one line when bad
         if args.platform == "dstack" and not args.local_volume.startswith("hostpath:"):
             raise UsageError(f"--local-volume {args.local_volume!r}: dstack mounts hostpath:/DIR only")
-    spec = checked_file(args.spec, "--spec", cwd)
     workload = checked_workload(args.workload, cwd)
     preset = workload if workload and not Path(workload).is_absolute() else None
     workload = None if preset else workload
-    return CloudJob(
+    job = CloudJob(
         name=name,
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,
@@ -245,6 +247,9 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         tolerations=tuple(parse_toleration(t) for t in args.toleration),
         min_nodes=_min_nodes(getattr(args, "min_nodes", None), args.nodes),
     )
+    if note and args.kind != "check":  # said once the input is good; the check DaemonSet runs no ranks
+        print(f"stoker submit: {note}", file=sys.stderr)
+    return job
 
 
 def _min_nodes(given: int | None, nodes: int) -> int | None:

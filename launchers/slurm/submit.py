@@ -122,7 +122,7 @@ def config_from_args(args: argparse.Namespace, cwd: Path) -> SbatchConfig:
         more_shared=paths.more_shared,
         local_GBps=paths.local_GBps,
         shared_GBps=paths.shared_GBps,
-        fabric=args.fabric,
+        fabric=None if args.fabric == "auto" else args.fabric,  # auto: NCCL's own choice
         # the interpreter that runs this command, so the job finds the same stoker; with
         # --image, the image's own stoker (on its PATH)
         stoker=STOKER if image is not None else (sys.executable, "-m", "launchers.cli"),

@@ -83,6 +83,25 @@ def _sendrecv(a: CallArgs) -> Callable[[], object]:
     return partial(a.comm.Sendrecv, a.send, dest=(a.me + 1) % a.n, recvbuf=a.recv, source=(a.me - 1) % a.n)
 
 
+def _hypercube(a: CallArgs) -> Callable[[], object]:
+    """nccl-tests hypercube.cu with MPI_Sendrecv: own chunk into place, then log2(n) rounds
+    exchanging the mask chunks from r & ~(mask-1) with rank r^mask."""
+    c = len(a.send)
+
+    def hypercube() -> None:
+        a.recv[a.me * c : (a.me + 1) * c] = a.send
+        mask = 1
+        while mask < a.n:
+            s = a.me & ~(mask - 1)
+            r, peer = s ^ mask, a.me ^ mask
+            a.comm.Sendrecv(
+                a.recv[s * c : (s + mask) * c], dest=peer, recvbuf=a.recv[r * c : (r + mask) * c], source=peer
+            )
+            mask <<= 1
+
+    return hypercube
+
+
 # The MPI call of each op of the collective table (netbench/collectives.py), one entry each
 CALLS: dict[str, Binding] = {
     "all_reduce": _all_reduce,
@@ -95,6 +114,7 @@ CALLS: dict[str, Binding] = {
     "gather": _gather,
     "scatter": _scatter,
     "sendrecv": _sendrecv,
+    "hypercube": _hypercube,
 }
 assert set(CALLS) == set(TABLE), "every op of the collective table has one MPI call"
 

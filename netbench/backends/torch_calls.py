@@ -77,6 +77,34 @@ def _sendrecv(a: CallArgs) -> Callable[[], object]:
     return sendrecv
 
 
+def _hypercube(a: CallArgs) -> Callable[[], object]:
+    """nccl-tests hypercube.cu: this rank's chunk copied into its place in the output, then in
+    round `mask` (1, 2, 4 ...) the mask chunks from r & ~(mask-1) sent to rank r^mask and as
+    many received from it, into their places (a power-of-two group: collectives.runs_on)."""
+    c = a.send.numel()
+    rounds = []
+    mask = 1
+    while mask < a.n:
+        s = a.me & ~(mask - 1)
+        r, peer = s ^ mask, a.me ^ mask
+        rounds.append(
+            [
+                dist.P2POp(dist.isend, a.recv[s * c : (s + mask) * c], group=a.comm.pg, group_peer=peer),
+                dist.P2POp(dist.irecv, a.recv[r * c : (r + mask) * c], group=a.comm.pg, group_peer=peer),
+            ]
+        )
+        mask <<= 1
+    mine = a.recv[a.me * c : (a.me + 1) * c]
+
+    def hypercube() -> None:
+        mine.copy_(a.send)
+        for ops in rounds:
+            for work in dist.batch_isend_irecv(ops):
+                work.wait()
+
+    return hypercube
+
+
 # The torch.distributed call of each op of the collective table (netbench/collectives.py)
 CALLS: dict[str, Binding] = {
     "all_reduce": _all_reduce,
@@ -89,5 +117,6 @@ CALLS: dict[str, Binding] = {
     "gather": _gather,
     "scatter": _scatter,
     "sendrecv": _sendrecv,
+    "hypercube": _hypercube,
 }
 assert set(CALLS) == set(TABLE), "every op of the collective table has one torch call"

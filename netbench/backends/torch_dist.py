@@ -50,7 +50,7 @@ NCCL_GRAPHS = (2, 9, 6)  # the first NCCL whose collectives can be captured in a
 # PRs 140827, 140843, 141054); send/recv inside a CUDA graph capture in 2.7 (133984, 148462)
 TORCH_GROUP_ARGS = (2, 6)
 TORCH_P2P_GRAPHS = (2, 7)
-P2P_OPS = frozenset({"sendrecv"})
+P2P_OPS = frozenset({"sendrecv", "hypercube"})
 
 
 def torch_release(version: str) -> tuple[int, int]:

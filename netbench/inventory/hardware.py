@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from netbench.inventory import hardware_parse as hp
+from netbench.inventory.rocm_parse import parse_amd_smi_static
 
 TIMEOUT_S = 5.0
 
@@ -115,6 +116,12 @@ def detect_hardware(sys_root: str | Path = "/sys", run: Runner = run_tool) -> di
     try:
         text = run(["nvidia-smi", "--query-gpu=name,memory.total,pci.bus_id", "--format=csv,noheader"])
         gpus = hp.parse_nvidia_smi(text) if text else []
+        if not gpus:  # ROCm: amd-smi (6.x and later), else the older rocm-smi
+            text = run(["amd-smi", "static", "--asic", "--bus", "--board", "--json"])
+            gpus = [
+                {"name": g["name"], "memory_MiB": None, "bus_id": g["bus_id"]}
+                for g in (parse_amd_smi_static(text) if text else [])
+            ]
         if not gpus:
             text = run(["rocm-smi", "--showproductname", "--showbus", "--json"])
             gpus = hp.parse_rocm_smi(text) if text else []

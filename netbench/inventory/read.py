@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from netbench.inventory import hardware_parse as hp
 from netbench.inventory import parse as p
 from netbench.inventory.copy import Copier
 from netbench.inventory.hardware import ToolOutput, run_keep
@@ -27,6 +28,7 @@ from netbench.inventory.hardware_parse import (
 )
 from netbench.inventory.kernel_log import read_kernel_log
 from netbench.inventory.node_facts import roce_gid_index
+from netbench.inventory.rocm_parse import parse_amd_smi_list, parse_amd_smi_static, parse_rocm_topo
 
 # copier({gpu, uuid, numa_node}, bytes, during) -> {h2d_pinned_GBps, d2h_pinned_GBps,
 # h2d_pageable_GBps, ...} (netbench/inventory/copy.py); `during` is called while copies are in
@@ -307,6 +309,52 @@ def _gpu_records(
     return out
 
 
+AMD_STATIC = ("amd-smi", "static", "--asic", "--bus", "--board", "--json")
+AMD_LIST = ("amd-smi", "list")
+ROCM_PRODUCT = ("rocm-smi", "--showproductname", "--showbus", "--json")
+ROCM_TOPO = ("rocm-smi", "--showtopo")
+
+
+def amd_gpu_records(run: Runner) -> list[dict[str, Any]]:
+    """A ROCm node's GPUs as `gpu` records (vendor amd): the model and bus id from amd-smi
+    (ROCm 6.x and later), else rocm-smi; the UUID from `amd-smi list`; how many other GPUs each
+    reaches over xGMI from `rocm-smi --showtopo` (None where it was not readable). [] when
+    neither tool shows a GPU. rocm-smi's and amd-smi's indexes are taken as one numbering
+    (both list the GPUs in PCI order)."""
+    static = _text(run(list(AMD_STATIC)))
+    gpus = parse_amd_smi_static(static) if static else []
+    tool = "amd-smi"
+    if not gpus:
+        text = _text(run(list(ROCM_PRODUCT)))
+        gpus = [{**g, "gpu": i} for i, g in enumerate(hp.parse_rocm_smi(text))] if text else []
+        tool = "rocm-smi"
+    if not gpus:
+        return []
+    listed_text = _text(run(list(AMD_LIST))) if tool == "amd-smi" else None
+    listed = parse_amd_smi_list(listed_text) if listed_text else {}
+    topo_text = _text(run(list(ROCM_TOPO)))
+    topo = parse_rocm_topo(topo_text) if topo_text else {}
+    out = []
+    for g in gpus:
+        links = topo.get(g["gpu"], {})
+        out.append(
+            {
+                "component": "gpu",
+                "device": f"GPU{g['gpu']}",
+                "gpu": g["gpu"],
+                "vendor": "amd",
+                "model": g["name"] or None,
+                "product_name": g.get("product_name"),
+                "bus_id": g["bus_id"] or listed.get(g["gpu"], {}).get("bus_id"),
+                "uuid": listed.get(g["gpu"], {}).get("uuid"),
+                "xgmi_peers": links.get("xgmi_peers"),
+                "pcie_peers": links.get("pcie_peers"),
+                "read_with": tool,
+            }
+        )
+    return out
+
+
 def read_inventory(
     *,
     sys_root: str | Path = "/sys",
@@ -329,8 +377,13 @@ def read_inventory(
     rows = p.parse_gpu_query(text, fields) if text else []
     lost = p.parse_lost_gpus(text or "")
     if not rows and not lost:
+        amd = amd_gpu_records(run)
+        inv.records += amd
         inv.skipped.append(
-            "GPUs: nvidia-smi absent or shows no GPU: no GPU link state, NVLink, GPU errors "
+            f"GPUs: {len(amd)} AMD GPU(s) read with {amd[0]['read_with']} (model, bus id, xGMI peers); "
+            "their PCIe link state, GPU errors and host-link copy test are not read on ROCm"
+            if amd
+            else "GPUs: nvidia-smi absent or shows no GPU: no GPU link state, NVLink, GPU errors "
             "or host-link copy test"
         )
         return inv

@@ -105,9 +105,7 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
         pairs=pair_ev,
         search=groups.replay(net),
         io_frame=storage.io_frame(rs.io),  # every record shown, a confirmation marked
-        hardware=hosts.summarise(
-            [m["hardware"] for m in rs.manifests if isinstance(m.get("hardware"), dict)]
-        ),
+        hardware=hosts.summarise(_hardware(rs)),
         cpu_ranks=len(frame) > 0 and bool((frame["device"] == "cpu").all()),
         stragglers=stragglers(net.where(frame["per_iter"].to_numpy(dtype=bool))),
         soak=net.where(frame["soak"].to_numpy(dtype=bool)),
@@ -118,6 +116,15 @@ def build(rs: RecordSet, localised: Callable[[pd.DataFrame, PairEvidence], None]
         io_again=io_again,
         confirm_notes=confirm_notes,
     )
+
+
+def _hardware(rs: RecordSet) -> list[dict[str, Any]]:
+    """What the manifests detected; where none names a GPU model, what the inventory records
+    say the GPUs are (a ROCm node read by `stoker inventory` alone)."""
+    found = [m["hardware"] for m in rs.manifests if isinstance(m.get("hardware"), dict)]
+    if any(h.get("gpu_model") for h in found):
+        return found
+    return found + hosts.from_inventory(rs.host)
 
 
 def _bound(rs: RecordSet, again: Any) -> tuple[Any, list[IoRecord], list[str]]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reports.ingest.nccl_rows import row_fields
-from reports.shared.ops import bus_factor, ranks_from_factor
+from reports.shared.ops import algbw_share, bus_factor, ranks_from_factor
 from reports.shared.records import NetRecord, to_dict
 
 BACKEND = "nccl-tests"
@@ -191,6 +191,7 @@ def row_values(
     redop = row[lay.redop] if lay.redop >= 0 else "none"
     checked = ranks > 0 and check_busbw  # a factor of 0 (one rank, most ops) is checked too
     factor = bus_factor(op, ranks) if checked else 0.0
+    share = algbw_share(op, ranks)  # hypercube: (n-1)/n; None when its ranks are not known
     out: list[Values] = []
     for gi, (ti, ai, bi, wi, ei, i_min, i_max, i_p99, i_cv) in enumerate(lay.groups):
         t, a, b = v[ti], v[ai], v[bi]
@@ -200,8 +201,8 @@ def row_values(
             return None
         if t < 0 or a < 0 or b < 0:
             return None
-        if t > 0:  # nccl_rows.figures: algbw is size / time as printed, or the row is damaged
-            want = size / t / 1e3
+        if t > 0 and share is not None:  # nccl_rows.figures: algbw is share x size / time as printed
+            want = size * share / t / 1e3
             if abs(a - want) > 0.02 * want + 0.011:
                 return None
         if checked and abs(b - a * factor) > 0.005 * factor + 0.005 + 1e-9 * max(a * factor, b):

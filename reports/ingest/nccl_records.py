@@ -15,7 +15,7 @@ from reports.ingest import nccl_per_iter
 from reports.ingest.nccl_fast import BACKEND, context_extra, world_record
 from reports.ingest.nccl_fast import Context as _Context
 from reports.ingest.nccl_rows import busbw_why, figures, is_na, number
-from reports.shared.ops import OPS, bus_factor, ranks_from_factor
+from reports.shared.ops import OPS, algbw_share, bus_factor, ranks_from_factor
 from reports.shared.records import NetRecord
 
 # nccl-tests type names -> the dtype names stoker records use.
@@ -195,7 +195,7 @@ def row_record(
     string saying what is wrong when the figures are not figures."""
     if all(is_na(timing.get(k)) for k in ("time", "algbw", "busbw")):
         return None
-    f, problem = figures(lead, timing)
+    f, problem = figures(lead, timing, algbw_share(ctx.op, ctx.ranks))
     if problem:
         return problem
     dtype = str(lead.get("type", "unknown"))

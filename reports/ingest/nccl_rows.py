@@ -110,9 +110,12 @@ def is_na(value: Any) -> bool:
     return value is None or str(value).strip().upper() in ("N/A", "NA", "")
 
 
-def figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[str, float], str | None]:
+def figures(
+    lead: Mapping[str, Any], timing: Mapping[str, Any], share: float | None = 1.0
+) -> tuple[dict[str, float], str | None]:
     """The row's figures, or what is wrong with them: every one a finite number >= 0, the
-    size and count whole, #wrong (when printed) a count."""
+    size and count whole, #wrong (when printed) a count, algbw `share` x size / time (the op's
+    reports/shared/ops.py algbw_share; None: not checked)."""
     got: dict[str, float] = {}
     for key, src, name in (
         ("size", lead, "size"),
@@ -128,11 +131,16 @@ def figures(lead: Mapping[str, Any], timing: Mapping[str, Any]) -> tuple[dict[st
         return got, f"size {lead.get('size')!r} is not a whole number of bytes"
     # algbw is size / time as nccl-tests prints both (time in us, GB/s): a row whose algbw
     # disagrees was damaged (a digit lost or added), whatever it still parses as
-    if got["time"] > 0 and not algbw_fits(
-        got["size"], got["time"], got["algbw"], str(timing.get("time")), str(timing.get("algbw"))
+    if (
+        share is not None
+        and got["time"] > 0
+        and not algbw_fits(
+            got["size"] * share, got["time"], got["algbw"], str(timing.get("time")), str(timing.get("algbw"))
+        )
     ):
-        want = got["size"] / got["time"] / 1e3
-        return got, f"algbw {timing.get('algbw')!r} is not size / time ({want:.2f} GB/s)"
+        want = got["size"] * share / got["time"] / 1e3
+        of = "size / time" if share == 1.0 else f"{share:.4g} x size / time"
+        return got, f"algbw {timing.get('algbw')!r} is not {of} ({want:.2f} GB/s)"
     for key in ("wrong", "error"):
         if not is_na(timing.get(key)):
             v = number(str(timing.get(key)))

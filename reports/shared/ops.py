@@ -8,9 +8,15 @@ functions of its src/<op>.cu (read in nccl-tests 2.19.6):
   all_reduce                                       busbw = algbw x 2(n-1)/n
   all_gather, reduce_scatter, alltoall,            busbw = algbw x (n-1)/n
   gather, scatter, alltoallv
-  broadcast, reduce, sendrecv                      busbw = algbw x 1
-gather, scatter and alltoallv are the three ops nccl-tests builds beside the seven it always had
-(src/gather.cu, scatter.cu, alltoallv.cu: GatherGetBw, ScatterGetBw, AlltoAllvGetBw).
+  broadcast, reduce, sendrecv, hypercube           busbw = algbw x 1
+gather, scatter and alltoallv are three ops nccl-tests builds beside the seven it always had
+(src/gather.cu, scatter.cu, alltoallv.cu: GatherGetBw, ScatterGetBw, AlltoAllvGetBw); the fourth,
+hypercube (src/hypercube.cu, built as hypercube_perf), is an all_gather made of log2(n) rounds of
+ncclSend/ncclRecv between ranks r and r^mask, run on power-of-two rank counts only ("nRanks N is
+not a power of 2, skipping"). Its HyperCubeGetBw prints as algbw what one rank receives per
+second, baseBw = count x typesize x (nranks-1) / sec with count one rank's share, and busbw =
+algbw x 1: its algbw is (n-1)/n of size / time (`algbw_share`), where every other op prints
+size / time.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ Op = Literal[
     "gather",
     "scatter",
     "alltoallv",
+    "hypercube",
 ]
 OPS: tuple[Op, ...] = get_args(Op)
 
@@ -43,6 +50,7 @@ _KIND: dict[str, Literal["twice-ring", "ring", "one"]] = {
     "gather": "ring",
     "scatter": "ring",
     "alltoallv": "ring",
+    "hypercube": "one",
 }
 assert set(_KIND) == set(OPS), "every op has a bus factor"
 
@@ -61,6 +69,20 @@ def bus_factor(op: str, n: int) -> float:
         return 1.0
     ring = (n - 1) / n
     return 2 * ring if kind == "twice-ring" else ring
+
+
+def algbw_share(op: str, n: int) -> float | None:
+    """What nccl-tests prints as algbw, as a fraction of size / time among n ranks: 1 for every
+    op but hypercube, (n-1)/n for it (src/hypercube.cu HyperCubeGetBw); None for a hypercube
+    whose rank count is not known (n <= 0): its algbw then tells nothing checkable."""
+    if op != "hypercube":
+        return 1.0
+    return (n - 1) / n if n > 0 else None
+
+
+def is_power_of_two(n: int) -> bool:
+    """Whether n ranks can run hypercube (nccl-tests HyperCubeRunTest: nRanks & (nRanks-1) == 0)."""
+    return n > 0 and n & (n - 1) == 0
 
 
 def ranks_from_factor(op: str, algbw: float, busbw: float) -> int:

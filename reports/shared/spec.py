@@ -51,6 +51,9 @@ class Spec:
     nvlink_domain: int | None = None
     between_domains_GBps: float | None = None  # per GPU, unidirectional
     between_domains_link: Link | None = None
+    # how the nodes reach each other (network.fabric: ib | efa | roce | tcp): what `stoker submit`
+    # renders a pod for when no --fabric is given; None: not said (the inter-node link may say)
+    fabric: str | None = None
     storage: tuple[StorageSpec, ...] = ()
     # host -> the rack (or leaf switch) it sits in: the report names it beside a node or rail
     # that stands out, and counts a rack's outliers
@@ -169,6 +172,8 @@ def read_yaml(path: str | Path, what: str) -> tuple[Fields, Mapping[str, Any]]:
     return f, f.mapping(data if data is not None else {}, "top level")
 
 
+# network.fabric's names: the fabrics `stoker submit --platform` renders (launchers/cloud/fabrics.py)
+FABRICS = ("ib", "efa", "roce", "tcp")
 _SPEC_KEYS = (
     "name",
     "accelerator",
@@ -250,7 +255,9 @@ def parse_spec(data: Mapping[str, Any], file: str) -> Spec:
     if "gpus_per_node" in data:
         kw["gpus_per_node"] = f.integer(data["gpus_per_node"], "gpus_per_node")
     net = f.mapping(data.get("network", {}), "network")
-    f.known_keys(net, "network", ("intra_node", "inter_node", "nvlink_domain", "between_domains"))
+    f.known_keys(net, "network", ("intra_node", "inter_node", "nvlink_domain", "between_domains", "fabric"))
+    if "fabric" in net:
+        kw["fabric"] = f.text(net["fabric"], "network.fabric", FABRICS)
     if "intra_node" in net:
         kw["intra_node_GBps"], kw["intra_node_link"], _ = _link_rate(
             f, net["intra_node"], "network.intra_node"

@@ -164,7 +164,8 @@ def test_ranks_from_bus_factor_when_device_lines_are_missing() -> None:
         ("reduce_scatter_perf", "reduce_scatter"),
         ("reduce_perf", "reduce"),
         ("sendrecv_perf", "sendrecv"),
-        ("hypercube_perf", None),
+        ("hypercube_perf", "hypercube"),
+        ("multimem_perf", None),
     ],
 )
 def test_op_from_name(name: str, op: str | None) -> None:

@@ -60,7 +60,7 @@ def test_too_small_for_chunked_op_is_count_zero() -> None:
     assert TABLE["all_reduce"].layout(8, 3, 4).count == 2
 
 
-def test_all_ten_ops_and_min_ranks() -> None:
+def test_all_eleven_ops_and_min_ranks() -> None:
     assert set(TABLE) == {
         "all_reduce",
         "all_gather",
@@ -72,6 +72,7 @@ def test_all_ten_ops_and_min_ranks() -> None:
         "gather",
         "scatter",
         "alltoallv",
+        "hypercube",
     }
     assert TABLE["sendrecv"].min_ranks == 2
     assert all(c.min_ranks == 1 for name, c in TABLE.items() if name != "sendrecv")

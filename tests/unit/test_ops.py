@@ -22,6 +22,8 @@ HAND = {
     "gather": {1: 0.0, 2: 0.5, 4: 0.75, 8: 0.875, 16: 0.9375},  # GatherGetBw: (n-1)/n
     "scatter": {1: 0.0, 2: 0.5, 4: 0.75, 8: 0.875, 16: 0.9375},  # ScatterGetBw
     "alltoallv": {1: 0.0, 2: 0.5, 4: 0.75, 8: 0.875, 16: 0.9375},  # AlltoAllvGetBw
+    # HyperCubeGetBw: busbw = algbw x 1 (its algbw is (n-1)/n of size / time: ops.algbw_share)
+    "hypercube": {1: 1.0, 2: 1.0, 4: 1.0, 8: 1.0, 16: 1.0},
 }
 
 

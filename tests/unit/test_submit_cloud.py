@@ -71,8 +71,10 @@ def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
 def test_without_the_client_says_which_to_install(tmp_path: Path) -> None:
     for platform, client in (("k8s", "kubectl"), ("skypilot", "sky"), ("dstack", "dstack")):
         p = stoker("submit", "--platform", platform, "--nodes", "2", "--image", "x", path=str(tmp_path))
-        # the line saying the results die with the pod (no --results-volume), then the refusal
-        assert p.returncode == 2 and p.stderr.count("\n") == 2, p.stderr
+        # the line saying the fabric is not known (no --spec, no --fabric), the one saying the results
+        # die with the pod (no --results-volume), then the refusal
+        assert p.returncode == 2 and p.stderr.count("\n") == 3, p.stderr
+        assert p.stderr.startswith("stoker submit: warning: the fabric is not known (no --spec)")
         assert f"{client} not found on PATH" in p.stderr.splitlines()[-1] and "--dry-run" in p.stderr
 
 

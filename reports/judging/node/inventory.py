@@ -269,7 +269,8 @@ def _gpus(host: str, recs: list[dict[str, Any]]) -> list[Finding]:
             out.append(
                 _bad("gpu", "gpu errors", host, f"{host} {_where(r)}: " + "; ".join(bad), device=r["device"])
             )
-    if errs and not all(r.get("kernel_log_readable") for r in errs):
+    # Xid events are NVIDIA's (an AMD GPU record says what the GPU is, not its kernel log)
+    if errs and not all(r.get("kernel_log_readable") for r in errs if r.get("vendor") != "amd"):
         out.append(
             Finding(
                 component="gpu",
