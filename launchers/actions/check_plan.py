@@ -16,6 +16,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Literal
 
 from reports.shared.findings import FAILING, Finding
+from reports.shared.storage_rule import path_role
 
 if TYPE_CHECKING:
     from reports.judging.fleet.baseline import Baseline, Figure
@@ -68,10 +69,11 @@ def measure_like(baseline: Baseline | None, host: str, path: str, gpus: int) -> 
     size = intra[0].bytes if intra else 0
     if intra and intra[0].backend == backend and 2 <= intra[0].ranks and (not gpus or intra[0].ranks <= gpus):
         nproc = intra[0].ranks  # fewer GPUs than the node has, or as many gloo ranks as accepted
-    here = str(PurePath(path))
+    role = path_role(path)  # the check's own scratch dir meets the run's by its role
+    where = {"role": role} if role else {"path": str(PurePath(path)), "role": ""}
 
     def fio(workload: str) -> list[Figure]:
-        return baseline.like("node-storage", host, path=here, workload=workload, backend="fio")
+        return baseline.like("node-storage", host, workload=workload, backend="fio", **where)
 
     writers, ckpt_block = _procs(fio("checkpoint_write") + fio("checkpoint_read"), 1)
     workers, sample = _procs(fio("dataloader_read"), 1)
@@ -86,26 +88,55 @@ def measure_like(baseline: Baseline | None, host: str, path: str, gpus: int) -> 
     )
 
 
-def accepted_path(baseline: Baseline | None, host: str) -> tuple[str, str]:
-    """The disk test's path when --path is not given, and one line saying where it came from:
-    the one local path the baseline accepted this node's fio figures on (a fleet's baseline:
-    any node's, as `Baseline.like`), else DEFAULT_IO_PATH. ValueError naming them when it
-    accepted several: the check measures one, and will not guess which."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IoTarget:
+    """Where the disk test runs: `path`, or a scratch dir of the check's own made in it
+    (`scratch`: the baseline accepted this node's local disk in a run's own scratch dir, which
+    is gone; the check's scratch meets it by its role), and one line saying why."""
+
+    path: str
+    scratch: bool = False
+    said: str = ""
+
+
+def accepted_path(baseline: Baseline | None, host: str, given: str | None = None) -> IoTarget:
+    """The disk test's place: `given` (--path) when the baseline accepted it by name (or has no
+    scratch figure to meet); else the one named local path the baseline accepted this node's fio
+    figures on (a fleet's baseline: any node's, as `Baseline.like`); else, when it accepted them
+    in a run's own scratch dir, a scratch dir of the check's own in `given` or DEFAULT_IO_PATH;
+    else DEFAULT_IO_PATH. ValueError naming them when it accepted several named paths and none
+    was given: the check measures one, and will not guess which."""
     if baseline is None:
-        return DEFAULT_IO_PATH, ""
+        return IoTarget(path=given or DEFAULT_IO_PATH)
     figs = baseline.like("node-storage", host, scope="local", backend="fio")
-    paths = sorted({f.path for f in figs if f.path})
+    paths = sorted({f.path for f in figs if f.path and not f.role})
+    scratch = any(f.role for f in figs)
     named = baseline.file or f"run {baseline.run_id}"
+    own = f"the baseline {named} accepted {host}'s local disk in a run's own scratch dir (gone since)"
+    if given is not None:
+        if scratch and str(PurePath(given)) not in paths:
+            return IoTarget(
+                path=given, scratch=True, said=f"--path {given}: in a scratch dir of its own, as {own}"
+            )
+        return IoTarget(path=given)
     if len(paths) > 1:
         raise ValueError(
             f"the baseline {named} accepted local storage of {host} on {len(paths)} paths "
             f"({', '.join(paths[:5])}): give --path one of them"
         )
     if paths:
-        return paths[0], f"--path {paths[0]}: the local path the baseline {named} accepted for {host}"
-    return (
-        DEFAULT_IO_PATH,
-        f"--path {DEFAULT_IO_PATH}: the baseline {named} has no local disk figure of {host}",
+        return IoTarget(
+            path=paths[0], said=f"--path {paths[0]}: the local path the baseline {named} accepted for {host}"
+        )
+    if scratch:
+        return IoTarget(
+            path=DEFAULT_IO_PATH,
+            scratch=True,
+            said=f"--path {DEFAULT_IO_PATH}: in a scratch dir of its own there, as {own}",
+        )
+    return IoTarget(
+        path=DEFAULT_IO_PATH,
+        said=f"--path {DEFAULT_IO_PATH}: the baseline {named} has no local disk figure of {host}",
     )
 
 

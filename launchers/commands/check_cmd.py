@@ -38,6 +38,7 @@ from reports.shared.errors import UsageError
 from reports.shared.hostnames import why_not_node, why_not_plain
 from reports.shared.outdir import claim
 from reports.shared.records import new_run_id
+from reports.shared.storage_rule import SCRATCH_PREFIX
 
 HELP = "per-node health check in under a minute: inventory, short all_reduce, short disk test; opt-in drain/taint/metrics"
 WHO = "stoker check"
@@ -214,14 +215,13 @@ def main(args: argparse.Namespace) -> int:
         "host name (set STOKER_HOSTNAME)",
         os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname(),
     )
-    said = ""
-    if args.path is None and "io" not in which:
-        args.path = cp.DEFAULT_IO_PATH  # no disk test: no path to take from the baseline
-    if args.path is None:  # the path the accepted run measured this node's local disk on
+    target = cp.IoTarget(path=args.path or cp.DEFAULT_IO_PATH)
+    if "io" in which:  # the place the accepted run measured this node's local disk in
         try:
-            args.path, said = cp.accepted_path(baseline, host)
+            target = cp.accepted_path(baseline, host, args.path)
         except ValueError as exc:
             raise UsageError(f"--path not given: {exc}") from None
+    args.path, said = target.path, target.said
     if "io" in which and not Path(args.path).is_dir():
         where = f" ({said})" if said else ""
         raise UsageError(
@@ -238,10 +238,16 @@ def main(args: argparse.Namespace) -> int:
         _host_name("--k8s-node", args.k8s_node)
     old_term = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM ends it as Ctrl-C does
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="stoker-check-"))
+    scratch = None
     try:
+        if target.scratch:  # its own scratch dir, as the accepted run's own was (removed at the end)
+            scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=args.path)
+            args.path = scratch
         return _check(args, which, limit, baseline, host, node, out, started)
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
         if not args.out:
             shutil.rmtree(out, ignore_errors=True)  # the temp dir this run made
 
