@@ -11,7 +11,7 @@ on the path checked, so that each figure meets an accepted one measured the same
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Literal
 
@@ -198,6 +198,22 @@ def to_confirm(tagged: Sequence[tuple[str, Finding]]) -> list[StepName]:
     return [s for s in STEPS if s in under and s != "inventory"]
 
 
+def unconfirmed(findings: Sequence[Finding]) -> list[Finding]:
+    """A regression its step could not measure again (no time left, or the second run gave no
+    figure) is marked `unconfirmed`: measured once, it drains nothing (`outcome`: incomplete)."""
+    out = []
+    for f in findings:
+        if f.status == "regression" and "confirm_GBps" not in f.extra:
+            f = replace(
+                f,
+                message=f"{f.message} Not measured again (no time left in --limit, or no figure the "
+                "second time): not confirmed, so nothing is done; run the check again.",
+                extra={**f.extra, "unconfirmed": True},
+            )
+        out.append(f)
+    return out
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StepResult:
     name: str
@@ -249,20 +265,21 @@ class Outcome:
 
 
 def outcome(findings: Sequence[Finding], results: Sequence[StepResult]) -> Outcome:
-    """fail on any failing finding (the contract's rule); else incomplete when a step did not
-    end cleanly (a hung tool is not health) or a baseline was given and judged none of the
-    figures measured (another node's, another cluster's: the check proved nothing); else pass.
+    """fail on any failing finding (the contract's rule) but a regression not confirmed; else
+    incomplete when a step did not end cleanly (a hung tool is not health), a regression was
+    measured once only (`unconfirmed`), or a baseline was given and judged none of the figures
+    measured (another node's, another cluster's: the check proved nothing); else pass.
     A figure the baseline could not be compared with is a line, never a failure."""
-    bad = [f for f in findings if f.status in FAILING]
+    bad = [f for f in findings if f.status in FAILING and not f.extra.get("unconfirmed")]
+    once = [f for f in findings if f.status in FAILING and f.extra.get("unconfirmed")]
     broken = [r for r in results if r.rc != 0]
     unlike = [
         f for f in findings if f.extra.get("basis") == "baseline" and f.extra.get("comparable") is False
     ]
-    lines = (
-        [problem_line(f) for f in bad] + [step_line(r) for r in broken] + [problem_line(f) for f in unlike]
-    )
+    lines = [problem_line(f) for f in (*bad, *once)]
+    lines += [step_line(r) for r in broken] + [problem_line(f) for f in unlike]
     unjudged = any(f.extra.get("matched_none") for f in unlike)
-    verdict: Verdict = "fail" if bad else "incomplete" if broken or unjudged else "pass"
+    verdict: Verdict = "fail" if bad else "incomplete" if broken or unjudged or once else "pass"
     return Outcome(
         verdict=verdict,
         problems=tuple(lines),

@@ -346,7 +346,7 @@ def _confirm(
         if left > 1:
             run_step(step, left / (len(again) - i), env)
     second = judge_evidence(baseline, evidence.build(read_records(where)))
-    merged = merge([f for _, f in tagged], second, BASELINE)
+    merged = cp.unconfirmed(merge([f for _, f in tagged], second, BASELINE))
     return [(t, f) for (t, _), f in zip(tagged, merged, strict=True)]
 
 

@@ -206,3 +206,24 @@ def test_a_regression_measured_again_and_passing_is_a_transient_and_drains_nothi
         7.7,
     )
     assert still.message.endswith("7.7 GB/s, still under.")
+
+
+def test_a_regression_not_measured_again_drains_nothing_and_the_check_is_incomplete() -> None:
+    """The io step had no time left to run again: its 7.6 GB/s figure stays measured once,
+    `unconfirmed`: a line saying so, verdict incomplete (exit 3), nothing to drain; beside a
+    confirmed failing finding the check fails, and only that one is drained."""
+    from launchers.actions.check_actions import plan
+    from reports.judging.confirm import BASELINE, merge
+
+    tagged = [("inventory", finding("ok")), ("io", _regression(7.6))]
+    merged = cp.unconfirmed(merge([f for _, f in tagged], [], BASELINE))
+    assert merged[1].extra["unconfirmed"] is True and "not confirmed" in merged[1].message
+    o = cp.outcome(merged, [])
+    assert (o.verdict, cp.EXIT[o.verdict], len(o.problems), o.reasons) == ("incomplete", 3, 1, ())
+    both = [("inventory", finding("below_spec")), ("io", merged[1])]
+    o = cp.outcome([f for _, f in both], [])
+    assert o.verdict == "fail" and len(o.problems) == 2
+    assert [t for t, _ in plan(both, o, []).drain] == ["inventory"]
+    # a confirmed one keeps its status and drains as before
+    (_, still) = cp.unconfirmed(merge([f for _, f in tagged], [_regression(7.7)], BASELINE))
+    assert "unconfirmed" not in still.extra
