@@ -16,7 +16,7 @@ from typing import Any
 
 from reports.evidence import Evidence
 from reports.evidence.rails import untested_note
-from reports.judging import confirm
+from reports.judging import confirm, cpu_path
 from reports.judging.coverage import Scope, assess
 from reports.judging.fleet.baseline import Baseline
 from reports.judging.fleet.baseline_figures import judge_evidence
@@ -266,6 +266,12 @@ def judge(
             for r in rows
         ]
     findings += cov.findings
+    no_gpu = cpu_path.cpu_path(ev.cpu_ranks, ev.host, hardware, ev.manifests)
+    if no_gpu and cpu_path.promises_gpus(written):  # an H100 spec on a CPU machine: one mismatch
+        assert written is not None
+        hosts = tuple(sorted({str(r.get("host")) for r in ev.host if r.get("host")}))
+        findings = [cpu_path.mismatch(written, hosts), *(cpu_path.not_compared(f) for f in findings)]
+        expected = {k: v for k, v in expected.items() if k not in cpu_path.NETWORK}  # not drawn against
     findings = [*set_aside, *findings]  # the nodes left out first: the rest was judged without them
     unmeasured = [*missing, *(ln.sentence for ln in cov.unmeasured)]
     return Judgement(
@@ -286,4 +292,5 @@ def judge(
         workload_name=workload.name if workload is not None else None,
         notes=notes,
         hardware=hardware,
+        cpu_path=no_gpu,
     )

@@ -303,7 +303,11 @@ def test_a_runs_scratch_dir_is_kept_by_its_role_and_meets_the_checks_own_scratch
     measures in /var/tmp/.io-scratch-zz99. Both are the run's own scratch on a local disk: the
     figure meets its entry (3.0 accepted, 2.7 now: 10% lower, within 25%: ok). Measured on a
     named path (/var/tmp) instead, it is another disk: not comparable."""
-    rs = RecordSet(io=[io("checkpoint_write", "write", "/r/R/.io-scratch-ab12", 3.0, scope="local", per_host={"n1": 3.0})])
+    rs = RecordSet(
+        io=[
+            io("checkpoint_write", "write", "/r/R/.io-scratch-ab12", 3.0, scope="local", per_host={"n1": 3.0})
+        ]
+    )
     (fig,) = figures(evidence.build(rs))
     assert (fig.role, fig.what) == ("scratch", "checkpoint_write write on local scratch")
     base = load_back(make("acc", "t", [fig]))
@@ -341,7 +345,10 @@ def test_the_check_measures_in_its_own_scratch_when_the_baseline_accepted_a_runs
     t = cp.accepted_path(base, "n1")
     assert (t.path, t.scratch) == ("/var/tmp", True)
     assert "in a scratch dir of its own there" in t.said
-    assert (cp.accepted_path(base, "n1", "/data").path, cp.accepted_path(base, "n1", "/data").scratch) == ("/data", True)
+    assert (cp.accepted_path(base, "n1", "/data").path, cp.accepted_path(base, "n1", "/data").scratch) == (
+        "/data",
+        True,
+    )
     both = make("acc", "t", [scratch, node_io("dataloader_read", 1.0, path="/data")])
     assert cp.accepted_path(both, "n1", "/data") == cp.IoTarget(path="/data")
     assert cp.accepted_path(both, "n1").path == "/data"  # the one named path first
@@ -356,6 +363,7 @@ def test_a_figure_swept_once_takes_its_spread_from_its_iterations() -> None:
     slower is 1.2 / 1.35 = 0.8889 GB/s, a spread of 0.35 / 1.35 = 25.9%: tolerance 2 x 0.259 =
     0.519, at most 0.5. A quiet record (CV 0.05): 1.2 / 1.05 = 1.1429, spread 4.8%, twice 9.5%:
     the 15% floor. No CV recorded: no spread, the floor."""
+
     def rec(cv: float | None) -> object:
         r = net("world", "all_reduce", 4 << 20, 1.2, ("n1",), ranks=2, backend="gloo")
         return replace(r, time_cv=cv)
