@@ -151,9 +151,16 @@ def _storage(ev: Evidence) -> list[Figure]:
 
 
 def _repeat_low(r: IoRecord) -> list[float]:
-    """The lowest repeat a record of several keeps (`min_GBps`, reports/shared/spread.py)."""
+    """The lowest repeat a record of several keeps (`min_GBps`, reports/shared/spread.py), and its
+    figure one standard deviation of fio's bandwidth samples lower (`bw_cv`: bw / (1 + cv))."""
+    out = []
     low = r.extra.get("min_GBps")
-    return [float(low)] if isinstance(low, (int, float)) and 0 < low <= r.bw_GBps else []
+    if isinstance(low, (int, float)) and 0 < low <= r.bw_GBps:
+        out.append(float(low))
+    cv = r.extra.get("bw_cv")
+    if isinstance(cv, (int, float)) and cv > 0:
+        out.append(r.bw_GBps / (1 + float(cv)))
+    return out
 
 
 def _storage_figure(key: _IoKey, vals: list[float], host: str | None = None, nodes: int = 0) -> Figure:
