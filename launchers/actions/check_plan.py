@@ -29,7 +29,10 @@ KILL_GRACE_S = 3.0  # TERM at a step's share of the limit, KILL this much later
 CPU_BYTES = 4 << 20  # gloo on CPU ranks: 4 MiB is past the latency-bound sizes on loopback
 GPU_BYTES = 256 << 20  # NVLink/PCIe: near the plateau of an 8-GPU all_reduce in ~10 ms per op
 IO_CKPT_BYTES = 32 << 20  # per writer; time-based, so the shard is written over and over
-IO_FILE_BYTES = 4 << 20  # each dataloader file (4 per worker)
+IO_FILE_BYTES = 4 << 20  # each dataloader file
+# dataloader files per worker: `stoker io`'s default (iobench/workloads.py, `dl_files`), the data set
+# a default run's dataloader figure was accepted on (4 files read ~40% slower here: not like for like)
+IO_FILES_PER_WORKER = 64
 IO_BLOCK = 4 << 20  # `stoker io`'s default checkpoint block
 IO_SAMPLE = 128 << 10  # `stoker io`'s default dataloader sample
 MAX_IO_PROCS = 64  # writers or workers a check starts, whatever a baseline says
@@ -185,7 +188,14 @@ def steps(
     if "io" in which:
         argv = (*stoker, "io", "--path", io_path, "--workloads", "checkpoint,dataloader", "--no-torch")
         argv += ("--ckpt-bytes", str(max(IO_CKPT_BYTES, how.ckpt_block)), "--ckpt-block", str(how.ckpt_block))
-        argv += ("--writers", str(how.writers), "--workers", str(how.workers), "--files-per-worker", "4")
+        argv += (
+            "--writers",
+            str(how.writers),
+            "--workers",
+            str(how.workers),
+            "--files-per-worker",
+            str(IO_FILES_PER_WORKER),
+        )
         argv += ("--sample-bytes", str(how.sample_bytes), "--file-bytes", str(IO_FILE_BYTES))
         plan.append(Step(name="io", argv=(*argv, "--runtime", "2", "--timeout", "10", "--out", out)))
     return plan

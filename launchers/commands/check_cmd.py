@@ -241,7 +241,13 @@ def main(args: argparse.Namespace) -> int:
     scratch = None
     try:
         if target.scratch:  # its own scratch dir, as the accepted run's own was (removed at the end)
-            scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=args.path)
+            try:
+                scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=args.path)
+            except OSError as exc:
+                raise UsageError(
+                    f"--path {args.path}: cannot make the disk test's scratch dir there "
+                    f"({exc.strerror or exc}); give a local directory stoker can write in"
+                ) from None
             args.path = scratch
         return _check(args, which, limit, baseline, host, node, out, started)
     finally:

@@ -227,3 +227,19 @@ def test_a_regression_not_measured_again_drains_nothing_and_the_check_is_incompl
     # a confirmed one keeps its status and drains as before
     (_, still) = cp.unconfirmed(merge([f for _, f in tagged], [_regression(7.7)], BASELINE))
     assert "unconfirmed" not in still.extra
+
+
+def test_the_checks_dataloader_reads_the_data_set_stoker_io_accepts_by_default() -> None:
+    """Files per worker as `stoker io`'s default (64 of 4 MiB): a figure read over 4 files is
+    another data set, not the accepted one."""
+    from iobench.workloads import IoSettings
+
+    (io,) = cp.steps(which=["io"], stoker=S, out="/o", io_path="/var/tmp", net_timeout_s=15)
+    a = dict(zip(io.argv[::2], io.argv[1::2], strict=False)) | dict(
+        zip(io.argv[1::2], io.argv[2::2], strict=False)
+    )
+    assert (
+        (a["--files-per-worker"], a["--file-bytes"])
+        == (str(IoSettings().dl_files), str(4 << 20))
+        == ("64", "4194304")
+    )
