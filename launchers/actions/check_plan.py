@@ -35,6 +35,7 @@ IO_FILE_BYTES = 4 << 20  # each dataloader file
 IO_FILES_PER_WORKER = 64
 IO_BLOCK = 4 << 20  # `stoker io`'s default checkpoint block
 IO_SAMPLE = 128 << 10  # `stoker io`'s default dataloader sample
+IO_FAMILIES = ("checkpoint", "dataloader")  # the disk test's `stoker io --workloads`
 MAX_IO_PROCS = 64  # writers or workers a check starts, whatever a baseline says
 DEFAULT_IO_PATH = "/var/tmp"  # the disk test's path without --path or a baseline's
 
@@ -159,6 +160,7 @@ def steps(
     how: Measure | None = None,
     gpus: int = 0,
     size: int = 0,
+    io_workloads: Sequence[str] = IO_FAMILIES,
 ) -> list[Step]:
     """The child commands, in order, measuring as `how` says (without it: the defaults for
     `gpus` GPUs, the all_reduce at `size`). One rank has no link to test."""
@@ -186,7 +188,7 @@ def steps(
         )
         plan.append(Step(name="net", argv=(*argv, "--timeout", str(net_timeout_s), "--out", out)))
     if "io" in which:
-        argv = (*stoker, "io", "--path", io_path, "--workloads", "checkpoint,dataloader", "--no-torch")
+        argv = (*stoker, "io", "--path", io_path, "--workloads", ",".join(io_workloads), "--no-torch")
         argv += ("--ckpt-bytes", str(max(IO_CKPT_BYTES, how.ckpt_block)), "--ckpt-block", str(how.ckpt_block))
         argv += (
             "--writers",
@@ -199,6 +201,15 @@ def steps(
         argv += ("--sample-bytes", str(how.sample_bytes), "--file-bytes", str(IO_FILE_BYTES))
         plan.append(Step(name="io", argv=(*argv, "--runtime", "2", "--timeout", "10", "--out", out)))
     return plan
+
+
+def io_families(tagged: Sequence[tuple[str, Finding]]) -> tuple[str, ...]:
+    """The disk test's workload families (`checkpoint`, `dataloader`) with a figure under the
+    baseline's tolerance: the confirmation measures those again, not the whole step (all of them
+    when a finding does not say its workload)."""
+    wls = [str(f.extra.get("workload", "")) for t, f in tagged if t == "io" and f.status == "regression"]
+    fams = {w.split("_")[0] for w in wls}
+    return tuple(x for x in IO_FAMILIES if x in fams) if fams and fams <= set(IO_FAMILIES) else IO_FAMILIES
 
 
 def to_confirm(tagged: Sequence[tuple[str, Finding]]) -> list[StepName]:

@@ -274,7 +274,7 @@ def _check(
     measure_until = deadline - cp.ACTION_RESERVE_S
     gpus = local_gpus(os.environ)
 
-    def steps_to(which: list[cp.StepName], to: Path) -> list[cp.Step]:
+    def steps_to(which: list[cp.StepName], to: Path, io: tuple[str, ...] = cp.IO_FAMILIES) -> list[cp.Step]:
         return cp.steps(
             which=which,
             stoker=(sys.executable, "-m", "launchers.cli"),
@@ -282,6 +282,7 @@ def _check(
             io_path=args.path,
             how=cp.measure_like(baseline, host, args.path, gpus),  # as the accepted run measured
             net_timeout_s=max(5, int(limit / 3)),
+            io_workloads=io,
         )
 
     plan = steps_to(which, out)
@@ -310,7 +311,9 @@ def _check(
     if again:  # the same steps, the same settings, before a figure is a regression
         where = out / "confirmation"
         claim(where, run_id)
-        tagged = _confirm(tagged, baseline, steps_to(again, where), where, env, measure_until)
+        tagged = _confirm(
+            tagged, baseline, steps_to(again, where, cp.io_families(tagged)), where, env, measure_until
+        )
     findings = [f for _, f in tagged]
     o = cp.outcome(findings, results)
     for line in o.problems:

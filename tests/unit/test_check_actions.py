@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -243,3 +244,16 @@ def test_the_checks_dataloader_reads_the_data_set_stoker_io_accepts_by_default()
         == (str(IoSettings().dl_files), str(4 << 20))
         == ("64", "4194304")
     )
+
+
+def test_the_confirmation_measures_again_only_the_workloads_that_regressed() -> None:
+    """A dataloader_read regression: the io step again with `--workloads dataloader` alone; a
+    finding that does not say its workload: both families, as the first run."""
+    dl = _regression(0.9)
+    dl = replace(dl, extra={**dl.extra, "workload": "dataloader_read"})
+    assert cp.io_families([("io", dl), ("net", _regression(1.0))]) == ("dataloader",)
+    assert cp.io_families([("io", _regression(0.9))]) == ("checkpoint", "dataloader")
+    (io,) = cp.steps(
+        which=["io"], stoker=S, out="/o", io_path="/p", net_timeout_s=15, io_workloads=("dataloader",)
+    )
+    assert io.argv[io.argv.index("--workloads") + 1] == "dataloader"

@@ -278,7 +278,7 @@ def _where(fig: Figure) -> dict[str, str]:
     """What a finding carries of where its figure was measured, for the actions' gate
     (launchers/actions/node_actions.py): a storage figure's scope ("local" or "shared") and path."""
     if fig.kind in STORAGE_KINDS:
-        return {"scope": fig.scope, "path": fig.path}
+        return {"scope": fig.scope, "path": fig.path, "workload": fig.workload}
     return {}
 
 
