@@ -212,6 +212,11 @@ def io_families(tagged: Sequence[tuple[str, Finding]]) -> tuple[str, ...]:
     return tuple(x for x in IO_FAMILIES if x in fams) if fams and fams <= set(IO_FAMILIES) else IO_FAMILIES
 
 
+# the confirmations, cheapest first: the disk test again (only the workloads that regressed) takes
+# a few seconds, the all_reduce again its ranks' start (torch's import, ~13 s on a 2-core VM)
+CONFIRM_ORDER: tuple[StepName, ...] = ("io", "net", "inventory")
+
+
 def to_confirm(tagged: Sequence[tuple[str, Finding]]) -> list[StepName]:
     """The measuring steps (in plan order) with a figure under the baseline's tolerance: each is
     run again, with the same settings, before its figures are regressions."""
