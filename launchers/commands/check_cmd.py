@@ -144,7 +144,9 @@ def _metrics(rs: Any, host: str, findings: list[Any]) -> tuple[list[Any], list[A
             scope=f.component,
             op="",
             what=f.check,
-            value=1.0 if f.status in FAILING else 0.0,
+            value=1.0
+            if f.status in FAILING and not f.extra.get("unconfirmed")
+            else 0.0,  # measured once: no alarm
         )
         for f in findings
         if f.status not in ("no_reference",)
