@@ -12,6 +12,7 @@ nothing. Exit 0 when no check regressed.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -63,9 +64,11 @@ def main() -> int:
         what = kind.get(c.returncode, "other")
         counts[what] += 1
         said = [ln for ln in lines if " regression: " in ln or " transient: " in ln]
+        load = os.getloadavg()[0]  # others' work on the machine: the figures move with it
         print(
-            f"check {i + 1}: exit {c.returncode} ({what}), {time.monotonic() - t:.1f} s"
-            + "".join(f"\n  {s[:220]}" for s in said)
+            f"check {i + 1}: exit {c.returncode} ({what}), {time.monotonic() - t:.1f} s, load {load:.1f}"
+            + "".join(f"\n  {s}" for s in said),
+            flush=True,
         )
     print(
         f"false regressions: {counts['regression']} of {args.k} checks on the unchanged machine "
