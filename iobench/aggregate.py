@@ -36,6 +36,7 @@ class HostResult:
     p50_ms: float | None = None
     p99_ms: float | None = None
     bins: Mapping[int, int] = field(default_factory=dict)
+    bw_cv: float | None = None  # fio's bandwidth samples' spread (reports/shared/fio_json.py)
 
     @property
     def seconds(self) -> float:
@@ -64,6 +65,7 @@ def host_results(doc: FioDoc, host: str, procs: int) -> list[HostResult]:
                 p50_ms=s.p50_ms,
                 p99_ms=s.p99_ms,
                 bins=s.bins,
+                bw_cv=s.bw_cv,
             )
         )
     return out
@@ -125,6 +127,9 @@ def aggregate(results: Sequence[HostResult], ctx: RecordContext, failed: str = "
         "physical_max_host_GBps": PHYSICAL_MAX_HOST_GBPS,
         **ctx.extra,
     }
+    cvs = [r.bw_cv for r in results if r.bw_cv is not None]
+    if cvs:  # the spread of fio's own bandwidth samples, the noisiest host's
+        extra["bw_cv"] = max(cvs)
     if ctx.op:
         extra["op"] = ctx.op
     if ctx.direct is False and ctx.cache_check:

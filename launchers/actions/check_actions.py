@@ -39,7 +39,7 @@ def plan(
     results: Sequence[cp.StepResult],
 ) -> Plan:
     """`tagged`: every finding of the check, in the order given to cp.outcome, with its step."""
-    bad = [(t, f) for t, f in tagged if f.status in FAILING]
+    bad = [(t, f) for t, f in tagged if f.status in FAILING and not f.extra.get("unconfirmed")]
     drain, taint, left = [], [], []
     for (tag, f), why_short, name in zip(bad, outcome.reasons, outcome.failed_checks, strict=True):
         if why := not_node_own(f.component, f.extra):

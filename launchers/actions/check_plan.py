@@ -11,11 +11,12 @@ on the path checked, so that each figure meets an accepted one measured the same
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Literal
 
 from reports.shared.findings import FAILING, Finding
+from reports.shared.storage_rule import path_role
 
 if TYPE_CHECKING:
     from reports.judging.fleet.baseline import Baseline, Figure
@@ -28,9 +29,13 @@ KILL_GRACE_S = 3.0  # TERM at a step's share of the limit, KILL this much later
 CPU_BYTES = 4 << 20  # gloo on CPU ranks: 4 MiB is past the latency-bound sizes on loopback
 GPU_BYTES = 256 << 20  # NVLink/PCIe: near the plateau of an 8-GPU all_reduce in ~10 ms per op
 IO_CKPT_BYTES = 32 << 20  # per writer; time-based, so the shard is written over and over
-IO_FILE_BYTES = 4 << 20  # each dataloader file (4 per worker)
+IO_FILE_BYTES = 4 << 20  # each dataloader file
+# dataloader files per worker: `stoker io`'s default (iobench/workloads.py, `dl_files`), the data set
+# a default run's dataloader figure was accepted on (4 files read ~40% slower here: not like for like)
+IO_FILES_PER_WORKER = 64
 IO_BLOCK = 4 << 20  # `stoker io`'s default checkpoint block
 IO_SAMPLE = 128 << 10  # `stoker io`'s default dataloader sample
+IO_FAMILIES = ("checkpoint", "dataloader")  # the disk test's `stoker io --workloads`
 MAX_IO_PROCS = 64  # writers or workers a check starts, whatever a baseline says
 DEFAULT_IO_PATH = "/var/tmp"  # the disk test's path without --path or a baseline's
 
@@ -68,10 +73,11 @@ def measure_like(baseline: Baseline | None, host: str, path: str, gpus: int) -> 
     size = intra[0].bytes if intra else 0
     if intra and intra[0].backend == backend and 2 <= intra[0].ranks and (not gpus or intra[0].ranks <= gpus):
         nproc = intra[0].ranks  # fewer GPUs than the node has, or as many gloo ranks as accepted
-    here = str(PurePath(path))
+    role = path_role(path)  # the check's own scratch dir meets the run's by its role
+    where = {"role": role} if role else {"path": str(PurePath(path)), "role": ""}
 
     def fio(workload: str) -> list[Figure]:
-        return baseline.like("node-storage", host, path=here, workload=workload, backend="fio")
+        return baseline.like("node-storage", host, workload=workload, backend="fio", **where)
 
     writers, ckpt_block = _procs(fio("checkpoint_write") + fio("checkpoint_read"), 1)
     workers, sample = _procs(fio("dataloader_read"), 1)
@@ -86,26 +92,55 @@ def measure_like(baseline: Baseline | None, host: str, path: str, gpus: int) -> 
     )
 
 
-def accepted_path(baseline: Baseline | None, host: str) -> tuple[str, str]:
-    """The disk test's path when --path is not given, and one line saying where it came from:
-    the one local path the baseline accepted this node's fio figures on (a fleet's baseline:
-    any node's, as `Baseline.like`), else DEFAULT_IO_PATH. ValueError naming them when it
-    accepted several: the check measures one, and will not guess which."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IoTarget:
+    """Where the disk test runs: `path`, or a scratch dir of the check's own made in it
+    (`scratch`: the baseline accepted this node's local disk in a run's own scratch dir, which
+    is gone; the check's scratch meets it by its role), and one line saying why."""
+
+    path: str
+    scratch: bool = False
+    said: str = ""
+
+
+def accepted_path(baseline: Baseline | None, host: str, given: str | None = None) -> IoTarget:
+    """The disk test's place: `given` (--path) when the baseline accepted it by name (or has no
+    scratch figure to meet); else the one named local path the baseline accepted this node's fio
+    figures on (a fleet's baseline: any node's, as `Baseline.like`); else, when it accepted them
+    in a run's own scratch dir, a scratch dir of the check's own in `given` or DEFAULT_IO_PATH;
+    else DEFAULT_IO_PATH. ValueError naming them when it accepted several named paths and none
+    was given: the check measures one, and will not guess which."""
     if baseline is None:
-        return DEFAULT_IO_PATH, ""
+        return IoTarget(path=given or DEFAULT_IO_PATH)
     figs = baseline.like("node-storage", host, scope="local", backend="fio")
-    paths = sorted({f.path for f in figs if f.path})
+    paths = sorted({f.path for f in figs if f.path and not f.role})
+    scratch = any(f.role for f in figs)
     named = baseline.file or f"run {baseline.run_id}"
+    own = f"the baseline {named} accepted {host}'s local disk in a run's own scratch dir (gone since)"
+    if given is not None:
+        if scratch and str(PurePath(given)) not in paths:
+            return IoTarget(
+                path=given, scratch=True, said=f"--path {given}: in a scratch dir of its own, as {own}"
+            )
+        return IoTarget(path=given)
     if len(paths) > 1:
         raise ValueError(
             f"the baseline {named} accepted local storage of {host} on {len(paths)} paths "
             f"({', '.join(paths[:5])}): give --path one of them"
         )
     if paths:
-        return paths[0], f"--path {paths[0]}: the local path the baseline {named} accepted for {host}"
-    return (
-        DEFAULT_IO_PATH,
-        f"--path {DEFAULT_IO_PATH}: the baseline {named} has no local disk figure of {host}",
+        return IoTarget(
+            path=paths[0], said=f"--path {paths[0]}: the local path the baseline {named} accepted for {host}"
+        )
+    if scratch:
+        return IoTarget(
+            path=DEFAULT_IO_PATH,
+            scratch=True,
+            said=f"--path {DEFAULT_IO_PATH}: in a scratch dir of its own there, as {own}",
+        )
+    return IoTarget(
+        path=DEFAULT_IO_PATH,
+        said=f"--path {DEFAULT_IO_PATH}: the baseline {named} has no local disk figure of {host}",
     )
 
 
@@ -125,6 +160,7 @@ def steps(
     how: Measure | None = None,
     gpus: int = 0,
     size: int = 0,
+    io_workloads: Sequence[str] = IO_FAMILIES,
 ) -> list[Step]:
     """The child commands, in order, measuring as `how` says (without it: the defaults for
     `gpus` GPUs, the all_reduce at `size`). One rank has no link to test."""
@@ -152,12 +188,33 @@ def steps(
         )
         plan.append(Step(name="net", argv=(*argv, "--timeout", str(net_timeout_s), "--out", out)))
     if "io" in which:
-        argv = (*stoker, "io", "--path", io_path, "--workloads", "checkpoint,dataloader", "--no-torch")
+        argv = (*stoker, "io", "--path", io_path, "--workloads", ",".join(io_workloads), "--no-torch")
         argv += ("--ckpt-bytes", str(max(IO_CKPT_BYTES, how.ckpt_block)), "--ckpt-block", str(how.ckpt_block))
-        argv += ("--writers", str(how.writers), "--workers", str(how.workers), "--files-per-worker", "4")
+        argv += (
+            "--writers",
+            str(how.writers),
+            "--workers",
+            str(how.workers),
+            "--files-per-worker",
+            str(IO_FILES_PER_WORKER),
+        )
         argv += ("--sample-bytes", str(how.sample_bytes), "--file-bytes", str(IO_FILE_BYTES))
         plan.append(Step(name="io", argv=(*argv, "--runtime", "2", "--timeout", "10", "--out", out)))
     return plan
+
+
+def io_families(tagged: Sequence[tuple[str, Finding]]) -> tuple[str, ...]:
+    """The disk test's workload families (`checkpoint`, `dataloader`) with a figure under the
+    baseline's tolerance: the confirmation measures those again, not the whole step (all of them
+    when a finding does not say its workload)."""
+    wls = [str(f.extra.get("workload", "")) for t, f in tagged if t == "io" and f.status == "regression"]
+    fams = {w.split("_")[0] for w in wls}
+    return tuple(x for x in IO_FAMILIES if x in fams) if fams and fams <= set(IO_FAMILIES) else IO_FAMILIES
+
+
+# the confirmations, cheapest first: the disk test again (only the workloads that regressed) takes
+# a few seconds, the all_reduce again its ranks' start (torch's import, ~13 s on a 2-core VM)
+CONFIRM_ORDER: tuple[StepName, ...] = ("io", "net", "inventory")
 
 
 def to_confirm(tagged: Sequence[tuple[str, Finding]]) -> list[StepName]:
@@ -165,6 +222,22 @@ def to_confirm(tagged: Sequence[tuple[str, Finding]]) -> list[StepName]:
     run again, with the same settings, before its figures are regressions."""
     under = {t for t, f in tagged if f.status == "regression"}
     return [s for s in STEPS if s in under and s != "inventory"]
+
+
+def unconfirmed(findings: Sequence[Finding]) -> list[Finding]:
+    """A regression its step could not measure again (no time left, or the second run gave no
+    figure) is marked `unconfirmed`: measured once, it drains nothing (`outcome`: incomplete)."""
+    out = []
+    for f in findings:
+        if f.status == "regression" and "confirm_GBps" not in f.extra:
+            f = replace(
+                f,
+                message=f"{f.message} Not measured again (no time left in --limit, or no figure the "
+                "second time): not confirmed, so nothing is done; run the check again.",
+                extra={**f.extra, "unconfirmed": True},
+            )
+        out.append(f)
+    return out
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -218,20 +291,21 @@ class Outcome:
 
 
 def outcome(findings: Sequence[Finding], results: Sequence[StepResult]) -> Outcome:
-    """fail on any failing finding (the contract's rule); else incomplete when a step did not
-    end cleanly (a hung tool is not health) or a baseline was given and judged none of the
-    figures measured (another node's, another cluster's: the check proved nothing); else pass.
+    """fail on any failing finding (the contract's rule) but a regression not confirmed; else
+    incomplete when a step did not end cleanly (a hung tool is not health), a regression was
+    measured once only (`unconfirmed`), or a baseline was given and judged none of the figures
+    measured (another node's, another cluster's: the check proved nothing); else pass.
     A figure the baseline could not be compared with is a line, never a failure."""
-    bad = [f for f in findings if f.status in FAILING]
+    bad = [f for f in findings if f.status in FAILING and not f.extra.get("unconfirmed")]
+    once = [f for f in findings if f.status in FAILING and f.extra.get("unconfirmed")]
     broken = [r for r in results if r.rc != 0]
     unlike = [
         f for f in findings if f.extra.get("basis") == "baseline" and f.extra.get("comparable") is False
     ]
-    lines = (
-        [problem_line(f) for f in bad] + [step_line(r) for r in broken] + [problem_line(f) for f in unlike]
-    )
+    lines = [problem_line(f) for f in (*bad, *once)]
+    lines += [step_line(r) for r in broken] + [problem_line(f) for f in unlike]
     unjudged = any(f.extra.get("matched_none") for f in unlike)
-    verdict: Verdict = "fail" if bad else "incomplete" if broken or unjudged else "pass"
+    verdict: Verdict = "fail" if bad else "incomplete" if broken or unjudged or once else "pass"
     return Outcome(
         verdict=verdict,
         problems=tuple(lines),

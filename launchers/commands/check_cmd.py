@@ -38,6 +38,7 @@ from reports.shared.errors import UsageError
 from reports.shared.hostnames import why_not_node, why_not_plain
 from reports.shared.outdir import claim
 from reports.shared.records import new_run_id
+from reports.shared.storage_rule import SCRATCH_PREFIX
 
 HELP = "per-node health check in under a minute: inventory, short all_reduce, short disk test; opt-in drain/taint/metrics"
 WHO = "stoker check"
@@ -143,7 +144,9 @@ def _metrics(rs: Any, host: str, findings: list[Any]) -> tuple[list[Any], list[A
             scope=f.component,
             op="",
             what=f.check,
-            value=1.0 if f.status in FAILING else 0.0,
+            value=1.0
+            if f.status in FAILING and not f.extra.get("unconfirmed")
+            else 0.0,  # measured once: no alarm
         )
         for f in findings
         if f.status not in ("no_reference",)
@@ -214,14 +217,13 @@ def main(args: argparse.Namespace) -> int:
         "host name (set STOKER_HOSTNAME)",
         os.environ.get("STOKER_HOSTNAME", "").strip() or socket.gethostname(),
     )
-    said = ""
-    if args.path is None and "io" not in which:
-        args.path = cp.DEFAULT_IO_PATH  # no disk test: no path to take from the baseline
-    if args.path is None:  # the path the accepted run measured this node's local disk on
+    target = cp.IoTarget(path=args.path or cp.DEFAULT_IO_PATH)
+    if "io" in which:  # the place the accepted run measured this node's local disk in
         try:
-            args.path, said = cp.accepted_path(baseline, host)
+            target = cp.accepted_path(baseline, host, args.path)
         except ValueError as exc:
             raise UsageError(f"--path not given: {exc}") from None
+    args.path, said = target.path, target.said
     if "io" in which and not Path(args.path).is_dir():
         where = f" ({said})" if said else ""
         raise UsageError(
@@ -238,10 +240,22 @@ def main(args: argparse.Namespace) -> int:
         _host_name("--k8s-node", args.k8s_node)
     old_term = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM ends it as Ctrl-C does
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="stoker-check-"))
+    scratch = None
     try:
+        if target.scratch:  # its own scratch dir, as the accepted run's own was (removed at the end)
+            try:
+                scratch = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=args.path)
+            except OSError as exc:
+                raise UsageError(
+                    f"--path {args.path}: cannot make the disk test's scratch dir there "
+                    f"({exc.strerror or exc}); give a local directory stoker can write in"
+                ) from None
+            args.path = scratch
         return _check(args, which, limit, baseline, host, node, out, started)
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
         if not args.out:
             shutil.rmtree(out, ignore_errors=True)  # the temp dir this run made
 
@@ -262,7 +276,7 @@ def _check(
     measure_until = deadline - cp.ACTION_RESERVE_S
     gpus = local_gpus(os.environ)
 
-    def steps_to(which: list[cp.StepName], to: Path) -> list[cp.Step]:
+    def steps_to(which: list[cp.StepName], to: Path, io: tuple[str, ...] = cp.IO_FAMILIES) -> list[cp.Step]:
         return cp.steps(
             which=which,
             stoker=(sys.executable, "-m", "launchers.cli"),
@@ -270,6 +284,7 @@ def _check(
             io_path=args.path,
             how=cp.measure_like(baseline, host, args.path, gpus),  # as the accepted run measured
             net_timeout_s=max(5, int(limit / 3)),
+            io_workloads=io,
         )
 
     plan = steps_to(which, out)
@@ -298,7 +313,13 @@ def _check(
     if again:  # the same steps, the same settings, before a figure is a regression
         where = out / "confirmation"
         claim(where, run_id)
-        tagged = _confirm(tagged, baseline, steps_to(again, where), where, env, measure_until)
+        # the action reserve is spent on confirming when no action needs it (no scheduler, no file)
+        acts = args.drain or args.k8s_node or args.prometheus
+        until = measure_until if acts else deadline - cp.KILL_GRACE_S
+        redo = sorted(
+            steps_to(again, where, cp.io_families(tagged)), key=lambda s: cp.CONFIRM_ORDER.index(s.name)
+        )
+        tagged = _confirm(tagged, baseline, redo, where, env, until)
     findings = [f for _, f in tagged]
     o = cp.outcome(findings, results)
     for line in o.problems:
@@ -340,7 +361,7 @@ def _confirm(
         if left > 1:
             run_step(step, left / (len(again) - i), env)
     second = judge_evidence(baseline, evidence.build(read_records(where)))
-    merged = merge([f for _, f in tagged], second, BASELINE)
+    merged = cp.unconfirmed(merge([f for _, f in tagged], second, BASELINE))
     return [(t, f) for (t, _), f in zip(tagged, merged, strict=True)]
 
 

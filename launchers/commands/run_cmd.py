@@ -38,6 +38,7 @@ from reports.shared.findings import REPORT_SCOPES
 from reports.shared.outdir import claim
 from reports.shared.phases import phase_name
 from reports.shared.records import BACKEND_CHOICES, new_run_id
+from reports.shared.storage_rule import SCRATCH_PREFIX
 
 HELP = "the embedded default: network sweep, storage tests and the report on this machine"
 # the phases --skip may leave out (the report always runs); phases.jsonl marks them `skipped`
@@ -222,7 +223,7 @@ def main(args: argparse.Namespace) -> int:
     keep_inputs(out, spec, workload)
     # storage is measured in a scratch dir on the results dir's file system unless told
     scratch = (
-        Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
+        Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=out))
     )
     env = {**os.environ, "STOKER_RUN_ID": run_id}
     phases = _plan(args, profile, out, str(scratch), nproc, spec, workload, gpus)

@@ -41,6 +41,7 @@ from launchers.profiles import Profile, default_profile, plateau
 from reports.shared.errors import UsageError
 from reports.shared.outdir import claim
 from reports.shared.records import BACKEND_CHOICES, new_run_id
+from reports.shared.storage_rule import SCRATCH_PREFIX
 
 HELP = "burn-in: network passes at the plateau and checkpoint writes for a duration, counters between passes"
 DEFAULT_IO_EVERY = 5  # a checkpoint write after every 5 network passes
@@ -168,7 +169,7 @@ def _soak(args: argparse.Namespace, stop: StopSignals) -> int:
     (out / "verdict.json").unlink(missing_ok=True)
     keep_inputs(out, spec, None)
     scratch = (
-        Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=".io-scratch-", dir=out))
+        Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=out))
     )
     stoker = (sys.executable, "-m", "launchers.cli")
     env = {**os.environ, "STOKER_RUN_ID": run_id}

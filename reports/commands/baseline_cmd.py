@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from reports.shared.errors import UsageError
@@ -49,7 +50,7 @@ def recorded_verdict(directory: Path) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from reports.judging.fleet.baseline import DEFAULT_TOLERANCE, MAX_TOLERANCE, make
+    from reports.judging.fleet.baseline import DEFAULT_TOLERANCE, MAX_TOLERANCE, make, unjudged_warning
     from reports.judging.fleet.baseline_figures import figures
     from reports.judging.fleet.baseline_file import to_yaml
     from reports.pipeline import collect
@@ -77,8 +78,12 @@ def main(args: argparse.Namespace) -> int:
     figs = figures(c.report.evidence)
     if not figs:
         raise UsageError(f"{args.dir}: no figure to keep (no sweep, storage, host-link or compute record)")
-    base = make(str(c.verdict.get("run_id", "?")), utc_now(), figs, tol)
+    run_id = str(c.verdict.get("run_id", "?"))
+    unjudged = "unjudged" in (verdict, earlier)
+    base = make(run_id, utc_now(), figs, tol, warning=unjudged_warning(run_id) if unjudged else "")
     write_outputs(out.parent, {out.name: to_yaml(base)}, hint="give another --out")
+    if base.warning:
+        print(f"stoker baseline: warning: {base.warning}", file=sys.stderr)
     kinds: dict[str, int] = {}
     for a in base.figures:
         kinds[a.figure.kind] = kinds.get(a.figure.kind, 0) + 1

@@ -18,7 +18,7 @@ from typing import Any
 
 from reports.evidence import Evidence
 from reports.evidence.rails import untested_note
-from reports.judging import confirm
+from reports.judging import confirm, cpu_path
 from reports.judging.coverage import Coverage, Scope, assess
 from reports.judging.fleet.baseline import Baseline
 from reports.judging.fleet.baseline_figures import judge_evidence
@@ -156,6 +156,7 @@ class Context:
     expected: dict[str, float] = dataclasses.field(default_factory=dict)
     model: list[ModelRow] = dataclasses.field(default_factory=list)
     summary: dict[str, Any] = dataclasses.field(default_factory=dict)
+    cpu_path: bool = False  # every collective ran on CPU ranks of a machine that showed no GPU
 
 
 # a judge: the context and the findings so far -> the findings after it (most add theirs at
@@ -286,6 +287,20 @@ def judge_coverage(c: Context, findings: list[Finding]) -> list[Finding]:
     return [*findings, *c.coverage.findings]
 
 
+def judge_hardware_found(c: Context, findings: list[Finding]) -> list[Finding]:
+    """A spec that promises GPUs to a machine that showed none (an H100 spec on a CPU machine):
+    one mismatch finding, the figures shown but not compared (reports/judging/cpu_path.py)."""
+    ev = c.ev
+    c.cpu_path = cpu_path.cpu_path(ev.cpu_ranks, ev.host, ev.hardware, ev.manifests)
+    if not (c.cpu_path and cpu_path.promises_gpus(c.written)):
+        return findings
+    assert c.written is not None
+    hosts = tuple(sorted({str(r.get("host")) for r in ev.host if r.get("host")}))
+    for k in [k for k in c.expected if k in cpu_path.NETWORK]:
+        del c.expected[k]  # not drawn against
+    return [cpu_path.mismatch(c.written, hosts), *(cpu_path.not_compared(f) for f in findings)]
+
+
 def judge_set_aside(c: Context, findings: list[Finding]) -> list[Finding]:
     """The nodes the job's preflight left out, first: the rest was judged without them."""
     return [*c.set_aside, *findings]
@@ -303,6 +318,7 @@ JUDGES: tuple[tuple[str, JudgeFn], ...] = (
     ("compute", judge_compute),
     ("workload", judge_workload),
     ("coverage", judge_coverage),
+    ("hardware found", judge_hardware_found),
     ("set aside", judge_set_aside),
 )
 
@@ -415,4 +431,5 @@ def judge(
         workload_name=workload.name if workload is not None else None,
         notes=c.notes,
         hardware=ev.hardware,
+        cpu_path=c.cpu_path,
     )

@@ -31,6 +31,7 @@ from reports.render.markdown import (
     verdict_line,
 )
 from reports.render.soak import section as soak_section
+from reports.shared.findings import Judgement
 from reports.shared.records import IO_WORKLOADS
 from reports.shared.units import format_size
 
@@ -242,7 +243,7 @@ def render(ri: ReportInput, draw: Callable[[Sequence[figure_jobs.Job]], list[str
     verdict = verdict_line(j).replace("**", "")
     body = [
         f"<h1>stoker report: {esc(ri.title)}</h1>",
-        f'<p class="verdict {"pass" if j.verdict == "pass" else "fail"}">{esc(verdict)}</p>',
+        f'<p class="verdict {_box(j)}">{esc(verdict)}</p>',
         f'<p class="muted">Run: {esc(j.run_id or "—")} · {len(ev.net)} network and {len(ev.io)} storage records · '
         f"spec: {esc(j.spec_name or 'none')} · workload: {esc(j.workload_name or 'none')}</p>",
     ]
@@ -315,3 +316,11 @@ def html_page(title: str, body: Sequence[str]) -> str:
         + "\n".join(body)
         + "\n</body></html>\n"
     )
+
+
+def _box(j: Judgement) -> str:
+    """The verdict box's colour: green for pass, red for the rest, plain for a run on a machine
+    without a GPU that nothing judged (its headline says what the figures are for: no alarm)."""
+    if j.verdict == "pass":
+        return "pass"
+    return "cpu" if j.verdict == "unjudged" and j.cpu_path else "fail"

@@ -126,10 +126,12 @@ class Judgement:
     workload_name: str | None = None
     notes: list[str] = field(default_factory=list)
     hardware: dict[str, Any] = field(default_factory=dict)  # what detection found (summarised)
+    # every collective ran on CPU ranks of a machine that showed no GPU (reports/judging/cpu_path.py)
+    cpu_path: bool = False
 
     @property
     def headline(self) -> str:
-        return headline(self.verdict, self.findings, self.missing)
+        return headline(self.verdict, self.findings, self.missing, cpu_path=self.cpu_path)
 
 
 # the process exit for each verdict (docs/contract.md): an unjudged exploratory run is not an
@@ -168,9 +170,20 @@ def is_main(f: Finding) -> bool:
     return f.component in ("intra-node network", "inter-node network") and f.check.endswith("busbw plateau")
 
 
-def headline(verdict: Verdict, findings: Sequence[Finding], missing: Sequence[str] = ()) -> str:
+# the headline of a run on a machine without a GPU that nothing judged: what its figures are for
+CPU_PATH = (
+    "UNJUDGED — no GPU here: these are the CPU path's figures (gloo ranks over this machine's loopback, "
+    "its disk); they test stoker and this machine, not a GPU cluster. Nothing judged them: give --spec "
+    "with what this machine should reach, or run on the GPU nodes."
+)
+
+
+def headline(
+    verdict: Verdict, findings: Sequence[Finding], missing: Sequence[str] = (), *, cpu_path: bool = False
+) -> str:
     """The verdict in words, one line; "PASS" only for `pass`. A verdict that rests on what healthy
-    systems reach (no spec: reports.judging.network.reference) says so."""
+    systems reach (no spec: reports.judging.network.reference) says so; a run nothing judged on a
+    machine without a GPU (`cpu_path`) says what its figures are for."""
     by_reference = sum(f.extra.get("basis") == "reference" for f in findings)
     basis = (
         f" {by_reference} check{'s' if by_reference != 1 else ''} judged against what healthy systems "
@@ -202,6 +215,8 @@ def headline(verdict: Verdict, findings: Sequence[Finding], missing: Sequence[st
                 "(another tool, size, ranks or disk); give a baseline of what was measured here."
             )
         n = sum(f.status == "no_reference" for f in findings)
+        if cpu_path and findings:
+            return CPU_PATH
         if not findings:
             return (
                 "UNJUDGED — nothing to judge: no figure spans two ranks or more, or says how many it "

@@ -52,6 +52,9 @@ class FioPart:
     bins: Mapping[int, int] = field(default_factory=dict)  # latency ns → count (json+ only)
     options: Mapping[str, str] = field(default_factory=dict)
     problem: str = ""  # why its figures cannot be used (zero runtime, negative bandwidth)
+    # fio's bandwidth samples (one per 500 ms): their standard deviation over their mean
+    # (`bw_dev` / `bw_mean`), the spread of the job's own repeats; None when fio kept none
+    bw_cv: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,6 +75,7 @@ class FioSum:
     bins: Mapping[int, int]
     options: Mapping[str, str]
     problem: str = ""
+    bw_cv: float | None = None  # the largest of its parts' (FioPart.bw_cv)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -229,9 +233,16 @@ def _parts_of(entry: Mapping[str, Any], host: str, global_options: Mapping[str, 
                 bins=bins,
                 options=options,
                 problem=problem,
+                bw_cv=_bw_cv(d),
             )
         )
     return parts
+
+
+def _bw_cv(d: Mapping[str, Any]) -> float | None:
+    """The bandwidth samples' coefficient of variation, when fio took two or more."""
+    mean, dev, n = _number(d.get("bw_mean")), _number(d.get("bw_dev")), _number(d.get("bw_samples"))
+    return round(dev / mean, 4) if mean > 0 and dev >= 0 and n >= 2 else None
 
 
 def parse_document(doc: Mapping[str, Any], host: str | None = None) -> FioDoc:
@@ -343,6 +354,7 @@ def sum_parts(parts: Sequence[FioPart]) -> FioSum:
         bins=bins,
         options=parts[0].options,
         problem=next((p.problem for p in parts if p.problem), ""),
+        bw_cv=max((p.bw_cv for p in parts if p.bw_cv is not None), default=None),
     )
 
 

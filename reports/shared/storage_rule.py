@@ -95,3 +95,19 @@ def outliers_to_confirm(r: IoRecord) -> bool:
     """Whether `stoker io` measures this record's fio test again at the end of its phase for a
     node that is a low outlier of the others (with or without a spec)."""
     return r.backend == "fio" and r.workload in IO_WORKLOADS and bool(host_outliers(r))
+
+
+# A scratch directory stoker makes for a run's storage test and removes at its end (`stoker run`,
+# `stoker soak`, `stoker check` without a named path: `.io-scratch-XXXX`; the job scripts' shared
+# default `$OUT/io-scratch`). Its path names no disk a later run can find again: a figure
+# measured in one is kept by its role, the run's own scratch on a local or a shared file system
+# (the record's scope), and a later run's scratch of the same role meets it (docs/check.md).
+SCRATCH_PREFIX = ".io-scratch-"
+SCRATCH_ROLE = "scratch"
+
+
+def path_role(path: str) -> str:
+    """SCRATCH_ROLE when `path` is a scratch dir stoker made for one run, else "" (a named
+    path: the spec's, --path, the job's LOCAL_IO: itself is its role)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return SCRATCH_ROLE if name.startswith(SCRATCH_PREFIX) or name == "io-scratch" else ""

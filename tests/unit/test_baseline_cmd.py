@@ -86,3 +86,14 @@ def test_check_help_says_a_dry_run_still_measures(capsys: pytest.CaptureFixture[
         main(["check", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--dry-run still measures (every step runs); only the actions" in text
+
+
+def test_an_unjudged_run_is_taken_with_a_warning_in_the_file_and_on_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No spec and no reference judged its storage: written (exit 0), and said twice."""
+    d, out = results(tmp_path), tmp_path / "b.yaml"
+    assert main(["baseline", str(d), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("stoker baseline: warning: run ") and "was never judged" in err
+    assert "# WARNING: run " in out.read_text() and "never judged" in load(out).warning

@@ -275,18 +275,18 @@ def test_the_check_takes_its_path_from_the_baseline_when_none_is_given() -> None
     this node's fio figures on; /var/tmp when it has none; several: refused (ValueError)."""
     base = make("acc", "t", [node_io("checkpoint_write", 3.0, path="/local/scratch")])
     base = replace(base, file="b.yaml")
-    assert cp.accepted_path(base, "n1") == (
-        "/local/scratch",
-        "--path /local/scratch: the local path the baseline b.yaml accepted for n1",
+    assert cp.accepted_path(base, "n1") == cp.IoTarget(
+        path="/local/scratch",
+        said="--path /local/scratch: the local path the baseline b.yaml accepted for n1",
     )
     # a fleet's baseline taken on one node: every node's local disk is on the same path
-    assert cp.accepted_path(base, "n7")[0] == "/local/scratch"
-    assert cp.accepted_path(None, "n1") == ("/var/tmp", "")
+    assert cp.accepted_path(base, "n7").path == "/local/scratch"
+    assert cp.accepted_path(None, "n1") == cp.IoTarget(path="/var/tmp")
     shared = replace(node_io("checkpoint_write", 3.0, path="/lustre"), scope="shared")
     torch = node_io("checkpoint_write", 3.0, path="/dcp", backend="torch.dcp")
     for figs in ([shared], [torch], [intra(100.0)]):  # no local fio figure: the default, and why
-        path, said = cp.accepted_path(make("acc", "t", figs), "n1")
-        assert (path, said) == (
+        t = cp.accepted_path(make("acc", "t", figs), "n1")
+        assert (t.path, t.said) == (
             "/var/tmp",
             "--path /var/tmp: the baseline run acc has no local disk figure of n1",
         )
@@ -295,3 +295,91 @@ def test_the_check_takes_its_path_from_the_baseline_when_none_is_given() -> None
     )
     with pytest.raises(ValueError, match=r"accepted local storage of n1 on 2 paths \(/a, /b\): give --path"):
         cp.accepted_path(two, "n1")
+
+
+# -- a run's own scratch dir: kept by its role ---------------------------------------------------
+def test_a_runs_scratch_dir_is_kept_by_its_role_and_meets_the_checks_own_scratch() -> None:
+    """`stoker run` measured storage in R/.io-scratch-ab12 (gone after the run); the check
+    measures in /var/tmp/.io-scratch-zz99. Both are the run's own scratch on a local disk: the
+    figure meets its entry (3.0 accepted, 2.7 now: 10% lower, within 25%: ok). Measured on a
+    named path (/var/tmp) instead, it is another disk: not comparable."""
+    rs = RecordSet(
+        io=[
+            io("checkpoint_write", "write", "/r/R/.io-scratch-ab12", 3.0, scope="local", per_host={"n1": 3.0})
+        ]
+    )
+    (fig,) = figures(evidence.build(rs))
+    assert (fig.role, fig.what) == ("scratch", "checkpoint_write write on local scratch")
+    base = load_back(make("acc", "t", [fig]))
+    assert base.figures[0].figure.role == "scratch"
+    later = replace(fig, path="/var/tmp/.io-scratch-zz99", value=2.7)
+    (f,) = judge(base, [later])
+    assert (f.status, f.expected, f.measured) == ("ok", 3.0, 2.7)
+    (f,) = [g for g in judge(base, [replace(fig, path="/var/tmp", role="", value=2.7)]) if not g.extra.get("matched_none")] or judge(base, [replace(fig, path="/var/tmp", role="", value=2.7)])  # fmt: skip
+    assert f.status == "no_reference"
+    assert "measured on /var/tmp, accepted on the run's own scratch dir (local) (another disk)" in f.message
+
+
+def load_back(b: object, tmp: Path | None = None) -> object:
+    """The baseline written and read back, as the check reads it."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp())
+    (d / "b.yaml").write_text(to_yaml(b), encoding="utf-8")  # type: ignore[arg-type]
+    return load(d / "b.yaml")
+
+
+def test_an_older_file_with_a_scratch_path_reads_it_as_the_scratch_role(tmp_path: Path) -> None:
+    """A baseline written before roles kept the deleted scratch dir as its path: read as the role."""
+    text = to_yaml(make("acc", "t", [node_io("checkpoint_write", 3.0, path="/r/R/.io-scratch-ab12")]))
+    assert "role:" not in text
+    (tmp_path / "b.yaml").write_text(text, encoding="utf-8")
+    assert load(tmp_path / "b.yaml").figures[0].figure.role == "scratch"
+
+
+def test_the_check_measures_in_its_own_scratch_when_the_baseline_accepted_a_runs_scratch() -> None:
+    """No --path: a scratch dir of the check's own in /var/tmp; --path /data: one in /data; a
+    baseline with the named path /data too: --path /data is measured as it is."""
+    scratch = replace(node_io("checkpoint_write", 3.0, path="/r/R/.io-scratch-ab12"), role="scratch")
+    base = replace(make("acc", "t", [scratch]), file="b.yaml")
+    t = cp.accepted_path(base, "n1")
+    assert (t.path, t.scratch) == ("/var/tmp", True)
+    assert "in a scratch dir of its own there" in t.said
+    assert (cp.accepted_path(base, "n1", "/data").path, cp.accepted_path(base, "n1", "/data").scratch) == (
+        "/data",
+        True,
+    )
+    both = make("acc", "t", [scratch, node_io("dataloader_read", 1.0, path="/data")])
+    assert cp.accepted_path(both, "n1", "/data") == cp.IoTarget(path="/data")
+    assert cp.accepted_path(both, "n1").path == "/data"  # the one named path first
+    # the check's settings come from the scratch figure: 8 writers accepted, 8 now
+    assert cp.measure_like(base, "n1", "/var/tmp/.io-scratch-zz99", 0).writers == 8
+    assert cp.measure_like(base, "n1", "/var/tmp", 0).writers == 1
+
+
+# -- the tolerance follows the noise a record's own iterations showed ----------------------------
+def test_a_figure_swept_once_takes_its_spread_from_its_iterations() -> None:
+    """One gloo record at 4 MiB: 1.2 GB/s, its iterations' time CV 0.35: one standard deviation
+    slower is 1.2 / 1.35 = 0.8889 GB/s, a spread of 0.35 / 1.35 = 25.9%: tolerance 2 x 0.259 =
+    0.519, at most 0.5. A quiet record (CV 0.05): 1.2 / 1.05 = 1.1429, spread 4.8%, twice 9.5%:
+    the 15% floor. No CV recorded: no spread, the floor."""
+
+    def rec(cv: float | None) -> object:
+        r = net("world", "all_reduce", 4 << 20, 1.2, ("n1",), ranks=2, backend="gloo")
+        return replace(r, time_cv=cv)
+
+    for cv, low, tol in ((0.35, 0.8889, 0.5), (0.05, 1.1429, 0.15), (None, 1.2, 0.15)):
+        rs = RecordSet()
+        rs.net.extend([rec(cv)])  # type: ignore[list-item]
+        (f,) = [f for f in figures(evidence.build(rs)) if f.kind == "node-intra"]
+        assert (f.value, round(f.low or 0, 4), tolerance_for(f)) == (1.2, low, tol)
+
+
+def test_an_unjudged_runs_baseline_says_so_in_the_file(tmp_path: Path) -> None:
+    from reports.judging.fleet.baseline import unjudged_warning
+
+    b = make("acc", "t", [intra(100.0)], warning=unjudged_warning("acc"))
+    text = to_yaml(b)
+    assert "# WARNING: run acc was never judged" in text
+    (tmp_path / "b.yaml").write_text(text, encoding="utf-8")
+    assert load(tmp_path / "b.yaml").warning.startswith("run acc was never judged")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -206,3 +207,53 @@ def test_a_regression_measured_again_and_passing_is_a_transient_and_drains_nothi
         7.7,
     )
     assert still.message.endswith("7.7 GB/s, still under.")
+
+
+def test_a_regression_not_measured_again_drains_nothing_and_the_check_is_incomplete() -> None:
+    """The io step had no time left to run again: its 7.6 GB/s figure stays measured once,
+    `unconfirmed`: a line saying so, verdict incomplete (exit 3), nothing to drain; beside a
+    confirmed failing finding the check fails, and only that one is drained."""
+    from launchers.actions.check_actions import plan
+    from reports.judging.confirm import BASELINE, merge
+
+    tagged = [("inventory", finding("ok")), ("io", _regression(7.6))]
+    merged = cp.unconfirmed(merge([f for _, f in tagged], [], BASELINE))
+    assert merged[1].extra["unconfirmed"] is True and "not confirmed" in merged[1].message
+    o = cp.outcome(merged, [])
+    assert (o.verdict, cp.EXIT[o.verdict], len(o.problems), o.reasons) == ("incomplete", 3, 1, ())
+    both = [("inventory", finding("below_spec")), ("io", merged[1])]
+    o = cp.outcome([f for _, f in both], [])
+    assert o.verdict == "fail" and len(o.problems) == 2
+    assert [t for t, _ in plan(both, o, []).drain] == ["inventory"]
+    # a confirmed one keeps its status and drains as before
+    (_, still) = cp.unconfirmed(merge([f for _, f in tagged], [_regression(7.7)], BASELINE))
+    assert "unconfirmed" not in still.extra
+
+
+def test_the_checks_dataloader_reads_the_data_set_stoker_io_accepts_by_default() -> None:
+    """Files per worker as `stoker io`'s default (64 of 4 MiB): a figure read over 4 files is
+    another data set, not the accepted one."""
+    from iobench.workloads import IoSettings
+
+    (io,) = cp.steps(which=["io"], stoker=S, out="/o", io_path="/var/tmp", net_timeout_s=15)
+    a = dict(zip(io.argv[::2], io.argv[1::2], strict=False)) | dict(
+        zip(io.argv[1::2], io.argv[2::2], strict=False)
+    )
+    assert (
+        (a["--files-per-worker"], a["--file-bytes"])
+        == (str(IoSettings().dl_files), str(4 << 20))
+        == ("64", "4194304")
+    )
+
+
+def test_the_confirmation_measures_again_only_the_workloads_that_regressed() -> None:
+    """A dataloader_read regression: the io step again with `--workloads dataloader` alone; a
+    finding that does not say its workload: both families, as the first run."""
+    dl = _regression(0.9)
+    dl = replace(dl, extra={**dl.extra, "workload": "dataloader_read"})
+    assert cp.io_families([("io", dl), ("net", _regression(1.0))]) == ("dataloader",)
+    assert cp.io_families([("io", _regression(0.9))]) == ("checkpoint", "dataloader")
+    (io,) = cp.steps(
+        which=["io"], stoker=S, out="/o", io_path="/p", net_timeout_s=15, io_workloads=("dataloader",)
+    )
+    assert io.argv[io.argv.index("--workloads") + 1] == "dataloader"

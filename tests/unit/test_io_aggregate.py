@@ -137,3 +137,33 @@ def test_collective_alone_passes_values_and_errors_through() -> None:
 
     with pytest.raises(DiskFull, match="^disk full during x$"):
         collective(solo, full)
+
+
+def test_fio_bandwidth_samples_spread_reaches_the_record_and_the_baseline() -> None:
+    """fio kept 6 bandwidth samples, mean 2,000,000 KiB/s, deviation 500,000: CV 0.25; the record
+    carries `bw_cv` 0.25 (the noisier host's of two: 0.1 and 0.25), and the baseline figure of a
+    3.0 GB/s fio record reaches down to 3.0 / 1.25 = 2.4 GB/s: spread 20%, tolerance 2 x 0.2 = 0.4
+    (over the storage floor of 0.25)."""
+    import json
+
+    from iobench.aggregate import host_results
+    from reports import evidence
+    from reports.judging.fleet.baseline import tolerance_for
+    from reports.judging.fleet.baseline_figures import figures
+    from reports.shared.fio_json import parse_fio
+    from reports.table.read import RecordSet
+    from tests.unit.recordgen import io
+
+    job = {"jobname": "w", "write": {"io_bytes": 6 << 30, "bw_bytes": 1 << 30, "runtime": 6000, "total_ios": 1536,
+           "bw_mean": 2_000_000, "bw_dev": 500_000, "bw_samples": 6}}  # fmt: skip
+    doc = parse_fio(json.dumps({"fio version": "fio-3.33", "timestamp_ms": 1000000, "jobs": [job]}), host="a")
+    (a,) = host_results(doc, "a", 1)
+    assert a.bw_cv == 0.25
+    b = HostResult(
+        host="b", direction="write", bytes=1, ios=1, start_s=999.0, end_s=1000.0, procs=1, bw_cv=0.1
+    )
+    assert aggregate([a, b], CTX).extra["bw_cv"] == 0.25
+    rec = io("checkpoint_write", "write", "/nvme", 3.0, scope="local", per_host={"n1": 3.0})
+    rec.extra["bw_cv"] = 0.25
+    (fig,) = figures(evidence.build(RecordSet(io=[rec])))
+    assert (fig.value, round(fig.low or 0, 6), tolerance_for(fig)) == (3.0, 2.4, 0.4)

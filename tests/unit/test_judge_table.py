@@ -25,6 +25,7 @@ def test_the_judges_in_their_order() -> None:
         "compute",
         "workload",
         "coverage",
+        "hardware found",
         "set aside",
     ]
 

@@ -91,6 +91,9 @@ class Figure:
     nodes: int = 0  # nodes the figure spans (sweeps, storage of all nodes together)
     procs: int = 0  # storage: processes per node (checkpoint writers, dataloader workers)
     block: int = 0  # storage: bytes per I/O (the checkpoint block, the dataloader sample)
+    # storage: the path's role when its path names no disk a later run finds again (a run's own
+    # scratch dir, reports/shared/storage_rule.py `path_role`): the figure is keyed by it
+    role: str = ""
 
     def __post_init__(self) -> None:
         assert self.kind in KINDS, self.kind
@@ -99,12 +102,25 @@ class Figure:
     def key(self) -> tuple[str, ...]:
         """Where the figure was measured, one spelling per thing: a host by its node identity
         (`GPU02`, `gpu02.cluster.local` are `gpu02`), a path normalised (`/scratch/`)."""
-        return tuple(_KEY_OF.get(f, str)(getattr(self, f)) for f in _KEY_FIELDS)
+        return tuple(
+            where_of(self) if f == "path" else _KEY_OF.get(f, str)(getattr(self, f)) for f in _KEY_FIELDS
+        )
 
     @property
     def identity(self) -> tuple[str, ...]:
         """Where and how: two entries of a baseline never share it."""
         return self.key + tuple(str(getattr(self, f)) for f in IDENTITY[self.kind])
+
+
+def where_of(fig: Figure) -> str:
+    """Where a figure was measured, as its key holds it: the role (`(scratch)`) of a path that
+    was a run's own scratch dir, else the path normalised."""
+    return f"({fig.role})" if fig.role else norm_path(fig.path)
+
+
+def shown_where(fig: Figure) -> str:
+    """The place in words: `/local/scratch`, `the run's own scratch dir (local)`."""
+    return f"the run's own {fig.role} dir ({fig.scope or 'local'})" if fig.role else fig.path
 
 
 def _host(name: object) -> str:
@@ -167,6 +183,9 @@ class Baseline:
     created: str
     figures: tuple[Accepted, ...]
     file: str = ""
+    # the run it was taken from was never judged (`unjudged`: no spec, no reference): said in
+    # the file and on the terminal; its figures are what the machine gave, vouched for by nobody
+    warning: str = ""
 
     def match(self, fig: Figure) -> Match:
         """The one accepted entry at the same key whose identity is alike; else why not."""
@@ -179,10 +198,16 @@ class Baseline:
         if same:
             return Match(why="; ".join(differences(same[0].figure, fig)))
         elsewhere = sorted(
-            {a.figure.path for a in self.figures if replace(a.figure, path=fig.path).key == fig.key}
+            {
+                shown_where(a.figure)
+                for a in self.figures
+                if replace(a.figure, path=fig.path, role=fig.role).key == fig.key
+            }
         )
         if elsewhere and fig.kind in STORAGE_KINDS:
-            return Match(why=f"measured on {fig.path}, accepted on {', '.join(elsewhere)} (another disk)")
+            return Match(
+                why=f"measured on {shown_where(fig)}, accepted on {', '.join(elsewhere)} (another disk)"
+            )
         others = sorted(
             {
                 a.figure.host or "(no host)"
@@ -225,11 +250,22 @@ def tolerance_for(fig: Figure, default: float = DEFAULT_TOLERANCE) -> float:
     return round(min(MAX_TOLERANCE, max(default, 2 * spread)), 3)
 
 
-def make(run_id: str, created: str, figs: Iterable[Figure], default: float = DEFAULT_TOLERANCE) -> Baseline:
+def make(
+    run_id: str, created: str, figs: Iterable[Figure], default: float = DEFAULT_TOLERANCE, warning: str = ""
+) -> Baseline:
     return Baseline(
         run_id=run_id,
         created=created,
         figures=tuple(Accepted(figure=f, tolerance=tolerance_for(f, default)) for f in figs),
+        warning=warning,
+    )
+
+
+def unjudged_warning(run_id: str) -> str:
+    """What a baseline taken from a run nothing judged says, in the file and on the terminal."""
+    return (
+        f"run {run_id} was never judged (unjudged: no spec and no reference for what it measured), so "
+        "these figures say what the machine gave, not that it was healthy; a later check holds it to them"
     )
 
 
@@ -242,7 +278,7 @@ def _where(fig: Figure) -> dict[str, str]:
     """What a finding carries of where its figure was measured, for the actions' gate
     (launchers/actions/node_actions.py): a storage figure's scope ("local" or "shared") and path."""
     if fig.kind in STORAGE_KINDS:
-        return {"scope": fig.scope, "path": fig.path}
+        return {"scope": fig.scope, "path": fig.path, "workload": fig.workload}
     return {}
 
 

@@ -15,11 +15,23 @@ from reports.evidence import Evidence
 from reports.judging.fleet.baseline import Baseline, Figure, judge
 from reports.shared.findings import Component, Finding
 from reports.shared.records import IoRecord
+from reports.shared.storage_rule import path_role
 
 
 def _spread(rows: Any) -> list[float]:
     """busbw of each repeat at the figure's size (the run's spread; one record: none)."""
     return [float(v) for v in rows["busbw_GBps"]]
+
+
+def _slowest(rows: Any) -> list[float]:
+    """Each record's busbw one standard deviation of its iterations slower (`time_cv`: the
+    iterations' spread the record keeps, docs/contract.md): busbw / (1 + cv). The noise inside
+    one record, so that a figure swept once still has the spread its iterations showed."""
+    out = []
+    for bw, cv in zip(rows["busbw_GBps"], rows["time_cv"], strict=True):
+        if bw == bw and cv is not None and cv == cv and cv > 0:
+            out.append(float(bw) / (1 + float(cv)))
+    return out
 
 
 def _sweeps(ev: Evidence) -> list[Figure]:
@@ -40,13 +52,14 @@ def _sweeps(ev: Evidence) -> list[Figure]:
             & (df["nodes"] == c.nodes)
         ]
         vals = [v for v in _spread(at) if v > 0] or [bw]
+        lows = [v for v in _slowest(at) if v > 0]
         out.append(
             Figure(
                 kind="sweep",
                 component=comp,
                 what=f"{scope} {op} busbw",
                 value=bw,
-                low=min(vals),
+                low=min(vals + lows),
                 high=max(vals),
                 scope=scope,
                 op=op,
@@ -75,13 +88,14 @@ def _node_intra(ev: Evidence) -> list[Figure]:
         size = int(part["bytes"].max())
         at = part[part["bytes"] == size]
         vals = _spread(at)
+        lows = [v for v in _slowest(at) if v > 0]
         out.append(
             Figure(
                 kind="node-intra",
                 component="node",
                 what=f"intra-node {op} busbw",
                 value=max(vals),
-                low=min(vals),
+                low=min(vals + lows),
                 high=max(vals),
                 op=op,
                 host=host,
@@ -126,21 +140,40 @@ def _storage(ev: Evidence) -> list[Figure]:
         if r.failed or r.bw_GBps <= 0 or r.cache_suspect:
             continue  # a cached figure measured memory, not the storage: no baseline
         key = _io_key(r)
+        low = _repeat_low(r)  # the lowest of the record's own repeats (torch.save's saves)
         if len(r.per_host_bw_GBps) > 1:  # one node's record: its node-storage figure says it
-            best.setdefault((key, r.nodes), []).append(r.bw_GBps)
+            best.setdefault((key, r.nodes), []).extend([r.bw_GBps, *low])
         for h, v in r.per_host_bw_GBps.items():
-            per_host.setdefault((key, h), []).append(v)
+            share = v / r.bw_GBps if r.bw_GBps > 0 else 1.0
+            per_host.setdefault((key, h), []).extend([v, *(x * share for x in low)])
     aggregate = [_storage_figure(key, vals, nodes=n) for (key, n), vals in sorted(best.items())]
     return aggregate + [_storage_figure(key, vals, host=h) for (key, h), vals in sorted(per_host.items())]
 
 
+def _repeat_low(r: IoRecord) -> list[float]:
+    """The lowest repeat a record of several keeps (`min_GBps`, reports/shared/spread.py), and its
+    figure one standard deviation of fio's bandwidth samples lower (`bw_cv`: bw / (1 + cv))."""
+    out = []
+    low = r.extra.get("min_GBps")
+    if isinstance(low, (int, float)) and 0 < low <= r.bw_GBps:
+        out.append(float(low))
+    cv = r.extra.get("bw_cv")
+    if isinstance(cv, (int, float)) and cv > 0:
+        out.append(r.bw_GBps / (1 + float(cv)))
+    return out
+
+
 def _storage_figure(key: _IoKey, vals: list[float], host: str | None = None, nodes: int = 0) -> Figure:
-    """A storage figure (the aggregate, or one host's share with `host`), at its best repeat."""
+    """A storage figure (the aggregate, or one host's share with `host`), at its best repeat;
+    a run's own scratch dir kept by its role (reports/shared/storage_rule.py `path_role`)."""
     scope, path, wl, d, backend, procs, block = key
+    role = path_role(path)
     return Figure(
         kind="storage" if host is None else "node-storage",
         component=("local storage" if scope == "local" else "shared storage") if host is None else "node",
-        what=f"{wl} {d} on {path}" + ("" if backend == "fio" else f" ({backend})"),
+        what=f"{wl} {d} on {f'{scope} {role}' if role else path}"
+        + ("" if backend == "fio" else f" ({backend})"),
+        role=role,
         value=max(vals),
         low=min(vals),
         high=max(vals),

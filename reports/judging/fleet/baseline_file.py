@@ -17,17 +17,26 @@ from typing import Any
 
 import yaml
 
-from reports.judging.fleet.baseline import KINDS, MAX_TOLERANCE, VERSION, Accepted, Baseline, Figure
+from reports.judging.fleet.baseline import (
+    KINDS,
+    MAX_TOLERANCE,
+    STORAGE_KINDS,
+    VERSION,
+    Accepted,
+    Baseline,
+    Figure,
+)
 from reports.shared.errors import UsageError
 from reports.shared.findings import COMPONENTS
 from reports.shared.spec import Fields
+from reports.shared.storage_rule import SCRATCH_ROLE, path_role
 
 HEADER = f"""\
 # stoker baseline: what the accepted run measured (docs/check.md).
 # A later figure under accepted x (1 - tolerance) is a `regression`. Edit a tolerance (0-{MAX_TOLERANCE})
 # to loosen or tighten one figure; delete an entry to stop judging it.
 """
-_TEXT = ("scope", "op", "host", "device", "path", "workload", "direction")
+_TEXT = ("scope", "op", "host", "device", "path", "role", "workload", "direction")
 # how a figure was measured: the file's name of each Figure field (integers; backend is text)
 _HOW = (("ranks", "ranks"), ("nodes", "nodes"), ("procs_per_node", "procs"), ("block_bytes", "block"))
 _ENTRY_KEYS = (
@@ -70,8 +79,12 @@ def to_yaml(b: Baseline) -> str:
         if f.hosts and f.hosts != ((f.host,) if f.host else ()):
             e["hosts"] = list(f.hosts)
         entries.append(e)
-    body = {"stoker_baseline": VERSION, "run_id": b.run_id, "created": b.created, "figures": entries}
-    return HEADER + yaml.safe_dump(body, sort_keys=False, default_flow_style=None, width=110)
+    body: dict[str, Any] = {"stoker_baseline": VERSION, "run_id": b.run_id, "created": b.created}
+    if b.warning:
+        body["warning"] = b.warning
+    body["figures"] = entries
+    head = HEADER + "".join(f"# WARNING: {line}\n" for line in [b.warning] if line)
+    return head + yaml.safe_dump(body, sort_keys=False, default_flow_style=None, width=110)
 
 
 def _entry(fx: Fields, e: Any, where: str) -> Accepted:
@@ -91,6 +104,10 @@ def _entry(fx: Fields, e: Any, where: str) -> Accepted:
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
         raise fx.fail(f"{where}.hosts", "a list of host names", hosts)
     text = {k: str(m[k]) for k in _TEXT if k in m and m[k] is not None}
+    if "role" in text:
+        text["role"] = fx.text(text["role"], f"{where}.role", (SCRATCH_ROLE,))
+    elif m.get("kind") in STORAGE_KINDS and path_role(text.get("path", "")):
+        text["role"] = path_role(text["path"])  # written before roles: a run's scratch dir all the same
     kw: dict[str, Any] = {**text}
     if m.get("backend") is not None:
         kw["backend"] = fx.text(m["backend"], f"{where}.backend")
@@ -147,7 +164,7 @@ def load(path: str | Path) -> Baseline:
     if dup := _duplicate_key(text):
         raise UsageError(f"{path}: {dup}: the key is written twice; keep one (YAML would keep the last)")
     doc = fx.mapping(data if data is not None else {}, "top level")
-    fx.known_keys(doc, "", ("stoker_baseline", "run_id", "created", "figures"))
+    fx.known_keys(doc, "", ("stoker_baseline", "run_id", "created", "warning", "figures"))
     if doc.get("stoker_baseline") != VERSION:
         raise fx.fail(
             "stoker_baseline", f"{VERSION} (a file written by `stoker baseline`)", doc.get("stoker_baseline")
@@ -169,4 +186,5 @@ def load(path: str | Path) -> Baseline:
         created=str(doc.get("created", "?")),
         figures=entries,
         file=str(path),
+        warning=str(doc.get("warning") or ""),
     )
