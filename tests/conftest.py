@@ -12,14 +12,15 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 from hypothesis import settings
 
-from tests.harness import stop
+from tests.harness import bedlock, stop
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -29,6 +30,8 @@ STOKER = [PYTHON, "-m", "launchers.cli"]
 
 CI = os.environ.get("CI", "").lower() == "true"
 _RESTORE_SIGNALS = pytest.StashKey[Callable[[], None]]()
+_RUN_DIR = pytest.StashKey[Path]()
+_OWN_RUN_DIR = pytest.StashKey[bool]()
 IS_ROOT = os.geteuid() == 0
 
 # the same examples on every CI run: a red CI is reproducible, a green one not luck
@@ -93,16 +96,45 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "needs_bed(missing, reason): the test needs root or a tool; skip (fail under CI=true)"
     )
+    config.addinivalue_line(
+        "markers",
+        "alone: a bed test that runs while no other bed test runs (the bed tier's two xdist workers, "
+        "tests/harness/bedlock.py)",
+    )
     config.pluginmanager.register(BedProgress(config), "stoker-bed-progress")
+    # the run's directory of bed locks (tests/harness/bedlock.py): made by the controller (or a
+    # plain pytest), inherited by the xdist workers through the environment
+    if is_xdist_worker(config) and bedlock.RUN_DIR_ENV in os.environ:
+        run_dir = Path(os.environ[bedlock.RUN_DIR_ENV])
+        bedlock.busy_file(run_dir).touch()
+        config.stash[_OWN_RUN_DIR] = False
+    else:
+        run_dir = Path(tempfile.mkdtemp(prefix="stoker-beds-"))
+        os.environ[bedlock.RUN_DIR_ENV] = str(run_dir)
+        config.stash[_OWN_RUN_DIR] = True
+    config.stash[_RUN_DIR] = run_dir
     # SIGTERM and SIGINT stop every process the suite started, then tear the beds down
-    # (tests/harness/stop.py); put back at the end
-    config.stash[_RESTORE_SIGNALS] = stop.install()
+    # (tests/harness/stop.py); put back at the end. An xdist controller hands the signal to its
+    # workers, which stop their own processes and tear their own beds down, and waits for them.
+    config.stash[_RESTORE_SIGNALS] = stop.install(
+        workers=lambda: bedlock.busy_workers(run_dir) if config.pluginmanager.hasplugin("dsession") else []
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     restore = config.stash.get(_RESTORE_SIGNALS, None)
     if restore is not None:
         restore()
+    run_dir = config.stash.get(_RUN_DIR, None)
+    if run_dir is not None:
+        if config.stash.get(_OWN_RUN_DIR, False):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        else:  # a worker: its session, and every bed of it, has ended
+            bedlock.busy_file(run_dir).unlink(missing_ok=True)
+
+
+def is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
 
 
 # The tiers (docs/testing.md): a test is `bed` when it builds or needs a bed (it lives in one of
@@ -118,10 +150,39 @@ def is_bed(item: pytest.Item) -> bool:
     return under in BED_DIRS or item.get_closest_marker("needs_bed") is not None
 
 
+# tests/validation compares stoker's prediction with a real job on the same bed (training's
+# compute on the CPU, a checkpoint's save): a second worker's load would skew one and not the other
+ALONE_DIRS = ("validation",)
+
+
+# before xdist's own (it reads xdist_group to name each test's group, `--dist loadgroup`)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if is_bed(item) and item.get_closest_marker("bed") is None:
+        if not is_bed(item):
+            continue
+        if item.get_closest_marker("bed") is None:
             item.add_marker(pytest.mark.bed)
+        # one xdist group per file: its tests run on one worker, its module-scoped bed is brought
+        # up once, the names it reuses are never taken twice at once (tests/harness/bedlock.py)
+        rel = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(rel))
+        if rel.split("/")[1] in ALONE_DIRS and item.get_closest_marker("alone") is None:
+            item.add_marker(pytest.mark.alone)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """On an xdist worker, a bed test (its setup, call and teardown, so a module's bed brought
+    up or torn down with it) holds the run's bed lock: shared, or alone (tests/harness/bedlock.py)."""
+    run_dir = item.config.stash.get(_RUN_DIR, None)
+    if run_dir is None or not is_xdist_worker(item.config) or item.get_closest_marker("bed") is None:
+        return (yield)
+    with bedlock.bed_turn(run_dir, alone=item.get_closest_marker("alone") is not None):
+        return (yield)
 
 
 class BedProgress:

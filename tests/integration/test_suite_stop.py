@@ -45,11 +45,17 @@ def _alive(pid: int, start: int) -> bool:
 
 @needs_root
 @needs_tool("mpirun")
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
-def test_a_stopped_suite_leaves_no_namespace_loop_device_or_process(tmp_path: Path, sig: int) -> None:
+@pytest.mark.parametrize(
+    ("sig", "workers"),
+    [(signal.SIGTERM, []), (signal.SIGINT, []), (signal.SIGTERM, ["-n", "2", "--dist", "loadgroup"])],
+    ids=["sigterm", "sigint", "sigterm-xdist"],  # the last as .ci/run runs the bed tier
+)
+def test_a_stopped_suite_leaves_no_namespace_loop_device_or_process(
+    tmp_path: Path, sig: int, workers: list[str]
+) -> None:
     log = (tmp_path / "pytest.log").open("w+")
     child = subprocess.Popen(
-        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", str(CHILD)],
+        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *workers, str(CHILD)],
         cwd=REPO,
         env={**os.environ, "STOKER_STOP_BED": str(tmp_path)},
         stdout=log,
