@@ -155,20 +155,14 @@ def is_bed(item: pytest.Item) -> bool:
 ALONE_DIRS = ("validation",)
 
 
-# before xdist's own (it reads xdist_group to name each test's group, `--dist loadgroup`)
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if not is_bed(item):
             continue
         if item.get_closest_marker("bed") is None:
             item.add_marker(pytest.mark.bed)
-        # one xdist group per file: its tests run on one worker, its module-scoped bed is brought
-        # up once, the names it reuses are never taken twice at once (tests/harness/bedlock.py)
-        rel = Path(str(item.path)).resolve().relative_to(REPO).as_posix()
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(rel))
-        if rel.split("/")[1] in ALONE_DIRS and item.get_closest_marker("alone") is None:
+        under = Path(str(item.path)).resolve().relative_to(REPO / "tests").parts[0]
+        if under in ALONE_DIRS and item.get_closest_marker("alone") is None:
             item.add_marker(pytest.mark.alone)
 
 
@@ -188,11 +182,14 @@ def pytest_runtest_protocol(
 class BedProgress:
     """A bed test runs for seconds to minutes: a quiet (-q) run prints its name as it starts
     (its outcome and the progress follow on that line, as -v shows them), so the run says what
-    it is doing instead of printing dots for minutes; --durations gives the times."""
+    it is doing instead of printing dots for minutes; --durations gives the times. Under xdist
+    (the bed tier's two workers) two tests run at once and the controller collects nothing:
+    each bed test gets a line when it ends instead, with its worker, outcome and seconds."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.beds: set[str] = set()
+        self.spent: dict[str, tuple[float, str]] = {}  # xdist: nodeid -> (seconds, outcome) so far
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -203,6 +200,22 @@ class BedProgress:
         if nodeid in self.beds and tr is not None and self.config.get_verbosity() <= 0:  # -v names each
             tr.ensure_newline()
             tr.write(f"bed: {nodeid} ", flush=True)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        worker = getattr(report, "node", None)  # set on the controller's copy of a worker's report
+        if worker is None or "bed" not in report.keywords or tr is None or self.config.get_verbosity() > 0:
+            return
+        seconds, outcome = self.spent.pop(report.nodeid, (0.0, "passed"))
+        seconds += report.duration
+        if report.outcome != "passed" and outcome == "passed":
+            outcome = f"{report.outcome} at {report.when}" if report.when != "call" else report.outcome
+        if report.when != "teardown":
+            self.spent[report.nodeid] = (seconds, outcome)
+            return
+        tr.ensure_newline()
+        name = getattr(worker, "gateway", None)
+        tr.write_line(f"bed: {report.nodeid} {outcome} ({seconds:.1f} s, {getattr(name, 'id', '?')})")
 
 
 @pytest.hookimpl(tryfirst=True)  # before any fixture builds a bed (a Slurm cluster, namespaces)

@@ -1,12 +1,13 @@
-"""The bed tier on two pytest-xdist workers (`-n 2 --dist loadgroup`, docs/testing.md): what
+"""The bed tier on two pytest-xdist workers (`-n 2 --dist loadfile`, docs/testing.md): what
 keeps two beds from getting in each other's way.
 
-- Each test file is one xdist group (tests/conftest.py adds `xdist_group(<file>)` to every bed
-  test without a group of its own), so a file's tests run on one worker, one after another:
-  a module-scoped bed is brought up once and shared by the file's tests, and the names a file
+- `--dist loadfile` runs each test file on one worker, its tests one after another: a
+  module-scoped bed is brought up once and shared by the file's tests, and the names a file
   reuses (a namespace prefix, a port inside its namespaces) are never taken twice at once.
-  What files share is already per-bed: namespace prefixes are per file, a Slurm cluster takes
-  free ports and a temp dir of its own, loop devices and their cgroups are named by pid.
+  (Not `--dist loadgroup`: with pytest 9 its `xdist_group` marks are ignored, xdist 3.8 renames
+  the test ids through an attribute pytest no longer reads.) What files share is already per
+  bed: namespace prefixes are per file, a Slurm cluster takes free ports and a temp dir of its
+  own, loop devices and their cgroups are named by pid.
 - A test marked `alone` (tests/validation: stoker's prediction against a real job on the same
   bed, which a second worker's CPU load would skew) runs while the other worker runs no bed
   test: every bed test holds a shared lock for its setup, call and teardown, an `alone` one
