@@ -12,14 +12,15 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 from hypothesis import settings
 
-from tests.harness import stop
+from tests.harness import bedlock, stop
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -29,6 +30,8 @@ STOKER = [PYTHON, "-m", "launchers.cli"]
 
 CI = os.environ.get("CI", "").lower() == "true"
 _RESTORE_SIGNALS = pytest.StashKey[Callable[[], None]]()
+_RUN_DIR = pytest.StashKey[Path]()
+_OWN_RUN_DIR = pytest.StashKey[bool]()
 IS_ROOT = os.geteuid() == 0
 
 # the same examples on every CI run: a red CI is reproducible, a green one not luck
@@ -93,16 +96,45 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "needs_bed(missing, reason): the test needs root or a tool; skip (fail under CI=true)"
     )
+    config.addinivalue_line(
+        "markers",
+        "alone: a bed test that runs while no other bed test runs (the bed tier's two xdist workers, "
+        "tests/harness/bedlock.py)",
+    )
     config.pluginmanager.register(BedProgress(config), "stoker-bed-progress")
+    # the run's directory of bed locks (tests/harness/bedlock.py): made by the controller (or a
+    # plain pytest), inherited by the xdist workers through the environment
+    if is_xdist_worker(config) and bedlock.RUN_DIR_ENV in os.environ:
+        run_dir = Path(os.environ[bedlock.RUN_DIR_ENV])
+        bedlock.busy_file(run_dir).touch()
+        config.stash[_OWN_RUN_DIR] = False
+    else:
+        run_dir = Path(tempfile.mkdtemp(prefix="stoker-beds-"))
+        os.environ[bedlock.RUN_DIR_ENV] = str(run_dir)
+        config.stash[_OWN_RUN_DIR] = True
+    config.stash[_RUN_DIR] = run_dir
     # SIGTERM and SIGINT stop every process the suite started, then tear the beds down
-    # (tests/harness/stop.py); put back at the end
-    config.stash[_RESTORE_SIGNALS] = stop.install()
+    # (tests/harness/stop.py); put back at the end. An xdist controller hands the signal to its
+    # workers, which stop their own processes and tear their own beds down, and waits for them.
+    config.stash[_RESTORE_SIGNALS] = stop.install(
+        workers=lambda: bedlock.busy_workers(run_dir) if config.pluginmanager.hasplugin("dsession") else []
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     restore = config.stash.get(_RESTORE_SIGNALS, None)
     if restore is not None:
         restore()
+    run_dir = config.stash.get(_RUN_DIR, None)
+    if run_dir is not None:
+        if config.stash.get(_OWN_RUN_DIR, False):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        else:  # a worker: its session, and every bed of it, has ended
+            bedlock.busy_file(run_dir).unlink(missing_ok=True)
+
+
+def is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
 
 
 # The tiers (docs/testing.md): a test is `bed` when it builds or needs a bed (it lives in one of
@@ -118,20 +150,46 @@ def is_bed(item: pytest.Item) -> bool:
     return under in BED_DIRS or item.get_closest_marker("needs_bed") is not None
 
 
+# tests/validation compares stoker's prediction with a real job on the same bed (training's
+# compute on the CPU, a checkpoint's save): a second worker's load would skew one and not the other
+ALONE_DIRS = ("validation",)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if is_bed(item) and item.get_closest_marker("bed") is None:
+        if not is_bed(item):
+            continue
+        if item.get_closest_marker("bed") is None:
             item.add_marker(pytest.mark.bed)
+        under = Path(str(item.path)).resolve().relative_to(REPO / "tests").parts[0]
+        if under in ALONE_DIRS and item.get_closest_marker("alone") is None:
+            item.add_marker(pytest.mark.alone)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """On an xdist worker, a bed test (its setup, call and teardown, so a module's bed brought
+    up or torn down with it) holds the run's bed lock: shared, or alone (tests/harness/bedlock.py)."""
+    run_dir = item.config.stash.get(_RUN_DIR, None)
+    if run_dir is None or not is_xdist_worker(item.config) or item.get_closest_marker("bed") is None:
+        return (yield)
+    with bedlock.bed_turn(run_dir, alone=item.get_closest_marker("alone") is not None):
+        return (yield)
 
 
 class BedProgress:
     """A bed test runs for seconds to minutes: a quiet (-q) run prints its name as it starts
     (its outcome and the progress follow on that line, as -v shows them), so the run says what
-    it is doing instead of printing dots for minutes; --durations gives the times."""
+    it is doing instead of printing dots for minutes; --durations gives the times. Under xdist
+    (the bed tier's two workers) two tests run at once and the controller collects nothing:
+    each bed test gets a line when it ends instead, with its worker, outcome and seconds."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.beds: set[str] = set()
+        self.spent: dict[str, tuple[float, str]] = {}  # xdist: nodeid -> (seconds, outcome) so far
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -142,6 +200,22 @@ class BedProgress:
         if nodeid in self.beds and tr is not None and self.config.get_verbosity() <= 0:  # -v names each
             tr.ensure_newline()
             tr.write(f"bed: {nodeid} ", flush=True)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        worker = getattr(report, "node", None)  # set on the controller's copy of a worker's report
+        if worker is None or "bed" not in report.keywords or tr is None or self.config.get_verbosity() > 0:
+            return
+        seconds, outcome = self.spent.pop(report.nodeid, (0.0, "passed"))
+        seconds += report.duration
+        if report.outcome != "passed" and outcome == "passed":
+            outcome = f"{report.outcome} at {report.when}" if report.when != "call" else report.outcome
+        if report.when != "teardown":
+            self.spent[report.nodeid] = (seconds, outcome)
+            return
+        tr.ensure_newline()
+        name = getattr(worker, "gateway", None)
+        tr.write_line(f"bed: {report.nodeid} {outcome} ({seconds:.1f} s, {getattr(name, 'id', '?')})")
 
 
 @pytest.hookimpl(tryfirst=True)  # before any fixture builds a bed (a Slurm cluster, namespaces)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -272,4 +273,20 @@ class SlurmCluster:
                 p.kill()
                 p.wait(timeout=5)
         self._procs.clear()
+        # a slurmstepd whose slurmd was killed first (a stopped suite, tests/harness/stop.py) is
+        # an orphan that no scancel reaches: it and the job's processes carry this cluster's
+        # SLURM_CONF (slurmd's environment), and no other process does
+        _kill_environ(f"SLURM_CONF={self.conf}".encode())
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _kill_environ(entry: bytes) -> None:
+    """SIGKILL every process whose environment holds `entry` ("NAME=value")."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if entry in (proc / "environ").read_bytes().split(b"\0"):
+                os.kill(int(proc.name), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass

@@ -24,13 +24,14 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from types import FrameType
 
 # in the environment of what this run starts: "pid-starttime" of its pytest; no prefix the
 # manifest records (reports/shared/manifest.py ENV_PREFIXES), so no run of a test carries it into a report
 MARK = "SUITE_STOP_MARK"
 GRACE_S = 5.0  # how long the descendants get for their own SIGTERM handling (a report, mpirun's ranks)
+WORKERS_S = 180.0  # how long an xdist controller waits for its workers to tear their beds down
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -57,10 +58,11 @@ def _marked(pid: int, mark: bytes) -> bool:
         return False
 
 
-def descendants(root: int, mark: str | None = None) -> dict[int, int]:
+def descendants(root: int, mark: str | Collection[str] | None = None) -> dict[int, int]:
     """Every living process below `root` in the process tree, and every one whose environment
-    holds `mark` ("NAME=value"), as {pid: start time} (the start time tells a pid reused by
-    another process apart)."""
+    holds `mark` ("NAME=value", or any of several), as {pid: start time} (the start time tells
+    a pid reused by another process apart)."""
+    marks = [mark] if isinstance(mark, str) else list(mark or ())
     parent: dict[int, list[tuple[int, int]]] = {}
     found: dict[int, int] = {}
     for name in os.listdir("/proc"):
@@ -68,7 +70,7 @@ def descendants(root: int, mark: str | None = None) -> dict[int, int]:
             st = _stat(int(name))
             if st is not None and st[1] not in "ZX":
                 parent.setdefault(st[0], []).append((int(name), st[2]))
-                if mark is not None and int(name) != root and _marked(int(name), mark.encode()):
+                if int(name) != root and any(_marked(int(name), m.encode()) for m in marks):
                     found[int(name)] = st[2]
     todo = [root, *found]  # the marked, too: their children may have lost the mark
     while todo:
@@ -99,10 +101,22 @@ def mark_of(pid: int) -> str:
     return f"{MARK}={pid}-{st[2] if st else 0}"
 
 
+def children(pid: int) -> list[int]:
+    """The living direct children of `pid` (an xdist controller's: its workers)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = _stat(int(name))
+            if st is not None and st[0] == pid and st[1] not in "ZX":
+                out.append(int(name))
+    return out
+
+
 def run_processes(pid: int) -> dict[int, int]:
     """What the run whose pytest is `pid` has started and is still alive: its descendants and
-    every process of its mark, as {pid: start time}."""
-    return descendants(pid, mark_of(pid))
+    every process of its mark or of a direct child's (an xdist worker marks its own run), as
+    {pid: start time}."""
+    return descendants(pid, [mark_of(pid), *(mark_of(c) for c in children(pid))])
 
 
 def stop_descendants(grace_s: float = GRACE_S) -> dict[int, int]:
@@ -120,21 +134,42 @@ def stop_descendants(grace_s: float = GRACE_S) -> dict[int, int]:
     return procs
 
 
-def install() -> Callable[[], None]:
-    """Handle SIGTERM and SIGINT as above from now on; returns what puts the old handlers back."""
+def _forward(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+def install(workers: Callable[[], list[int]] = list) -> Callable[[], None]:
+    """Handle SIGTERM and SIGINT as above from now on; returns what puts the old handlers back.
+
+    `workers`: the pids of this run's pytest-xdist workers whose session has not ended (an
+    xdist controller's; none elsewhere). A controller hands the signal to them (each stops its
+    own processes and tears its own beds down, as above), waits WORKERS_S for their sessions
+    to end, and only then stops what is left and unwinds: killing a worker would cut its
+    teardown short. A second signal is handed to the workers again."""
     old = {sig: signal.getsignal(sig) for sig in SIGNALS}
     stopping = False
     # this run's own mark: a pytest started by a test marks its own run (its processes are
-    # still in the outer run's tree)
+    # still in the outer run's tree), and so does each xdist worker
     name, _, value = mark_of(os.getpid()).partition("=")
     os.environ[name] = value
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
+        busy = workers()
+        _forward(busy, signum)
         if stopping:  # already unwinding: keep the teardown going, stop what it waits on
-            stop_descendants(grace_s=0.0)
+            if not busy:
+                stop_descendants(grace_s=0.0)
             return
         stopping = True
+        deadline = time.monotonic() + WORKERS_S
+        while busy and time.monotonic() < deadline:
+            time.sleep(0.1)
+            busy = workers()
         stop_descendants()
         raise Stopped(f"stopped by {signal.Signals(signum).name}")
 

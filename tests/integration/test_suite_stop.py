@@ -35,6 +35,17 @@ def _sleeps(procs: dict[int, int]) -> int:
     return n
 
 
+def _environ_has(entry: bytes) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and entry in (proc / "environ").read_bytes().split(b"\0"):
+                pids.append(int(proc.name))
+        except OSError:
+            pass
+    return pids
+
+
 def _alive(pid: int, start: int) -> bool:
     try:
         rest = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
@@ -45,11 +56,17 @@ def _alive(pid: int, start: int) -> bool:
 
 @needs_root
 @needs_tool("mpirun")
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
-def test_a_stopped_suite_leaves_no_namespace_loop_device_or_process(tmp_path: Path, sig: int) -> None:
+@pytest.mark.parametrize(
+    ("sig", "workers"),
+    [(signal.SIGTERM, []), (signal.SIGINT, []), (signal.SIGTERM, ["-n", "2", "--dist", "loadfile"])],
+    ids=["sigterm", "sigint", "sigterm-xdist"],  # the last as .ci/run runs the bed tier
+)
+def test_a_stopped_suite_leaves_no_namespace_loop_device_or_process(
+    tmp_path: Path, sig: int, workers: list[str]
+) -> None:
     log = (tmp_path / "pytest.log").open("w+")
     child = subprocess.Popen(
-        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", str(CHILD)],
+        [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *workers, str(CHILD)],
         cwd=REPO,
         env={**os.environ, "STOKER_STOP_BED": str(tmp_path)},
         stdout=log,
@@ -92,3 +109,6 @@ def test_a_stopped_suite_leaves_no_namespace_loop_device_or_process(tmp_path: Pa
     assert up["mount"] not in Path("/proc/self/mounts").read_text()
     assert not Path(up["cgroup"]).exists()
     assert not Path(up["slurm"]).exists()
+    # nor a slurmstepd orphaned by its killed slurmd (it carries the cluster's SLURM_CONF)
+    conf = f"SLURM_CONF={up['slurm']}/slurm.conf".encode()
+    assert not _environ_has(conf), "a process of the bed's Slurm is left"
