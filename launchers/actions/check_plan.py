@@ -52,6 +52,11 @@ class Measure:
     workers: int = 1
     ckpt_block: int = IO_BLOCK
     sample_bytes: int = IO_SAMPLE
+    families: tuple[str, ...] = IO_FAMILIES  # the disk test's families the baseline can judge
+
+
+# each disk test family and the accepted figures that judge it
+FAMILY_WORKLOADS = {"checkpoint": ("checkpoint_write", "checkpoint_read"), "dataloader": ("dataloader_read",)}
 
 
 def _procs(figs: Sequence[Figure], default: int) -> tuple[int, int]:
@@ -81,7 +86,11 @@ def measure_like(baseline: Baseline | None, host: str, path: str, gpus: int) -> 
 
     writers, ckpt_block = _procs(fio("checkpoint_write") + fio("checkpoint_read"), 1)
     workers, sample = _procs(fio("dataloader_read"), 1)
+    # only what an accepted figure judges is measured (a baseline of checkpoint writes alone
+    # does not pay for the dataloader's data set); with none here, every family: "not comparable"
+    held = tuple(fam for fam in IO_FAMILIES if any(fio(w) for w in FAMILY_WORKLOADS[fam]))
     return Measure(
+        families=held or IO_FAMILIES,
         nproc=nproc,
         backend=backend,
         size=size,
@@ -160,7 +169,7 @@ def steps(
     how: Measure | None = None,
     gpus: int = 0,
     size: int = 0,
-    io_workloads: Sequence[str] = IO_FAMILIES,
+    io_workloads: Sequence[str] | None = None,  # None: the families the baseline judges (how.families)
 ) -> list[Step]:
     """The child commands, in order, measuring as `how` says (without it: the defaults for
     `gpus` GPUs, the all_reduce at `size`). One rank has no link to test."""
@@ -188,7 +197,8 @@ def steps(
         )
         plan.append(Step(name="net", argv=(*argv, "--timeout", str(net_timeout_s), "--out", out)))
     if "io" in which:
-        argv = (*stoker, "io", "--path", io_path, "--workloads", ",".join(io_workloads), "--no-torch")
+        families = how.families if io_workloads is None else io_workloads
+        argv = (*stoker, "io", "--path", io_path, "--workloads", ",".join(families), "--no-torch")
         argv += ("--ckpt-bytes", str(max(IO_CKPT_BYTES, how.ckpt_block)), "--ckpt-block", str(how.ckpt_block))
         argv += (
             "--writers",

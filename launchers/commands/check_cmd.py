@@ -276,13 +276,15 @@ def _check(
     measure_until = deadline - cp.ACTION_RESERVE_S
     gpus = local_gpus(os.environ)
 
-    def steps_to(which: list[cp.StepName], to: Path, io: tuple[str, ...] = cp.IO_FAMILIES) -> list[cp.Step]:
+    how = cp.measure_like(baseline, host, args.path, gpus)  # as the accepted run measured
+
+    def steps_to(which: list[cp.StepName], to: Path, io: tuple[str, ...] | None = None) -> list[cp.Step]:
         return cp.steps(
             which=which,
             stoker=(sys.executable, "-m", "launchers.cli"),
             out=str(to),
             io_path=args.path,
-            how=cp.measure_like(baseline, host, args.path, gpus),  # as the accepted run measured
+            how=how,
             net_timeout_s=max(5, int(limit / 3)),
             io_workloads=io,
         )

@@ -36,12 +36,10 @@ def cpu_path(
 
 
 def promises_gpus(spec: Spec | None) -> bool:
-    """The spec as written names an accelerator or a GPU count."""
-    if spec is None:
-        return False
-    return spec.accelerator is not None or (
-        "gpus_per_node" not in spec.defaulted and bool(spec.gpus_per_node)
-    )
+    """The spec as written names an accelerator (H100-SXM, MI300X, ...). A GPU count alone is
+    not such a promise: a CPU bed's spec gives `gpus_per_node` as the ranks each node runs, to
+    share its inter-node figure among them, and is judged as before."""
+    return spec is not None and spec.accelerator is not None
 
 
 def _links(spec: Spec) -> str:

@@ -67,7 +67,7 @@ def wait_for(c: SlurmCluster, node: str, want: str, timeout_s: float) -> tuple[s
 
 
 def test_health_check_drains_resumes_and_keeps_an_admin_drain(tmp_path: Path) -> None:
-    with throttled_disk(RATE, size="512M") as disk:
+    with throttled_disk(RATE, size="1G") as disk:  # the check's data set (0.27 GB) in half the free space
         # the accepted figure: n1's check on the healthy disk, kept as a baseline whose
         # tolerance is edited wide so that a loaded shared machine is no fault
         acc = tmp_path / "accepted"

@@ -202,6 +202,16 @@ def test_check_takes_writers_workers_blocks_and_ranks_from_the_baseline() -> Non
     assert (a["--nproc"], a["--backend"], a["-b"]) == ("4", "gloo", str(4 << 20))
 
 
+def test_check_measures_only_the_families_its_baseline_judges() -> None:
+    # a baseline of checkpoint writes alone: no dataloader data set to write (256 MiB a worker)
+    only_ckpt = [f for f in accepted_io() if f.workload == "checkpoint_write"]
+    how = cp.measure_like(make("acc", "t", only_ckpt), "n1", "/var/tmp", gpus=0)
+    assert how.families == ("checkpoint",) and argv_of(how)["--workloads"] == "checkpoint"
+    for b in (make("acc", "t", accepted_io()), make("acc", "t", accepted_io(path="/other")), None):
+        how = cp.measure_like(b, "n1", "/var/tmp", gpus=0)  # both held, none here, no baseline: all
+        assert argv_of(how)["--workloads"] == "checkpoint,dataloader"
+
+
 def test_check_elsewhere_or_without_a_baseline_measures_one_writer() -> None:
     base = make("acc", "t", accepted_io(path="/local/scratch"))
     for b in (base, None):
