@@ -223,6 +223,7 @@ class Session:
             extra["direct_fallback"] = fallback
         if job.workload == "dataloader_read":
             extra["sample_bytes"] = s.dl_sample_bytes
+            extra["data_bytes_per_worker"] = s.dl_files * s.dl_file_bytes  # the data set it read
         return RecordContext(
             # the storm's unmeasured layout has no workload; its failure counts as the storm's
             run_id=self.run_id,

@@ -53,6 +53,8 @@ class Measure:
     ckpt_block: int = IO_BLOCK
     sample_bytes: int = IO_SAMPLE
     families: tuple[str, ...] = IO_FAMILIES  # the disk test's families the baseline can judge
+    files_per_worker: int = IO_FILES_PER_WORKER  # the dataloader's data set: files of file_bytes
+    file_bytes: int = IO_FILE_BYTES
 
 
 # each disk test family and the accepted figures that judge it
@@ -86,6 +88,11 @@ def measure_like(baseline: Baseline | None, host: str, path: str, gpus: int) -> 
 
     writers, ckpt_block = _procs(fio("checkpoint_write") + fio("checkpoint_read"), 1)
     workers, sample = _procs(fio("dataloader_read"), 1)
+    # the data set the accepted run's workers read (the same bytes a worker, in files of at most
+    # IO_FILE_BYTES); not recorded (an older baseline): `stoker io`'s default
+    sets = {f.data for f in fio("dataloader_read") if f.data > 0}
+    data = sets.pop() if len(sets) == 1 else IO_FILES_PER_WORKER * IO_FILE_BYTES
+    file_bytes = min(IO_FILE_BYTES, data)
     # only what an accepted figure judges is measured (a baseline of checkpoint writes alone
     # does not pay for the dataloader's data set); with none here, every family: "not comparable"
     held = tuple(fam for fam in IO_FAMILIES if any(fio(w) for w in FAMILY_WORKLOADS[fam]))
@@ -97,7 +104,9 @@ def measure_like(baseline: Baseline | None, host: str, path: str, gpus: int) -> 
         writers=writers,
         workers=workers,
         ckpt_block=ckpt_block if (1 << 20) <= ckpt_block <= (16 << 20) else IO_BLOCK,
-        sample_bytes=sample if 512 <= sample <= IO_FILE_BYTES and sample % 512 == 0 else IO_SAMPLE,
+        sample_bytes=sample if 512 <= sample <= file_bytes and sample % 512 == 0 else IO_SAMPLE,
+        files_per_worker=max(1, data // file_bytes),
+        file_bytes=file_bytes,
     )
 
 
@@ -206,9 +215,9 @@ def steps(
             "--workers",
             str(how.workers),
             "--files-per-worker",
-            str(IO_FILES_PER_WORKER),
+            str(how.files_per_worker),
         )
-        argv += ("--sample-bytes", str(how.sample_bytes), "--file-bytes", str(IO_FILE_BYTES))
+        argv += ("--sample-bytes", str(how.sample_bytes), "--file-bytes", str(how.file_bytes))
         plan.append(Step(name="io", argv=(*argv, "--runtime", "2", "--timeout", "10", "--out", out)))
     return plan
 

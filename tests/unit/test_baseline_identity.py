@@ -212,6 +212,19 @@ def test_check_measures_only_the_families_its_baseline_judges() -> None:
         assert argv_of(how)["--workloads"] == "checkpoint,dataloader"
 
 
+def test_check_reads_the_data_set_its_baseline_read(tmp_path: Path) -> None:
+    # accepted with 4 files of 1 MiB a worker: the check reads 4 MiB a worker too (one file of
+    # 4 MiB: files of at most IO_FILE_BYTES); no data set recorded: stoker io's default, 64 x 4 MiB
+    dl = replace(node_io("dataloader_read", 1.4, procs=8, block=64 << 10), data=4 << 20)
+    b = make("acc", "t", [dl])
+    back = load(write(tmp_path, [dl]))  # the file keeps it (data_set_bytes)
+    assert [a.figure.data for a in back.figures] == [4 << 20]
+    a = argv_of(cp.measure_like(b, "n1", "/var/tmp", gpus=0))
+    assert (a["--files-per-worker"], a["--file-bytes"], a["--workers"]) == ("1", str(4 << 20), "8")
+    a = argv_of(cp.measure_like(make("acc", "t", accepted_io()), "n1", "/var/tmp", gpus=0))
+    assert (a["--files-per-worker"], a["--file-bytes"]) == ("64", str(4 << 20))
+
+
 def test_check_elsewhere_or_without_a_baseline_measures_one_writer() -> None:
     base = make("acc", "t", accepted_io(path="/local/scratch"))
     for b in (base, None):

@@ -91,6 +91,7 @@ class Figure:
     nodes: int = 0  # nodes the figure spans (sweeps, storage of all nodes together)
     procs: int = 0  # storage: processes per node (checkpoint writers, dataloader workers)
     block: int = 0  # storage: bytes per I/O (the checkpoint block, the dataloader sample)
+    data: int = 0  # storage: the dataloader's data set per worker (bytes), for a check to read alike
     # storage: the path's role when its path names no disk a later run finds again (a run's own
     # scratch dir, reports/shared/storage_rule.py `path_role`): the figure is keyed by it
     role: str = ""

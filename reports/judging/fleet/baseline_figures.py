@@ -125,12 +125,14 @@ def _node_pairs(ev: Evidence) -> list[Figure]:
 
 
 # a storage figure's identity: scope, path, workload, direction, tool, processes per node, block
-_IoKey = tuple[str, str, str, str, str, int, int]
+_IoKey = tuple[str, str, str, str, str, int, int, int]
 
 
 def _io_key(r: IoRecord) -> _IoKey:
     per_node = r.procs // max(1, r.nodes)
-    return (r.scope, r.path, r.workload, r.direction, r.backend, per_node, r.block_size)
+    data = r.extra.get("data_bytes_per_worker")  # the dataloader's data set a worker read
+    data = data if isinstance(data, int) and not isinstance(data, bool) and data > 0 else 0
+    return (r.scope, r.path, r.workload, r.direction, r.backend, per_node, r.block_size, data)
 
 
 def _storage(ev: Evidence) -> list[Figure]:
@@ -166,7 +168,7 @@ def _repeat_low(r: IoRecord) -> list[float]:
 def _storage_figure(key: _IoKey, vals: list[float], host: str | None = None, nodes: int = 0) -> Figure:
     """A storage figure (the aggregate, or one host's share with `host`), at its best repeat;
     a run's own scratch dir kept by its role (reports/shared/storage_rule.py `path_role`)."""
-    scope, path, wl, d, backend, procs, block = key
+    scope, path, wl, d, backend, procs, block, data = key
     role = path_role(path)
     return Figure(
         kind="storage" if host is None else "node-storage",
@@ -186,6 +188,7 @@ def _storage_figure(key: _IoKey, vals: list[float], host: str | None = None, nod
         backend=backend,
         procs=procs,
         block=block,
+        data=data,
         nodes=nodes,
     )
 

@@ -38,7 +38,13 @@ HEADER = f"""\
 """
 _TEXT = ("scope", "op", "host", "device", "path", "role", "workload", "direction")
 # how a figure was measured: the file's name of each Figure field (integers; backend is text)
-_HOW = (("ranks", "ranks"), ("nodes", "nodes"), ("procs_per_node", "procs"), ("block_bytes", "block"))
+_HOW = (
+    ("ranks", "ranks"),
+    ("nodes", "nodes"),
+    ("procs_per_node", "procs"),
+    ("block_bytes", "block"),
+    ("data_set_bytes", "data"),
+)
 _ENTRY_KEYS = (
     "kind",
     "component",
