@@ -27,6 +27,29 @@ RUN git clone --depth 1 --branch "${NCCL_TESTS_VERSION}" https://github.com/NVID
  && /opt/nccl-tests/build/all_reduce_perf --help >/dev/null
 ENV PATH=/opt/nccl-tests/build:${PATH}
 
+# EFA (AWS p4d/p5, `--fabric efa`): `--build-arg EFA_INSTALLER_VERSION=1.37.0` adds libfabric with
+# its EFA provider (the AWS EFA installer, user space only: the host has the kernel module) and
+# the aws-ofi-nccl plugin NCCL loads to use it, built against the image's CUDA; empty (the
+# default): neither. The fabric's FI_* and NCCL_* settings come from `stoker submit --fabric efa`.
+ARG EFA_INSTALLER_VERSION=""
+ARG AWS_OFI_NCCL_VERSION=1.13.0
+RUN if [ -n "${EFA_INSTALLER_VERSION}" ]; then \
+      apt-get update \
+   && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends curl libhwloc-dev autoconf automake libtool \
+   && mkdir -p /tmp/efa && cd /tmp/efa \
+   && curl -fsSL -o efa.tar.gz "https://efa-installer.amazonaws.com/aws-efa-installer-${EFA_INSTALLER_VERSION}.tar.gz" \
+   && tar -xf efa.tar.gz && cd aws-efa-installer \
+   && ./efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify \
+   && cd /tmp/efa \
+   && curl -fsSL "https://github.com/aws/aws-ofi-nccl/releases/download/v${AWS_OFI_NCCL_VERSION}-aws/aws-ofi-nccl-${AWS_OFI_NCCL_VERSION}.tar.gz" | tar -xz \
+   && cd "aws-ofi-nccl-${AWS_OFI_NCCL_VERSION}" \
+   && ./configure --prefix=/opt/aws-ofi-nccl --with-libfabric=/opt/amazon/efa --with-cuda=/usr/local/cuda --enable-platform-aws \
+   && make -j"$(nproc)" && make install \
+   && echo /opt/aws-ofi-nccl/lib > /etc/ld.so.conf.d/aws-ofi-nccl.conf \
+   && echo /opt/amazon/efa/lib > /etc/ld.so.conf.d/efa.conf && ldconfig \
+   && rm -rf /tmp/efa /var/lib/apt/lists/*; \
+    fi
+
 # stoker into the image's own python, beside its torch (never a second torch: no [torch] extra)
 COPY . /opt/stoker
 RUN python -m pip install --no-cache-dir -e /opt/stoker \

@@ -164,6 +164,10 @@ def test_the_dockerfile_is_ngc_pytorch_with_stoker_fio_and_pinned_nccl_tests() -
     assert '--branch "${NCCL_TESTS_VERSION}" https://github.com/NVIDIA/nccl-tests.git' in text
     assert "MPI=0" in text and "fio" in text
     assert "COPY . /opt/stoker" in lines  # the default --stoker-dir
+    # EFA only when asked: the installer's user space (no kernel module) and aws-ofi-nccl
+    assert 'ARG EFA_INSTALLER_VERSION=""' in lines and "ARG AWS_OFI_NCCL_VERSION=1.13.0" in lines
+    assert 'if [ -n "${EFA_INSTALLER_VERSION}" ]' in text and "--skip-kmod" in text
+    assert "--with-libfabric=/opt/amazon/efa" in text and "--with-cuda=/usr/local/cuda" in text
     assert (
         "python -m pip install --no-cache-dir -e /opt/stoker" in text
         and "[torch]" not in text.split("COPY")[1]
