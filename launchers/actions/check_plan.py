@@ -83,19 +83,21 @@ def measure_like(baseline: Baseline | None, host: str, path: str, gpus: int) -> 
     role = path_role(path)  # the check's own scratch dir meets the run's by its role
     where = {"role": role} if role else {"path": str(PurePath(path)), "role": ""}
 
-    def fio(workload: str) -> list[Figure]:
-        return baseline.like("node-storage", host, workload=workload, backend="fio", **where)
-
-    writers, ckpt_block = _procs(fio("checkpoint_write") + fio("checkpoint_read"), 1)
-    workers, sample = _procs(fio("dataloader_read"), 1)
+    # the accepted fio figures of each disk test family, looked up once
+    fio = {
+        fam: [f for w in wls for f in baseline.like("node-storage", host, workload=w, backend="fio", **where)]
+        for fam, wls in FAMILY_WORKLOADS.items()
+    }
+    writers, ckpt_block = _procs(fio["checkpoint"], 1)
+    workers, sample = _procs(fio["dataloader"], 1)
     # the data set the accepted run's workers read (the same bytes a worker, in files of at most
     # IO_FILE_BYTES); not recorded (an older baseline): `stoker io`'s default
-    sets = {f.data for f in fio("dataloader_read") if f.data > 0}
+    sets = {f.data for f in fio["dataloader"] if f.data > 0}
     data = sets.pop() if len(sets) == 1 else IO_FILES_PER_WORKER * IO_FILE_BYTES
     file_bytes = min(IO_FILE_BYTES, data)
     # only what an accepted figure judges is measured (a baseline of checkpoint writes alone
     # does not pay for the dataloader's data set); with none here, every family: "not comparable"
-    held = tuple(fam for fam in IO_FAMILIES if any(fio(w) for w in FAMILY_WORKLOADS[fam]))
+    held = tuple(fam for fam in IO_FAMILIES if fio[fam])
     return Measure(
         families=held or IO_FAMILIES,
         nproc=nproc,
@@ -226,9 +228,10 @@ def io_families(tagged: Sequence[tuple[str, Finding]]) -> tuple[str, ...]:
     """The disk test's workload families (`checkpoint`, `dataloader`) with a figure under the
     baseline's tolerance: the confirmation measures those again, not the whole step (all of them
     when a finding does not say its workload)."""
+    family_of = {w: fam for fam, wls in FAMILY_WORKLOADS.items() for w in wls}
     wls = [str(f.extra.get("workload", "")) for t, f in tagged if t == "io" and f.status == "regression"]
-    fams = {w.split("_")[0] for w in wls}
-    return tuple(x for x in IO_FAMILIES if x in fams) if fams and fams <= set(IO_FAMILIES) else IO_FAMILIES
+    fams = {family_of.get(w) for w in wls}
+    return tuple(x for x in IO_FAMILIES if x in fams) if fams and None not in fams else IO_FAMILIES
 
 
 # the confirmations, cheapest first: the disk test again (only the workloads that regressed) takes

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +72,7 @@ def graph() -> dict[str, frozenset[str]]:
     }
 
 
-def named_modules(source: str, mods: object) -> set[str]:
+def named_modules(source: str, mods: Collection[str]) -> set[str]:
     """The modules a source that uses importlib names in a string (`importlib.import_module(NAME)`,
     the dispatcher's table of commands): an import all the same. (A module name handed to
     `python -m` starts a process; it imports nothing.)"""
@@ -80,7 +81,7 @@ def named_modules(source: str, mods: object) -> set[str]:
     return {
         n.value
         for n in ast.walk(ast.parse(source))
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in mods  # type: ignore[operator]
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in mods
     }
 
 

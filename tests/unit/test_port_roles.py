@@ -16,8 +16,8 @@ from typing import Any
 from netbench.inventory.hardware import detect_hardware
 from netbench.inventory.hardware_parse import hca_max_rate, nic_total
 from reports.judging.node.inventory import judge_inventory
-from reports.judging.node.port_roles import gpu_affine_nics, port_role
 from reports.shared.findings import FAILING
+from reports.shared.port_rule import gpu_affine_nics, port_role
 from reports.shared.spec import parse_spec
 from reports.table.read import RecordSet
 from tests.unit.recordgen import flat, judge_records

@@ -22,10 +22,11 @@ from reports.judging.node.inventory_faults import (
     memlock_finding,
     nvswitch_findings,
 )
-from reports.judging.node.port_roles import down_trained, gpu_affine_nics, port_role
+from reports.judging.node.port_roles import down_trained
 from reports.shared import catalog
 from reports.shared.errors import UsageError
 from reports.shared.findings import Component, Finding
+from reports.shared.port_rule import gpu_affine_nics, port_role
 from reports.shared.spec import Spec
 
 # A pinned copy moves payload in PCIe TLPs: headers, flow control and completions cost

@@ -19,8 +19,6 @@ from typing import Any
 from reports.shared.findings import Finding
 from reports.shared.port_rule import Role, gpu_affine_nics, port_role
 
-__all__ = ["Role", "gpu_affine_nics", "port_role", "port_name", "ports_not_counted", "down_trained"]
-
 # the RDMA ports not counted, listed in one note (how the note names them); management
 # ports were never judged and are listed in the report's Node inventory table with the rest
 NOT_COUNTED: dict[Role, str] = {"unused": "unused", "storage": "storage or another fabric"}
