@@ -135,10 +135,15 @@ def _wait(proc: subprocess.Popen[str], phase: Phase, stop: StopSignals, say: Tex
     seen, acted = stop.count, 0
     while True:
         try:
-            return proc.wait(timeout=POLL_S)
+            rc = proc.wait(timeout=POLL_S)
         except subprocess.TimeoutExpired:
             if time.monotonic() > deadline:
                 raise
+        else:
+            if stop.count > seen + acted:  # it ended as the stop arrived: say so, nothing to act on
+                say.write(f"{where} {phase.name}: {stop.name or 'stop'} asked; it had finished\n")
+                say.flush()
+            return rc
         while acted < stop.count - seen:
             acts = ON_STOP[phase.on_stop]
             act = acts[min(acted, len(acts) - 1)]

@@ -9,11 +9,14 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.conftest import REPO, STOKER, needs_tool
 
-pytestmark = needs_tool("fio")
+# alone: the check's disk figures are held to the run's by a 25% tolerance; another bed test's fio
+# or ranks on the same 2 cores meanwhile moved them 31-37% in CI (a loaded machine, not a regression)
+pytestmark = [needs_tool("fio"), pytest.mark.alone]
 
 
 def stoker(*argv: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:

@@ -47,5 +47,8 @@ def test_a_signal_during_the_report_lets_it_finish_exit_3(sig: signal.Signals, t
     lines = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]
     verdict = json.loads((out / "verdict.json").read_text())["verdict"]
     assert lines[-1]["phase"] == "report" and (out / "report.md").is_file(), lines
-    assert f"report: {sig.name} asked; it finishes first" in text, text[-2000:]
+    # the signal lands while the report runs, or as it ends (the /proc entry can outlive it by a
+    # moment): either way the run says it heard it
+    said = (f"report: {sig.name} asked; it finishes first", f"report: {sig.name} asked; it had finished")
+    assert any(s in text for s in said), text[-2000:]
     assert rc == (1 if verdict == "fail" else 3), (rc, verdict, text[-2000:])
