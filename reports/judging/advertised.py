@@ -23,9 +23,9 @@ from typing import Any
 from reports.evidence.sweeps import Sweep, main_op
 from reports.judging.network import reference
 from reports.judging.network.wire import Wire, wire_rate
-from reports.shared.findings import DEFAULT_THRESHOLDS, Component, Finding, Status
+from reports.shared.findings import Component, Finding, Status
 from reports.shared.records import IoRecord
-from reports.shared.spec import Spec, StorageSpec, match_storage
+from reports.shared.spec import Spec, StorageSpec, match_storage, thresholds_of
 from reports.shared.storage_rule import why_not_compared
 from reports.shared.units import format_size
 
@@ -134,7 +134,7 @@ def compare_network(
     NCCL_ALGO / NCCL_NVLS_ENABLE, which tell the ring's figures from NVLS's."""
     findings: list[Finding] = []
     expected_used: dict[str, float] = {}
-    threshold = (spec.thresholds if spec else DEFAULT_THRESHOLDS)["network"]
+    threshold = thresholds_of(spec).network
     scopes: tuple[tuple[str, Component], ...] = (
         ("intra-node", "intra-node network"),
         ("inter-node", "inter-node network"),
@@ -283,7 +283,7 @@ def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Fin
             groups[(r.path, r.workload, r.direction)].append(r)
     findings: list[Finding] = []
     expected_used: dict[str, float] = {}
-    threshold = (spec.thresholds if spec else DEFAULT_THRESHOLDS)["storage"]
+    threshold = thresholds_of(spec).storage
     for (path, workload, direction), all_recs in sorted(groups.items()):
         entry = match_storage(path, spec.storage) if spec else None
         kind = entry.kind if entry else all_recs[0].scope

@@ -35,10 +35,10 @@ from reports.judging.storage import savepath
 from reports.judging.workload import model
 from reports.judging.workload.needs import need_lines, pick_io, place, runs_on
 from reports.judging.workload.workload import Workload
-from reports.shared.findings import DEFAULT_THRESHOLDS, Component, Finding, Judgement, ModelRow, verdict_of
+from reports.shared.findings import Component, Finding, Judgement, ModelRow, verdict_of
 from reports.shared.records import IoRecord
 from reports.shared.runs import IMPORTED
-from reports.shared.spec import Spec, given_scopes, match_storage
+from reports.shared.spec import Spec, given_scopes, match_storage, thresholds_of
 from reports.shared.spread import Spread, spread_of, threshold_note
 from reports.shared.storage_rule import iops_note, judged_by_iops
 from reports.table.read import SkippedLine
@@ -422,7 +422,7 @@ def judge(
         not_covered=[f"{ln.what}: {ln.why}" for ln in c.coverage.not_covered],
         coverage=c.coverage.verdict_fields(),
         expected=c.expected,
-        thresholds=dict(c.spec.thresholds) if c.spec else dict(DEFAULT_THRESHOLDS),
+        thresholds=thresholds_of(c.spec),
         model=c.model,
         model_summary=c.summary,
         spec_name=written.name

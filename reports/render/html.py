@@ -93,7 +93,7 @@ def _net(sws: Sequence[Sweep], ri: ReportInput, fig: figure_jobs.Deferred) -> li
                     f"{scope}: busbw vs message size",
                     series,
                     sorted(lines.items()),
-                    j.thresholds["network"],
+                    j.thresholds.network,
                 ),
                 f"{scope} busbw vs message size",
             ),
@@ -263,7 +263,7 @@ def render(ri: ReportInput, draw: Callable[[Sequence[figure_jobs.Job]], list[str
     fig = figure_jobs.Deferred(draw=draw)  # drawn together when the page is built, on both cores
     body += _net(ev.sweeps, ri, fig)
     body += _storage(ri, fig)
-    body += soak_section(ev.soak, ev.io, ev.counters, j.findings, j.expected, j.thresholds["network"])
+    body += soak_section(ev.soak, ev.io, ev.counters, j.findings, j.expected, j.thresholds.network)
     if ev.host:
         from reports.render.inventory import host_link_table, port_table
 

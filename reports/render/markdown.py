@@ -16,7 +16,7 @@ from reports.evidence import Evidence
 from reports.evidence.rail_grid import RailGrid
 from reports.evidence.sweeps import Sweep, expected_for
 from reports.render.stragglers import straggler_lines
-from reports.shared.findings import FAILING, STATUSES, Finding, Judgement
+from reports.shared.findings import FAILING, STATUSES, Finding, Judgement, Thresholds
 from reports.shared.group_search import SearchResult
 from reports.shared.manifest import allowlisted_env
 from reports.shared.outliers import DEFAULT_MIN_GAP
@@ -169,14 +169,14 @@ def sweep_table(s: Sweep) -> pd.DataFrame:
     return pd.DataFrame(cols)  # one frame built whole: adding columns one by one cost more
 
 
-def plateau_line(s: Sweep, expected: Mapping[str, float], thresholds: Mapping[str, float]) -> str:
+def plateau_line(s: Sweep, expected: Mapping[str, float], thresholds: Thresholds) -> str:
     size, bw = s.plateau()
     if s.ranks < 2:  # nccl-tests on one GPU: the same; bus bandwidth needs a second rank
         return "One rank crosses no link: busbw is 0 by definition and the sweep is not judged."
     line = f"Plateau: **{fnum(bw)} GB/s** busbw at {format_size(size)}"
     adv = expected_for(s.scope, s.nodes, dict(expected))
     if adv:
-        share = thresholds["network"]
+        share = thresholds.network
         line += f" = {bw / adv:.0%} of the advertised {fnum(adv)} GB/s (threshold {share:.0%})"
     return line + "."
 

@@ -60,8 +60,21 @@ FAILING: tuple[Status, ...] = (
 )  # unstable: a soak's dip or rising error counter; regression: under the accepted baseline
 # judged and passed: a transient's confirming measurement passed its threshold
 PASSED: tuple[Status, ...] = ("ok", "transient")
-# the share of an advertised figure that passes, unless the spec says otherwise (the one place)
-DEFAULT_THRESHOLDS: dict[str, float] = {"network": 0.80, "storage": 0.80}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Thresholds:
+    """The share of an advertised figure that passes, per component kind: the spec's `thresholds`,
+    resolved once when the spec is read (reports.shared.spec), these defaults where it says nothing
+    (the one place they are written). Every judge reads this one object, and a finding's
+    `threshold` in verdict.json is taken from it (or is the healthy reference's share)."""
+
+    network: float = 0.80
+    storage: float = 0.80
+
+
+THRESHOLD_KINDS = tuple(f.name for f in dataclasses.fields(Thresholds))  # the spec's `thresholds` keys
+DEFAULT_THRESHOLDS = Thresholds()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -117,9 +130,7 @@ class Judgement:
     not_covered: list[str] = field(default_factory=list)  # promises outside the scope under test
     coverage: dict[str, Any] = field(default_factory=dict)  # verdict.json's coverage fields
     expected: dict[str, float] = field(default_factory=dict)  # component -> advertised GB/s used
-    thresholds: dict[str, float] = field(
-        default_factory=lambda: dict(DEFAULT_THRESHOLDS)
-    )  # share that passes
+    thresholds: Thresholds = DEFAULT_THRESHOLDS  # the share that passes
     model: list[ModelRow] = field(default_factory=list)
     model_summary: dict[str, Any] = field(default_factory=dict)
     spec_name: str | None = None

@@ -21,7 +21,7 @@ from typing import Any
 from reports.shared import catalog
 from reports.shared.catalog import Accelerator, Link
 from reports.shared.errors import UsageError
-from reports.shared.findings import DEFAULT_THRESHOLDS
+from reports.shared.findings import DEFAULT_THRESHOLDS, THRESHOLD_KINDS, Thresholds
 from reports.shared.plausible import setting_why
 
 
@@ -59,7 +59,7 @@ class Spec:
     # that stands out, and counts a rack's outliers
     racks: dict[str, str] = field(default_factory=dict)
     price_per_gpu_hour: float | None = None
-    thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    thresholds: Thresholds = DEFAULT_THRESHOLDS  # resolved once here, at load; every judge reads it
     detected: tuple[str, ...] = ()  # what was filled in from hardware detection
     defaulted: tuple[str, ...] = ()  # fields taken from the accelerator's defaults
 
@@ -87,6 +87,12 @@ class Spec:
             self.intra_node_link,
             (self.intra_node_link.name if self.intra_node_link else "spec"),
         )
+
+
+def thresholds_of(spec: Spec | None) -> Thresholds:
+    """The pass thresholds a judgement holds figures to: the spec's, resolved when it was loaded,
+    or the defaults when there is no spec."""
+    return spec.thresholds if spec is not None else DEFAULT_THRESHOLDS
 
 
 class Fields:
@@ -281,11 +287,8 @@ def parse_spec(data: Mapping[str, Any], file: str) -> Spec:
     if "price_per_gpu_hour" in data:
         kw["price_per_gpu_hour"] = f.number(data["price_per_gpu_hour"], "price_per_gpu_hour", positive=False)
     th = f.mapping(data.get("thresholds", {}), "thresholds")
-    f.known_keys(th, "thresholds", ("network", "storage"))
-    kw["thresholds"] = {
-        **DEFAULT_THRESHOLDS,
-        **{k: f.number(v, f"thresholds.{k}", maximum=1.0) for k, v in th.items()},
-    }
+    f.known_keys(th, "thresholds", THRESHOLD_KINDS)
+    kw["thresholds"] = Thresholds(**{k: f.number(v, f"thresholds.{k}", maximum=1.0) for k, v in th.items()})
     spec = fill_defaults(Spec(**kw))
     if spec.nvlink_domain is not None and spec.between_domains_GBps is None:
         raise f.fail(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import statistics
 
-from reports.shared.findings import DEFAULT_THRESHOLDS
 from reports.shared.outliers import DEFAULT_MIN_GAP, low_outliers
 from reports.shared.records import IO_WORKLOADS, IoRecord
 from reports.shared.spec import Spec, match_storage
@@ -82,7 +81,7 @@ def to_confirm(r: IoRecord, spec: Spec) -> bool:
         if kind == "local" and r.per_host_bw_GBps
         else r.bw_GBps
     )
-    return judged < spec.thresholds.get("storage", DEFAULT_THRESHOLDS["storage"]) * expected
+    return judged < spec.thresholds.storage * expected
 
 
 def host_outliers(r: IoRecord, min_gap: float = DEFAULT_MIN_GAP) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reports.judging.workload.workload import Workload, load_workload, parse_workload
-from reports.shared.findings import ModelRow
+from reports.shared.findings import ModelRow, Thresholds
 from reports.shared.records import IoRecord, RecordWriter
 from reports.shared.spec import parse_spec
 from reports.table.read import RecordSet, read_records
@@ -48,7 +48,7 @@ def test_spec_and_workload() -> None:
     assert by[("shared storage", "checkpoint_write write bandwidth")].status == "ok"  # 18 / 20 = 90%
     assert j.verdict == "fail"
     assert j.expected["intra-node network"] == 450.0 and j.expected["inter-node network"] == 50.0
-    assert j.thresholds == {"network": 0.80, "storage": 0.80}
+    assert j.thresholds == Thresholds(network=0.80, storage=0.80)
     assert (j.spec_name, j.workload_name, j.run_id) == ("h100", "llama-70b", "r1")
     model = [f for f in j.findings if f.check.startswith("workload llama-70b")]
     assert len(model) == len(j.model) == 4  # TP, FSDP, dataloader, checkpoint

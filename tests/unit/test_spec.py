@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from reports.shared.errors import UsageError
+from reports.shared.findings import Thresholds
 from reports.shared.spec import fill_from_hardware, load_spec
 from tests.conftest import REPO
 
@@ -31,7 +32,7 @@ def test_contract_example() -> None:
         ("/scratch", "local", 12.0, 6.0),
     ]
     assert s.price_per_gpu_hour == 2.49
-    assert s.thresholds == {"network": 0.80, "storage": 0.80}
+    assert s.thresholds == Thresholds(network=0.80, storage=0.80)
     assert s.defaulted == ()
 
 
@@ -55,7 +56,7 @@ def test_rates_in_GBps_and_Gbps(tmp_path: Path) -> None:
     )
     assert s.intra_node_GBps == 300.0 and s.intra_node_link is None
     assert s.inter_node_GBps == 400.0 and s.inter_node_per_gpu_GBps == 50.0
-    assert s.thresholds == {"network": 0.9, "storage": 0.80}
+    assert s.thresholds == Thresholds(network=0.9, storage=0.80)
 
 
 def test_empty_file_is_an_empty_spec(tmp_path: Path) -> None:

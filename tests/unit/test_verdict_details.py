@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from reports.judging.judge import judge
 from reports.judging.workload.workload import parse_workload
+from reports.shared.findings import Thresholds
 from reports.shared.group_search import Group, group_search
 from reports.shared.records import NetRecord
 from reports.shared.spec import parse_spec
@@ -36,7 +37,7 @@ def test_the_verdict_records_the_specs_own_thresholds() -> None:
     )
     j = judge(evidence(flat("intra-node", "all_reduce", 75.0)), spec, scope="node")
     assert j.verdict == "pass", j.headline
-    assert j.thresholds == {"network": 0.7, "storage": 0.8}
+    assert j.thresholds == Thresholds(network=0.7, storage=0.8)
 
 
 def _host_link(device: str, nic: str, path: str) -> dict[str, object]:
