@@ -127,6 +127,11 @@ def aggregate(results: Sequence[HostResult], ctx: RecordContext, failed: str = "
         "physical_max_host_GBps": PHYSICAL_MAX_HOST_GBPS,
         **ctx.extra,
     }
+    on_host: dict[str, int] = {}
+    for r in results:
+        on_host[r.host] = on_host.get(r.host, 0) + r.procs
+    if len(set(on_host.values())) == 1:  # every node ran as many: the record says how many (one place)
+        extra["procs_per_node"] = next(iter(on_host.values()))
     cvs = [r.bw_cv for r in results if r.bw_cv is not None]
     if cvs:  # the spread of fio's own bandwidth samples, the noisiest host's
         extra["bw_cv"] = max(cvs)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reports.evidence.grouped import Groups, codes
-from reports.shared.records import NET_SCOPES
+from reports.shared.records import NET_SCOPES, per_node
 from reports.shared.units import format_size
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class Sweep:
 
     @property
     def ranks_per_node(self) -> int:
-        return max(1, round(self.ranks / max(1, self.nodes)))
+        return per_node(self.ranks, self.nodes)
 
     def plateau(self) -> tuple[int, float]:
         """(size, busbw): the best per-size median among the largest sizes (ties: the largest)."""

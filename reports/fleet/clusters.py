@@ -25,7 +25,7 @@ from typing import Any, TypeGuard
 from reports.evidence import Evidence
 from reports.evidence.sweeps import Sweep
 from reports.shared.findings import FAILING, PARTS, Judgement
-from reports.shared.records import IoRecord
+from reports.shared.records import IoRecord, procs_per_node
 
 # the parts of a training job the GPUs can wait for, in the order a buyer reads them
 COMPONENTS = PARTS
@@ -48,13 +48,9 @@ class IoFigure:
     procs: int
     bw: float
     path: str
+    procs_per_node: int  # checkpoint writers or dataloader workers per node, as its record says
     backend: str = ""  # the tool: fio, torch.save, torch.dcp ("": not recorded)
     nodes: int = 1
-
-    @property
-    def procs_per_node(self) -> int:
-        """Checkpoint writers or dataloader workers per node."""
-        return self.procs // max(1, self.nodes)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -177,6 +173,7 @@ def io_figures(io: Sequence[IoRecord]) -> tuple[IoFigure, ...]:
             direction=k[2],
             block=k[3],
             procs=k[4],
+            procs_per_node=procs_per_node(r),
             bw=r.bw_GBps,
             path=r.path,
             backend=k[5],

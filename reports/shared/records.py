@@ -209,6 +209,22 @@ class IoRecord:
     kind: str = "io"
 
 
+def per_node(count: int, nodes: int) -> int:
+    """`count` processes (ranks, writers, workers) of all `nodes` together, per node: the one
+    derivation, for a net sweep (its ranks) and for an io record that does not say (procs_per_node)."""
+    return max(1, round(count / max(1, nodes)))
+
+
+def procs_per_node(rec: IoRecord) -> int:
+    """The processes (checkpoint writers, dataloader workers, fio jobs) each node of an io record ran:
+    its `procs_per_node`, written when it was measured where every node ran as many; else, for a
+    record without it (imported, older, nodes that ran different numbers), `per_node` of its procs."""
+    given = rec.extra.get("procs_per_node")
+    if isinstance(given, int) and not isinstance(given, bool) and 1 <= given <= max(1, rec.procs):
+        return given
+    return per_node(rec.procs, rec.nodes)
+
+
 Record = NetRecord | IoRecord
 R = TypeVar("R", NetRecord, IoRecord)
 

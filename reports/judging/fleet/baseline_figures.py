@@ -14,7 +14,7 @@ from typing import Any
 from reports.evidence import Evidence
 from reports.judging.fleet.baseline import Baseline, Figure, judge
 from reports.shared.findings import Component, Finding
-from reports.shared.records import IoRecord
+from reports.shared.records import IoRecord, procs_per_node
 from reports.shared.storage_rule import path_role
 
 
@@ -129,7 +129,7 @@ _IoKey = tuple[str, str, str, str, str, int, int, int]
 
 
 def _io_key(r: IoRecord) -> _IoKey:
-    per_node = r.procs // max(1, r.nodes)
+    per_node = procs_per_node(r)
     data = r.extra.get("data_bytes_per_worker")  # the dataloader's data set a worker read
     data = data if isinstance(data, int) and not isinstance(data, bool) and data > 0 else 0
     return (r.scope, r.path, r.workload, r.direction, r.backend, per_node, r.block_size, data)

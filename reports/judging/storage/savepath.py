@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reports.evidence.storage import REAL_SAVE_BACKENDS
-from reports.shared.records import IoRecord
+from reports.shared.records import IoRecord, procs_per_node
 
 CHECKPOINT_FORMATS = ("torch.save", "dcp", "async")
 BACKEND_OF = {"torch.save": "torch.save", "dcp": "torch.dcp", "async": "torch.dcp"}
@@ -47,10 +47,6 @@ class SaveRates:
     nodes_measured: int
     serialise_GBps: float | None  # per process, added when fio stands in (a real save includes it)
     note: str
-
-
-def writers_per_node(r: IoRecord) -> int:
-    return max(1, round(r.procs / max(1, r.nodes)))
 
 
 def slowest_node_GBps(r: IoRecord) -> float:
@@ -76,15 +72,15 @@ def pick(records: Sequence[IoRecord], fmt: str = "torch.save") -> SaveRates | No
     same = [r for r in records if r.backend == want]
     fio = [r for r in records if r.backend not in REAL_SAVE_BACKENDS]
     if same:
-        solo = [r for r in same if writers_per_node(r) == 1]
-        many = [r for r in same if writers_per_node(r) > 1]
+        solo = [r for r in same if procs_per_node(r) == 1]
+        many = [r for r in same if procs_per_node(r) > 1]
         per_writer = slowest_node_GBps(_best(solo)) if solo else None
         if many:
             node = _best(many)
-            node_GBps, how = slowest_node_GBps(node), f"{writers_per_node(node)} {want} processes per node"
+            node_GBps, how = slowest_node_GBps(node), f"{procs_per_node(node)} {want} processes per node"
         elif fio:  # the disk's own figure caps the node's writers
             node = _best(fio)
-            node_GBps, how = slowest_node_GBps(node), f"fio's {writers_per_node(node)} writers per node"
+            node_GBps, how = slowest_node_GBps(node), f"fio's {procs_per_node(node)} writers per node"
         else:  # one process per node is all that was measured: the node figure is a floor
             node = _best(solo)
             node_GBps, how = slowest_node_GBps(node), f"one {want} process per node (a floor)"
@@ -95,7 +91,7 @@ def pick(records: Sequence[IoRecord], fmt: str = "torch.save") -> SaveRates | No
             backend=want,
             per_writer_GBps=per_writer,
             node_GBps=node_GBps,
-            node_writers=writers_per_node(node),
+            node_writers=procs_per_node(node),
             aggregate_GBps=agg.bw_GBps,
             nodes_measured=agg.nodes,
             serialise_GBps=None,
@@ -112,7 +108,7 @@ def pick(records: Sequence[IoRecord], fmt: str = "torch.save") -> SaveRates | No
         backend=node.backend,
         per_writer_GBps=None,
         node_GBps=node_GBps,
-        node_writers=writers_per_node(node),
+        node_writers=procs_per_node(node),
         aggregate_GBps=agg.bw_GBps,
         nodes_measured=agg.nodes,
         serialise_GBps=ser,
