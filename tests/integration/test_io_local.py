@@ -78,6 +78,7 @@ def test_all_workloads_on_a_temp_dir(tmp_path: Path) -> None:
     for r in recs.io:
         assert r.run_id == "io-local-test" and r.path == str(work) and r.scope == "local"
         assert r.failed == "" and r.iops > 0 and r.runtime_s > 0
+        assert r.nodes == 1 and r.extra["procs_per_node"] == r.procs  # one node: all its processes
         if r.bytes:
             assert r.bw_GBps == pytest.approx(r.bytes / r.runtime_s / 1e9, rel=1e-3)
         if r.lat_ms:
