@@ -6,7 +6,7 @@ submitted. Pure: the spec is read at the edge (launchers/slurm/submit.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from reports.shared.spec import Spec, StorageSpec
@@ -44,6 +44,27 @@ def storage_plan(entries: Sequence[StorageSpec], local: str | None, shared: str 
         local_GBps=_write_rate(entries, "local"),
         shared_GBps=_write_rate(entries, "shared"),
     )
+
+
+def here(
+    entries: Sequence[StorageSpec], problem: Callable[[str], str]
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`stoker run --spec` on one machine: the spec's storage paths it measures here (in the spec's
+    order, each once) and one line for each it does not. `problem` (the edge's look at the path)
+    says why a path cannot be measured here, "" when it can; stoker creates no spec path."""
+    measured: list[str] = []
+    lines: list[str] = []
+    for e in entries:
+        why = (
+            problem(e.path)
+            if e.path.startswith("/")
+            else "not an absolute path: give it as the nodes mount it"
+        )
+        if why:
+            lines.append(f"the spec's {e.kind} storage {e.path} is not measured: {why}")
+        elif e.path not in measured:
+            measured.append(e.path)
+    return tuple(measured), tuple(lines)
 
 
 def unmeasurable(spec: Spec, *, nodes: int, gpus_per_node: int) -> list[str]:

@@ -13,6 +13,7 @@ side (iobench) and the report decide by this one rule.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 
 from reports.shared.findings import DEFAULT_THRESHOLDS
 from reports.shared.outliers import DEFAULT_MIN_GAP, low_outliers
@@ -104,6 +105,19 @@ def outliers_to_confirm(r: IoRecord) -> bool:
 # (the record's scope), and a later run's scratch of the same role meets it (docs/check.md).
 SCRATCH_PREFIX = ".io-scratch-"
 SCRATCH_ROLE = "scratch"
+
+
+# what a measured path is to the run, on each io record stoker measures (`role`): its own scratch
+# dir, or a path the spec names (its promise judges the figure); "" for any other named path
+SPEC_ROLE = "spec"
+
+
+def record_role(path: str, spec_paths: Sequence[str]) -> str:
+    """The io record's `role`: SCRATCH_ROLE, SPEC_ROLE when `path` is one of the spec's storage
+    paths, else ""."""
+    if path_role(path):
+        return SCRATCH_ROLE
+    return SPEC_ROLE if path.rstrip("/") in {p.rstrip("/") for p in spec_paths} else ""
 
 
 def path_role(path: str) -> str:
