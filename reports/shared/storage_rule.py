@@ -125,3 +125,16 @@ def path_role(path: str) -> str:
     path: the spec's, --path, the job's LOCAL_IO: itself is its role)."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
     return SCRATCH_ROLE if name.startswith(SCRATCH_PREFIX) or name == "io-scratch" else ""
+
+
+def spec_advice(path: str, kind: str) -> str:
+    """What to add to the spec for `path`. `stoker run`'s throwaway scratch dir (.io-scratch-XXXX,
+    removed after the run) is no path to put in a spec: name the dir that holds it."""
+    if path_role(path):
+        where = path.rstrip("/").rpartition("/")[0] or "/"
+        return (
+            f"this is stoker run's throwaway scratch dir on the file system of {where}: add {{path: {where}, "
+            f"kind: {kind}, read_GBps: X, write_GBps: Y}} to storage in --spec, or measure the storage you mean "
+            "with stoker run --path DIR."
+        )
+    return f"add {{path: {path}, kind: {kind}, read_GBps: X, write_GBps: Y}} to storage in --spec."
