@@ -27,7 +27,7 @@ from reports.shared.outdir import claim
 from reports.shared.records import IO_FILE, MANIFEST_FILE, IoRecord, RecordWriter
 from reports.shared.spec import Spec, load_spec
 from reports.shared.spread import median_record, spread_of
-from reports.shared.storage_rule import outliers_to_confirm, to_confirm
+from reports.shared.storage_rule import outliers_to_confirm, record_role, to_confirm
 from reports.shared.units import format_size
 
 T = TypeVar("T")
@@ -219,6 +219,9 @@ class Session:
             "dataloader_read": s.dl_workers * s.dl_files * s.dl_file_bytes,
         }.get(job.workload, 0)
         extra: dict[str, Any] = {"fio_version": self.fio_version, "fio_args": job.args()[:40]}
+        role = record_role(str(path), [e.path for e in self.spec.storage] if self.spec else ())
+        if role:
+            extra["role"] = role
         if fallback and job.direct is False and job.workload != "metadata":
             extra["direct_fallback"] = fallback
         if job.workload == "dataloader_read":

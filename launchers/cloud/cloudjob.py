@@ -71,6 +71,11 @@ class CloudJob:
     # fewest nodes left after the preflight (torchrun.sh MIN_NODES); None: its default, 2 (1 on one node)
     min_nodes: int | None = None
     data_volume: str | None = None  # k8s: a PVC (the training data's) tested as shared storage
+    # k8s: the spec's storage paths the pods measure (launchers/spec_paths.py pod_storage): LOCAL_IO
+    # and SHARED_IO, and each path mounted at itself, (path, its PVC or "" for the node's directory)
+    spec_local: str | None = None
+    spec_shared: str | None = None
+    spec_mounts: tuple[tuple[str, str], ...] = ()
     cpus_per_node: int | None = None  # None: CPUS_PER_RANK per rank
     # --toleration KEY[=VALUE][:EFFECT] beyond the GPU taint's: (key, value, effect), "" for none
     tolerations: tuple[tuple[str, str, str], ...] = ()
@@ -162,7 +167,7 @@ def capped_profile(job: CloudJob) -> Profile:
     """The profile with the checkpoint shard per writer within the shared file system's cap
     (launchers/duration.py) when a shared path is tested (a results or data volume)."""
     p = job.profile
-    if not (job.shared or job.data_volume) or "checkpoint" not in p.workloads:
+    if not (job.shared or job.data_volume or job.spec_shared) or "checkpoint" not in p.workloads:
         return p
     shard = shard_bytes(p, job.nodes, job.writers)
     return (
@@ -203,8 +208,14 @@ def node_env(job: CloudJob) -> list[tuple[str, str]]:
         env.append(("MIN_NODES", str(job.min_nodes)))
     if job.data_volume:  # the training data's volume, tested as the shared storage
         env.append(("SHARED_IO", f"{DATA_DIR}/stoker-io-{job.name}"))
+    elif (
+        job.spec_shared
+    ):  # the spec's shared path, mounted at itself; stoker io works in a dir of its own there
+        env.append(("SHARED_IO", job.spec_shared))
     if job.local_volume:  # the node's own disk, mounted at LOCAL_DIR (k8s.py, tasks.py)
         env.append(("LOCAL_IO", f"{LOCAL_DIR}/stoker-io"))
+    elif job.spec_local:  # the spec's local path on the node, mounted at itself
+        env.append(("LOCAL_IO", job.spec_local))
     fab = list(job.fab.env)
     # the fabric's names: mpirun.sh forwards each to every rank (-x), as it does the run id
     return env + fab + [("STOKER_RANK_ENV", ",".join(k for k, _ in fab))]

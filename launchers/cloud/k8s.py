@@ -21,6 +21,7 @@ from typing import Any
 from launchers.cloud.cloudjob import (
     DATA_DIR,
     GPU_TAINT,
+    INPUTS_DIR,
     LOCAL_DIR,
     TTL_AFTER_FINISHED_S,
     CloudJob,
@@ -135,7 +136,22 @@ def local_volume(spec: str | None) -> dict[str, Any]:
     )
 
 
-def _volumes(job: CloudJob) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def pod_dirs(out: str, stoker_dir: str) -> tuple[str, ...]:
+    """The directories a pod mounts for itself or runs from (the results root, stoker's checkout):
+    a spec path may not overlap one (launchers/spec_paths.py pod_storage)."""
+    return ("/dev/shm", out, LOCAL_DIR, DATA_DIR, INPUTS_DIR, stoker_dir)
+
+
+def spec_volume(path: str, pvc: str) -> dict[str, Any]:
+    """A spec storage path as a pod volume: the PVC the spec names, else the node's own
+    directory, which must exist (hostPath type Directory: the kubelet creates nothing, and a
+    node without it does not start the pod; `kubectl describe pod` names the path)."""
+    if pvc:
+        return {"persistentVolumeClaim": {"claimName": pvc}}
+    return {"hostPath": {"path": path, "type": "Directory"}}
+
+
+def _volumes(job: CloudJob, worker: bool = True) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     mounts: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "results", "mountPath": job.out},
@@ -157,6 +173,9 @@ def _volumes(job: CloudJob) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
     if job.data_volume:  # the training data's PVC, where SHARED_IO lives (cloudjob.node_env)
         mounts.append({"name": "data", "mountPath": DATA_DIR})
         volumes.append({"name": "data", "persistentVolumeClaim": {"claimName": job.data_volume}})
+    for i, (path, pvc) in enumerate(job.spec_mounts if worker else ()):  # only pods that run ranks
+        mounts.append({"name": f"spec-storage-{i}", "mountPath": path})
+        volumes.append({"name": f"spec-storage-{i}", **spec_volume(path, pvc)})
     if job.spec_text is not None or job.workload_text is not None:
         mounts.append({"name": "inputs", "mountPath": job.inputs_dir, "readOnly": True})
         volumes.append({"name": "inputs", "configMap": {"name": f"{job.name}-inputs"}})
@@ -168,7 +187,7 @@ def pod_template(
 ) -> dict[str, Any]:
     """A PodTemplateSpec (metadata + spec) of one node of the job."""
     fab = job.fab
-    mounts, volumes = _volumes(job)
+    mounts, volumes = _volumes(job, worker)
     container: dict[str, Any] = {"name": "stoker", "image": job.image, "command": command, "env": _env(env)}
     resources = pod_resources(job, worker)
     if resources:
@@ -222,8 +241,9 @@ def _node_env(job: CloudJob) -> list[tuple[str, str]]:
         ("NPROC_PER_NODE", str(job.ranks_per_node)),
         *node_env(job),
     ]
-    # every pod has the local volume (an emptyDir without --local-volume): LOCAL_IO is on it
-    return env if job.local_volume else [*env, ("LOCAL_IO", f"{LOCAL_DIR}/stoker-io")]
+    # every pod has the local volume (an emptyDir without --local-volume): LOCAL_IO is on it,
+    # unless the spec names a local path
+    return env if job.local_volume or job.spec_local else [*env, ("LOCAL_IO", f"{LOCAL_DIR}/stoker-io")]
 
 
 def indexed_node_script(job: CloudJob) -> str:

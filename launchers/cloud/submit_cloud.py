@@ -13,11 +13,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from launchers.cloud.cloudjob import K8S_KINDS, PLATFORMS, CloudJob, Platform
+from launchers.cloud.cloudjob import DATA_DIR, K8S_KINDS, LOCAL_DIR, PLATFORMS, CloudJob, Platform
 from launchers.cloud.fabrics import AUTO, DEVICES, FABRICS, choose, device_row, parse_resources
-from launchers.cloud.k8s import K8S, local_volume, parse_toleration
+from launchers.cloud.k8s import K8S, local_volume, parse_toleration, pod_dirs
 from launchers.cloud.skypilot_dstack import DSTACK, SKYPILOT
 from launchers.options import checked_file, checked_workload, profile_from_args
+from launchers.spec_paths import PodStorage, pod_storage
 from reports.shared.errors import UsageError
 from reports.shared.spec import load_spec
 
@@ -40,6 +41,7 @@ _CLOUD_ONLY = (  # --image is the Slurm job's too: its steps run in it (pyxis/en
     "data_volume",
     "toleration",
     "cpus_per_node",
+    "allow_unmeasured",
 )
 # Framework images without stoker, fio or nccl-tests, by repository (tag and digest aside):
 # the job would stop at its first line; the repository's Dockerfile builds one on such a base
@@ -52,6 +54,7 @@ BARE_IMAGES = (
     "nvidia/cuda",
     "docker.io/nvidia/cuda",
 )
+OUT_ROOT = "/stoker-results"  # the results root in the container without --out (CloudJob.out)
 BUILD_HINT = "docker build -t REGISTRY/stoker:TAG . in a stoker checkout (its Dockerfile: NGC PyTorch + stoker, fio, nccl-tests)"
 # Each platform's record, by --platform (client, rank variables, render, apply, logs)
 CLOUD: dict[str, Platform] = {p.name: p for p in (K8S, SKYPILOT, DSTACK)}
@@ -148,6 +151,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="k8s: tolerate this taint too (repeatable); GPU pods always tolerate nvidia.com/gpu",
     )
     g.add_argument(
+        "--allow-unmeasured",
+        action="store_true",
+        default=None,
+        help="k8s: submit even when the pods cannot measure some of the spec's storage paths (named in "
+        "one stderr line); without it such a spec is refused",
+    )
+    g.add_argument(
         "--cpus-per-node",
         type=int,
         help="k8s: CPUs per pod, requested = limit (default 8 per GPU, 2 per CPU rank)",
@@ -187,7 +197,11 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         )
     check_image(args.image)
     if args.platform != "k8s":
-        given = [o for o in ("data_volume", "toleration", "cpus_per_node") if getattr(args, o, None)]
+        given = [
+            o
+            for o in ("data_volume", "toleration", "cpus_per_node", "allow_unmeasured")
+            if getattr(args, o, None)
+        ]
         if given:
             raise UsageError(f"--{given[0].replace('_', '-')} applies to --platform k8s, not {args.platform}")
     if args.cpus_per_node is not None and args.cpus_per_node < 1:
@@ -210,6 +224,7 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         local_volume(args.local_volume)  # its shape, one line when bad
         if args.platform == "dstack" and not args.local_volume.startswith("hostpath:"):
             raise UsageError(f"--local-volume {args.local_volume!r}: dstack mounts hostpath:/DIR only")
+    storage = _pod_storage(args, spec)
     workload = checked_workload(args.workload, cwd)
     preset = workload if workload and not Path(workload).is_absolute() else None
     workload = None if preset else workload
@@ -221,7 +236,7 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         image=args.image,
         fabric=args.fabric,
         backend=args.backend,
-        out=args.out or "/stoker-results",
+        out=args.out or OUT_ROOT,
         results_volume=args.results_volume,
         stoker_dir=args.stoker_dir,
         spec_text=Path(spec).read_text(encoding="utf-8") if spec else None,
@@ -244,12 +259,37 @@ def job_from_args(args: argparse.Namespace, cwd: Path, stamp: str) -> CloudJob:
         allow_unjudged=bool(getattr(args, "allow_unjudged", False)),
         data_volume=args.data_volume,
         cpus_per_node=args.cpus_per_node,
+        spec_local=storage.local if storage else None,
+        spec_shared=storage.shared if storage else None,
+        spec_mounts=tuple((e.path, e.pvc or "") for e in storage.mounts) if storage else (),
         tolerations=tuple(parse_toleration(t) for t in args.toleration),
         min_nodes=_min_nodes(getattr(args, "min_nodes", None), args.nodes),
     )
     if note and args.kind != "check":  # said once the input is good; the check DaemonSet runs no ranks
         print(f"stoker submit: {note}", file=sys.stderr)
     return job
+
+
+def _pod_storage(args: argparse.Namespace, spec: str | None) -> PodStorage | None:
+    """k8s with --spec: the spec's storage paths the pods mount and measure; a path they cannot is
+    refused in one line (exit 2) unless --allow-unmeasured, which names it on stderr instead."""
+    if args.platform != "k8s" or args.kind == "check" or not spec:
+        return None
+    storage = pod_storage(
+        load_spec(spec).storage,
+        local=f"{LOCAL_DIR}/stoker-io" if args.local_volume else None,
+        shared=f"{DATA_DIR}/stoker-io" if args.data_volume else None,
+        pod_dirs=pod_dirs(args.out or OUT_ROOT, args.stoker_dir),
+    )
+    if storage.refused:
+        what = "; ".join(storage.refused)
+        if not args.allow_unmeasured:
+            raise UsageError(
+                f"the Kubernetes job cannot measure the spec's {what}; fix the spec, or pass "
+                "--allow-unmeasured to submit without measuring it"
+            )
+        print(f"stoker submit: warning: this job cannot measure the spec's {what}", file=sys.stderr)
+    return storage
 
 
 def _min_nodes(given: int | None, nodes: int) -> int | None:

@@ -1,5 +1,6 @@
 """`stoker run`, the embedded default: on this one machine, a network sweep on local ranks
-(one per GPU; 2 gloo ranks without GPUs), storage tests in a local directory, the report;
+(one per GPU; 2 gloo ranks without GPUs), storage tests in a local directory and in each of
+the spec's storage paths that exists here (launchers/spec_paths.py `here`), the report;
 progress while it works, a summary table and the verdict at the end.
 
 Every phase is a `stoker` child process (launchers never imports netbench or iobench),
@@ -33,11 +34,13 @@ from launchers.options import (
     profile_from_args,
 )
 from launchers.profiles import Profile, default_profile
+from launchers.spec_paths import here
 from reports.shared.errors import UsageError
 from reports.shared.findings import REPORT_SCOPES
 from reports.shared.outdir import claim
 from reports.shared.phases import phase_name
 from reports.shared.records import BACKEND_CHOICES, new_run_id
+from reports.shared.spec import load_spec
 from reports.shared.storage_rule import SCRATCH_PREFIX
 
 HELP = "the embedded default: network sweep, storage tests and the report on this machine"
@@ -100,6 +103,7 @@ def plan(
     io_path: str,
     nproc: int,
     backend: str,
+    more_io: tuple[str, ...] = (),
     spec: str | None,
     workload: str | None,
     stoker: tuple[str, ...],
@@ -108,7 +112,9 @@ def plan(
     scope: str = "cluster",
 ) -> list[Phase]:
     """The phases of a local run, in order (pure): the node inventory first, the matmul appetite, then the sweeps. With GPUs, one checkpoint writer per GPU,
-    as each rank saves its own shard."""
+    as each rank saves its own shard. `more_io`: the spec's storage paths measured beside `io_path`
+    in the same phase, with the same tests; the phase's limit is the profile's per path."""
+    io_paths = (io_path, *(p for p in more_io if p != io_path))
     net = b.net_argv(
         b.NetCommand(
             profile=profile,
@@ -121,9 +127,7 @@ def plan(
         )
     )
     io = b.io_argv(
-        b.IoCommand(
-            profile=profile, out=out, paths=(io_path,), stoker=stoker, writers=gpus or None, spec=spec
-        )
+        b.IoCommand(profile=profile, out=out, paths=io_paths, stoker=stoker, writers=gpus or None, spec=spec)
     )
     report = b.report_argv(b.ReportCommand(out=out, spec=spec, workload=workload, stoker=stoker, scope=scope))
     # the launcher's limit sits past stoker's own --timeout, so stoker ends first and says why
@@ -152,7 +156,7 @@ def plan(
         inventory,
         compute,
         *network,
-        Phase(name="storage", argv=tuple(io), limit_s=profile.io_timeout_s + grace),
+        Phase(name="storage", argv=tuple(io), limit_s=profile.io_timeout_s * len(io_paths) + grace),
     ]
     return [
         *(p for p in measure if p.name not in skip),
@@ -175,11 +179,13 @@ def _plan(
     spec: str | None,
     workload: str | None,
     gpus: int,
+    more_io: tuple[str, ...] = (),
 ) -> list[Phase]:
     return plan(
         profile=profile,
         out=str(out),
         io_path=io_path,
+        more_io=more_io,
         nproc=nproc,
         backend=args.backend,
         spec=spec,
@@ -189,6 +195,21 @@ def _plan(
         skip=skipped_phases(args.skip),
         scope=args.scope,
     )
+
+
+def path_problem(path: str) -> str:
+    """Why a spec's storage path cannot be measured on this machine ("" when it can): stoker
+    tests in a directory of its own inside it and creates no spec path."""
+    p = Path(path)
+    if ":" in path:
+        return "its name holds ':', which fio cannot take"
+    if not p.exists():
+        return "no such directory on this machine (stoker creates none)"
+    if not p.is_dir():
+        return "not a directory"
+    if not os.access(p, os.W_OK | os.X_OK):
+        return "not writable by this user"
+    return ""
 
 
 def main(args: argparse.Namespace) -> int:
@@ -213,9 +234,13 @@ def main(args: argparse.Namespace) -> int:
     out = (cwd / (args.out or f"stoker-results/{run_id}")).resolve()
     if args.path and not Path(args.path).is_dir():
         raise UsageError(f"--path {args.path}: no such directory")
+    # the spec's storage paths that exist here are measured beside the scratch dir (or --path)
+    spec_io, not_here = here(load_spec(spec).storage if spec else (), path_problem)
+    if "storage" in skip:
+        spec_io, not_here = (), ()
     # every option checked by the phases' own rules before anything is created or measured
     check_phases(
-        p.argv for p in _plan(args, profile, out, str(args.path or out), nproc, spec, workload, gpus)
+        p.argv for p in _plan(args, profile, out, str(args.path or out), nproc, spec, workload, gpus, spec_io)
     )
     claim(out, run_id)  # new, or this run's own (STOKER_RUN_ID given again), else exit 2
     verdict_file = out / "verdict.json"
@@ -226,15 +251,18 @@ def main(args: argparse.Namespace) -> int:
         Path(args.path).resolve() if args.path else Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=out))
     )
     env = {**os.environ, "STOKER_RUN_ID": run_id}
-    phases = _plan(args, profile, out, str(scratch), nproc, spec, workload, gpus)
+    phases = _plan(args, profile, out, str(scratch), nproc, spec, workload, gpus, spec_io)
     for name in sorted(skip):  # the report's coverage names what it would have measured
         print(f"{name}: left out (--skip {name})", flush=True)
         record_phase(out, PhaseResult(name=phase_name(name), rc=0, elapsed_s=0.0), skipped=True)
     print(
         f"stoker run {env['STOKER_RUN_ID']}: profile {profile.name}, {nproc} ranks "
-        f"({gpus} GPUs), storage in {scratch}, results in {out}",
+        f"({gpus} GPUs), storage in {', '.join(map(str, dict.fromkeys([scratch, *map(Path, spec_io)])))}, "
+        f"results in {out}",
         flush=True,
     )
+    for line in not_here:  # the report's coverage names it as not measured too
+        print(f"storage: {line}", flush=True)
     if "network" not in skip and all(p.name != "network" for p in phases):
         print(
             "network: skipped, one rank has no link to measure (--nproc 2 --backend gloo checks the "

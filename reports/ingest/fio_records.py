@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reports.shared.errors import UsageError
-from reports.shared.fio_classes import Job, classify
+from reports.shared.fio_classes import classify, job_of
 from reports.shared.fio_json import (
     FioDoc,
     exceeds_physical_bound,
@@ -52,15 +52,7 @@ def records_from_fio_output(
         per_host = {h: round(rate(b, s.per_host_runtime_ms[h]) / 1e9, 6) for h, b in s.per_host_bytes.items()}
         direct = s.options.get("direct")
         block = option_size(s.options, "bs")
-        job_class = classify(
-            Job(
-                name=s.job,
-                direction=s.direction,
-                rw=s.options.get("rw", s.options.get("readwrite", "")),
-                block_size=block,
-                ioengine=s.options.get("ioengine", ""),
-            )
-        )
+        job_class = classify(job_of(s.job, s.direction, s.options, block, complete=fmt == "json"))
         out.append(
             IoRecord(
                 run_id=run_id,

@@ -26,7 +26,7 @@ from reports.judging.network.wire import Wire, wire_rate
 from reports.shared.findings import Component, Finding, Status
 from reports.shared.records import IoRecord
 from reports.shared.spec import Spec, StorageSpec, match_storage, thresholds_of
-from reports.shared.storage_rule import why_not_compared
+from reports.shared.storage_rule import spec_advice, why_not_compared
 from reports.shared.units import format_size
 
 SUSPECT_FACTOR = 1.05
@@ -254,20 +254,6 @@ def _beside(recs: Sequence[IoRecord]) -> str:
         f"{r.bw_GBps:.2f} GB/s ({why_not_compared(r)})"
         for r in recs
     )
-
-
-def spec_advice(path: str, kind: str) -> str:
-    """What to add to the spec for `path`. `stoker run`'s throwaway scratch dir (.io-scratch-XXXX,
-    removed after the run) is no path to put in a spec: name the dir that holds it."""
-    parent, _, leaf = path.rstrip("/").rpartition("/")
-    if leaf.startswith((".io-scratch-", "io-scratch")):
-        where = parent or "/"
-        return (
-            f"this is stoker run's throwaway scratch dir on the file system of {where}: add {{path: {where}, "
-            f"kind: {kind}, read_GBps: X, write_GBps: Y}} to storage in --spec, or measure the storage you mean "
-            "with stoker run --path DIR."
-        )
-    return f"add {{path: {path}, kind: {kind}, read_GBps: X, write_GBps: Y}} to storage in --spec."
 
 
 def compare_storage(io: Sequence[IoRecord], spec: Spec | None) -> tuple[list[Finding], dict[str, float]]:

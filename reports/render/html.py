@@ -30,6 +30,7 @@ from reports.render.markdown import (
     sweep_table,
     verdict_line,
 )
+from reports.render.paths import chart_labels, findings_notes, storage_notes
 from reports.render.soak import section as soak_section
 from reports.shared.findings import Judgement
 from reports.shared.records import IO_WORKLOADS
@@ -150,9 +151,12 @@ def _storage(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
         demand.append(
             None if need is None or need.required is None else need.required * (r.nodes if per_node else 1)
         )
-    labels = [f"{r.workload} {r.direction} {r.path} ({r.backend})" for r in io.itertuples(index=False)]
+    labels, key = chart_labels(
+        [(r.workload, r.direction, r.path, r.backend, int(r.procs)) for r in io.itertuples(index=False)]
+    )
+    rest = [table(storage_table(io_all)), *(f"<p>{esc(n)}</p>" for n in storage_notes(io_all["path"]))]
     if io.empty:
-        return [*out, table(storage_table(io_all))]
+        return [*out, *rest]
     out.append(
         img(
             fig(
@@ -165,7 +169,7 @@ def _storage(ri: ReportInput, fig: figure_jobs.Deferred) -> list[str]:
             "storage bandwidth against spec and demand",
         )
     )
-    return [*out, table(storage_table(io_all))]
+    return [*out, *([f'<p class="muted">{esc(key)}</p>'] if key else []), *rest]
 
 
 def localisation_figures(ph: pd.DataFrame, pe: PairEvidence) -> dict[str, figure_jobs.Job]:
@@ -255,6 +259,7 @@ def render(ri: ReportInput, draw: Callable[[Sequence[figure_jobs.Job]], list[str
     if j.findings:
         ft = findings_table(j.findings)
         body.append(table(ft, list(ft["status"])))
+        body += [f"<p>{esc(n)}</p>" for n in findings_notes(j.findings)]
     else:
         body.append(
             "<p>No findings: give --spec (or put spec.yaml in the results directory) so that measurements "

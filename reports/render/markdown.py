@@ -15,6 +15,7 @@ import pandas as pd
 from reports.evidence import Evidence
 from reports.evidence.rail_grid import RailGrid
 from reports.evidence.sweeps import Sweep, expected_for
+from reports.render.paths import finding_message, findings_notes, scratch_names, storage_notes
 from reports.render.stragglers import straggler_lines
 from reports.shared.findings import FAILING, STATUSES, Finding, Judgement, Thresholds
 from reports.shared.group_search import SearchResult
@@ -131,6 +132,9 @@ def _measured(f: Finding) -> str:
 
 
 def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
+    """The findings, worst first; a scratch dir is named short in each row and once under the
+    table (reports/render/paths.py findings_notes)."""
+    scratch = scratch_names(str(f.extra.get("path", "")) for f in findings)
     rows = [
         {
             "status": f.status,
@@ -140,7 +144,7 @@ def findings_table(findings: Sequence[Finding]) -> pd.DataFrame:
             "expected": fnum(f.expected),
             "unit": f.unit,
             "hosts": names(f.hosts),
-            "what to do": f.message,
+            "what to do": finding_message(f, scratch),
         }
         for f in sorted_findings(findings)
     ]
@@ -200,6 +204,8 @@ def _net_section(sws: Sequence[Sweep], j: Judgement) -> list[str]:
 
 
 def storage_table(io: pd.DataFrame) -> pd.DataFrame:
+    """One row per storage record; a scratch dir is named short (reports/render/paths.py storage_notes)."""
+    scratch = scratch_names(io["path"]) if not io.empty else {}
     rows = []
     for r in io.itertuples(index=False):
         note = "FAILED: " + r.failed if r.failed else ("page cache suspected" if r.cache_suspect else "")
@@ -208,7 +214,7 @@ def storage_table(io: pd.DataFrame) -> pd.DataFrame:
             {
                 "workload": r.workload + (f" ({r.op})" if r.op else ""),
                 "direction": r.direction,
-                "path": r.path,
+                "path": scratch.get(r.path, r.path),
                 "scope": r.scope,
                 "tool": r.backend,
                 "block": format_size(r.block) if r.block else "—",
@@ -418,9 +424,13 @@ def render(ri: ReportInput) -> str:
         "be compared with advertised figures.",
         "",
     ]
+    notes = findings_notes(j.findings)
+    lines += [*(md_text(n) for n in notes), ""] if notes else []
     lines += _net_section(ev.sweeps, j)
     io = ev.io_frame
     lines += ["## Storage", "", md_table(storage_table(io)) if not io.empty else "No storage records.", ""]
+    notes = storage_notes(io["path"]) if not io.empty else []
+    lines += [*(md_text(n) for n in notes), ""] if notes else []
     if ev.host:
         from reports.render.inventory import host_link_table, port_table
 

@@ -51,9 +51,10 @@ def encode_png(fig: Any, tight: bool = True) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-# a tick label or legend entry longer than this is cut in the middle: a long path would take the
+# a tick label or legend entry longer than this is cut in the middle (a storage bar names its path
+# by a short key, reports/render/paths.py; an imported job keeps its name): a long one would take the
 # width from the plot area (the layout keeps the figure's size and shrinks the axes)
-LABEL_CHARS = 40
+LABEL_CHARS = 42
 
 
 def fit(label: str, limit: int = LABEL_CHARS) -> str:

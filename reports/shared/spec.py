@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ class StorageSpec:
     read_GBps: float | None  # shared: the whole file system; local: one node
     write_GBps: float | None
     source: str = "spec"
+    pvc: str | None = None  # Kubernetes: the PersistentVolumeClaim the pods mount at `path` (else hostPath)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -215,6 +217,10 @@ def _link_count_rate(f: Fields, value: Any, where: str) -> tuple[float, Link | N
     return rate, None, None, f"{rate:g} GB/s"
 
 
+# a Kubernetes object name (RFC 1123 subdomain), as a PersistentVolumeClaim's must be
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
 def _storage(f: Fields, items: Any) -> tuple[StorageSpec, ...]:
     if not isinstance(items, list):
         raise f.fail("storage", "a list of {path, kind, read_GBps, write_GBps}", items)
@@ -222,7 +228,9 @@ def _storage(f: Fields, items: Any) -> tuple[StorageSpec, ...]:
     for i, item in enumerate(items):
         where = f"storage[{i}]"
         m = f.mapping(item, where)
-        f.known_keys(m, where, ("path", "kind", "read_GBps", "write_GBps", "class", "count", "capacity_TiB"))
+        f.known_keys(
+            m, where, ("path", "kind", "read_GBps", "write_GBps", "class", "count", "capacity_TiB", "pvc")
+        )
         path = f.text(m.get("path"), f"{where}.path")
         kind = f.text(m.get("kind", "shared"), f"{where}.kind", ("shared", "local"))
         read = f.rate(m["read_GBps"], f"{where}.read_GBps") if "read_GBps" in m else None
@@ -244,7 +252,14 @@ def _storage(f: Fields, items: Any) -> tuple[StorageSpec, ...]:
                 source = f"{sc.name} x {mult:g}"
             read = sc.read_GBps * mult if read is None else read
             write = sc.write_GBps * mult if write is None else write
-        out.append(StorageSpec(path=path, kind=kind, read_GBps=read, write_GBps=write, source=source))
+        pvc = f.text(m["pvc"], f"{where}.pvc") if "pvc" in m else None
+        if pvc is not None and not _K8S_NAME.match(pvc):
+            raise f.fail(
+                f"{where}.pvc", "a PersistentVolumeClaim's name (lower-case letters, digits, '-', '.')", pvc
+            )
+        out.append(
+            StorageSpec(path=path, kind=kind, read_GBps=read, write_GBps=write, source=source, pvc=pvc)
+        )
     return tuple(out)
 
 

@@ -13,6 +13,7 @@ side (iobench) and the report decide by this one rule.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 
 from reports.shared.outliers import DEFAULT_MIN_GAP, low_outliers
 from reports.shared.records import IO_WORKLOADS, IoRecord
@@ -105,8 +106,34 @@ SCRATCH_PREFIX = ".io-scratch-"
 SCRATCH_ROLE = "scratch"
 
 
+# what a measured path is to the run, on each io record stoker measures (`role`): its own scratch
+# dir, or a path the spec names (its promise judges the figure); "" for any other named path
+SPEC_ROLE = "spec"
+
+
+def record_role(path: str, spec_paths: Sequence[str]) -> str:
+    """The io record's `role`: SCRATCH_ROLE, SPEC_ROLE when `path` is one of the spec's storage
+    paths, else ""."""
+    if path_role(path):
+        return SCRATCH_ROLE
+    return SPEC_ROLE if path.rstrip("/") in {p.rstrip("/") for p in spec_paths} else ""
+
+
 def path_role(path: str) -> str:
     """SCRATCH_ROLE when `path` is a scratch dir stoker made for one run, else "" (a named
     path: the spec's, --path, the job's LOCAL_IO: itself is its role)."""
     name = path.rstrip("/").rsplit("/", 1)[-1]
     return SCRATCH_ROLE if name.startswith(SCRATCH_PREFIX) or name == "io-scratch" else ""
+
+
+def spec_advice(path: str, kind: str) -> str:
+    """What to add to the spec for `path`. `stoker run`'s throwaway scratch dir (.io-scratch-XXXX,
+    removed after the run) is no path to put in a spec: name the dir that holds it."""
+    if path_role(path):
+        where = path.rstrip("/").rpartition("/")[0] or "/"
+        return (
+            f"this is stoker run's throwaway scratch dir on the file system of {where}: add {{path: {where}, "
+            f"kind: {kind}, read_GBps: X, write_GBps: Y}} to storage in --spec, or measure the storage you mean "
+            "with stoker run --path DIR."
+        )
+    return f"add {{path: {path}, kind: {kind}, read_GBps: X, write_GBps: Y}} to storage in --spec."

@@ -97,6 +97,7 @@ def test_real_fio_json_dropped_in_is_imported_and_reported(tmp_path: Path) -> No
             "--size=8M",
             "--bs=1M",
             "--rw=write",
+            "--end_fsync=1",
             "--numjobs=2",
             "--group_reporting",
             "--unlink=1",
@@ -115,5 +116,5 @@ def test_real_fio_json_dropped_in_is_imported_and_reported(tmp_path: Path) -> No
     rep = _stoker("report", str(res))
     assert rep.returncode == 0, rep.stderr
     md = (res / "report.md").read_text()
-    # job "ckpt", 1 MiB sequential writes: a checkpoint write (docs/iobench.md), fio's job named beside
+    # 1 MiB sequential writes synced at the end: a checkpoint write (docs/reports.md), fio's job named beside
     assert "ckpt-fio.json" in md and "| checkpoint_write | write |" in md and "fio job ckpt" in md

@@ -262,7 +262,7 @@ def test_a_record_too_short_to_be_steady_is_not_judged() -> None:
 
 def test_no_spec_advice_never_names_the_throwaway_scratch_dir() -> None:
     # the advice never points at stoker run's .io-scratch-XXXX, removed after the run
-    from reports.judging.advertised import spec_advice
+    from reports.shared.storage_rule import spec_advice
 
     assert spec_advice("/r/run1/.io-scratch-k2j3", "local") == (
         "this is stoker run's throwaway scratch dir on the file system of /r/run1: add {path: /r/run1, kind: "

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from launchers import cli
-from reports.ingest.fio_records import records_from_fio_output
+from reports.ingest.fio_records import option_size, records_from_fio_output
 from reports.ingest.importers import import_file
-from reports.shared.fio_classes import CLASSES, Job, classify
+from reports.shared.fio_classes import CLASSES, Job, classify, job_of
 from reports.shared.fio_text import FioTextError, looks_like_fio_text, parse_text
 from reports.shared.storage_rule import why_not_compared
 from tests.conftest import DATA
@@ -170,19 +170,32 @@ def test_stoker_report_judges_a_dir_holding_fio_text(tmp_path: Path) -> None:
     assert "randwrite4k (randwrite, 4 KiB blocks) on rand.log: 51,960 IOPS, p99 0.109 ms" in report
 
 
+def _job(name: str, direction: str, complete: bool = True, **options: str) -> Job:
+    return job_of(name, direction, options, option_size(options, "bs"), complete=complete)
+
+
 @pytest.mark.parametrize(
     ("job", "klass", "workload"),
     [
-        (Job(name="ckpt", direction="write", rw="write", block_size=4 * MiB), "checkpoint write", "checkpoint_write"),
-        (Job(name="Checkpoint-save", direction="write", rw="write", block_size=MiB), "checkpoint write", "checkpoint_write"),
-        (Job(name="ckpt", direction="write", rw="write", block_size=256 << 10), "", None),  # small blocks
-        (Job(name="ckpt", direction="write", rw="randwrite", block_size=4 * MiB), "", None),  # not sequential
-        (Job(name="ckpt", direction="read", rw="read", block_size=4 * MiB), "checkpoint read", "checkpoint_read"),
-        (Job(name="seqwrite", direction="write", rw="write", block_size=4 * MiB), "", None),  # no ckpt name
-        (Job(name="rnd", direction="write", rw="randwrite", block_size=4096), "random_small", None),
-        (Job(name="rnd", direction="read", rw="randread", block_size=64 << 10), "random_small", None),
-        (Job(name="loader", direction="read", rw="randread", block_size=128 << 10), "dataloader read", "dataloader_read"),
-        (Job(name="md", direction="write", rw="write", block_size=4096, ioengine="filecreate"), "metadata", "metadata"),
+        # by what the job does, whatever its name
+        (_job("foo", "write", rw="write", bs="4M", end_fsync="1"), "checkpoint write", "checkpoint_write"),
+        (_job("x", "write", rw="write", bs="1M", direct="1"), "checkpoint write", "checkpoint_write"),
+        (_job("x", "write", rw="write", bs="1M", fsync="8"), "checkpoint write", "checkpoint_write"),
+        (_job("ckpt", "write", rw="write", bs="4M"), "", None),  # buffered, never synced: the page cache
+        (_job("ckpt", "write", rw="write", bs="4M", end_fsync="0"), "", None),
+        (_job("ckpt", "write", rw="write", bs="256k", direct="1"), "", None),  # small blocks
+        (_job("ckpt", "write", rw="randwrite", bs="4M", direct="1"), "", None),  # not sequential
+        (_job("ckpt", "write", rw="write", bs="4M", direct="1", nrfiles="8"), "", None),  # many files each
+        (_job("x", "write", False, rw="write", bs="4M"), "checkpoint write", "checkpoint_write"),  # text: not said
+        (_job("bar", "read", rw="read", bs="4M"), "checkpoint read", "checkpoint_read"),
+        (_job("bar", "read", rw="read:1M", bs="4M"), "checkpoint read", "checkpoint_read"),  # rw's ':N' skip
+        (_job("rnd", "write", rw="randwrite", bs="4k"), "random_small", None),
+        (_job("rnd", "read", rw="randread", bs="64k"), "random_small", None),
+        (_job("x", "read", rw="randread", bs="128k"), "dataloader read", "dataloader_read"),
+        (_job("x", "read", rw="read", bs="256k", nrfiles="16"), "dataloader read", "dataloader_read"),
+        (_job("x", "read", rw="read", bs="256k", filename="/d/a:/d/b"), "dataloader read", "dataloader_read"),
+        (_job("x", "read", False, rw="read", bs="256k"), "", None),  # text: the file count not said
+        (_job("md", "write", rw="write", bs="4k", ioengine="filecreate"), "metadata", "metadata"),
     ],
 )  # fmt: skip
 def test_classification_table(job: Job, klass: str, workload: str | None) -> None:
@@ -190,10 +203,32 @@ def test_classification_table(job: Job, klass: str, workload: str | None) -> Non
     assert (got.name, got.workload) == (klass, workload)
 
 
+def test_real_jobs_are_classified_by_what_they_do_not_their_names() -> None:
+    """tests/data/fio/fio-3.33_classes_by_options.{json,txt}: one job file run by fio 3.33, its
+    names chosen to mislead (tests/data/SOURCES.md): `foo` writes 4 MiB blocks with end_fsync,
+    `ckpt` writes 1 MiB blocks buffered and never syncs, `bar` reads 4 MiB blocks of one file,
+    `samples` reads 256 KiB blocks over 16 files, `tiny` reads 4 KiB blocks at random."""
+    got = {
+        r.extra["job"]: (r.extra["io_class"], r.workload) for r in records("fio-3.33_classes_by_options.json")
+    }
+    assert got == {
+        "foo": ("checkpoint write", "checkpoint_write"),
+        "ckpt": ("", "ckpt"),
+        "bar": ("checkpoint read", "checkpoint_read"),
+        "samples": ("dataloader read", "dataloader_read"),
+        "tiny": ("random_small", "tiny"),
+    }
+    # the text output's header names rw, bs, ioengine and iodepth only: no sync, no file count
+    text = {
+        r.extra["job"]: (r.extra["io_class"], r.workload) for r in records("fio-3.33_classes_by_options.txt")
+    }
+    assert text == {**got, "ckpt": ("checkpoint write", "checkpoint_write"), "samples": ("", "samples")}
+
+
 def test_docs_table_is_the_code_table() -> None:
-    """docs/iobench.md's classification table has a row per class, with its workload and what
+    """docs/reports.md's classification table has a row per class, with its workload and what
     it is judged by."""
-    doc = (DATA.parent.parent / "docs" / "iobench.md").read_text()
+    doc = (DATA.parent.parent / "docs" / "reports.md").read_text()
     for _, c in CLASSES:
         row = next(line for line in doc.splitlines() if line.startswith(f"| `{c.name}` |"))
         assert c.when in row.replace("`", ""), row

@@ -188,8 +188,8 @@ def test_no_spec_tick_against_a_torch_save_bar(monkeypatch) -> None:  # type: ig
 
     monkeypatch.setattr(plots, "bar_plot", bar_plot)
     render_html(ReportInput(title="t", evidence=ev, judgement=judge_records(rs, spec)))
-    assert seen["checkpoint_write write /data (fio)"][0] == 20.0
-    assert seen["checkpoint_write write /data (torch.save)"][0] is None
+    assert seen["checkpoint write · /data (fio)"][0] == 20.0
+    assert seen["checkpoint write · /data (torch.save)"][0] is None
 
 
 def test_compare_charts_read_alike(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -75,3 +75,36 @@ def test_skip_leaves_the_phase_out_of_the_plan() -> None:
     )
     assert [p.name for p in phases] == ["inventory", "compute", "network", "report"]
     assert phases[-1].argv == ("stoker", "report", "/r", "--scope", "node")
+
+
+def test_the_specs_storage_paths_are_measured_where_they_exist_here() -> None:
+    from launchers.spec_paths import here
+    from reports.shared.spec import StorageSpec
+
+    entries = [
+        StorageSpec(path="/data", kind="shared", read_GBps=40, write_GBps=20),
+        StorageSpec(path="/scratch", kind="local", read_GBps=12, write_GBps=6),
+        StorageSpec(path="rel/dir", kind="local", read_GBps=1, write_GBps=1),
+        StorageSpec(path="/scratch", kind="local", read_GBps=1, write_GBps=1),
+    ]
+    measured, lines = here(entries, lambda p: "" if p == "/scratch" else "no such directory")
+    assert measured == ("/scratch",)
+    assert lines == (
+        "the spec's shared storage /data is not measured: no such directory",
+        "the spec's local storage rel/dir is not measured: not an absolute path: give it as the nodes mount it",
+    )
+    phases = plan(
+        profile=get_profile("quick"),
+        out="/r",
+        io_path="/r/.io-scratch-x",
+        more_io=measured,
+        nproc=2,
+        backend="gloo",
+        spec=None,
+        workload=None,
+        stoker=("stoker",),
+    )
+    storage = next(p for p in phases if p.name == "storage")
+    argv = list(storage.argv)
+    assert [argv[i + 1] for i, t in enumerate(argv) if t == "--path"] == ["/r/.io-scratch-x", "/scratch"]
+    assert storage.limit_s == 2 * get_profile("quick").io_timeout_s + 60  # the profile's limit per path
