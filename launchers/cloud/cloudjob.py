@@ -89,9 +89,13 @@ class CloudJob:
         return self.results_volume is not None
 
     @property
+    def options(self) -> JobOptions:
+        return JobOptions(profile=self.profile, nodes=self.nodes, gpus_per_node=self.gpus_per_node)
+
+    @property
     def plan(self) -> JobPlan:
         """The acceptance's plan at this N (launchers/plan.py): what torchrun.sh runs on each node."""
-        return job_plan(JobOptions(profile=self.profile, nodes=self.nodes, gpus_per_node=self.gpus_per_node))
+        return job_plan(self.options)
 
     @property
     def deadline_s(self) -> int:
@@ -109,7 +113,7 @@ class CloudJob:
     @property
     def writers(self) -> int:
         """Checkpoint writers per node: one per GPU, as `stoker run` (torchrun.sh passes it)."""
-        return self.plan.sizes.writers
+        return self.options.writers_per_node
 
     @property
     def devices(self) -> tuple[tuple[str, int], ...]:
