@@ -1,40 +1,36 @@
 """How long the acceptance job should take at N nodes, phase by phase, and the limit each
-phase gets from that: one pure model that `stoker submit` prints, the rendered jobs use for
-their limits, and docs/launchers.md tabulates.
+phase gets from that: one pure model over the job's sizes. launchers/plan.py computes those
+sizes once (the sweep's message sizes, the checkpoint shard per writer, the writers, the
+paths) and builds the job's plan from this model's answer; `stoker submit` prints it, the
+rendered jobs take their limits from it, and docs/launchers.md tabulates it.
 
 A phase's expected time is a start-up (srun, python and torch import, communicator set-up,
 growing with the world) plus the bytes its sweeps move at an assumed bus bandwidth. The
 network figures are estimates for 8 x H100 nodes with NVLink and 8 x 400 Gb/s rails (no GPU
 was available to measure them); the CPU figures (gloo) are the ones measured on the
-two-node Slurm bed of the tests (docs/launchers.md). A phase's limit is LIMIT_FACTOR times
-A phase's limit is the profile's own (sized for two nodes) plus LIMIT_FACTOR times what the
-model expects beyond its two-node time, and at least 1.5 times the expected time: a two-node
-job keeps the profile's limits, a larger one gets room in proportion to what it adds.
-
-The storage phase writes nodes x writers x --ckpt-bytes into a shared file system; above
-SHARED_CAP_BYTES the shard per writer shrinks (never below MIN_SHARD_BYTES) so that one
-acceptance does not fill, or spend an hour on, the file system it judges.
+two-node Slurm bed of the tests (docs/launchers.md). A phase's limit is the profile's own
+(sized for BASE_NODES nodes) plus LIMIT_FACTOR times what the model expects beyond its
+BASE_NODES-node time, and at least 1.5 times the expected time: a two-node job keeps the
+profile's limits, a larger one gets room in proportion to what it adds.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from launchers.builders import INVENTORY_LIMIT_S, PREFLIGHT_LIMIT_S, compute_limit_s
 from launchers.profiles import GROUPS_ABOVE_NODES, Profile
 from reports.shared import phases
 from reports.shared.group_search import Sizes, estimate
-from reports.shared.units import parse_size
 
 LIMIT_FACTOR = 2  # a phase's limit: the profile's, plus twice the time the model adds past 2 nodes
 BASE_NODES = 2  # the node count the profiles' limits are sized for
-SHARED_CAP_BYTES = 1 << 40  # checkpoint shards written into one shared file system: 1 TiB
-MIN_SHARD_BYTES = 64 << 20  # below 64 MiB per writer a checkpoint test says little
 IO_RAMP_S = 1  # iobench.workloads.RAMP_S: each timed storage workload's ramp
 # a node's preflight past its start-up: stoker check's inventory and short local collective,
 # 14 s alone on the 2-core development machine, 19 s three at once on the torchrun bed
 PREFLIGHT_CHECK_S = 15
+REPORT_EXPECTED_S = 10
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -75,15 +71,24 @@ RATES = {
 }
 
 
+def rates(gpus_per_node: int) -> Rates:
+    """The figures the model assumes: the GPU estimate with GPUs, the CPU bed's without."""
+    return RATES["gpu" if gpus_per_node else "cpu"]
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Job:
-    """What the model needs of a rendered job."""
+class JobSizes:
+    """What the model reads of a job, computed once by launchers/plan.py: the profile for its
+    ops, iterations, runtimes and limits, and the sizes derived from it and the job."""
 
     profile: Profile
     nodes: int
     ranks_per_node: int
     gpus_per_node: int
     writers: int  # checkpoint writers per node
+    message_bytes: tuple[int, ...]  # every size one op of a sweep moves, smallest first
+    max_bytes: int  # --max-bytes: a pair's or a group's one size
+    shard_bytes: int  # the checkpoint shard per writer at these nodes (within the shared cap)
     local_paths: int = 1
     shared_paths: int = 1
     local_GBps: float | None = None  # the spec's promise, when it makes one
@@ -91,63 +96,41 @@ class Job:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Phase:
+class Estimate:
     name: str
     expected_s: int
     limit_s: int  # stoker's own --timeout for the phase (launchers add their grace)
 
 
-def shard_bytes(profile: Profile, nodes: int, writers: int) -> int:
-    """The checkpoint shard per writer: the profile's, or less so that nodes x writers x
-    shard stays within SHARED_CAP_BYTES (whole MiB, at least MIN_SHARD_BYTES)."""
-    want = parse_size(profile.ckpt_bytes, "--ckpt-bytes")
-    fit = SHARED_CAP_BYTES // max(1, nodes * writers) >> 20 << 20
-    return max(min(want, fit), min(want, MIN_SHARD_BYTES))
-
-
-def _sizes(profile: Profile) -> list[int]:
-    low = parse_size(profile.min_bytes, "--min-bytes")
-    high = parse_size(profile.max_bytes, "--max-bytes")
-    out, s = [], max(1, low)
-    while s <= high:
-        out.append(s)
-        s *= max(2, profile.step_factor)
-    return out
-
-
-def sweep_s(profile: Profile, busbw_GBps: float) -> float:
+def sweep_s(job: JobSizes, busbw_GBps: float) -> float:
     """One group's sweep: every op, every size, warmup and timed iterations, each moving
     twice its buffer through the bus (all_reduce's factor, an upper bound for the others)."""
-    per_op = sum(2 * s for s in _sizes(profile)) / (busbw_GBps * 1e9)
-    return len(profile.ops) * (profile.iters + profile.warmup) * per_op
+    p = job.profile
+    per_op = sum(2 * s for s in job.message_bytes) / (busbw_GBps * 1e9)
+    return len(p.ops) * (p.iters + p.warmup) * per_op
 
 
 def _startup(r: Rates, nodes: int) -> float:
     return r.startup_s + r.startup_per_node_s * nodes
 
 
-def _net_expected(name: str, job: Job, r: Rates) -> float:
+def _net_expected(name: str, job: JobSizes, r: Rates) -> float:
     p, n = job.profile, job.nodes
     if name == "intra-node":
-        return _startup(r, n) + sweep_s(p, r.intra_busbw_GBps)
+        return _startup(r, n) + sweep_s(job, r.intra_busbw_GBps)
     if name == "inter-node":  # the world, then one group per rail
-        return _startup(r, n) + (1 + job.ranks_per_node) * sweep_s(p, r.inter_busbw_GBps)
-    sizes = Sizes(
-        bytes=parse_size(p.max_bytes, "--max-bytes"),
-        iters=p.iters,
-        warmup=p.warmup,
-        busbw_GBps=r.inter_busbw_GBps,
-    )
+        return _startup(r, n) + (1 + job.ranks_per_node) * sweep_s(job, r.inter_busbw_GBps)
+    sizes = Sizes(bytes=job.max_bytes, iters=p.iters, warmup=p.warmup, busbw_GBps=r.inter_busbw_GBps)
     est = estimate(n, sizes)
     minutes = est["group_min"] if name == "groups" else est["round_robin_min"]
     return _startup(r, n) + 60 * minutes
 
 
-def _io_expected(job: Job, r: Rates) -> float:
+def _io_expected(job: JobSizes, r: Rates) -> float:
     """Every path one after the other: fixed cost, two timed runs (checkpoint, dataloader)
     with their ramps, and the shards written and read twice (fio, then torch.save)."""
     p = job.profile
-    shard = shard_bytes(p, job.nodes, job.writers)
+    shard = job.shard_bytes
     local_bw = job.local_GBps or r.local_GBps
     shared_bw = job.shared_GBps or r.shared_GBps
     per_path = r.io_fixed_s + 2 * (IO_RAMP_S + p.io_runtime_s)
@@ -162,55 +145,30 @@ def _limit(expected: float, at_base: float, floor: int) -> int:
     return max(floor + math.ceil(LIMIT_FACTOR * max(0.0, expected - at_base)), math.ceil(1.5 * expected))
 
 
-def plan(job: Job) -> list[Phase]:
-    """Every phase of the acceptance job at this N, in order, with its expected time and limit."""
-    r = RATES["gpu" if job.gpus_per_node else "cpu"]
+def estimates(job: JobSizes, base: JobSizes) -> list[Estimate]:
+    """Every phase of the acceptance job at this N, in order, with its expected time and
+    limit; `base` is the same job at BASE_NODES nodes, the size the profiles' limits are for."""
+    r = rates(job.gpus_per_node)
     p = job.profile
     compute = compute_limit_s(p.name, p.compute_budget_s)
     out = [
         # every node at once, each on its own: no communicator, so no growth with N
-        Phase(
+        Estimate(
             name="preflight",
             expected_s=math.ceil(_startup(r, 0) + PREFLIGHT_CHECK_S),
             limit_s=PREFLIGHT_LIMIT_S,
         ),
-        Phase(name="inventory", expected_s=math.ceil(_startup(r, 0)), limit_s=INVENTORY_LIMIT_S),
-        Phase(name="compute", expected_s=math.ceil(compute - 60 - 120 + r.startup_s), limit_s=compute),
+        Estimate(name="inventory", expected_s=math.ceil(_startup(r, 0)), limit_s=INVENTORY_LIMIT_S),
+        Estimate(name="compute", expected_s=math.ceil(compute - 60 - 120 + r.startup_s), limit_s=compute),
     ]
-    base = replace(job, nodes=BASE_NODES)
     for kind in phases.net_phases(job.nodes, GROUPS_ABOVE_NODES):
         e = _net_expected(kind.name, job, r)
         # the base of every net phase is the pair tournament's at two nodes: the groups search
         # above 64 nodes replaces the pairs phase, and is compared with what it replaces
         b = _net_expected("pairs" if kind.name == "groups" else kind.name, base, r)
-        out.append(Phase(name=kind.name, expected_s=math.ceil(e), limit_s=_limit(e, b, p.net_timeout_s)))
+        out.append(Estimate(name=kind.name, expected_s=math.ceil(e), limit_s=_limit(e, b, p.net_timeout_s)))
     e = _io_expected(job, r)
     b = _io_expected(base, r)
-    out.append(Phase(name="storage", expected_s=math.ceil(e), limit_s=_limit(e, b, p.io_timeout_s)))
-    out.append(Phase(name="report", expected_s=10, limit_s=p.report_timeout_s))
+    out.append(Estimate(name="storage", expected_s=math.ceil(e), limit_s=_limit(e, b, p.io_timeout_s)))
+    out.append(Estimate(name="report", expected_s=REPORT_EXPECTED_S, limit_s=p.report_timeout_s))
     return out
-
-
-def limit_of(job: Job, name: str) -> int:
-    return next(ph.limit_s for ph in plan(job) if ph.name == name)
-
-
-def _clock(secs: int) -> str:
-    return f"{secs // 60}m{secs % 60:02d}s"
-
-
-def summary_lines(job: Job) -> list[str]:
-    """The plan as lines for a person: one per phase and the total, and the storage cap."""
-    ph = plan(job)
-    r = RATES["gpu" if job.gpus_per_node else "cpu"]
-    lines = [f"expected duration at {job.nodes} node(s), profile {job.profile.name} ({r.source}):"]
-    lines += [f"  {x.name:<10} ~{_clock(x.expected_s):>8}  (limit {_clock(x.limit_s)})" for x in ph]
-    lines.append(f"  {'total':<10} ~{_clock(sum(x.expected_s for x in ph)):>8}")
-    shard = shard_bytes(job.profile, job.nodes, job.writers)
-    total = job.nodes * job.writers * shard
-    lines.append(
-        f"storage: {job.nodes} node(s) x {job.writers} writer(s) x {shard >> 20} MiB = "
-        f"{total / (1 << 30):.0f} GiB of checkpoint shards into each shared file system "
-        f"(cap {SHARED_CAP_BYTES >> 30} GiB)"
-    )
-    return lines

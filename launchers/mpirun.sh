@@ -48,7 +48,7 @@ OWN_LOCAL_IO=; [ -n "${LOCAL_IO:-}" ] || OWN_LOCAL_IO=1   # the default dir is o
 LOCAL_IO=${LOCAL_IO:-${TMPDIR:-/tmp}/stoker-io-$STOKER_RUN_ID}
 SHARED_IO=${SHARED_IO:-$OUT/io-scratch}
 GPUS=$(gpu_count)
-# each phase's limit for this N (launchers/duration.py), as the sbatch job has it
+# each phase's limit for this N (launchers/plan.py), as the sbatch job has it
 tokens LIMITS --nnodes "$NNODES" --gpus-per-node "$GPUS" limits "$@"
 INVENTORY_LIMIT=${LIMITS[3]}
 mkdir -p "$OUT" || die2 "cannot create $OUT"
@@ -120,7 +120,7 @@ tokens CMD "${L[@]}" --nproc-per-node 1 exec -- mkdir -p "$LOCAL_IO" "$SHARED_IO
 timeout 120 "${CMD[@]}" || die2 "cannot create $LOCAL_IO or $SHARED_IO on every node"
 
 GRACE=120
-# the phase list is launchers/acceptance.py's, as name/scopes token pairs
+# the phase list is launchers/plan.py's, as name/scopes token pairs
 tokens PAIRS --nnodes "$NNODES" phases
 NAMES=() SCOPES=()
 for ((k = 0; k < ${#PAIRS[@]}; k += 2)); do NAMES+=("${PAIRS[$k]}") SCOPES+=("${PAIRS[$((k + 1))]}"); done

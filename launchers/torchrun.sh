@@ -185,13 +185,13 @@ if [ "$PREFLIGHT" = 1 ]; then
   [ "${#KEPT_HOSTS[@]}" -eq "$NNODES" ] || echo "stoker: ${#KEPT_HOSTS[@]} of $NNODES nodes go on: $KEPT (node $NODE_RANK is now $NEW_RANK)"
   NODE_RANK=$NEW_RANK NNODES=${#KEPT_HOSTS[@]}
 fi
-# each phase's limit for this N (launchers/duration.py), as the sbatch job and the k8s deadline have it
+# each phase's limit for this N (launchers/plan.py), as the sbatch job and the k8s deadline have it
 tokens LIMITS --nnodes "$NNODES" --gpus-per-node "$GPUS" limits "$@"
 
 WRITE_PHASES=$([ "$NODE_RANK" -eq 0 ] && echo 1 || echo 0)
 L=(--launcher torchrun --nnodes "$NNODES" --gpus-per-node "$GPUS" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")
 GRACE=120
-# the phase list is launchers/acceptance.py's, as name/scopes token pairs
+# the phase list is launchers/plan.py's, as name/scopes token pairs
 tokens PAIRS --nnodes "$NNODES" phases
 NAMES=() SCOPES=()
 for ((k = 0; k < ${#PAIRS[@]}; k += 2)); do NAMES+=("${PAIRS[$k]}") SCOPES+=("${PAIRS[$((k + 1))]}"); done

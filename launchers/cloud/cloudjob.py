@@ -1,5 +1,5 @@
 """What the Kubernetes, SkyPilot and dstack jobs share (pure): their settings, and the one
-command each node runs — launchers/torchrun.sh (the acceptance phases, launchers/acceptance.py)
+command each node runs — launchers/torchrun.sh (the acceptance phases, launchers/plan.py)
 with NNODES / NODE_RANK / MASTER_ADDR / NPROC_PER_NODE taken from the platform's own
 variables, and STOKER_EXPECT_NODES rendered in, so a node whose platform variables
 describe another world stops in one line before any sweep."""
@@ -10,21 +10,18 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
-from launchers.acceptance import job_limit_s
 from launchers.cloud.fabrics import FABRICS, Fabric, device_row
 from launchers.cloud.podmemory import PodMemory
-from launchers.duration import shard_bytes
+from launchers.plan import CPU_RANKS, JobOptions, JobPlan, job_plan
 from launchers.profiles import PROFILES, Profile
 from reports.shared.units import parse_size
 
 PLATFORMS = ("slurm", "k8s", "skypilot", "dstack")
 K8S_KINDS = ("job", "mpijob", "jobset", "check")  # check: launchers/cloud/k8s_check.py
-CPU_RANKS = 2  # ranks per node without GPUs (gloo), as everywhere else
 SHM_PER_RANK_GIB = 2  # /dev/shm: NCCL's shared-memory transport and torch's IPC, per rank
 MASTER_PORT = 29500
 INPUTS_DIR = "/stoker-inputs"  # where the spec and workload are mounted in the container
 LOCAL_DIR = "/stoker-local"  # where the node-local volume is mounted: LOCAL_IO lives in it
-CPU_WRITERS = 8  # iobench default_procs' ceiling: the writers of a node without GPUs, at most
 DATA_DIR = "/stoker-data"  # where --data-volume (the training data's PVC) is mounted: SHARED_IO in it
 # How long every node waits for all the others before any sweep (torchrun.sh SYNC_TIMEOUT):
 # pods start minutes apart (image pulls, Pending pods waiting for a node); the deadline adds it
@@ -97,12 +94,18 @@ class CloudJob:
         return self.results_volume is not None
 
     @property
+    def options(self) -> JobOptions:
+        return JobOptions(profile=self.profile, nodes=self.nodes, gpus_per_node=self.gpus_per_node)
+
+    @property
+    def plan(self) -> JobPlan:
+        """The acceptance's plan at this N (launchers/plan.py): what torchrun.sh runs on each node."""
+        return job_plan(self.options)
+
+    @property
     def deadline_s(self) -> int:
-        """Every phase at its limit for this N (launchers/duration.py) and the start barrier."""
-        limit = job_limit_s(
-            self.profile, self.nodes, ranks_per_node=self.ranks_per_node, gpus_per_node=self.gpus_per_node
-        )
-        return limit + START_BARRIER_S
+        """Every phase at its limit for this N (the plan's job limit) and the start barrier."""
+        return self.plan.job_limit_s + START_BARRIER_S
 
     @property
     def cpus(self) -> int:
@@ -115,7 +118,7 @@ class CloudJob:
     @property
     def writers(self) -> int:
         """Checkpoint writers per node: one per GPU, as `stoker run` (torchrun.sh passes it)."""
-        return self.gpus_per_node or CPU_WRITERS
+        return self.options.writers_per_node
 
     @property
     def devices(self) -> tuple[tuple[str, int], ...]:
@@ -165,14 +168,11 @@ _KNOBS = {
 
 def capped_profile(job: CloudJob) -> Profile:
     """The profile with the checkpoint shard per writer within the shared file system's cap
-    (launchers/duration.py) when a shared path is tested (a results or data volume)."""
+    (the plan's) when a shared path is tested (a results or data volume)."""
     p = job.profile
     if not (job.shared or job.data_volume or job.spec_shared) or "checkpoint" not in p.workloads:
         return p
-    shard = shard_bytes(p, job.nodes, job.writers)
-    return (
-        p if shard >= parse_size(p.ckpt_bytes, "--ckpt-bytes") else replace(p, ckpt_bytes=f"{shard >> 20}M")
-    )
+    return replace(p, ckpt_bytes=job.plan.ckpt_bytes)
 
 
 def stoker_args(job: CloudJob) -> list[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from launchers import builders as b
 from launchers.commands.precheck import check_phases
-from launchers.local.local_session import CPU_RANKS, INTERRUPTED, local_gpus, summary
+from launchers.local.local_session import INTERRUPTED, local_gpus, summary
 from launchers.local.phases import Phase, PhaseResult, StopSignals, exit_code, record_phase, run_phase
 from launchers.options import (
     add_profile_arguments,
@@ -33,6 +33,7 @@ from launchers.options import (
     keep_inputs,
     profile_from_args,
 )
+from launchers.plan import CPU_RANKS
 from launchers.profiles import Profile, default_profile
 from launchers.spec_paths import here
 from reports.shared.errors import UsageError

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from launchers import builders as b
-from launchers.local.local_session import CPU_RANKS, INTERRUPTED, local_gpus, summary
+from launchers.local.local_session import INTERRUPTED, local_gpus, summary
 from launchers.local.phases import Phase, PhaseResult, StopSignals, exit_code, record_phase, run_phase
 from launchers.options import (
     add_profile_arguments,
@@ -37,6 +37,7 @@ from launchers.options import (
     parse_duration,
     profile_from_args,
 )
+from launchers.plan import CPU_RANKS
 from launchers.profiles import Profile, default_profile, plateau
 from reports.shared.errors import UsageError
 from reports.shared.outdir import claim

@@ -27,10 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from launchers import builders as b
-from launchers.acceptance import job_plan, net_phases
-from launchers.duration import limit_of
 from launchers.options import add_profile_arguments, checked_file, checked_workload, profile_from_args
 from launchers.parser import OneLineParser
+from launchers.plan import JobOptions, job_plan, net_phases
 from launchers.profiles import Profile
 from reports.shared.errors import StokerError
 from reports.shared.outdir import claim
@@ -40,7 +39,7 @@ def argv_parser() -> OneLineParser:
     parser = OneLineParser(prog="launchers.local.argv")
     parser.add_argument("--launcher", choices=("local", "torchrun", "mpirun"), default="local")
     parser.add_argument("--nnodes", type=int, default=1)
-    # with --nnodes, the phases' limits for this N (launchers/duration.py): GPUs per node, 0 for CPU ranks
+    # with --nnodes, the phases' limits for this N (launchers/plan.py): GPUs per node, 0 for CPU ranks
     parser.add_argument("--gpus-per-node", type=int, default=0)
     parser.add_argument("--nproc-per-node", type=int, default=1)
     parser.add_argument("--node-rank", type=int, default=0)
@@ -78,18 +77,17 @@ def argv_parser() -> OneLineParser:
 
 
 def scaled(args: argparse.Namespace, profile: Profile) -> Profile:
-    """The profile with the net phase's (by its scopes) and the storage phase's limits for
-    --nnodes nodes, as the sbatch job and the k8s deadline have them; one node: the profile's."""
-    gpus = max(0, args.gpus_per_node)
-    job = job_plan(profile, max(1, args.nnodes), ranks_per_node=gpus or 2, gpus_per_node=gpus)
-    names = [n for n, _ in net_phases(job.nodes)]
-    by_scopes = {",".join(scopes): n for n, scopes in net_phases(job.nodes)}
-    name = by_scopes.get(getattr(args, "scopes", "") or "")
-    net = (
-        limit_of(job, name) if name else max((limit_of(job, n) for n in names), default=profile.net_timeout_s)
+    """The profile with the net phase's (by its scopes; any other scopes: the longest net
+    phase's) and the storage phase's limits from the job's plan at --nnodes nodes, as the
+    sbatch job and the k8s deadline have them; one node: the profile's."""
+    plan = job_plan(
+        JobOptions(profile=profile, nodes=max(1, args.nnodes), gpus_per_node=max(0, args.gpus_per_node))
     )
+    given = tuple((getattr(args, "scopes", "") or "").split(","))
+    named = [ph.limit_s for ph in plan.net if ph.scopes == given]
+    net = named[0] if named else max(ph.limit_s for ph in plan.net)
     return replace(
-        profile, net_timeout_s=max(net, profile.net_timeout_s), io_timeout_s=limit_of(job, "storage")
+        profile, net_timeout_s=max(net, profile.net_timeout_s), io_timeout_s=plan.limit_of("storage")
     )
 
 

@@ -1,6 +1,6 @@
 """What the local sessions on this machine share (`stoker run`, `stoker soak`, `stoker check`):
-how many GPUs this process may use, the ranks to start without one, the exit code of an
-interrupt, and the table of phases and findings printed at the end of a run or a soak."""
+how many GPUs this process may use, the exit code of an interrupt, and the table of phases
+and findings printed at the end of a run or a soak."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import Any
 
 from launchers.local.phases import PhaseResult
 
-CPU_RANKS = 2
 INTERRUPTED = 130  # as a shell reports a Ctrl-C
 _NVIDIA_DEV = re.compile(r"^nvidia\d+$")
 

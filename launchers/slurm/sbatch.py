@@ -1,26 +1,26 @@
 """Render launchers/slurm/acceptance.sbatch from a dataclass (pure: template text in,
-script text out; the golden tests compare the result line by line)."""
+script text out; the golden tests compare the result line by line). The phases, their
+commands and limits are the job's plan (launchers/plan.py), made once per render; this module
+adds Slurm's part: srun steps on the nodes the preflight kept, their graces, #SBATCH lines."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from importlib import resources
 
 from launchers import builders as b
 from launchers import quoting as q
-from launchers.acceptance import PHASE_GRACE_S, job_limit_s
-from launchers.acceptance import net_phases as _net_phases
 from launchers.cloud.fabrics import FABRICS
-from launchers.duration import Job, limit_of, shard_bytes, summary_lines
-from launchers.profiles import Profile, plateau
+from launchers.plan import PHASE_GRACE_S, JobOptions, JobPlan, PlannedPhase, job_plan, summary_lines
+from launchers.profiles import Profile
 from launchers.slurm import pyxis
 from reports.shared.errors import UsageError
-from reports.shared.units import parse_size
 
-# What the rendered script may hold beyond the profile's own limits: stoker's --timeout
-# fires first, srun's --time next (Slurm kills on whole minutes), `timeout` last.
-SRUN_GRACE_S = 60  # PHASE_GRACE_S, JOB_MARGIN_S: launchers/acceptance.py
+# What the rendered script holds past a phase's one limit (the plan's, stoker's own
+# --timeout, which fires first): srun's --time SRUN_GRACE_S past it (Slurm kills on whole
+# minutes), the `timeout` around the step PHASE_GRACE_S past it (launchers/plan.py), last.
+SRUN_GRACE_S = 60
 # the nodes the preflight kept, as the script's variables: count, tasks, --nodelist
 KEPT = ("$NN", "$NN", "$GOOD")
 KEPT_RANKS = ("$NN", "$NRANKS", "$GOOD")  # one task per rank
@@ -31,7 +31,6 @@ PASSTHROUGH = (
     ("qos", "the quality of service"),
     ("reservation", "the reservation the job runs in"),
 )
-ACROSS = ("inter-node", "pairs", "groups")  # phases that need two nodes: skipped on one
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -77,19 +76,29 @@ class SbatchConfig:
     image: str | None = None
 
 
-def model(cfg: SbatchConfig) -> Job:
-    """The duration model's view of this job (launchers/duration.py)."""
-    return Job(
+def options(cfg: SbatchConfig) -> JobOptions:
+    """What the job's plan is made from: the script's own variables for the results dir and
+    the first local and shared paths."""
+    return JobOptions(
         profile=cfg.profile,
         nodes=cfg.nodes,
-        ranks_per_node=cfg.ranks_per_node,
         gpus_per_node=cfg.gpus_per_node,
-        writers=cfg.gpus_per_node or 8,
-        local_paths=1 + len(cfg.more_local),
-        shared_paths=1 + len(cfg.more_shared),
+        ranks_per_node=cfg.ranks_per_node,
+        stoker=cfg.stoker,
+        backend=cfg.backend,
+        spec=cfg.spec,
+        workload=cfg.workload,
+        fail_unjudged=not cfg.allow_unjudged,
+        more_local=cfg.more_local,
+        more_shared=cfg.more_shared,
         local_GBps=cfg.local_GBps,
         shared_GBps=cfg.shared_GBps,
+        soak_s=cfg.soak_s,
     )
+
+
+def plan_of(cfg: SbatchConfig) -> JobPlan:
+    return job_plan(options(cfg))
 
 
 def min_nodes(cfg: SbatchConfig) -> int:
@@ -105,37 +114,30 @@ def template_text() -> str:
     return resources.files("launchers").joinpath("slurm/acceptance.sbatch").read_text(encoding="utf-8")
 
 
-def job_time(cfg: SbatchConfig) -> str:
-    """The job's --time: every phase at its limit, plus a margin; as H:MM:SS."""
-    secs = job_limit_s(
-        cfg.profile, cfg.nodes, ranks_per_node=cfg.ranks_per_node, gpus_per_node=cfg.gpus_per_node
-    ) + (cfg.soak_s or 0)
+def job_time(plan: JobPlan) -> str:
+    """The job's --time: every phase at its limit, plus a margin (the plan's); as H:MM:SS."""
+    secs = plan.job_limit_s
     return f"{secs // 3600}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
 
 
-def net_phases(cfg: SbatchConfig) -> list[tuple[str, tuple[str, ...]]]:
-    """(phase name, scopes) in the contract's order (launchers/acceptance.py)."""
-    return _net_phases(cfg.nodes)
-
-
-def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mpi: bool) -> list[str]:
+def _srun(cfg: SbatchConfig, ph: PlannedPhase) -> list[str]:
     """One phase's step: a rank per GPU gets its share of the node's CPUs ($CPT) bound as
     cores; a task per node gets every CPU of the node. Every step runs on the nodes the
     preflight kept ($GOOD, $NN of them). No --gpu-bind: a per-task GPU binding hides the
     other ranks' GPUs from each task and breaks CUDA IPC / P2P between them (NCCL falls off
     NVLink); every rank sees the node's GPUs and takes the one of its local rank."""
-    ranks = mpi  # the sweeps' steps: one rank per GPU
+    ranks = ph.tasks == "rank"  # the sweeps' steps: one rank per GPU
     bind = ("--cpu-bind=cores",) if ranks and cfg.gpus_per_node else ()
     return b.srun(
         pyxis.in_image(
             cfg.image,
             b.SrunSpec(
-                program=tuple(program),
+                program=ph.argv,
                 nodes=cfg.nodes,
-                on=KEPT if per_node == 1 else KEPT_RANKS,
-                ntasks_per_node=per_node,
-                time_limit_s=limit_s + SRUN_GRACE_S,
-                mpi="pmix" if mpi and cfg.backend == "mpi" else None,
+                on=KEPT_RANKS if ranks else KEPT,
+                ntasks_per_node=cfg.ranks_per_node if ranks else 1,
+                time_limit_s=ph.limit_s + SRUN_GRACE_S,
+                mpi="pmix" if ranks and cfg.backend == "mpi" else None,
                 cpus_per_task="$CPT" if ranks else "$NODE_CPUS",
                 bind=bind,
             ),
@@ -143,99 +145,28 @@ def _srun(cfg: SbatchConfig, program: list[str], per_node: int, limit_s: int, mp
     )
 
 
-def storage_profile(cfg: SbatchConfig) -> Profile:
-    """The profile of the storage phase: its limit from the duration model, and the
-    checkpoint shard per writer within the shared file system's cap."""
-    job = model(cfg)
-    p = replace(cfg.profile, io_timeout_s=limit_of(job, "storage"))
-    shard = shard_bytes(cfg.profile, cfg.nodes, job.writers)
-    if shard < parse_size(cfg.profile.ckpt_bytes, "--ckpt-bytes"):
-        p = replace(p, ckpt_bytes=f"{shard >> 20}M")
-    return p
+def _on_kept(cfg: SbatchConfig, program: tuple[str, ...]) -> list[str]:
+    """A plain step on every node kept (mkdir, rmdir): a minute, no labels."""
+    return b.srun(b.SrunSpec(program=program, nodes=cfg.nodes, on=KEPT, time_limit_s=60, label=False))
 
 
-def _phase_lines(cfg: SbatchConfig) -> list[str]:
-    p = cfg.profile
-    inventory = _srun(
-        cfg,
-        b.inventory_argv(b.InventoryCommand(out="$OUT", stoker=cfg.stoker)),
-        1,
-        b.INVENTORY_LIMIT_S,
-        mpi=False,
-    )  # one task per node: each node reads itself
-    lines = [b.shell_line(["phase", "inventory", str(b.INVENTORY_LIMIT_S + PHASE_GRACE_S), *inventory])]
-    # one task per node; stoker compute starts one process per GPU itself
-    limit = b.compute_limit_s(p.name, p.compute_budget_s)
-    compute = _srun(
-        cfg,
-        b.compute_argv(
-            b.ComputeCommand(out="$OUT", profile=p.name, budget_s=p.compute_budget_s, stoker=cfg.stoker)
-        ),
-        1,
-        limit,
-        mpi=False,
-    )
-    lines.append(b.shell_line(["phase", "compute", str(limit + PHASE_GRACE_S), *compute]))
-    if cfg.soak_s:
-        lines.append(_soak_line(cfg))
-    job = model(cfg)
-    for name, scopes in [] if cfg.soak_s else net_phases(cfg):
-        limit = limit_of(job, name)  # the profile's, longer as the nodes grow
-        net = b.net_argv(
-            b.NetCommand(
-                profile=replace(p, net_timeout_s=limit),
-                out="$OUT",
-                scopes=scopes,
-                backend=cfg.backend,
-                stoker=cfg.stoker,
-                spec=cfg.spec,  # a swept figure under the spec is measured again, as `stoker run`
-            )
-        )
-        cmd = _srun(cfg, net, cfg.ranks_per_node, limit, mpi=True)
-        runner = "across" if name in ACROSS else "phase"
-        lines.append(b.shell_line([runner, name, str(limit + PHASE_GRACE_S), *cmd]))
-    paths = ("$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared)
-    mkdir = b.srun(
-        b.SrunSpec(program=("mkdir", "-p", *paths), nodes=cfg.nodes, on=KEPT, time_limit_s=60, label=False)
-    )
-    lines.append(b.shell_line(mkdir))
-    io_p = storage_profile(cfg)
-    io = b.io_argv(
-        b.IoCommand(
-            profile=io_p,
-            out="$OUT",
-            paths=paths,
-            stoker=cfg.stoker,
-            writers=cfg.gpus_per_node or None,  # one per GPU, as `stoker run`
-            spec=cfg.spec,  # a figure under the spec's storage promise is measured again, as `stoker run`
-        )
-    )
-    cmd = _srun(cfg, io, 1, io_p.io_timeout_s, mpi=False)
-    lines.append(b.shell_line(["phase", "storage", str(io_p.io_timeout_s + PHASE_GRACE_S), *cmd]))
+def _phase_lines(cfg: SbatchConfig, plan: JobPlan) -> list[str]:
+    """The steps between the preflight and the report, each under `phase` (or `across`,
+    skipped with one node left) at its limit and the grace past it."""
+    lines = []
+    for ph in plan.run_phases():
+        if ph.name in ("preflight", "report"):  # their own placeholders
+            continue
+        if ph.dirs:
+            lines.append(b.shell_line(_on_kept(cfg, ("mkdir", "-p", *ph.dirs))))
+        runner = "across" if ph.across else "phase"
+        lines.append(b.shell_line([runner, ph.name, str(ph.limit_s + PHASE_GRACE_S), *_srun(cfg, ph)]))
     if cfg.local_path is None:  # our own per-node dir; rmdir leaves it if anything is left in it
-        rmdir = b.srun(
-            b.SrunSpec(program=("rmdir", "$LOCAL_IO"), nodes=cfg.nodes, on=KEPT, time_limit_s=60, label=False)
-        )
-        lines.append(b.shell_line(rmdir) + " 2>/dev/null")
+        lines.append(b.shell_line(_on_kept(cfg, ("rmdir", "$LOCAL_IO"))) + " 2>/dev/null")
     return lines
 
 
-def _soak_line(cfg: SbatchConfig) -> str:
-    """A soak: every scope of the acceptance in one `stoker net --soak` (the ranks stay up,
-    the counters are read on every node between passes) at the plateau sizes. scancel's
-    SIGTERM lets the pass in flight end; every finished pass is in the records."""
-    scopes = tuple(s for _, group in net_phases(cfg) for s in group)
-    net = b.net_argv(
-        b.NetCommand(
-            profile=plateau(cfg.profile), out="$OUT", scopes=scopes, backend=cfg.backend, stoker=cfg.stoker
-        )
-    )
-    limit = (cfg.soak_s or 0) + cfg.profile.net_timeout_s  # the last pass may start just before the end
-    cmd = _srun(cfg, [*net, "--soak", str(cfg.soak_s)], cfg.ranks_per_node, limit, mpi=True)
-    return b.shell_line(["phase", "soak", str(limit + PHASE_GRACE_S), *cmd])
-
-
-def _sbatch_options(cfg: SbatchConfig) -> list[str]:
+def _sbatch_options(cfg: SbatchConfig, plan: JobPlan) -> list[str]:
     # bash reads #SBATCH lines as comments and sbatch reads them with its own rules: values
     # are checked against Slurm's shapes, so none can end the line or add an option
     name = q.matching(cfg.job_name, q.NAME, "--job-name", "a job name (letters, digits, . _ -)")
@@ -263,7 +194,7 @@ def _sbatch_options(cfg: SbatchConfig) -> list[str]:
             cfg.time, q.SLURM_TIME, "--time", "a Slurm time limit (M, M:S, H:M:S, D-H, D-H:M or D-H:M:S)"
         )
         if cfg.time
-        else job_time(cfg)
+        else job_time(plan)
     )
     opts += [
         f"--time={time}",
@@ -297,19 +228,12 @@ def fabric_exports(fabric: str | None) -> str:
 
 def render(cfg: SbatchConfig, template: str | None = None) -> str:
     p = cfg.profile
-    report = b.report_argv(
-        b.ReportCommand(
-            out="$OUT",
-            spec=cfg.spec,
-            workload=cfg.workload,
-            stoker=cfg.stoker,
-            fail_unjudged=not cfg.allow_unjudged,
-        )
-    )
+    job = plan_of(cfg)
     shared_check = b.srun(
         b.SrunSpec(program=("test", "-s", "$MARK"), nodes=cfg.nodes, time_limit_s=60, label=False)
     )
-    phases = _phase_lines(cfg)
+    phases = _phase_lines(cfg, job)
+    first = job.phase("preflight")
     check = b.srun(
         pyxis.in_image(
             cfg.image,
@@ -323,18 +247,9 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
         pyxis.in_image(
             cfg.image,
             b.SrunSpec(
-                program=tuple(
-                    b.preflight_argv(
-                        b.PreflightCommand(
-                            paths=("$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared),
-                            gpus=cfg.gpus_per_node,
-                            spec=cfg.spec,
-                            stoker=cfg.stoker,
-                        )
-                    )
-                ),
+                program=first.argv,
                 nodes=cfg.nodes,
-                time_limit_s=b.PREFLIGHT_LIMIT_S,
+                time_limit_s=first.limit_s,
                 label=False,
                 kill_on_bad_exit=False,
                 output="$OUT/preflight/%N.log",
@@ -344,7 +259,7 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
     # a mount's source must exist on the node before the step that mounts it starts
     mount_dirs = b.srun(
         b.SrunSpec(
-            program=("mkdir", "-p", "$LOCAL_IO", "$SHARED_IO", *cfg.more_local, *cfg.more_shared),
+            program=("mkdir", "-p", *job.options.paths),
             nodes=cfg.nodes,
             time_limit_s=60,
             label=False,
@@ -353,14 +268,14 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
     )
     before = [b.shell_line(mount_dirs) + " || true"] if cfg.image else []
     values = {
-        "expected": "\n".join(f"# {x}" for x in summary_lines(model(cfg))),
+        "expected": "\n".join(f"# {x}" for x in summary_lines(job)),
         "job_env": "\n".join([fabric_exports(cfg.fabric), *pyxis.script_lines(cfg.image, mounts(cfg))]),
         "stoker_check": b.shell_line(check),
         "preflight": "\n".join([*before, b.shell_line(preflight)]),
         "set_aside": b.shell_line(pyxis.on_first(cfg.image, [*cfg.stoker, "set-aside"])),
         "min_nodes": str(min_nodes(cfg)),
         "ranks": str(cfg.ranks_per_node),
-        "sbatch_options": "\n".join(_sbatch_options(cfg)),
+        "sbatch_options": "\n".join(_sbatch_options(cfg, job)),
         # the profile's values land in a comment line too: names and sizes, nothing else
         "profile": q.matching(p.name, q.NAME, "--profile", "a profile name"),
         "ops": q.matching(",".join(p.ops), q.NAMES, "--ops", "comma-separated op names"),
@@ -381,7 +296,12 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
         "phase_count": str(sum(line.startswith(("phase ", "across ")) for line in phases) + 1),
         "phases": "\n".join(phases),
         "report": b.shell_line(
-            ["timeout", "--kill-after=30", str(p.report_timeout_s), *pyxis.on_first(cfg.image, report)]
+            [
+                "timeout",
+                "--kill-after=30",
+                str(job.limit_of("report")),
+                *pyxis.on_first(cfg.image, list(job.phase("report").argv)),
+            ]
         ),
         "record_phase": b.shell_line(pyxis.on_first(cfg.image, [*cfg.stoker, "phase-record"])),
     }

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from launchers.builders import STOKER
 from launchers.cloud import submit_cloud
-from launchers.duration import summary_lines
 from launchers.options import (
     add_profile_arguments,
     checked_file,
@@ -22,8 +21,9 @@ from launchers.options import (
     parse_duration,
     profile_from_args,
 )
+from launchers.plan import CPU_RANKS, summary_lines
 from launchers.slurm.gres import gres_problem
-from launchers.slurm.sbatch import PASSTHROUGH, SbatchConfig, model, render
+from launchers.slurm.sbatch import PASSTHROUGH, SbatchConfig, plan_of, render
 from launchers.spec_paths import storage_plan, warning
 from reports.shared.errors import UsageError
 from reports.shared.outdir import mark_submitted
@@ -31,7 +31,6 @@ from reports.shared.records import BACKEND_CHOICES
 from reports.shared.spec import load_spec
 
 HELP = "render launchers/slurm/acceptance.sbatch for this cluster and submit it"
-CPU_RANKS = 2  # ranks per node on nodes without GPUs (gloo), as `stoker run` uses
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -220,5 +219,5 @@ def main(args: argparse.Namespace) -> int:
     job = p.stdout.strip().split(";")[0]
     log = Path.cwd() / cfg.log.replace("%j", job)
     print(f"submitted job {job}: results in {cfg.out}, job log {log}")
-    print("\n".join(summary_lines(model(cfg))))
+    print("\n".join(summary_lines(plan_of(cfg))))
     return 0

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from launchers.slurm.sbatch import PHASE_GRACE_S
+from launchers.plan import PHASE_GRACE_S
 from reports.table.read import read_records
 from tests.conftest import STOKER, needs_root, needs_tool
 from tests.harness.slurm import SlurmCluster, free_ports

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from launchers.acceptance import net_phases as acceptance_net_phases
 from launchers.cli import build_parser
 from launchers.local.phases import PhaseResult, record_phase
+from launchers.plan import net_phases as acceptance_net_phases
 from launchers.profiles import GROUPS_ABOVE_NODES, get_profile
 from launchers.slurm.sbatch import SbatchConfig, render
 from reports.pipeline import missing_phases

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from launchers.commands import preflight
 from launchers.commands.fingerprint import digest
-from launchers.duration import Job, plan
+from launchers.plan import JobOptions, job_plan
 from launchers.profiles import get_profile
 from reports.shared import setaside as sa
 from tests.conftest import REPO
@@ -66,8 +66,8 @@ def test_what_a_node_must_have_comes_from_the_spec_and_the_job() -> None:
 
 def test_the_preflight_is_the_first_phase_of_the_duration_model() -> None:
     quick = get_profile("quick")
-    cpu = plan(Job(profile=quick, nodes=2, ranks_per_node=2, gpus_per_node=0, writers=2))
-    gpu = plan(Job(profile=quick, nodes=256, ranks_per_node=8, gpus_per_node=8, writers=8))
+    cpu = job_plan(JobOptions(profile=quick, nodes=2, writers=2)).phases
+    gpu = job_plan(JobOptions(profile=quick, nodes=256, gpus_per_node=8)).phases
     # start-up (13 s gloo, 20 s GPU) + 15 s of stoker check; limit 120 s at any N
     assert (cpu[0].name, cpu[0].expected_s, cpu[0].limit_s) == ("preflight", 28, 120)
     assert (gpu[0].name, gpu[0].expected_s, gpu[0].limit_s) == ("preflight", 35, 120)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from launchers.profiles import get_profile
-from launchers.slurm.sbatch import SbatchConfig, job_time, net_phases, render
+from launchers.slurm.sbatch import SbatchConfig, job_time, plan_of, render
 from reports.shared.errors import UsageError
 from tests.conftest import DATA
 
@@ -69,12 +69,16 @@ def test_no_placeholder_left() -> None:
 def test_job_time_adds_up_phase_limits() -> None:
     # quick, 2 nodes: (120 + 120) preflight + (120 + 120) inventory + (200 + 120) compute
     # + 3 net phases x (180 + 120) + (180 + 120) io + 120 report + 300 margin = 2420 s
-    assert job_time(CASES["two-node-quick-gloo"]) == "0:40:20"
+    assert job_time(plan_of(CASES["two-node-quick-gloo"])) == "0:40:20"
     # full, 1 node of 8 GPUs: (120 + 120) + (120 + 120) + (1980 + 120) + 1 x (1800 + 120) + (1800 + 120)
     # + 300 + 300 = 7020 s (one node is below the two the profiles are sized for: their limits as they are)
     assert (
         job_time(
-            SbatchConfig(nodes=1, ranks_per_node=8, gpus_per_node=8, profile=get_profile("full"), out="/r")
+            plan_of(
+                SbatchConfig(
+                    nodes=1, ranks_per_node=8, gpus_per_node=8, profile=get_profile("full"), out="/r"
+                )
+            )
         )
         == "1:57:00"
     )
@@ -86,7 +90,7 @@ def test_compute_budget_sets_the_phase_and_its_limit() -> None:
     (line,) = [x for x in render(short).splitlines() if x.startswith("phase compute ")]
     # 2 s of sweep + 1 + 180 s of start-up room, + the job's 120 s grace; the default is 200 + 120
     assert line.startswith("phase compute 303 ") and " compute --profile quick --budget 2 --out " in line
-    assert job_time(short) == "0:40:03"  # 2420 - 320 + 303 = 2403 s
+    assert job_time(plan_of(short)) == "0:40:03"  # 2420 - 320 + 303 = 2403 s
 
 
 def test_given_time_and_quoted_out() -> None:
@@ -194,11 +198,11 @@ def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int,
 
 def test_groups_search_replaces_pairs_above_64_nodes() -> None:
     def last(nodes: int) -> tuple[str, tuple[str, ...]]:
-        return net_phases(
-            SbatchConfig(
-                nodes=nodes, ranks_per_node=8, gpus_per_node=8, profile=get_profile("standard"), out="/r"
-            )
-        )[-1]
+        cfg = SbatchConfig(
+            nodes=nodes, ranks_per_node=8, gpus_per_node=8, profile=get_profile("standard"), out="/r"
+        )
+        last = plan_of(cfg).net[-1]
+        return last.name, last.scopes
 
     assert last(64) == ("pairs", ("pairs",))
     assert last(65) == ("groups", ("groups",))
@@ -211,7 +215,7 @@ def test_launcher_scripts_switch_to_groups_at_the_same_node_count() -> None:
     from launchers.local.argv import argv_parser, program
     from launchers.profiles import GROUPS_ABOVE_NODES
 
-    # the scripts take their phase list from launchers/acceptance.py (`launchers.local.argv phases`)
+    # the scripts take their phase list from launchers/plan.py (`launchers.local.argv phases`)
     for script in ("torchrun.sh", "mpirun.sh"):
         text = (Path(__file__).resolve().parents[2] / "launchers" / script).read_text()
         assert 'tokens PAIRS --nnodes "$NNODES" phases' in text, script

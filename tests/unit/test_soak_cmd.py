@@ -59,7 +59,7 @@ def test_io_phase_writes_checkpoints_only() -> None:
 
 
 def test_slurm_soak_is_one_phase_of_every_scope() -> None:
-    from launchers.slurm.sbatch import SbatchConfig, job_time, render
+    from launchers.slurm.sbatch import SbatchConfig, job_time, plan_of, render
 
     cfg = SbatchConfig(
         nodes=4, ranks_per_node=2, gpus_per_node=0, profile=PROFILES["quick"], out="/r", soak_s=180
@@ -71,6 +71,6 @@ def test_slurm_soak_is_one_phase_of_every_scope() -> None:
     assert soak[soak.index("--scopes") + 1] == "intra-node,world,inter-node,pairs"
     assert soak[soak.index("--soak") + 1] == "180" and soak[soak.index("--min-bytes") + 1] == str(1 << 20)
     plain = job_time(
-        SbatchConfig(nodes=4, ranks_per_node=2, gpus_per_node=0, profile=PROFILES["quick"], out="/r")
+        plan_of(SbatchConfig(nodes=4, ranks_per_node=2, gpus_per_node=0, profile=PROFILES["quick"], out="/r"))
     )
-    assert job_time(cfg) != plain
+    assert job_time(plan_of(cfg)) != plain

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from launchers.duration import Job, plan, shard_bytes, sweep_s
+from launchers.duration import sweep_s
+from launchers.plan import JobOptions, job_plan, job_sizes, shard_bytes
 from launchers.profiles import get_profile
 from launchers.slurm.sbatch import SbatchConfig, render
 from tests.conftest import DATA
@@ -124,14 +125,16 @@ def test_shared_file_system_cap() -> None:
 def test_sweep_model_by_hand() -> None:
     quick = get_profile("quick")
     # 64K, 256K, 1M, 4M: 65,536 + 262,144 + 1,048,576 + 4,194,304 = 5,570,560 B; x2 through the bus, 3 ops, 5 + 2 iterations, at 1 GB/s
-    assert abs(sweep_s(quick, 1.0) - 3 * 7 * 2 * 5_570_560 / 1e9) < 1e-9
+    sizes = job_sizes(JobOptions(profile=quick, nodes=2), 2)
+    assert sizes.message_bytes == (64 << 10, 256 << 10, 1 << 20, 4 << 20)
+    assert abs(sweep_s(sizes, 1.0) - 3 * 7 * 2 * 5_570_560 / 1e9) < 1e-9
 
 
 def test_model_against_the_beds_measured_phases() -> None:
     """The Slurm bed (2 nodes on a 2-core machine, gloo, quick, 2 writers a node; README):
     intra-node 15 s, inter-node 14 s, pairs 13 s, storage 76 s. The model within 30 %."""
-    job = Job(profile=get_profile("quick"), nodes=2, ranks_per_node=2, gpus_per_node=0, writers=2)
-    got = {p.name: p.expected_s for p in plan(job)}
+    job = JobOptions(profile=get_profile("quick"), nodes=2, writers=2)
+    got = {p.name: p.expected_s for p in job_plan(job).phases}
     for name, measured in (("intra-node", 15), ("inter-node", 14), ("pairs", 13), ("storage", 76)):
         assert abs(got[name] - measured) <= 0.3 * measured, (name, got[name])
 
