@@ -1,0 +1,151 @@
+"""launchers/torchrun.sh on a namespaced cluster of 3 nodes (REAL-TEST-BEDS §2) whose results
+dirs are each node's own (`SHARED_OUT=0`: three different paths, as three pods' emptyDirs),
+with node 2's python not a python, as when its install is broken. No file system carries the
+preflight: each node's output reaches node 0 through its preflight relay over the nodes' own
+network (launchers/local/preflight_relay.py, spoken from bash). Node 0 sets node 2 aside with
+its loader line as the reason, the two healthy nodes go on in a world of two, the report
+judges them, and the verdict is fail (exit 1), not incomplete (3).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reports.table.read import read_records
+from tests.conftest import REPO, STOKER, bed_missing, needs_root
+from tests.harness import netns
+
+pytestmark = [needs_root, pytest.mark.slow, pytest.mark.alone]  # 3 nodes x 2 gloo ranks on 2 cores
+
+NODES, RANKS = 3, 2
+PORT = 17991  # the launchers area's port range (phase i uses PORT + i, the relay PORT - 1)
+RUN = "pl3-local-run"
+# what node 2's python says instead of running: hand-written, in the shape of the loader's error
+BROKEN = "python3: error while loading shared libraries: libpython3.so: cannot open shared object file"
+SMALL = [
+    "--profile",
+    "quick",
+    "--ops",
+    "all_reduce",
+    "--min-bytes",
+    "1M",
+    "--max-bytes",
+    "2M",
+    "--iters",
+    "3",
+    "--warmup",
+    "1",
+    "--workloads",
+    "checkpoint",
+    "--ckpt-bytes",
+    "8M",
+    "--io-runtime",
+    "2",
+    "--compute-budget",
+    "2",
+]
+# every network figure advertised at 100 GB/s with a threshold of 1e-4: anything that moved data
+# is `ok`, so the verdict's fail can only be the set-aside node's
+SPEC = (
+    "name: pl3\ngpus_per_node: 2\nnetwork: {intra_node: {GBps: 100}, inter_node: {GBps: 100}}\n"
+    "thresholds: {network: 0.0001, storage: 0.0001}\n"
+)
+
+HANDSHAKE = (".stoker-seen-", ".stoker-pf-", ".stoker-go", ".stoker-relay-up")
+Run = tuple[list[Path], list[tuple[int, str, str]]]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    reason = netns.unavailable_reason()
+    if reason:
+        bed_missing(reason)
+    tmp = tmp_path_factory.mktemp("pl3")
+    spec = tmp / "spec.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    broken = tmp / "broken-python"
+    broken.write_text(f"#!/bin/sh\necho '{BROKEN}' >&2\nexit 127\n")
+    broken.chmod(0o755)
+    outs = [tmp / f"node{i}" / "results" for i in range(NODES)]  # each node's own results dir
+    with netns.NetnsCluster(prefix="pl3", nodes=NODES) as c:
+        jobs = []
+        for i in range(NODES):
+            env = c.env(
+                i,
+                {
+                    "NNODES": str(NODES),
+                    "NODE_RANK": str(i),
+                    "MASTER_ADDR": c.addr(0),
+                    "MASTER_PORT": str(PORT),
+                    "NPROC_PER_NODE": str(RANKS),
+                    "OUT": str(outs[i]),
+                    "SHARED_OUT": "0",
+                    "STOKER_RUN_ID": RUN,
+                    "LOCAL_IO": str(tmp / f"node{i}" / "local"),
+                    "BACKEND": "gloo",
+                    "SYNC_TIMEOUT": "60",
+                    "STOKER_PY": str(broken) if i == 2 else STOKER[0],
+                },
+            )
+            argv = ["bash", str(REPO / "launchers" / "torchrun.sh"), *SMALL, "--spec", str(spec)]
+            jobs.append((i, argv, env))
+        res = c.run_all(jobs, timeout=600)
+    return outs, res
+
+
+def logs_of(res: list[tuple[int, str, str]]) -> str:
+    return "\n".join(f"--- node {i} rc={rc}\n{o[-2500:]}\n{e[-1500:]}" for i, (rc, o, e) in enumerate(res))
+
+
+def test_the_broken_node_is_set_aside_through_the_relay(run: Run) -> None:
+    outs, res = run
+    logs = logs_of(res)
+    assert [rc for rc, _, _ in res] == [1, 0, 0], logs  # node 0's verdict; the others' own runs ended
+    assert "pl3n2 set aside: " + BROKEN in res[0][2], logs
+    assert "the nodes' preflight output, as received through the relay: " in res[0][1], logs
+    assert "2 of 3 nodes go on: pl3n0,pl3n1" in res[1][1], logs
+    assert "pl3n2 was set aside by its preflight" in res[2][1], logs
+    assert [json.loads(x) for x in (outs[0] / "setaside.jsonl").read_text().splitlines()] == [
+        {"host": "pl3n2", "reason": BROKEN}
+    ]
+    # node 0 holds every node's preflight output, as each sent it
+    pre = outs[0] / "preflight"
+    assert sorted(p.name for p in pre.iterdir()) == ["pl3n0.log", "pl3n1.log", "pl3n2.log"]
+    for h in ("pl3n0", "pl3n1"):
+        assert (pre / f"{h}.log").read_text().rstrip().endswith(f"stoker preflight: {h} passed")
+    assert (pre / "pl3n2.log").read_text().rstrip().endswith(BROKEN)
+    # node 1 keeps its own copy; node 2, whose stoker cannot claim its dir, wrote nothing there
+    assert (outs[1] / "preflight" / "pl3n1.log").read_text() == (pre / "pl3n1.log").read_text()
+    assert not (outs[2] / "preflight").exists()
+    # no handshake file is left behind on any node
+    for out in outs:
+        assert not [p.name for p in out.glob(".stoker-*") if p.name.startswith(HANDSHAKE)], out
+
+
+def test_the_two_healthy_nodes_are_measured_and_judged(run: Run) -> None:
+    outs, res = run
+    ran = [json.loads(x) for x in (outs[0] / "phases.jsonl").read_text().splitlines()]
+    assert [(p["phase"], p["rc"]) for p in ran] == [
+        (name, 0) for name in "inventory compute intra-node inter-node pairs storage".split()
+    ], logs_of(res)
+    recs = read_records(outs[0])
+    assert {h for r in recs.net.records() for h in r.hosts} == {"pl3n0", "pl3n1"}
+    inter = [r for r in recs.net.records() if r.scope == "inter-node"]
+    assert inter and all(set(r.hosts) == {"pl3n0", "pl3n1"} for r in inter)
+    assert {h for r in recs.io for h in r.per_host_bw_GBps} == {"pl3n0", "pl3n1"}
+    assert {r.run_id for r in [*recs.net.records(), *recs.io]} == {RUN}
+    verdict = json.loads((outs[0] / "verdict.json").read_text())
+    assert verdict["verdict"] == "fail"
+    aside = [f for f in verdict["findings"] if f["check"] == "preflight"]
+    assert [(f["component"], f["hosts"], f["status"]) for f in aside] == [("node", ["pl3n2"], "below_spec")]
+    assert BROKEN in aside[0]["message"]
+    judged: dict[str, set[str]] = {}
+    for f in verdict["findings"]:
+        if f["check"] != "preflight" and f["expected"] is not None:
+            judged.setdefault(f["component"], set()).add(f["status"])
+    for component in ("intra-node network", "inter-node network"):
+        assert "ok" in judged.get(component, set()), (component, verdict["findings"])
+    assert not (outs[1] / "net.jsonl").exists()  # rank 0 wrote every record, on node 0
