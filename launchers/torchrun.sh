@@ -19,7 +19,8 @@
 # output reaches node 0 over TCP instead, on PREFLIGHT_PORT (MASTER_PORT-1)), FAIL_UNJUDGED
 # (0; 1: a verdict with nothing compared with a reference ends 1, as the Slurm job does),
 # MIN_NODES (2, 1 on one node: fewer nodes left after the preflight stops the run, exit 3),
-# PREFLIGHT_LIMIT (120 s for one node's preflight; node 0 waits that + SYNC_TIMEOUT for all).
+# PREFLIGHT_LIMIT (120 s for one node's preflight; node 0 waits that + SYNC_TIMEOUT for all),
+# PREFLIGHT_PORT (MASTER_PORT-1: node 0's preflight relay, used only with SHARED_OUT=0).
 # SHARED_IO given (the k8s --data-volume) is measured whether or not OUT is shared.
 # Arguments: stoker run's options: --profile quick|standard|full, --spec FILE, --workload FILE,
 # --max-bytes 1G ... (every profile knob), --backend is set with BACKEND (auto).
@@ -170,6 +171,9 @@ fi
 # ranks in that order in a smaller world. A set-aside node exits 0 (its failure is node 0's
 # verdict, which names it: the job's status is node 0's exit). Fewer than MIN_NODES
 # left, or node 0 itself set aside (it holds the rendezvous and writes the report): stop, exit 3.
+# Without a shared OUT the other nodes' side of this goes over TCP to node 0's relay (their
+# output's tail, then node 0's answer); node 0 reads the files the relay wrote as it would a
+# shared OUT's, and each node keeps its own output in its own OUT/preflight/ too.
 if [ "$PREFLIGHT" = 1 ]; then
   HOST=$(hostname)
   GO="$OUT/.stoker-go"

@@ -17,36 +17,13 @@ import pytest
 from reports.table.read import read_records
 from tests.conftest import REPO, STOKER, bed_missing, needs_root
 from tests.harness import netns
+from tests.integration.test_torchrun_setaside import BROKEN, SMALL  # node 2's loader line, the small run
 
 pytestmark = [needs_root, pytest.mark.slow, pytest.mark.alone]  # 3 nodes x 2 gloo ranks on 2 cores
 
 NODES, RANKS = 3, 2
 PORT = 17991  # the launchers area's port range (phase i uses PORT + i, the relay PORT - 1)
 RUN = "pl3-local-run"
-# what node 2's python says instead of running: hand-written, in the shape of the loader's error
-BROKEN = "python3: error while loading shared libraries: libpython3.so: cannot open shared object file"
-SMALL = [
-    "--profile",
-    "quick",
-    "--ops",
-    "all_reduce",
-    "--min-bytes",
-    "1M",
-    "--max-bytes",
-    "2M",
-    "--iters",
-    "3",
-    "--warmup",
-    "1",
-    "--workloads",
-    "checkpoint",
-    "--ckpt-bytes",
-    "8M",
-    "--io-runtime",
-    "2",
-    "--compute-budget",
-    "2",
-]
 # every network figure advertised at 100 GB/s with a threshold of 1e-4: anything that moved data
 # is `ok`, so the verdict's fail can only be the set-aside node's
 SPEC = (
