@@ -119,6 +119,9 @@ def test_the_two_healthy_nodes_are_measured_and_judged(run: Run) -> None:
     aside = [f for f in verdict["findings"] if f["check"] == "preflight"]
     assert [(f["component"], f["hosts"], f["status"]) for f in aside] == [("node", ["pl3n2"], "below_spec")]
     assert BROKEN in aside[0]["message"]
+    # the report says where the node's output is: node 0's dir holds it, through the relay
+    assert aside[0]["message"].endswith("Its preflight output: preflight/pl3n2.log.")
+    assert aside[0]["extra"]["preflight_log"] == "preflight/pl3n2.log"
     judged: dict[str, set[str]] = {}
     for f in verdict["findings"]:
         if f["check"] != "preflight" and f["expected"] is not None:

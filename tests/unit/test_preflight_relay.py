@@ -157,3 +157,24 @@ def test_a_log_already_there_is_never_overwritten(tmp_path: Path) -> None:
 def test_no_answer_by_the_deadline_ends_the_relay_with_3(tmp_path: Path) -> None:
     relay = pr.Relay(tmp_path, 2, RUN, free_port(), time.monotonic() + 0.5)
     assert relay.run(os.getppid()) == 3
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STOKER_RUN_ID", RUN)
+    with socket.create_server(("", 0)) as taken:
+        port = taken.getsockname()[1]
+        rc = pr.main([str(tmp_path), "--nnodes", "3", "--port", str(port), "--wait", "5"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"node 0 cannot listen on PREFLIGHT_PORT={port}" in err
+    assert not (tmp_path / pr.READY).exists()  # node 0's script stops: nothing listens
+
+
+def test_no_run_id_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("STOKER_RUN_ID", raising=False)
+    assert pr.main([str(tmp_path), "--nnodes", "3", "--port", str(free_port()), "--wait", "5"]) == 2
+    assert "needs STOKER_RUN_ID" in capsys.readouterr().err
