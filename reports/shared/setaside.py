@@ -144,7 +144,7 @@ def logs_in(directory: Path, items: Sequence[SetAside]) -> set[str]:
 def findings(items: Sequence[SetAside], here: Collection[str] | None = None) -> list[Finding]:
     """One failing finding per set-aside node: the spec promised it, the job ran without it.
     Given `here` (logs_in: the hosts whose preflight output is in the results dir), each also
-    says where that node's output is (`extra.preflight_log`: its path in DIR, or null)."""
+    says where that node's output is (extra `preflight_log`: its path in DIR, or None)."""
     out = []
     for s in items:
         where, extra = "", {"set_aside": True, "reason": s.reason}
