@@ -132,7 +132,7 @@ else
     [ -z "$BAD" ] || die2 "another node stopped before any sweep: $(head -n 1 "$BAD")"
     sleep 1
   done
-  [ -s "$MARK" ] || die2 "node $NODE_RANK: no run id from node 0 in $OUT after $SYNC_TIMEOUT s: is OUT on a file system all nodes share, and did node 0 start?"
+  [ -s "$MARK" ] || die2 "node $NODE_RANK: no run id from node 0 in $OUT after $SYNC_TIMEOUT s: is OUT on a file system all nodes share (else set SHARED_OUT=0 and STOKER_RUN_ID on every node), and did node 0 start?"
   STOKER_RUN_ID=$(cat "$MARK")
   export STOKER_RUN_ID
 fi
@@ -156,7 +156,7 @@ if [ "$SHARED_OUT" != 0 ] || [ "$RELAY" = 1 ] && [ "$NODE_RANK" -eq 0 ]; then
       echo STOP > "$OUT/.stoker-go"
       die2 "node(s) ${MISSING% } did not reach node 0's preflight relay (PREFLIGHT_PORT=$PREFLIGHT_PORT) within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or that port is closed between the nodes"
     fi
-    die2 "node(s) ${MISSING% } did not answer in $OUT within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or OUT is not on a file system shared by all $NNODES nodes (set OUT to a shared path)"
+    die2 "node(s) ${MISSING% } did not answer in $OUT within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or OUT is not on a file system shared by all $NNODES nodes (set OUT to a shared path, or SHARED_OUT=0 and STOKER_RUN_ID on every node)"
   fi
 fi
 
