@@ -95,7 +95,7 @@ relay_open() {
   local reply=
   for _ in $(seq "$SYNC_TIMEOUT"); do
     if timeout 5 bash -c ': < "/dev/tcp/$1/$2"' _ "$1" "$2" 2>/dev/null && { exec 3<>"/dev/tcp/$1/$2"; } 2>/dev/null; then
-      (printf 'hello %s %s %s\n' "$STOKER_RUN_ID" "$NODE_RANK" "$(hostname)" >&3) 2>/dev/null
+      (echo "hello $STOKER_RUN_ID $NODE_RANK $(hostname)" >&3) 2>/dev/null
       IFS= read -r -t 30 reply <&3
       [ "$reply" = ok ] && return 0
       [ -z "$reply" ] || die2 "node 0's preflight relay refused node $NODE_RANK: ${reply#stop }"
@@ -199,7 +199,7 @@ if [ "$PREFLIGHT" = 1 ]; then
   echo "stoker: preflight on $HOST ended: $(grep -v '^[[:space:]]*$' "$PF_LOG" | tail -n 1)"
   if [ "$RELAY" = 1 ] && [ "$NODE_RANK" -ne 0 ]; then
     # its output's tail (relay.MAX_LOG) to node 0, then node 0's answer: the hosts that go on
-    (printf 'log %s\n' "$(tail -c 65536 "$PF_LOG" | wc -c)"; tail -c 65536 "$PF_LOG") >&3 2>/dev/null
+    (echo "log $(tail -c 65536 "$PF_LOG" | wc -c)"; tail -c 65536 "$PF_LOG") >&3 2>/dev/null
     [ "$PF_LOG" = "$OUT/preflight/$HOST.log" ] || rm -f "$PF_LOG"
     ANSWER=
     IFS= read -r -t $((PREFLIGHT_LIMIT + 2 * SYNC_TIMEOUT)) ANSWER <&3

@@ -71,7 +71,7 @@ def parse_hello(line: str, run_id: str, nnodes: int) -> Hello | str:
 
 def parse_log_header(line: str) -> int | str:
     """The byte count of a node's `log LEN`, or why it is refused."""
-    parts = line.strip().split(" ")
+    parts = line.split()  # `wc -c` pads its count with blanks on some systems
     if len(parts) != 2 or parts[0] != "log" or not (parts[1].isascii() and parts[1].isdigit()):
         return "not a preflight log header (expected: log LEN)"
     n = int(parts[1])

@@ -48,6 +48,7 @@ def test_a_hello_is_read_or_refused_with_its_reason(line: str, expected: pr.Hell
     [
         ("log 0\n", 0),
         ("log 412\n", 412),
+        ("log      412\n", 412),  # BSD wc's padding (hand-written)
         ("log 65536\n", 65536),  # MAX_LOG: 64 KiB, what torchrun.sh's `tail -c 65536` sends at most
         ("log 65537\n", "a log of 65537 bytes, more than 65536"),
         ("log -1\n", "not a preflight log header"),
