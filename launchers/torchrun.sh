@@ -112,8 +112,9 @@ if [ "$SHARED_OUT" = 0 ]; then
   [ "$RELAY" = 1 ] && [ -n "$STOKER_IMPORT_ERR" ] && [ "$NODE_RANK" -ne 0 ] || tokens _ claim --out "$OUT" --option OUT
   if [ "$RELAY" = 1 ] && [ "$NODE_RANK" -eq 0 ]; then
     rm -f "$OUT"/.stoker-seen-* "$OUT"/.stoker-pf-* "$OUT/.stoker-go" "$OUT/.stoker-relay-up"
+    # it serves the start barrier, node 0's own preflight and its wait for the others', then some
     "$STOKER_PY" -m launchers.local.preflight_relay "$OUT" --nnodes "$NNODES" --port "$PREFLIGHT_PORT" \
-      --wait $((3 * SYNC_TIMEOUT + PREFLIGHT_LIMIT + 60)) &
+      --wait $((3 * SYNC_TIMEOUT + 2 * PREFLIGHT_LIMIT + 120)) &
     RELAY_PID=$!
     for _ in $(seq 50); do [ -e "$OUT/.stoker-relay-up" ] || ! kill -0 "$RELAY_PID" 2>/dev/null || sleep 0.2; done
     [ -e "$OUT/.stoker-relay-up" ] || exit 2   # the relay said why (a port in use)
