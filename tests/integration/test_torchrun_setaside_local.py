@@ -19,7 +19,9 @@ from tests.conftest import REPO, STOKER, bed_missing, needs_root
 from tests.harness import netns
 from tests.integration.test_torchrun_setaside import BROKEN, SMALL  # node 2's loader line, the small run
 
-pytestmark = [needs_root, pytest.mark.slow, pytest.mark.alone]  # 3 nodes x 2 gloo ranks on 2 cores
+# alone: 3 nodes x 2 gloo ranks and three preflights at once on 2 cores; another bed's load
+# beside it stretches the start barrier and the preflights towards their limits
+pytestmark = [needs_root, pytest.mark.slow, pytest.mark.alone]
 
 NODES, RANKS = 3, 2
 PORT = 17991  # the launchers area's port range (phase i uses PORT + i, the relay PORT - 1)
