@@ -4,12 +4,14 @@ with node 2's python not a python, as when its install is broken. No file system
 preflight: each node's output reaches node 0 through its preflight relay over the nodes' own
 network (launchers/local/preflight_relay.py, spoken from bash). Node 0 sets node 2 aside with
 its loader line as the reason, the two healthy nodes go on in a world of two, the report
-judges them, names node 2 and where its output is, and the verdict is fail (exit 1).
+judges them, names node 2 and where its output is, and the verdict is fail (exit 1). And a
+node of another run is refused by the relay in one line, which stops the run before any sweep.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,47 @@ def test_the_two_healthy_nodes_are_measured_and_judged(run: Run) -> None:
     for component in ("intra-node network", "inter-node network"):
         assert "ok" in judged.get(component, set()), (component, verdict["findings"])
     assert not (outs[1] / "net.jsonl").exists()  # rank 0 wrote every record, on node 0
+
+
+def test_a_node_of_another_run_is_refused_in_one_line_and_the_run_stops(tmp_path: Path) -> None:
+    """Node 1 says another STOKER_RUN_ID: node 0's relay refuses it with the reason (its one
+    line, exit 2); node 0's start barrier then names rank 1 (exit 2), and node 2, which was
+    heard, stops after its preflight (exit 3) instead of sweeping on its own."""
+    reason = netns.unavailable_reason()
+    if reason:
+        bed_missing(reason)
+    outs = [tmp_path / f"node{i}" / "results" for i in range(NODES)]
+    with netns.NetnsCluster(prefix="pl3", nodes=NODES) as c:
+        procs = []
+        for i in range(NODES):
+            env = c.env(
+                i,
+                {
+                    "NNODES": str(NODES),
+                    "NODE_RANK": str(i),
+                    "MASTER_ADDR": c.addr(0),
+                    "MASTER_PORT": str(PORT),
+                    "OUT": str(outs[i]),
+                    "SHARED_OUT": "0",
+                    "STOKER_RUN_ID": "another-run" if i == 1 else RUN,
+                    "LOCAL_IO": str(tmp_path / f"node{i}" / "local"),
+                    "SYNC_TIMEOUT": "15",
+                    "STOKER_PY": STOKER[0],
+                },
+            )
+            argv = ["bash", str(REPO / "launchers" / "torchrun.sh"), *SMALL]
+            procs.append(c.popen(i, argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        said = [p.communicate(timeout=300) for p in procs]
+    codes = [p.returncode for p in procs]
+    logs = "\n".join(
+        f"--- node {i} rc={rc}\n{o[-1500:]}\n{e[-1500:]}" for i, (rc, (o, e)) in enumerate(zip(codes, said))
+    )
+    assert codes == [2, 2, 3], logs
+    assert said[1][1].strip() == (
+        "stoker: node 0's preflight relay refused node 1: run id 'another-run' is not this run's "
+        f"({RUN}): set the same STOKER_RUN_ID on every node"
+    ), logs
+    assert "node(s) 1 did not reach node 0's preflight relay" in said[0][1], logs
+    assert "stoker: preflight relay refused a node: run id 'another-run'" in said[0][1], logs
+    assert "did node 0 stop?" in said[2][1] or "node 0 stopped the run" in said[2][1], logs
+    assert not any((o / "net.jsonl").exists() or (o / "phases.jsonl").exists() for o in outs), logs
