@@ -40,6 +40,24 @@ HANDSHAKE = (".stoker-seen-", ".stoker-pf-", ".stoker-go", ".stoker-relay-up")
 Run = tuple[list[Path], list[tuple[int, str, str]]]
 
 
+def node_env(c: netns.NetnsCluster, i: int, tmp: Path, **given: str) -> dict[str, str]:
+    """Node i's torchrun.sh settings: its own results dir (tmp/node<i>/results) and local dir."""
+    base = {
+        "NNODES": str(NODES),
+        "NODE_RANK": str(i),
+        "MASTER_ADDR": c.addr(0),
+        "MASTER_PORT": str(PORT),
+        "NPROC_PER_NODE": str(RANKS),
+        "OUT": str(tmp / f"node{i}" / "results"),
+        "SHARED_OUT": "0",
+        "STOKER_RUN_ID": RUN,
+        "LOCAL_IO": str(tmp / f"node{i}" / "local"),
+        "BACKEND": "gloo",
+        "STOKER_PY": STOKER[0],
+    }
+    return c.env(i, {**base, **given})
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     reason = netns.unavailable_reason()
@@ -55,23 +73,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     with netns.NetnsCluster(prefix="pl3", nodes=NODES) as c:
         jobs = []
         for i in range(NODES):
-            env = c.env(
-                i,
-                {
-                    "NNODES": str(NODES),
-                    "NODE_RANK": str(i),
-                    "MASTER_ADDR": c.addr(0),
-                    "MASTER_PORT": str(PORT),
-                    "NPROC_PER_NODE": str(RANKS),
-                    "OUT": str(outs[i]),
-                    "SHARED_OUT": "0",
-                    "STOKER_RUN_ID": RUN,
-                    "LOCAL_IO": str(tmp / f"node{i}" / "local"),
-                    "BACKEND": "gloo",
-                    "SYNC_TIMEOUT": "60",
-                    "STOKER_PY": str(broken) if i == 2 else STOKER[0],
-                },
-            )
+            env = node_env(c, i, tmp, SYNC_TIMEOUT="60", STOKER_PY=str(broken) if i == 2 else STOKER[0])
             argv = ["bash", str(REPO / "launchers" / "torchrun.sh"), *SMALL, "--spec", str(spec)]
             jobs.append((i, argv, env))
         res = c.run_all(jobs, timeout=600)
@@ -149,21 +151,7 @@ def test_a_node_of_another_run_is_refused_in_one_line_and_the_run_stops(tmp_path
     with netns.NetnsCluster(prefix="pl3", nodes=NODES) as c:
         procs = []
         for i in range(NODES):
-            env = c.env(
-                i,
-                {
-                    "NNODES": str(NODES),
-                    "NODE_RANK": str(i),
-                    "MASTER_ADDR": c.addr(0),
-                    "MASTER_PORT": str(PORT),
-                    "OUT": str(outs[i]),
-                    "SHARED_OUT": "0",
-                    "STOKER_RUN_ID": "another-run" if i == 1 else RUN,
-                    "LOCAL_IO": str(tmp_path / f"node{i}" / "local"),
-                    "SYNC_TIMEOUT": "15",
-                    "STOKER_PY": STOKER[0],
-                },
-            )
+            env = node_env(c, i, tmp_path, SYNC_TIMEOUT="15", STOKER_RUN_ID="another-run" if i == 1 else RUN)
             argv = ["bash", str(REPO / "launchers" / "torchrun.sh"), *SMALL]
             procs.append(c.popen(i, argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         said = [p.communicate(timeout=300) for p in procs]
