@@ -15,10 +15,12 @@
 # SYNC_TIMEOUT (60 s for all nodes to find each other's marker in OUT), STOKER_EXPECT_NODES
 # (the node count the job asked for: a world of another size stops here, in one line),
 # SHARED_OUT (1; 0: OUT is per node, so no marker exchange, storage on LOCAL_IO only, and
-# node 0 holds every record since rank 0 writes them; set STOKER_RUN_ID then), FAIL_UNJUDGED
+# node 0 holds every record since rank 0 writes them; set STOKER_RUN_ID then; the preflight's
+# output reaches node 0 over TCP instead, on PREFLIGHT_PORT (MASTER_PORT-1)), FAIL_UNJUDGED
 # (0; 1: a verdict with nothing compared with a reference ends 1, as the Slurm job does),
 # MIN_NODES (2, 1 on one node: fewer nodes left after the preflight stops the run, exit 3),
-# PREFLIGHT_LIMIT (120 s for one node's preflight; node 0 waits that + SYNC_TIMEOUT for all).
+# PREFLIGHT_LIMIT (120 s for one node's preflight; node 0 waits that + SYNC_TIMEOUT for all),
+# PREFLIGHT_PORT (MASTER_PORT-1: node 0's preflight relay, used only with SHARED_OUT=0).
 # SHARED_IO given (the k8s --data-volume) is measured whether or not OUT is shared.
 # Arguments: stoker run's options: --profile quick|standard|full, --spec FILE, --workload FILE,
 # --max-bytes 1G ... (every profile knob), --backend is set with BACKEND (auto).
@@ -47,8 +49,13 @@ MIN_NODES=${MIN_NODES:-$((NNODES < 2 ? NNODES : 2))}
 need_int MIN_NODES
 { [ "$MIN_NODES" -ge 1 ] && [ "$MIN_NODES" -le "$NNODES" ]; } || die2 "MIN_NODES=$MIN_NODES: give 1 to NNODES ($NNODES)"
 # the preflight sets aside a node whose stoker is broken; node 0 (the rendezvous, the report)
-# and a run without a shared OUT (no preflight) need theirs now
-PREFLIGHT=$([ "$SHARED_OUT" != 0 ] && [ "$NNODES" -gt 1 ] && echo 1 || echo 0)
+# needs its own now. Without a shared OUT the preflight's files travel through node 0's relay
+# (launchers/local/preflight_relay.py), which the other nodes reach from bash, on PREFLIGHT_PORT.
+PREFLIGHT=$([ "$NNODES" -gt 1 ] && echo 1 || echo 0)
+RELAY=$([ "$SHARED_OUT" = 0 ] && [ "$PREFLIGHT" = 1 ] && echo 1 || echo 0)
+PREFLIGHT_PORT=${PREFLIGHT_PORT:-$((MASTER_PORT - 1))}
+PREFLIGHT_LIMIT=${PREFLIGHT_LIMIT:-120}
+need_int PREFLIGHT_PORT PREFLIGHT_LIMIT
 [ "$PREFLIGHT" = 1 ] && [ "$NODE_RANK" -ne 0 ] || need_stoker
 # Never N one-node tests reported as one N-node test: the world this node joined (its
 # platform's rank variables) must be the one the job asked for, before any sweep.
@@ -82,10 +89,38 @@ mkdir -p "$OUT" "$LOCAL_IO" || die2 "cannot create $OUT or $LOCAL_IO"
 # (each node its own with SHARED_OUT=0) first makes OUT this run's (reports/shared/outdir.py: a dir
 # of someone else's files, or another run's, is refused) before anything is written there.
 MARK="$OUT/.stoker-run-id"
+# relay_open: fd 3 to node 0's preflight relay, this node's hello answered `ok` (bash's /dev/tcp:
+# a node whose python is broken still reports); retried until SYNC_TIMEOUT, a refusal is one line
+relay_open() {
+  local reply=
+  for _ in $(seq "$SYNC_TIMEOUT"); do
+    if timeout 5 bash -c ': < "/dev/tcp/$1/$2"' _ "$1" "$2" 2>/dev/null && { exec 3<>"/dev/tcp/$1/$2"; } 2>/dev/null; then
+      (echo "hello $STOKER_RUN_ID $NODE_RANK $(hostname)" >&3) 2>/dev/null
+      IFS= read -r -t 30 reply <&3
+      [ "$reply" = ok ] && return 0
+      [ -z "$reply" ] || die2 "node 0's preflight relay refused node $NODE_RANK: ${reply#stop }"
+      exec 3<&-
+    fi
+    sleep 1
+  done
+  die2 "node $NODE_RANK: cannot reach node 0's preflight relay at $1:$2 within SYNC_TIMEOUT=$SYNC_TIMEOUT s: did node 0 start, and is PREFLIGHT_PORT ($2, the same on every node) open between the nodes?"
+}
 if [ "$SHARED_OUT" = 0 ]; then
   [ -n "${STOKER_RUN_ID:-}" ] || die2 "SHARED_OUT=0 needs STOKER_RUN_ID, the same on every node"
   export STOKER_RUN_ID
-  tokens _ claim --out "$OUT" --option OUT
+  # a node whose stoker is broken claims nothing: its preflight output goes to node 0 only
+  [ "$RELAY" = 1 ] && [ -n "$STOKER_IMPORT_ERR" ] && [ "$NODE_RANK" -ne 0 ] || tokens _ claim --out "$OUT" --option OUT
+  if [ "$RELAY" = 1 ] && [ "$NODE_RANK" -eq 0 ]; then
+    rm -f "$OUT"/.stoker-seen-* "$OUT"/.stoker-pf-* "$OUT/.stoker-go" "$OUT/.stoker-relay-up"
+    # it serves the start barrier, node 0's own preflight and its wait for the others', then some
+    "$STOKER_PY" -m launchers.local.preflight_relay "$OUT" --nnodes "$NNODES" --port "$PREFLIGHT_PORT" \
+      --wait $((3 * SYNC_TIMEOUT + 2 * PREFLIGHT_LIMIT + 120)) &
+    RELAY_PID=$!
+    for _ in $(seq 50); do [ -e "$OUT/.stoker-relay-up" ] || ! kill -0 "$RELAY_PID" 2>/dev/null || sleep 0.2; done
+    [ -e "$OUT/.stoker-relay-up" ] || exit 2   # the relay said why (a port in use)
+  elif [ "$RELAY" = 1 ]; then
+    relay_open "$MASTER_ADDR" "$PREFLIGHT_PORT"
+  fi
 elif [ "$NODE_RANK" -eq 0 ]; then
   export STOKER_RUN_ID="${STOKER_RUN_ID:-torchrun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
   tokens _ claim --out "$OUT" --option OUT  # before the run id goes out: every node writes there
@@ -98,12 +133,13 @@ else
     [ -z "$BAD" ] || die2 "another node stopped before any sweep: $(head -n 1 "$BAD")"
     sleep 1
   done
-  [ -s "$MARK" ] || die2 "node $NODE_RANK: no run id from node 0 in $OUT after $SYNC_TIMEOUT s: is OUT on a file system all nodes share, and did node 0 start?"
+  [ -s "$MARK" ] || die2 "node $NODE_RANK: no run id from node 0 in $OUT after $SYNC_TIMEOUT s: is OUT on a file system all nodes share (else set SHARED_OUT=0 and STOKER_RUN_ID on every node), and did node 0 start?"
   STOKER_RUN_ID=$(cat "$MARK")
   export STOKER_RUN_ID
 fi
-[ "$SHARED_OUT" = 0 ] || hostname > "$OUT/.stoker-seen-$NODE_RANK"  # its name, for the preflight
-if [ "$SHARED_OUT" != 0 ] && [ "$NODE_RANK" -eq 0 ]; then
+# its name, for the preflight (node 0's relay writes the other nodes' without a shared OUT)
+if [ "$SHARED_OUT" != 0 ] || [ "$RELAY$NODE_RANK" = 10 ]; then hostname > "$OUT/.stoker-seen-$NODE_RANK"; fi
+if [ "$SHARED_OUT" != 0 ] || [ "$RELAY" = 1 ] && [ "$NODE_RANK" -eq 0 ]; then
   for _ in $(seq "$SYNC_TIMEOUT"); do
     [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -ge "$NNODES" ] && break
     BAD=$(find "$OUT" -maxdepth 1 -name '.stoker-bad-node.*' | head -n 1)
@@ -117,11 +153,16 @@ if [ "$SHARED_OUT" != 0 ] && [ "$NODE_RANK" -eq 0 ]; then
     # the start barrier: name who is missing; a late start and an unshared OUT look alike here
     MISSING=$(for r in $(seq 0 $((NNODES - 1))); do [ -e "$OUT/.stoker-seen-$r" ] || echo -n "$r "; done)
     rm -f "$MARK"
-    die2 "node(s) ${MISSING% } did not answer in $OUT within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or OUT is not on a file system shared by all $NNODES nodes (set OUT to a shared path)"
+    if [ "$RELAY" = 1 ]; then   # the nodes that did answer hear STOP at once
+      echo STOP > "$OUT/.stoker-go"
+      die2 "node(s) ${MISSING% } did not reach node 0's preflight relay (PREFLIGHT_PORT=$PREFLIGHT_PORT) within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or that port is closed between the nodes"
+    fi
+    die2 "node(s) ${MISSING% } did not answer in $OUT within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or OUT is not on a file system shared by all $NNODES nodes (set OUT to a shared path, or SHARED_OUT=0 and STOKER_RUN_ID on every node)"
   fi
 fi
 
-mkdir -p "$SHARED_IO" || die2 "cannot create $SHARED_IO"  # after node 0's claim: OUT is stoker's now
+# after node 0's claim: OUT is stoker's now (a node-local OUT's own scratch is not tested)
+[ "$SHARED_OUT" = 0 ] && [ -n "$OWN_SHARED_IO" ] || mkdir -p "$SHARED_IO" || die2 "cannot create $SHARED_IO"
 
 # Preflight (as the sbatch job's): every node checks itself (its storage paths writable, then
 # stoker check: its GPUs and NICs, a short local collective), its output kept as
@@ -131,22 +172,45 @@ mkdir -p "$SHARED_IO" || die2 "cannot create $SHARED_IO"  # after node 0's claim
 # ranks in that order in a smaller world. A set-aside node exits 0 (its failure is node 0's
 # verdict, which names it: the job's status is node 0's exit). Fewer than MIN_NODES
 # left, or node 0 itself set aside (it holds the rendezvous and writes the report): stop, exit 3.
+# Without a shared OUT the other nodes' side of this goes over TCP to node 0's relay (their
+# output's tail, then node 0's answer); node 0 reads the files the relay wrote as it would a
+# shared OUT's, and each node keeps its own output in its own OUT/preflight/ too.
 if [ "$PREFLIGHT" = 1 ]; then
-  PREFLIGHT_LIMIT=${PREFLIGHT_LIMIT:-120}
-  need_int PREFLIGHT_LIMIT
   HOST=$(hostname)
   GO="$OUT/.stoker-go"
+  # the storage paths the storage phase tests (without a shared OUT, SHARED_IO only when given)
+  PF_PATHS=("$LOCAL_IO")
+  [ "$SHARED_OUT" = 0 ] && [ -n "$OWN_SHARED_IO" ] || PF_PATHS+=("$SHARED_IO")
   # the spec's GPUs on a node that sees GPUs, its NICs; a broken stoker is run as it is, to say why
   if [ -z "$STOKER_IMPORT_ERR" ]; then
-    tokens PF preflight --gpus "$GPUS" --path "$LOCAL_IO" --path "$SHARED_IO" "$@"
+    tokens PF preflight --gpus "$GPUS" "${PF_PATHS[@]/#/--path=}" "$@"
   else
-    PF=("$STOKER_PY" -m launchers.cli preflight "$LOCAL_IO" "$SHARED_IO")
+    PF=("$STOKER_PY" -m launchers.cli preflight "${PF_PATHS[@]}")
   fi
-  mkdir -p "$OUT/preflight" || die2 "cannot create $OUT/preflight"
+  # its output in OUT/preflight/HOST.log; a node-local OUT this node could not claim (its stoker
+  # broken) gets none: the output goes to node 0's relay from a temp file
+  PF_LOG="$OUT/preflight/$HOST.log"
+  if [ "$RELAY" = 1 ] && [ -n "$STOKER_IMPORT_ERR" ] && [ "$NODE_RANK" -ne 0 ]; then
+    PF_LOG=$(mktemp) || die2 "cannot create a temp file"
+  else
+    mkdir -p "$OUT/preflight" || die2 "cannot create $OUT/preflight"
+  fi
   echo "stoker: preflight on $HOST started $(date -u +%FT%TZ)"
-  timeout --kill-after=10 "$PREFLIGHT_LIMIT" "${PF[@]}" > "$OUT/preflight/$HOST.log" 2>&1
-  echo "stoker: preflight on $HOST ended: $(grep -v '^[[:space:]]*$' "$OUT/preflight/$HOST.log" | tail -n 1)"
-  : > "$OUT/.stoker-pf-$NODE_RANK"
+  timeout --kill-after=10 "$PREFLIGHT_LIMIT" "${PF[@]}" > "$PF_LOG" 2>&1
+  echo "stoker: preflight on $HOST ended: $(grep -v '^[[:space:]]*$' "$PF_LOG" | tail -n 1)"
+  if [ "$RELAY" = 1 ] && [ "$NODE_RANK" -ne 0 ]; then
+    # its output's tail (relay.MAX_LOG) to node 0, then node 0's answer: the hosts that go on
+    (echo "log $(tail -c 65536 "$PF_LOG" | wc -c)"; tail -c 65536 "$PF_LOG") >&3 2>/dev/null
+    [ "$PF_LOG" = "$OUT/preflight/$HOST.log" ] || rm -f "$PF_LOG"
+    ANSWER=
+    IFS= read -r -t $((PREFLIGHT_LIMIT + 2 * SYNC_TIMEOUT)) ANSWER <&3
+    exec 3<&-
+    [ "${ANSWER#go }" != "$ANSWER" ] || { echo "stoker: no word from node 0's preflight relay after the preflight: did node 0 stop?" >&2; exit 3; }
+    KEPT=${ANSWER#go }
+    [ "$KEPT" != STOP ] || { echo "stoker: node 0 stopped the run after the preflight (its log says why)" >&2; exit 3; }
+  else
+    : > "$OUT/.stoker-pf-$NODE_RANK"
+  fi
   if [ "$NODE_RANK" -eq 0 ]; then
     for _ in $(seq $((PREFLIGHT_LIMIT + SYNC_TIMEOUT))); do
       [ "$(find "$OUT" -maxdepth 1 -name '.stoker-pf-*' | wc -l)" -ge "$NNODES" ] && break
@@ -158,6 +222,13 @@ if [ "$PREFLIGHT" = 1 ]; then
       echo STOP > "$GO"
       die2 "two or more nodes are named $SAME (hostname): give every node its own host name"
     fi
+    if [ "$RELAY" = 1 ]; then   # where each node's preflight output is: here, or only on that node
+      for r in $(seq 1 $((NNODES - 1))); do
+        h=$(head -n 1 "$OUT/.stoker-seen-$r")
+        [ -e "$OUT/.stoker-pf-$r" ] || echo "stoker: no preflight output from node $r ($h) reached node 0 through the relay; its own copy, if it wrote one, is $OUT/preflight/$h.log on that node" >&2
+      done
+      echo "stoker: the nodes' preflight output, as received through the relay: $OUT/preflight/"
+    fi
     KEPT=$("$STOKER_PY" -m launchers.cli set-aside "$OUT" "$ALL" --min-nodes "$MIN_NODES")
     SA_RC=$?
     if [ "$SA_RC" -ne 0 ] || [ "${KEPT%%,*}" != "$HOST" ]; then
@@ -167,7 +238,8 @@ if [ "$PREFLIGHT" = 1 ]; then
       exit "$([ "$SA_RC" -eq 2 ] && echo 2 || echo 3)"
     fi
     echo "$KEPT" > "$GO.tmp" && mv "$GO.tmp" "$GO"
-  else
+    [ "$RELAY" = 0 ] || wait "$RELAY_PID"   # every node still connected has the answer
+  elif [ "$RELAY" = 0 ]; then
     for _ in $(seq $((PREFLIGHT_LIMIT + 2 * SYNC_TIMEOUT))); do [ -s "$GO" ] && break; sleep 1; done
     [ -s "$GO" ] || { echo "stoker: no word from node 0 after the preflight in $OUT: did node 0 stop?" >&2; exit 3; }
     KEPT=$(head -n 1 "$GO")
@@ -221,7 +293,7 @@ if [ "$NODE_RANK" -ne 0 ]; then
   [ "${#ABORTED[@]}" -eq 0 ] || exit 3
   exit 0
 fi
-rm -f "$MARK" "$OUT"/.stoker-seen-* "$OUT"/.stoker-pf-* "$OUT/.stoker-go"
+rm -f "$MARK" "$OUT"/.stoker-seen-* "$OUT"/.stoker-pf-* "$OUT/.stoker-go" "$OUT/.stoker-relay-up"
 echo "stoker: [$PHASES/$PHASES] report"
 tokens CMD report --out "$OUT" "$@"
 [ "${FAIL_UNJUDGED:-0}" = 1 ] && CMD+=(--fail-unjudged)

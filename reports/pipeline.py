@@ -319,7 +319,7 @@ def collect(
     from reports.shared import setaside
 
     aside_read, aside_bad = setaside.read_all(directory)  # DIR/setaside.jsonl: the job's preflight
-    aside = setaside.findings(aside_read)
+    aside = setaside.findings(aside_read, setaside.logs_in(directory, aside_read))
     missing += aside_bad  # a line that names no node cannot pass: incomplete, the line named
     j = judge(ev, spec, workload, missing, scope=scope, skipped=skipped, baseline=baseline, set_aside=aside)
     title = j.spec_name or getattr(spec, "name", None) or directory.resolve().name

@@ -9,7 +9,9 @@ node that passed but runs another stoker (its preflight's `stoker fingerprint:` 
 aside too, rather than stopping the job. The report reads the lines: each is a finding (component node,
 a failing status), so the verdict is fail (the spec promised every node) while the
 remaining nodes' records are still judged. Line format (docs/contract.md): one JSON object
-per line, `host` and `reason`. Pure but for `read`, `gather` and `main`.
+per line, `host` and `reason`. The report's finding also says where that node's preflight output
+is: in the results dir, or only on the node (a results dir per node whose output never reached
+node 0). Pure but for `read`, `logs_in`, `gather` and `main`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,23 +123,49 @@ def read_all(directory: Path) -> tuple[list[SetAside], list[str]]:
     return out, bad
 
 
-def findings(items: Sequence[SetAside]) -> list[Finding]:
-    """One failing finding per set-aside node: the spec promised it, the job ran without it."""
-    return [
-        Finding(
-            component="node",
-            check="preflight",
-            status="below_spec",
-            measured=None,
-            expected=None,
-            unit="",
-            hosts=(s.host,),
-            message=f"{s.host} was set aside by the preflight and left out of every multi-node phase: "
-            f"{s.reason}. Repair or replace it and run the acceptance again.",
-            extra={"set_aside": True, "reason": s.reason},
+def where_output(host: str, here: Collection[str]) -> str:
+    """Where a set-aside node's preflight output is, said from the results dir of the report:
+    here (a shared dir, or node 0's, which the preflight relay fills), or not."""
+    log = f"{PREFLIGHT_DIR}/{host}.log"
+    if host in here:
+        return f"Its preflight output: {log}."
+    return (
+        f"Its preflight output did not reach this results dir: look for {log} in that node's own "
+        "results dir, or in the job's log."
+    )
+
+
+def logs_in(directory: Path, items: Sequence[SetAside]) -> set[str]:
+    """The set-aside hosts whose DIR/preflight/HOST.log is here (a regular file)."""
+    paths = {s.host: directory / PREFLIGHT_DIR / f"{s.host}.log" for s in items}
+    return {h for h, p in paths.items() if p.is_file() and not p.is_symlink()}
+
+
+def findings(items: Sequence[SetAside], here: Collection[str] | None = None) -> list[Finding]:
+    """One failing finding per set-aside node: the spec promised it, the job ran without it.
+    Given `here` (logs_in: the hosts whose preflight output is in the results dir), each also
+    says where that node's output is (extra `preflight_log`: its path in DIR, or None)."""
+    out = []
+    for s in items:
+        where, extra = "", {"set_aside": True, "reason": s.reason}
+        if here is not None:
+            where = " " + where_output(s.host, here)
+            extra["preflight_log"] = f"{PREFLIGHT_DIR}/{s.host}.log" if s.host in here else None
+        out.append(
+            Finding(
+                component="node",
+                check="preflight",
+                status="below_spec",
+                measured=None,
+                expected=None,
+                unit="",
+                hosts=(s.host,),
+                message=f"{s.host} was set aside by the preflight and left out of every multi-node phase: "
+                f"{s.reason}. Repair or replace it and run the acceptance again.{where}",
+                extra=extra,
+            )
         )
-        for s in items
-    ]
+    return out
 
 
 def gather(out: Path, nodes: Sequence[str], digest: str | None = None) -> list[SetAside]:

@@ -24,6 +24,8 @@ VARS = {
         "NPROC_PER_NODE",
         "SYNC_TIMEOUT",
         "STOKER_EXPECT_NODES",
+        "PREFLIGHT_PORT",
+        "PREFLIGHT_LIMIT",
     ),
     "mpirun.sh": ("NNODES", "MASTER_PORT", "NPROC_PER_NODE", "STOKER_EXPECT_NODES"),
 }

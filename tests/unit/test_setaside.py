@@ -197,3 +197,22 @@ def passing_run(tmp: Path) -> Path:
     (d / "manifest.jsonl").write_text(json.dumps(man) + "\n")
     (d / "spec.yaml").write_text(SPEC)
     return d
+
+
+def test_each_finding_says_where_the_nodes_preflight_output_is(tmp_path: Path) -> None:
+    """n3's output is in the results dir (a shared one, or node 0's filled by the relay); n4's
+    never reached it (a results dir per node): the report says which, in words and in extra."""
+    items = [sa.SetAside("n3", "gpu: 7 of 8 GPUs visible"), sa.SetAside("n4", sa.NO_ANSWER)]
+    write_logs(tmp_path, {"n3": "stoker preflight: n3 gpu: 7 of 8 GPUs visible\n"})
+    (tmp_path / "preflight" / "n4.log").symlink_to(tmp_path / "preflight" / "n3.log")  # not its output
+    here = sa.logs_in(tmp_path, items)
+    assert here == {"n3"}
+    found = sa.findings(items, here)
+    assert found[0].message.endswith("run the acceptance again. Its preflight output: preflight/n3.log.")
+    assert found[1].message.endswith(
+        "run the acceptance again. Its preflight output did not reach this results dir: look for "
+        "preflight/n4.log in that node's own results dir, or in the job's log."
+    )
+    assert [f.extra["preflight_log"] for f in found] == ["preflight/n3.log", None]
+    # without `here` (a caller that does not look), the finding is as before: no location
+    assert "preflight_log" not in sa.findings(items)[0].extra
