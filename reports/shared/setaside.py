@@ -49,6 +49,7 @@ Stage = Literal["start", "preflight", "phase"]
 class StageKind:
     check: str  # the finding's `check`
     message: str  # the finding's message: {host}, {reason}, {phase}
+    headline: str  # report.md's line before anything else: {hosts}
 
 
 STAGES: dict[Stage, StageKind] = {
@@ -56,17 +57,20 @@ STAGES: dict[Stage, StageKind] = {
         "start",
         "{host} never started: it did not reach the job's start barrier in time and was left out of "
         "every multi-node phase: {reason}. Find why it started late or not at all and run the acceptance again.",
+        "Never started, left out of the whole acceptance: {hosts}.",
     ),
     "preflight": StageKind(
         "preflight",
         "{host} was set aside by the preflight and left out of every multi-node phase: {reason}. "
         "Repair or replace it and run the acceptance again.",
+        "Set aside by the preflight, left out of the whole acceptance: {hosts}.",
     ),
     "phase": StageKind(
         "node-lost",
         "{host} stopped answering during phase {phase} and was left out of the phases after it: {reason}. "
         "Find why it died (its kernel log, its scheduler's log), repair or replace it and run the "
         "acceptance again.",
+        "Lost mid-phase, left out of the phases after it: {hosts}.",
     ),
 }
 assert set(STAGES) == set(get_args(Stage))
@@ -120,6 +124,23 @@ def decide(nodes: Sequence[str], logs: Mapping[str, str | None], digest: str | N
             out.append(SetAside(node, (last or NO_ANSWER)[:300]))
         elif digest and (why := other_stoker(text, digest)):
             out.append(SetAside(node, why[:300]))
+    return out
+
+
+def headlines(found: Sequence[Finding]) -> list[str]:
+    """report.md's first lines: the nodes set aside, one line per stage (a lost node with its phase)."""
+    out = []
+    for stage, kind in STAGES.items():
+        hosts = sorted(
+            {
+                h + (f" (phase {f.extra['phase']})" if f.extra.get("phase") else "")
+                for f in found
+                if f.extra.get("set_aside") and f.extra.get("stage", "preflight") == stage
+                for h in f.hosts
+            }
+        )
+        if hosts:
+            out.append(kind.headline.format(hosts=", ".join(hosts)))
     return out
 
 

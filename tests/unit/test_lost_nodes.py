@@ -143,3 +143,18 @@ def test_set_aside_names_the_nodes_that_never_started_first(
     ns.min_nodes = 3
     assert sa.main(ns) == 3
     assert "2 of 3 nodes passed the preflight, fewer than --min-nodes 3" in capsys.readouterr().err
+
+
+def test_report_md_names_each_stage_on_its_own_line() -> None:
+    found = sa.findings(
+        [
+            sa.SetAside("n3", "stopped answering", "phase", "inter-node"),
+            sa.SetAside("n1", "gpu: 7 of 8 GPUs visible"),
+            sa.SetAside("node-rank-4", "never started: x", "start"),
+        ]
+    )
+    assert sa.headlines(found) == [
+        "Never started, left out of the whole acceptance: node-rank-4.",
+        "Set aside by the preflight, left out of the whole acceptance: n1.",
+        "Lost mid-phase, left out of the phases after it: n3 (phase inter-node).",
+    ]
