@@ -330,6 +330,8 @@ tokens CMD report --out "$OUT" "$@"
 [ "${FAIL_UNJUDGED:-0}" = 1 ] && CMD+=(--fail-unjudged)
 timeout --kill-after=30 "${LIMITS[2]}" "${CMD[@]}"
 rc=$?
+# fewer than MIN_NODES left mid-run: incomplete, whatever the report found in what was measured
+[ -z "$WORLD_STOP" ] || { [ "$rc" -eq 2 ] || rc=3; }
 # the answer in the log too (kubectl logs, sky logs, dstack logs), for jobs without a shared volume
 "$STOKER_PY" -m launchers.local.summary "$OUT" "$rc" "${ABORTED[@]}"
 finish "$rc"

@@ -108,3 +108,43 @@ def test_the_verdict_fails_naming_the_dead_node(run: tuple[Path, list[int], list
     lost = [f for f in verdict["findings"] if f.get("set_aside")]
     assert [(f["check"], f["hosts"], f["phase"]) for f in lost] == [("node-lost", ["dn3n2"], "inter-node")]
     assert "stopped answering during phase inter-node" in lost[0]["message"]
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int], list[str]]:
+    """Two nodes (MIN_NODES 2, the default): node 1 dies in the inter-node phase."""
+    reason = netns.unavailable_reason()
+    if reason:
+        bed_missing(reason)
+    tmp = tmp_path_factory.mktemp("dead2")
+    for d in ("local", "shared"):
+        (tmp / d).mkdir()
+    out = tmp / "results"
+    args = [*ARGS, "--spec", str(spec(tmp))]
+    with netns.NetnsCluster(prefix="dn2", nodes=2) as c:
+        procs = [start_node(c, i, tmp, PORT + 40, args, NNODES="2", NODE_STALE=str(STALE)) for i in range(2)]
+        deadline = time.monotonic() + 600
+        while "world" not in scopes_written(out) and time.monotonic() < deadline:
+            if any(p.poll() is not None for p in procs):
+                break
+            time.sleep(0.2)
+        c.kill_node(1)
+        logs = [p.communicate(timeout=1200)[0] for p in procs]
+    return out, [p.returncode for p in procs], logs
+
+
+def test_fewer_than_min_nodes_left_stops_the_multi_node_phases_exit_3(
+    two: tuple[Path, list[int], list[str]],
+) -> None:
+    out, codes, logs = two
+    assert codes[0] == 3, logs[0][-4000:]
+    assert "fewer than MIN_NODES=2 nodes are left after phase inter-node" in logs[0], logs[0][-4000:]
+    (line,) = [json.loads(x) for x in (out / "setaside.jsonl").read_text().splitlines()]
+    assert (line["host"], line["stage"], line["phase"]) == ("dn2n1", "phase", "inter-node"), line
+    ran = [
+        (p["phase"], p["rc"] == 0) for p in map(json.loads, (out / "phases.jsonl").read_text().splitlines())
+    ]
+    # the phases after it are skipped: no line, no records of theirs
+    assert ran == [("inventory", True), ("compute", True), ("intra-node", True), ("inter-node", False)], ran
+    verdict = json.loads((out / "verdict.json").read_text())  # the report is still written
+    assert [f["hosts"] for f in verdict["findings"] if f.get("set_aside")] == [["dn2n1"]]
