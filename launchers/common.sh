@@ -53,6 +53,8 @@ gpu_count() {
 PHASES=0
 DONE=0
 ABORTED=()
+PHASE_RC=0
+PHASE_ERR=
 # SIGTERM (scancel, timeout, Kubernetes) is Ctrl-C: the phase running is stopped (its line
 # kept, rc 130), the phases after it are skipped, and the report is still written (exit 3).
 # The phase runs in the background so that the trap runs at once, not when the phase ends.
@@ -87,12 +89,13 @@ phase() {
   [ -z "$STOP" ] || rc=130
   elapsed=$((SECONDS - start))
   echo "stoker: [$DONE/$PHASES] $name ended rc=$rc after $elapsed s"
+  local err=""
   if [ "${WRITE_PHASES:-1}" = 1 ]; then
     # a failed phase's reason: its last `stoker ...: ` line, not the launcher's banner after it
-    local err=""
     [ "$rc" -eq 0 ] || err=$(grep -E '^stoker[a-z ]*: ' "$OUT/phase-$name.log" | tail -n 1)
     "$STOKER_PY" -m reports.shared.phases "$OUT" "$name" "$rc" "$elapsed" --log "phase-$name.log" --error "$err"
   fi
+  PHASE_RC=$rc PHASE_ERR=$err  # the phase just ended, for torchrun.sh's end of a multi-node phase
   [ "$rc" -eq 0 ] || ABORTED+=("$name")
 }
 

@@ -21,6 +21,8 @@
 # MIN_NODES (2, 1 on one node: fewer nodes left after the preflight stops the run, exit 3),
 # PREFLIGHT_LIMIT (120 s for one node's preflight; node 0 waits that + SYNC_TIMEOUT for all),
 # PREFLIGHT_PORT (MASTER_PORT-1: node 0's preflight relay, used only with SHARED_OUT=0).
+# NODE_STALE (30 s: a node whose heartbeat in OUT is still that long, with no end of the phase
+# running, is lost: set aside, and the phase runs again once on the nodes left).
 # SHARED_IO given (the k8s --data-volume) is measured whether or not OUT is shared.
 # Arguments: stoker run's options: --profile quick|standard|full, --spec FILE, --workload FILE,
 # --max-bytes 1G ... (every profile knob), --backend is set with BACKEND (auto).
@@ -124,7 +126,7 @@ if [ "$SHARED_OUT" = 0 ]; then
 elif [ "$NODE_RANK" -eq 0 ]; then
   export STOKER_RUN_ID="${STOKER_RUN_ID:-torchrun-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
   tokens _ claim --out "$OUT" --option OUT  # before the run id goes out: every node writes there
-  rm -f "$OUT"/.stoker-seen-* "$OUT"/.stoker-pf-* "$OUT/.stoker-go"
+  rm -f "$OUT"/.stoker-seen-* "$OUT"/.stoker-pf-* "$OUT/.stoker-go" "$OUT/.stoker-started"
   echo "$STOKER_RUN_ID" > "$MARK.tmp" && mv "$MARK.tmp" "$MARK"
 else
   for _ in $(seq "$SYNC_TIMEOUT"); do
@@ -149,15 +151,30 @@ if [ "$SHARED_OUT" != 0 ] || [ "$RELAY" = 1 ] && [ "$NODE_RANK" -eq 0 ]; then
     fi
     sleep 1
   done
-  if [ "$(find "$OUT" -maxdepth 1 -name '.stoker-seen-*' | wc -l)" -lt "$NNODES" ]; then
-    # the start barrier: name who is missing; a late start and an unshared OUT look alike here
-    MISSING=$(for r in $(seq 0 $((NNODES - 1))); do [ -e "$OUT/.stoker-seen-$r" ] || echo -n "$r "; done)
+  # the start barrier closes: the ranks that answered go on to the preflight (unless node 0 is
+  # alone: then OUT may not be shared); the others are set aside as never started, and with
+  # fewer than MIN_NODES left the set-aside after the preflight stops the run (exit 3)
+  STARTED=() MISSING=()
+  for r in $(seq 0 $((NNODES - 1))); do
+    if [ -e "$OUT/.stoker-seen-$r" ]; then STARTED+=("$r"); else MISSING+=("$r"); fi
+  done
+  echo "${STARTED[*]}" > "$OUT/.stoker-started.tmp" && mv "$OUT/.stoker-started.tmp" "$OUT/.stoker-started"
+  if [ "${#MISSING[@]}" -gt 0 ] && [ "${#STARTED[@]}" -lt 2 ]; then
+    # a late start and an unshared OUT look alike here
     rm -f "$MARK"
     if [ "$RELAY" = 1 ]; then   # the nodes that did answer hear STOP at once
       echo STOP > "$OUT/.stoker-go"
-      die2 "node(s) ${MISSING% } did not reach node 0's preflight relay (PREFLIGHT_PORT=$PREFLIGHT_PORT) within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or that port is closed between the nodes"
+      die2 "node(s) ${MISSING[*]} did not reach node 0's preflight relay (PREFLIGHT_PORT=$PREFLIGHT_PORT) within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or that port is closed between the nodes"
     fi
-    die2 "node(s) ${MISSING% } did not answer in $OUT within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or OUT is not on a file system shared by all $NNODES nodes (set OUT to a shared path, or SHARED_OUT=0 and STOKER_RUN_ID on every node)"
+    die2 "node(s) ${MISSING[*]} did not answer in $OUT within SYNC_TIMEOUT=$SYNC_TIMEOUT s: either they had not started (a pod Pending or pulling its image: raise SYNC_TIMEOUT) or OUT is not on a file system shared by all $NNODES nodes (set OUT to a shared path, or SHARED_OUT=0 and STOKER_RUN_ID on every node)"
+  fi
+  [ "${#MISSING[@]}" -eq 0 ] || echo "stoker: node(s) ${MISSING[*]} did not reach the start barrier within SYNC_TIMEOUT=$SYNC_TIMEOUT s: set aside as never started; ${#STARTED[@]} of $NNODES nodes go on to the preflight"
+elif [ "$SHARED_OUT" != 0 ]; then
+  # the barrier closed before this node answered: node 0 names it as never started
+  for _ in $(seq $((SYNC_TIMEOUT + 5))); do [ -s "$OUT/.stoker-started" ] && break; sleep 1; done
+  if [ -s "$OUT/.stoker-started" ] && ! grep -qw -- "$NODE_RANK" "$OUT/.stoker-started"; then
+    echo "stoker: node rank $NODE_RANK ($(hostname)) reached the start barrier after node 0 closed it; node 0's report names it as never started (node-rank-$NODE_RANK)"
+    exit 0
   fi
 fi
 
@@ -213,23 +230,26 @@ if [ "$PREFLIGHT" = 1 ]; then
   fi
   if [ "$NODE_RANK" -eq 0 ]; then
     for _ in $(seq $((PREFLIGHT_LIMIT + SYNC_TIMEOUT))); do
-      [ "$(find "$OUT" -maxdepth 1 -name '.stoker-pf-*' | wc -l)" -ge "$NNODES" ] && break
+      [ "$(for r in "${STARTED[@]}"; do [ -e "$OUT/.stoker-pf-$r" ] && echo "$r"; done | wc -l)" -ge "${#STARTED[@]}" ] && break
       sleep 1
     done
-    ALL=$(for r in $(seq 0 $((NNODES - 1))); do head -n 1 "$OUT/.stoker-seen-$r"; done | paste -sd, -)
+    ALL=$(for r in "${STARTED[@]}"; do head -n 1 "$OUT/.stoker-seen-$r"; done | paste -sd, -)
+    LATE=$(for r in "${MISSING[@]}"; do echo "node-rank-$r"; done | paste -sd, -)
     SAME=$(tr , '\n' <<< "$ALL" | sort | uniq -d | head -n 1)
     if [ -n "$SAME" ]; then   # ranks are given by name: two nodes of one name cannot be told apart
       echo STOP > "$GO"
       die2 "two or more nodes are named $SAME (hostname): give every node its own host name"
     fi
     if [ "$RELAY" = 1 ]; then   # where each node's preflight output is: here, or only on that node
-      for r in $(seq 1 $((NNODES - 1))); do
+      for r in "${STARTED[@]}"; do
+        [ "$r" -ne 0 ] || continue
         h=$(head -n 1 "$OUT/.stoker-seen-$r")
         [ -e "$OUT/.stoker-pf-$r" ] || echo "stoker: no preflight output from node $r ($h) reached node 0 through the relay; its own copy, if it wrote one, is $OUT/preflight/$h.log on that node" >&2
       done
       echo "stoker: the nodes' preflight output, as received through the relay: $OUT/preflight/"
     fi
-    KEPT=$("$STOKER_PY" -m launchers.cli set-aside "$OUT" "$ALL" --min-nodes "$MIN_NODES")
+    KEPT=$("$STOKER_PY" -m launchers.cli set-aside "$OUT" "$ALL" --min-nodes "$MIN_NODES" \
+      --never-started "$LATE" --start-limit "$SYNC_TIMEOUT")
     SA_RC=$?
     if [ "$SA_RC" -ne 0 ] || [ "${KEPT%%,*}" != "$HOST" ]; then
       echo STOP > "$GO"
@@ -261,13 +281,97 @@ fi
 tokens LIMITS --nnodes "$NNODES" --gpus-per-node "$GPUS" limits "$@"
 
 WRITE_PHASES=$([ "$NODE_RANK" -eq 0 ] && echo 1 || echo 0)
-L=(--launcher torchrun --nnodes "$NNODES" --gpus-per-node "$GPUS" --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR")
 GRACE=120
 # the phase list is launchers/plan.py's, as name/scopes token pairs
 tokens PAIRS --nnodes "$NNODES" phases
 NAMES=() SCOPES=()
 for ((k = 0; k < ${#PAIRS[@]}; k += 2)); do NAMES+=("${PAIRS[$k]}") SCOPES+=("${PAIRS[$((k + 1))]}"); done
 PHASES=$(( 2 + ${#SCOPES[@]} + 1 + (NODE_RANK == 0) ))
+ARGS=("$@")
+IO_PATHS=(--path "$LOCAL_IO")
+[ "$SHARED_OUT" = 0 ] && [ -n "$OWN_SHARED_IO" ] || IO_PATHS+=(--path "$SHARED_IO")
+# net_cmd SCOPES PORT / io_cmd PORT: a multi-node phase's command for the world as it is now
+net_cmd() {
+  tokens CMD --launcher torchrun --nnodes "$NNODES" --gpus-per-node "$GPUS" --node-rank "$NODE_RANK" \
+    --master-addr "$MASTER_ADDR" --nproc-per-node "$NPROC_PER_NODE" --master-port "$2" \
+    net --scopes "$1" --backend "$BACKEND" --out "$OUT" "${ARGS[@]}"
+}
+io_cmd() {
+  tokens CMD --launcher torchrun --nnodes "$NNODES" --gpus-per-node "$GPUS" --node-rank "$NODE_RANK" \
+    --master-addr "$MASTER_ADDR" --nproc-per-node 1 --master-port "$1" \
+    io "${IO_PATHS[@]}" ${IO_WRITERS:+--writers "$IO_WRITERS"} --out "$OUT" "${ARGS[@]}"
+}
+
+# A node that dies mid-phase (its processes killed, the machine gone) must not end the run for
+# everyone. With a shared OUT and more than one node (TRACK=1): every node's launcher rewrites a
+# heartbeat in OUT while it lives, and leaves an end file as each multi-node phase ends there;
+# node 0 then asks `stoker set-aside --phase` (launchers/local/lost_nodes.py) which nodes the
+# phase lost (no end, a still heartbeat for NODE_STALE s), which sets them aside (OUT/setaside.jsonl,
+# the report's verdict is fail) and names the nodes that go on, in OUT/.stoker-go-K. They take
+# new ranks in a smaller world and run the phase again once, on new ports; fewer than MIN_NODES
+# left: the multi-node phases stop, node 0 still writes the report, exit 3.
+TRACK=$([ "${PREFLIGHT:-0}" = 1 ] && [ "$SHARED_OUT" != 0 ] && echo 1 || echo 0)  # heartbeats need a shared OUT
+NODE_STALE=${NODE_STALE:-30}
+need_int NODE_STALE
+K=0          # the multi-node phases ended so far: the end files' index
+SHIFT=0      # ports move on by 10 after each loss: a phase run again never reaches a store of before
+WORLD_STOP=  # fewer than MIN_NODES left: the multi-node phases are skipped
+BEAT_PID=
+if [ "$TRACK" = 1 ]; then
+  (n=0; while kill -0 "$$" 2>/dev/null; do
+     n=$((n + 1)); echo "$n" > "$OUT/.stoker-beat-$HOST.tmp" && mv -f "$OUT/.stoker-beat-$HOST.tmp" "$OUT/.stoker-beat-$HOST"
+     sleep 2
+   done) &
+  BEAT_PID=$!
+  trap '[ -z "$BEAT_PID" ] || { kill "$BEAT_PID" 2>/dev/null; wait "$BEAT_PID" 2>/dev/null; rm -f "$OUT/.stoker-beat-$HOST"; }' EXIT
+fi
+# world NAME LIMIT BUILDER ARGS...: a phase that runs one world across the nodes (BUILDER ARGS...
+# sets CMD, the last argument is its port), then the nodes' end of it (TRACK=1)
+world() {
+  local name=$1 limit=$2 again=${RUN_AGAIN:-}
+  shift 2
+  if [ -n "$WORLD_STOP" ]; then DONE=$((DONE + 1)); echo "stoker: [$DONE/$PHASES] $name skipped: fewer than MIN_NODES=$MIN_NODES nodes left"; return 0; fi
+  if [ "$NNODES" -lt 2 ] && [ "$name" != intra-node ] && [ "$name" != storage ]; then
+    DONE=$((DONE + 1)); echo "stoker: [$DONE/$PHASES] $name skipped: one node left"; return 0
+  fi
+  local port=${*: -1} build=("${@:1:$#-1}")
+  "${build[@]}" $((port + SHIFT))
+  phase "$name" "$limit" "${CMD[@]}"
+  [ "$TRACK" = 1 ] && [ -z "$STOP" ] || return 0
+  K=$((K + 1))
+  local rc=$PHASE_RC end="$OUT/.stoker-end-$K-$HOST" go="$OUT/.stoker-go-$K" now before=$NNODES
+  { echo "$rc"; echo "$PHASE_ERR"; } > "$end.tmp" && mv -f "$end.tmp" "$end"
+  if [ "$NODE_RANK" -eq 0 ]; then
+    now=$("$STOKER_PY" -m launchers.cli set-aside "$OUT" "$(IFS=,; echo "${KEPT_HOSTS[*]}")" --min-nodes "$MIN_NODES" \
+      --phase "$name" --phase-index "$K" --stale "$NODE_STALE" --wait-limit $((limit + 60))) || now=STOP
+    echo "$now" > "$go.tmp" && mv -f "$go.tmp" "$go"
+  else
+    for _ in $(seq $((2 * limit + 2 * NODE_STALE + SYNC_TIMEOUT + 120))); do [ -s "$go" ] && break; sleep 1; done
+    [ -s "$go" ] || { echo "stoker: no word from node 0 after phase $name in $OUT: did node 0 stop?" >&2; exit 3; }
+    now=$(head -n 1 "$go")
+    rm -f "$end"  # node 0's word is read: node 0 may clear the marks once every end file is gone
+  fi
+  if [ "$now" = STOP ]; then
+    [ "$NODE_RANK" -eq 0 ] || { echo "stoker: fewer than MIN_NODES=$MIN_NODES nodes are left after phase $name: node 0 writes the report"; exit 3; }
+    echo "stoker: fewer than MIN_NODES=$MIN_NODES nodes are left after phase $name: the multi-node phases stop, the report is still written" >&2
+    WORLD_STOP=1
+    return 0
+  fi
+  IFS=, read -r -a KEPT_HOSTS <<< "$now"
+  local k new=
+  for k in "${!KEPT_HOSTS[@]}"; do [ "${KEPT_HOSTS[$k]}" != "$HOST" ] || new=$k; done
+  if [ -z "$new" ]; then
+    echo "stoker: node 0 set $HOST aside after phase $name (its report names it)"; exit 3
+  fi
+  [ "${#KEPT_HOSTS[@]}" -ne "$before" ] || return 0
+  echo "stoker: ${#KEPT_HOSTS[@]} of $before nodes go on after phase $name: $now (node $NODE_RANK is now $new)"
+  NODE_RANK=$new NNODES=${#KEPT_HOSTS[@]} SHIFT=$((SHIFT + 10))
+  if [ "$rc" -ne 0 ] && [ -z "$again" ]; then   # the phase once more, on the nodes left
+    PHASES=$((PHASES + 1))
+    RUN_AGAIN=1 world "$name" "$limit" "${build[@]}" "$port"
+  fi
+}
+
 # the node inventory first: every node reads itself, as the sbatch job's
 tokens CMD inventory --out "$OUT"
 phase inventory $((LIMITS[3] + GRACE)) "${CMD[@]}"
@@ -277,28 +381,30 @@ phase compute $((LIMITS[4] + GRACE)) "${CMD[@]}"
 i=0
 for scopes in "${SCOPES[@]}"; do
   # a port per phase: a node that starts phase i+1 early must not reach phase i's store
-  tokens CMD "${L[@]}" --nproc-per-node "$NPROC_PER_NODE" --master-port $((MASTER_PORT + i)) \
-    net --scopes "$scopes" --backend "$BACKEND" --out "$OUT" "$@"
-  phase "${NAMES[$i]}" $((LIMITS[0] + GRACE)) "${CMD[@]}"
+  world "${NAMES[$i]}" $((LIMITS[0] + GRACE)) net_cmd "$scopes" $((MASTER_PORT + i))
   i=$((i + 1))
 done
-IO_PATHS=(--path "$LOCAL_IO")
-[ "$SHARED_OUT" = 0 ] && [ -n "$OWN_SHARED_IO" ] || IO_PATHS+=(--path "$SHARED_IO")
-tokens CMD "${L[@]}" --nproc-per-node 1 --master-port $((MASTER_PORT + i)) \
-  io "${IO_PATHS[@]}" ${IO_WRITERS:+--writers "$IO_WRITERS"} --out "$OUT" "$@"
-phase storage $((LIMITS[1] + GRACE)) "${CMD[@]}"
+world storage $((LIMITS[1] + GRACE)) io_cmd $((MASTER_PORT + i))
 [ -z "$OWN_LOCAL_IO" ] || rmdir "$LOCAL_IO" 2>/dev/null
 
 if [ "$NODE_RANK" -ne 0 ]; then
   [ "${#ABORTED[@]}" -eq 0 ] || exit 3
   exit 0
 fi
-rm -f "$MARK" "$OUT"/.stoker-seen-* "$OUT"/.stoker-pf-* "$OUT/.stoker-go" "$OUT/.stoker-relay-up"
+# the other nodes have read node 0's last word when their end files of it are gone (a while at most)
+for _ in $(seq "$SYNC_TIMEOUT"); do
+  [ "$TRACK" = 1 ] && [ -n "$(find "$OUT" -maxdepth 1 -name ".stoker-end-$K-*" ! -name ".stoker-end-$K-$HOST")" ] || break
+  sleep 1
+done
+rm -f "$MARK" "$OUT"/.stoker-seen-* "$OUT"/.stoker-pf-* "$OUT/.stoker-go" "$OUT/.stoker-started" \
+  "$OUT/.stoker-relay-up" "$OUT"/.stoker-end-* "$OUT"/.stoker-go-* "$OUT"/.stoker-beat-*
 echo "stoker: [$PHASES/$PHASES] report"
 tokens CMD report --out "$OUT" "$@"
 [ "${FAIL_UNJUDGED:-0}" = 1 ] && CMD+=(--fail-unjudged)
 timeout --kill-after=30 "${LIMITS[2]}" "${CMD[@]}"
 rc=$?
+# fewer than MIN_NODES left mid-run: incomplete, whatever the report found in what was measured
+[ -z "$WORLD_STOP" ] || { [ "$rc" -eq 2 ] || rc=3; }
 # the answer in the log too (kubectl logs, sky logs, dstack logs), for jobs without a shared volume
 "$STOKER_PY" -m launchers.local.summary "$OUT" "$rc" "${ABORTED[@]}"
 finish "$rc"

@@ -17,6 +17,7 @@ from reports.evidence.rail_grid import RailGrid
 from reports.evidence.sweeps import Sweep, expected_for
 from reports.render.paths import finding_message, findings_notes, scratch_names, storage_notes
 from reports.render.stragglers import straggler_lines
+from reports.shared import setaside
 from reports.shared.findings import FAILING, STATUSES, Finding, Judgement, Thresholds
 from reports.shared.group_search import SearchResult
 from reports.shared.manifest import allowlisted_env
@@ -401,12 +402,8 @@ def render(ri: ReportInput) -> str:
     # an incomplete report says on its first line which phase is missing and why
     first = f" — INCOMPLETE: {ri.missing[0]}" if j.verdict == "incomplete" and ri.missing else ""
     lines = [f"# stoker report: {md_text(ri.title)}{md_text(first)}", "", md_text(verdict_line(j)), ""]
-    aside = sorted({h for f in j.findings if f.extra.get("set_aside") for h in f.hosts})
-    if aside:  # left out of every multi-node phase: said before anything else is read
-        lines += [
-            md_text(f"Set aside by the preflight, left out of the whole acceptance: {', '.join(aside)}."),
-            "",
-        ]
+    for headline in setaside.headlines(j.findings):  # nodes left out: said before anything else is read
+        lines += [md_text(headline), ""]
     lines += [
         f"Run: {j.run_id or '—'} · {len(ev.net)} network and {len(ev.io)} storage records"
         f" · spec: {j.spec_name or 'none'} · workload: {j.workload_name or 'none'}",

@@ -9,9 +9,13 @@ node that passed but runs another stoker (its preflight's `stoker fingerprint:` 
 aside too, rather than stopping the job. The report reads the lines: each is a finding (component node,
 a failing status), so the verdict is fail (the spec promised every node) while the
 remaining nodes' records are still judged. Line format (docs/contract.md): one JSON object
-per line, `host` and `reason`. The report's finding also says where that node's preflight output
-is: in the results dir, or only on the node (a results dir per node whose output never reached
-node 0). Pure but for `read`, `logs_in`, `gather` and `main`.
+per line, `host` and `reason`, and `stage` when the node was not set aside by its preflight:
+`start` (it never reached the job's start barrier: `--never-started`) or `phase` (it stopped
+answering during the multi-node phase named by `phase`, and the phases after it ran without it:
+launchers/local/lost_nodes.py decides which). The report's finding of a node set aside by its
+preflight also says where that node's preflight output is: in the results dir, or only on the
+node (a results dir per node whose output never reached node 0). Pure but for `read`,
+`logs_in`, `gather` and `main`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, get_args
 
 from reports.shared.errors import UsageError
 from reports.shared.findings import Finding
@@ -29,16 +34,57 @@ from reports.shared.hostnames import is_plain_host, why_not_plain
 
 SETASIDE_FILE = "setaside.jsonl"
 PREFLIGHT_DIR = "preflight"  # DIR/preflight/NODE.log: each node's preflight output
-NO_ANSWER = "no preflight output from this node (it did not start, or cannot write the results dir)"
+NO_ANSWER = (
+    "never started: no preflight output from this node within the preflight's limit "
+    "(it did not start, or cannot write the results dir)"
+)
 FINGERPRINT = (
     "stoker fingerprint: "  # the preflight's line: HOST DIGEST PYTHON (launchers/commands/fingerprint.py)
 )
+
+
+# when a node was set aside: before the preflight (it never reached the start barrier), by its
+# preflight, or during a multi-node phase (it stopped answering there)
+Stage = Literal["start", "preflight", "phase"]
+
+
+@dataclass(frozen=True, slots=True)
+class StageKind:
+    check: str  # the finding's `check`
+    message: str  # the finding's message: {host}, {reason}, {phase}
+    headline: str  # report.md's line before anything else: {hosts}
+
+
+STAGES: dict[Stage, StageKind] = {
+    "start": StageKind(
+        "start",
+        "{host} never started: it did not reach the job's start barrier in time and was left out of "
+        "every multi-node phase: {reason}. Find why it started late or not at all and run the acceptance again.",
+        "Never started, left out of the whole acceptance: {hosts}.",
+    ),
+    "preflight": StageKind(
+        "preflight",
+        "{host} was set aside by the preflight and left out of every multi-node phase: {reason}. "
+        "Repair or replace it and run the acceptance again.",
+        "Set aside by the preflight, left out of the whole acceptance: {hosts}.",
+    ),
+    "phase": StageKind(
+        "node-lost",
+        "{host} stopped answering during phase {phase} and was left out of the phases after it: {reason}. "
+        "Find why it died (its kernel log, its scheduler's log), repair or replace it and run the "
+        "acceptance again.",
+        "Lost mid-phase, left out of the phases after it: {hosts}.",
+    ),
+}
+assert set(STAGES) == set(get_args(Stage))
 
 
 @dataclass(frozen=True, slots=True)
 class SetAside:
     host: str
     reason: str
+    stage: Stage = "preflight"
+    phase: str | None = None  # stage "phase": the phase the node stopped in
 
 
 def passed_line(node: str) -> str:
@@ -84,8 +130,44 @@ def decide(nodes: Sequence[str], logs: Mapping[str, str | None], digest: str | N
     return out
 
 
+def headlines(found: Sequence[Finding]) -> list[str]:
+    """report.md's first lines: the nodes set aside, one line per stage (a lost node with its phase)."""
+    out = []
+    for stage, kind in STAGES.items():
+        hosts = sorted(
+            {
+                h + (f" (phase {f.extra['phase']})" if f.extra.get("phase") else "")
+                for f in found
+                if f.extra.get("set_aside") and f.extra.get("stage", "preflight") == stage
+                for h in f.hosts
+            }
+        )
+        if hosts:
+            out.append(kind.headline.format(hosts=", ".join(hosts)))
+    return out
+
+
+def never_started_name(rank: int) -> str:
+    """The name a node that never reached the start barrier goes by when it never said its
+    host name (torchrun.sh knows such a node only by its node rank)."""
+    return f"node-rank-{rank}"
+
+
+def never_started(nodes: Sequence[str], limit_s: int) -> list[SetAside]:
+    """One set-aside per node that did not reach the job's start barrier within `limit_s`."""
+    return [
+        SetAside(n, f"never started: it did not reach the start barrier within {limit_s} s", "start")
+        for n in nodes
+    ]
+
+
 def line(s: SetAside) -> str:
-    return json.dumps({"host": s.host, "reason": s.reason}, separators=(",", ":"), ensure_ascii=False) + "\n"
+    obj: dict[str, str] = {"host": s.host, "reason": s.reason}
+    if s.stage != "preflight":  # a preflight's line keeps the two keys it has always had
+        obj["stage"] = s.stage
+    if s.phase:
+        obj["phase"] = s.phase
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
 def read(directory: Path) -> list[SetAside]:
@@ -113,8 +195,13 @@ def read_all(directory: Path) -> tuple[list[SetAside], list[str]]:
             problem = f"host {str(host)[:40]!a} {why_not_plain(host) or 'is missing'}"
         elif not isinstance(obj.get("reason"), str) or not obj["reason"].strip():
             problem = "no reason given"
+        elif (stage := obj.get("stage", "preflight")) not in STAGES:
+            problem = f"stage {str(stage)[:40]!a} is not one of {', '.join(STAGES)}"
+        elif stage == "phase" and not (isinstance(obj.get("phase"), str) and obj["phase"].strip()):
+            problem = "stage phase names no phase"
         else:
-            out.append(SetAside(str(host), str(obj["reason"])[:300]))
+            phase = str(obj["phase"])[:60] if stage == "phase" else None
+            out.append(SetAside(str(host), str(obj["reason"])[:300], stage, phase))
             continue
         bad.append(
             f"{SETASIDE_FILE} line {n} cannot be read ({problem}): a node set aside may be unnamed; "
@@ -142,26 +229,29 @@ def logs_in(directory: Path, items: Sequence[SetAside]) -> set[str]:
 
 
 def findings(items: Sequence[SetAside], here: Collection[str] | None = None) -> list[Finding]:
-    """One failing finding per set-aside node: the spec promised it, the job ran without it.
-    Given `here` (logs_in: the hosts whose preflight output is in the results dir), each also
-    says where that node's output is (extra `preflight_log`: its path in DIR, or None)."""
+    """One failing finding per set-aside node: the spec promised it, the job ran without it
+    (from its start, or from the phase it stopped in). Given `here` (logs_in: the hosts whose
+    preflight output is in the results dir), a node set aside by its preflight also says where
+    that output is (extra `preflight_log`: its path in DIR, or None)."""
     out = []
     for s in items:
-        where, extra = "", {"set_aside": True, "reason": s.reason}
-        if here is not None:
+        kind = STAGES[s.stage]
+        where, extra = "", dict[str, object](set_aside=True, reason=s.reason, stage=s.stage)
+        if s.phase:
+            extra["phase"] = s.phase
+        if here is not None and s.stage == "preflight":
             where = " " + where_output(s.host, here)
             extra["preflight_log"] = f"{PREFLIGHT_DIR}/{s.host}.log" if s.host in here else None
         out.append(
             Finding(
                 component="node",
-                check="preflight",
+                check=kind.check,
                 status="below_spec",
                 measured=None,
                 expected=None,
                 unit="",
                 hosts=(s.host,),
-                message=f"{s.host} was set aside by the preflight and left out of every multi-node phase: "
-                f"{s.reason}. Repair or replace it and run the acceptance again.{where}",
+                message=kind.message.format(host=s.host, reason=s.reason, phase=s.phase or "?") + where,
                 extra=extra,
             )
         )
@@ -186,6 +276,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("out", type=Path, help="the results dir")
     parser.add_argument("nodes", help="the job's nodes, comma-separated plain names")
     parser.add_argument("--min-nodes", type=int, default=1, help="fewer nodes left than this: exit 3")
+    parser.add_argument(
+        "--never-started",
+        default="",
+        metavar="NAMES",
+        help="the nodes that did not reach the start barrier (comma-separated; not in NODES): set aside first",
+    )
+    parser.add_argument(
+        "--start-limit", type=int, default=0, metavar="S", help="the start barrier's limit, for their reason"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -193,22 +292,37 @@ def main(args: argparse.Namespace) -> int:
     bad = next((n for n in nodes if not is_plain_host(n)), None)
     if not nodes or bad is not None:
         raise UsageError(f"node {bad!r} {why_not_plain(bad)}; pass the job's nodes as plain names")
+    late = [n for n in str(getattr(args, "never_started", "") or "").split(",") if n]
+    bad = next((n for n in late if not is_plain_host(n) or n in nodes), None)
+    if bad is not None:
+        raise UsageError(
+            f"--never-started {bad!r}: "
+            f"{why_not_plain(bad) or 'is in NODES too'}; pass the nodes that never started as plain names"
+        )
     out: Path = args.out
-    aside = gather(out, nodes, getattr(args, "digest", None))
+    aside = never_started(late, int(getattr(args, "start_limit", 0) or 0))
+    aside += gather(out, nodes, getattr(args, "digest", None))
+    named = {s.host for s in aside}
+    return record(out, aside, [n for n in nodes if n not in named], args.min_nodes, "passed the preflight")
+
+
+def record(out: Path, aside: Sequence[SetAside], good: Sequence[str], min_nodes: int, how: str) -> int:
+    """Append the set-aside lines to DIR/setaside.jsonl, name each on stderr, and print the
+    nodes that go on (exit 0), or say that fewer than `min_nodes` are left (exit 3); `how`
+    says what the nodes that go on did."""
     try:
         with open(out / SETASIDE_FILE, "a", encoding="utf-8") as fh:
             fh.writelines(line(s) for s in aside)
     except OSError as exc:
         print(f"stoker: cannot write {out / SETASIDE_FILE}: {exc}", file=sys.stderr)
         return 3
-    named = {s.host for s in aside}
-    good = [n for n in nodes if n not in named]
     for s in aside:
         print(f"stoker: {s.host} set aside: {s.reason}", file=sys.stderr)
-    if len(good) < args.min_nodes:
+    if len(good) < min_nodes:
+        total = len(good) + len({s.host for s in aside})
         print(
-            f"stoker: {len(good)} of {len(nodes)} nodes passed the preflight, fewer than --min-nodes "
-            f"{args.min_nodes}; set aside: {','.join(s.host for s in aside)}",
+            f"stoker: {len(good)} of {total} nodes {how}, fewer than --min-nodes "
+            f"{min_nodes}; set aside: {','.join(s.host for s in aside)}",
             file=sys.stderr,
         )
         return 3

@@ -189,6 +189,12 @@ class NetnsCluster:
         if not stale:
             atexit.unregister(self.teardown)
 
+    def kill_node(self, i: int) -> None:
+        """Node i dies: every process in its namespace is killed (SIGKILL), twice, so that a
+        child forked while the first list was read goes too."""
+        for _ in range(2):
+            _kill_namespace_pids(self.namespaces[i])
+
     def _build(self) -> None:
         sw = self.switch
         run_ip("netns", "add", sw)

@@ -34,8 +34,16 @@ BROKEN = "python3: error while loading shared libraries: libpython3.so: cannot o
 def broken_python(cluster: SlurmCluster, node: int, tmp_path: Path) -> Iterator[None]:
     """The interpreter stoker runs on, replaced on `node` only: a file mounted over it in
     that node's own mount namespace (its slurmd's), so every step there fails to start."""
-    fake = tmp_path / "broken-python"
-    fake.write_text(f"#!/bin/sh\necho '{BROKEN}' >&2\nexit 127\n")
+    with fake_python(cluster, node, tmp_path, f"#!/bin/sh\necho '{BROKEN}' >&2\nexit 127\n"):
+        yield
+
+
+@contextlib.contextmanager
+def fake_python(cluster: SlurmCluster, node: int, tmp_path: Path, script: str) -> Iterator[None]:
+    """The interpreter stoker runs on, replaced on `node` only by `script`: a file mounted over
+    it in that node's own mount namespace (its slurmd's)."""
+    fake = tmp_path / "fake-python"
+    fake.write_text(script)
     fake.chmod(0o755)
     real = os.path.realpath(PYTHON)
     pid = str(cluster.daemon_pid(node))

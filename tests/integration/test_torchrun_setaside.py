@@ -61,6 +61,34 @@ def spec(tmp_path: Path) -> Path:
     return path
 
 
+def start_node(
+    c: netns.NetnsCluster, i: int, tmp: Path, port: int, args: list[str], **more: str
+) -> subprocess.Popen[str]:
+    """Node i of a torchrun.sh run of NODES nodes x RANKS gloo ranks on the bed: results in
+    tmp/results, storage on tmp/local and tmp/shared; `more` adds to its settings."""
+    settings = {
+        "NNODES": str(NODES),
+        "NODE_RANK": str(i),
+        "MASTER_ADDR": c.addr(0),
+        "MASTER_PORT": str(port),
+        "NPROC_PER_NODE": str(RANKS),
+        "OUT": str(tmp / "results"),
+        "LOCAL_IO": str(tmp / "local"),
+        "SHARED_IO": str(tmp / "shared"),
+        "BACKEND": "gloo",
+        "STOKER_PY": STOKER[0],
+    }
+    argv = ["bash", str(REPO / "launchers" / "torchrun.sh"), *args]
+    return c.popen(
+        i,
+        argv,
+        env=c.env(i, {**settings, **more}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int], list[str], Path]:
     reason = netns.unavailable_reason()
@@ -74,27 +102,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int], list
     broken.chmod(0o755)
     out = tmp / "results"
     with netns.NetnsCluster(prefix="sa3", nodes=NODES) as c:
-        procs = []
-        for i in range(NODES):
-            env = c.env(
-                i,
-                {
-                    "NNODES": str(NODES),
-                    "NODE_RANK": str(i),
-                    "MASTER_ADDR": c.addr(0),
-                    "MASTER_PORT": str(PORT),
-                    "NPROC_PER_NODE": str(RANKS),
-                    "OUT": str(out),
-                    "LOCAL_IO": str(tmp / "local"),
-                    "SHARED_IO": str(tmp / "shared"),
-                    "BACKEND": "gloo",
-                    "STOKER_PY": str(broken) if i == 2 else STOKER[0],
-                },
-            )
-            argv = ["bash", str(REPO / "launchers" / "torchrun.sh"), *SMALL, "--spec", str(spec(tmp))]
-            procs.append(
-                c.popen(i, argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            )
+        args = [*SMALL, "--spec", str(spec(tmp))]
+        procs = [
+            start_node(c, i, tmp, PORT, args, STOKER_PY=str(broken) if i == 2 else STOKER[0])
+            for i in range(NODES)
+        ]
         logs = [p.communicate(timeout=600)[0] for p in procs]
     return out, [p.returncode for p in procs], logs, tmp
 

@@ -91,7 +91,7 @@ def test_every_phase_a_launcher_names_is_in_the_list() -> None:
     named = set()
     for script in ("torchrun.sh", "mpirun.sh"):
         text = (REPO / "launchers" / script).read_text()
-        named |= set(re.findall(r"^\s*phase ([a-z-]+) ", text, flags=re.M))
+        named |= set(re.findall(r"^\s*(?:phase|world) ([a-z-]+) ", text, flags=re.M))
         assert "printf" not in text
     run_cmd = (REPO / "launchers" / "commands" / "run_cmd.py").read_text()
     named |= set(re.findall(r'Phase\(\s*name="([a-z-]+)"', run_cmd))
