@@ -170,3 +170,15 @@ def test_a_cache_absorbed_save_is_named_in_the_model_note() -> None:
     assert "faster than fio's sequential write on this path (0.6 GB/s)" in r.note
     assert "not the device's" in r.note
     assert "saves of 1 GB per process" in r.note  # the size the figure measured
+
+
+def test_the_storage_table_says_the_rate_past_the_half_and_an_absorbed_figure() -> None:
+    from reports.evidence.storage import io_frame
+
+    rec = _torch(1, 1.2, 0.5, 10**9)
+    rec = dataclasses.replace(rec, extra={**rec.extra, "cache_absorbed": True})
+    (aside,) = io_frame([rec])["aside"]
+    assert "0.5 GB/s past the half-size save" in aside
+    assert "a cache absorbed it, not the device's figure" in aside
+    (plain,) = io_frame([_torch(1, 1.2, None, 10**9)])["aside"]
+    assert plain == ""  # a record of one size, not held to fio: nothing to say
