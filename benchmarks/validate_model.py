@@ -15,10 +15,17 @@ records of that bed (`stoker net` / `stoker io` run there first) through reports
 - dataloader: a real DataLoader (2 workers, prefetch 2) reading 1 MiB sample files from
   the throttled device into a loop with a fixed compute time per step; its measured wait
   share vs the model's dataloader idle share.
+- checkpoint-1g (no root, no bed): a real 1 GB torch.save (fsync) and DCP save of an MLP +
+  Adam state on the plain disk (--plain-dir), round by round alternately with `stoker io`'s
+  checkpoint test of the same path, vs the model's sync stall from those records: saved at
+  the size (--ckpt-bytes 1G), from a quarter of it with the rate past a half-size save, and
+  from that quarter without that rate (what saves of one size gave: the small save's rate
+  extrapolated).
 
     flock /tmp/stoker-heavy.lock .venv/bin/python benchmarks/validate_model.py --components ddp
     flock /tmp/stoker-heavy.lock .venv/bin/python benchmarks/validate_model.py --components checkpoint,dataloader
     .venv/bin/python benchmarks/validate_model.py --components compute   # no root, no bed
+    .venv/bin/python benchmarks/validate_model.py --components checkpoint-1g --repeats 5   # no root, no bed
 
 Each figure is the median of --repeats runs (each run's DDP figures are themselves medians
 over steps). Prints a markdown table: component, regime, real, predicted, error, bound.
@@ -27,6 +34,7 @@ over steps). Prints a markdown table: component, regime, real, predicted, error,
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -36,6 +44,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from reports.table.read import RecordSet  # noqa: E402
 from tests.harness.blockdev import throttled_disk  # noqa: E402
 from tests.harness.netns import NetnsCluster, unavailable_reason  # noqa: E402
 from tests.validation import bed, compute_bed  # noqa: E402
@@ -54,6 +63,19 @@ TRAINING = {
 # the compute time predicted from `stoker compute` records vs the real step's, per batch
 COMPUTE = [("batch 1200", 1200), ("batch 4000", 4000)]
 DL_SAMPLE = 1 << 20
+# the real save of checkpoint-1g: Linear(4096, 4096) x 5 + Adam, 12 B a parameter = 1.007 GB;
+# stoker io's shards: the size itself, and a quarter of it (the model extrapolates past it)
+SIZED = (4096, 5)
+SIZED_MEASURED = {"at the size": "1G", "from a quarter": "256M"}
+# the record fields of the rate past a half-size save (iobench/sustained.py): without them a
+# record reads as saves of one size did
+SUSTAINED_FIELDS = (
+    "sustained_GBps",
+    "per_host_sustained_GBps",
+    "nonlinearity",
+    "small_GBps",
+    "small_shard_bytes",
+)
 # regime -> (batch, compute seconds per step); the throttle delivers 4 MiB batches every 0.08 s at 50 MiB/s
 DATALOADER = [("starved 2x", 4, 0.040), ("starved 1.25x", 4, 0.064), ("fed (demand 0.67x)", 4, 0.120)]
 
@@ -208,6 +230,58 @@ def storage_rows(components: set[str], throttle: int, plain: Path | None, repeat
     return _median_rows(runs)
 
 
+def _one_size(recs: RecordSet) -> RecordSet:
+    """The records as saves of one size left them: no rate past a smaller save."""
+    io = [
+        dataclasses.replace(r, extra={k: v for k, v in r.extra.items() if k not in SUSTAINED_FIELDS})
+        for r in recs.io
+    ]
+    return dataclasses.replace(recs, io=io)
+
+
+def sized_checkpoint_rows(plain: Path, repeats: int) -> list[bed.Row]:
+    """Round by round, for each size of SIZED_MEASURED: `stoker io`'s checkpoint test at that
+    size on `plain`, then the real 1 GB saves; each prediction from the records just before
+    the real saves it is set beside."""
+    runs: list[list[bed.Row]] = []
+    with tempfile.TemporaryDirectory(prefix="mdl-") as tmp:
+        for rep in range(repeats):
+            rows = []
+            for label, size in SIZED_MEASURED.items():
+                recs = bed.stoker_io(
+                    plain,
+                    Path(tmp) / f"ck{rep}-{size}",
+                    None,
+                    ["--workloads", "checkpoint", "--ckpt-bytes", size, "--writers", "1", "--runtime", "3"],
+                )
+                real = bed.real_checkpoint(plain, None, *SIZED)
+                sources = [(label, recs)]
+                if label != "at the size":
+                    sources.append((f"{label}, one size", _one_size(recs)))
+                for backend, fmt in (("torch.save", "torch.save"), ("torch.dcp", "dcp")):
+                    nbytes, real_s = real["bytes"][backend], real[backend][0]
+                    for what, rs in sources:
+                        stall, note = bed.predict_checkpoint(rs, plain, nbytes, fmt)
+                        rows.append(
+                            bed.Row(
+                                component="checkpoint-1g",
+                                regime=f"{backend} {nbytes / 1e9:.2f} GB, {what}",
+                                real=real_s,
+                                predicted=stall,
+                                unit="s",
+                                bound=0.15,
+                                detail=note.split("; ")[0],
+                            )
+                        )
+                        print(
+                            f"  round {rep + 1} {backend} {what}: real {real_s:.3f} s predicted {stall:.3f} s "
+                            f"({(stall - real_s) / real_s:+.0%}; {note})",
+                            flush=True,
+                        )
+            runs.append(rows)
+    return _median_rows(runs)
+
+
 def table(rows: list[bed.Row]) -> str:
     lines = [
         "| component | regime | real | predicted | error | bound | within | notes |",
@@ -237,7 +311,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=8)
     a = ap.parse_args()
     wanted = {x.strip().lower() for x in a.components.split(",")}
-    reason = unavailable_reason() if wanted - {"compute"} else ""  # compute alone needs no bed
+    no_bed = {"compute", "checkpoint-1g"}
+    reason = unavailable_reason() if wanted - no_bed else ""  # these alone need no bed
     if reason:
         print(f"validate_model: {reason}", file=sys.stderr)
         return 2
@@ -248,6 +323,15 @@ def main() -> int:
             rows += training_rows(kind, a.nodes, a.rate_mbit, a.repeats, a.steps, port=29720)
     if "compute" in wanted:
         rows += compute_rows(a.nodes, a.repeats, a.steps, port=29820)
+    if "checkpoint-1g" in wanted:
+        if not a.plain_dir:
+            print("validate_model: checkpoint-1g saves on --plain-dir: give one", file=sys.stderr)
+            return 2
+        where = Path(tempfile.mkdtemp(prefix="mdl-plain-", dir=a.plain_dir))
+        try:
+            rows += sized_checkpoint_rows(where, a.repeats)
+        finally:
+            where.rmdir()
     if wanted & {"checkpoint", "dataloader"}:
         plain = Path(tempfile.mkdtemp(prefix="mdl-plain-", dir=a.plain_dir)) if a.plain_dir else None
         try:

@@ -56,8 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--save-repeats",
         type=int,
         default=d.save_repeats,
-        help=f"torch.save and DCP saves per figure, the median judged (default {d.save_repeats}; each save "
-        "--ckpt-bytes / repeats, so the repeats cost what one save of --ckpt-bytes does)",
+        help=f"torch.save and DCP saves per figure, the median judged (default {d.save_repeats}; each repeat "
+        "saves half of --ckpt-bytes, then all of it: the figure is the whole shard's, and the seconds per "
+        "byte past the half give the rate a larger checkpoint is written at)",
     )
     parser.add_argument(
         "--runtime",

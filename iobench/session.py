@@ -16,7 +16,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from iobench import safety, torch_ckpt
+from iobench import safety, sustained, torch_ckpt
 from iobench.aggregate import HostResult, RecordContext, aggregate, host_results
 from iobench.coordinator import Coordinator, connect
 from iobench.runner import DiskFull, find_fio, fio_version, run_job
@@ -133,9 +133,10 @@ class Session:
             fallback = refusals[0] if refusals else ""
             measured: list[tuple[FioJob, IoRecord]] = []
             for job in plan(s, str(wd.dir)):
-                measured += [(job, r) for r in self._run_job(job, path, scope, s, fallback)]
+                got = self._run_job(job, path, scope, s, fallback)
+                measured += [(job, r) for r in got]
                 if job.workload == "checkpoint_write" and self.torch_note == "":
-                    self._torch(path, scope, wd)
+                    self._torch(path, scope, wd, next((r for r in got if r.direction == "write"), None))
             self.confirm_under(measured, path, scope, s, fallback)
             c.barrier()  # nobody removes files another node may still read (shared path)
         finally:
@@ -265,25 +266,37 @@ class Session:
             self.write(aggregate(zeros, ctx, failed=str(exc)))
             raise
 
-    def _torch(self, path: Path, scope: str, wd: safety.WorkDir) -> None:
+    def _torch(self, path: Path, scope: str, wd: safety.WorkDir, fio_write: IoRecord | None) -> None:
         """Per backend: one process per node (the per-process figure), then one per GPU at
-        once (the node's figure: every rank of a sharded checkpoint saves its own shard)."""
+        once (the node's figure: every rank of a sharded checkpoint saves its own shard).
+        `fio_write`: fio's sequential write on the path just before, the device's figure a
+        save is held to (iobench/sustained.py)."""
         c = self.coord
         writers = max(collective(c, lambda: torch_ckpt.node_writers(self.s.writers)))
-        # one rank's shard per process (--ckpt-bytes shared by the repeats), held in RAM: all of
-        # a node's never more than a quarter of the smallest node's memory
+        # one rank's shard per process (--ckpt-bytes, every repeat), held in RAM: all of a
+        # node's never more than a quarter of the smallest node's memory
         nbytes = min(self.s.save_bytes(), max(_MIB, self.ram // 4 // writers // _MIB * _MIB))
         for backend in torch_ckpt.BACKENDS:
             for procs in sorted({1, writers}):
-                self._torch_save(path, scope, wd, backend, nbytes, procs)
+                self._torch_save(path, scope, wd, backend, nbytes, procs, fio_write)
 
     def _torch_save(
-        self, path: Path, scope: str, wd: safety.WorkDir, backend: str, nbytes: int, procs: int
+        self,
+        path: Path,
+        scope: str,
+        wd: safety.WorkDir,
+        backend: str,
+        nbytes: int,
+        procs: int,
+        fio_write: IoRecord | None = None,
     ) -> None:
         c = self.coord
         who = f"{procs} processes per node" if procs > 1 else "one process per node"
         n = self.s.save_repeats
-        self.say(f"checkpoint_write {backend} ({format_size(nbytes)} each, {who}, {n} saves) on {path} ...")
+        small = format_size(torch_ckpt.sizes(nbytes)[0])
+        self.say(
+            f"checkpoint_write {backend} ({format_size(nbytes)} each, after {small}; {who}, {n} saves of each) on {path} ..."
+        )
         c.barrier()
         ctx = RecordContext(
             run_id=self.run_id,
@@ -302,8 +315,22 @@ class Session:
         results = self._measure(
             ctx, lambda: _save(backend, nbytes, wd.dir, c.host, procs, n, lambda ok: all(c.gather(ok)))
         )
-        # one record per save over every host's part in it; the median save's is written
-        rec = median_record([aggregate([host[i] for host in results], ctx) for i in range(n)])
+        # one record per save over every host's part in it; the median large save's is written,
+        # with the rate past the small save and whether a cache absorbed it (iobench/sustained.py)
+        pairs = [
+            (
+                aggregate([host[i][0] for host in results], ctx),
+                aggregate([host[i][1] for host in results], ctx),
+            )
+            for i in range(min(len(host) for host in results))
+        ]
+        rec = median_record([large for _, large in pairs])
+        extra = {
+            **rec.extra,
+            **sustained.sustained_fields(pairs, rec.bw_GBps),
+            **sustained.absorbed_fields(rec, fio_write),
+        }
+        rec = dataclasses.replace(rec, extra=extra)
         self.write(rec)
         self.say(f"checkpoint_write {backend} ({who}) on {path}: {figure(rec)}, {spread_of(rec).text()}")
 
@@ -316,7 +343,7 @@ def _save(
     procs: int = 1,
     repeats: int = 1,
     agree: torch_ckpt.Agree = torch_ckpt.alone,
-) -> list[HostResult]:
+) -> list[torch_ckpt.Pair]:
     target = directory / "torch"
     target.mkdir(exist_ok=True)
     try:
@@ -354,6 +381,10 @@ def figure(rec: IoRecord) -> str:
         "",
     )
     suspect = " [cache suspect]" if rec.cache_suspect else ""
+    if isinstance(rec.extra.get("sustained_GBps"), float):
+        rate += f", {rec.extra['sustained_GBps']:.3f} GB/s past the {format_size(rec.extra['small_shard_bytes'])} save"
+    if rec.extra.get("cache_absorbed") is True:
+        suspect += " [faster than fio's sequential write here: a cache absorbed it, not the device's figure]"
     return f"{rec.bw_GBps:.3f} GB/s{rate}{lat} ({hosts}){suspect}"
 
 

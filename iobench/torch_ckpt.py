@@ -5,10 +5,17 @@ the node has GPUs, each its own shard, as every rank of a sharded checkpoint sav
 node's figure; reports/judging/storage/ckpt_save.py uses both). Without GPUs the node's processes are
 `--writers` (default one per core, 2 to 8). torch is imported here only; the processes of a
 node are children started as `python -m iobench.torch_ckpt BACKEND BYTES DIR`, each building
-its state dict first and all saving when the parent says go."""
+its state dicts first and all saving when the parent names the size.
+
+Every repeat saves two sizes, the half shard then the whole (`sizes`): a write-back cache or a
+disk's burst credits absorb a small save, so a save's rate depends on its size; the two give
+the seconds each byte past the smaller adds (iobench/sustained.py), the rate a larger
+checkpoint is written at. The smaller dict's tensors are the larger one's first tensors, so
+the two cost the memory of one shard."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -16,9 +23,9 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from iobench.aggregate import HostResult
 
@@ -28,6 +35,10 @@ BACKENDS = ("torch.save", "torch.dcp")
 # shared file system's figure is every node writing at once, and they stop together, so
 # a node whose save failed never leaves the others waiting at the next save's agreement.
 Agree = Callable[[bool], bool]
+T = TypeVar("T")
+# the sizes of a repeat, in the order saved: the half shard, then the whole (the figure)
+SIZES = ("small", "large")
+Pair = tuple[HostResult, HostResult]  # one repeat: the small save's result, the large one's
 
 
 def alone(ok: bool) -> bool:
@@ -58,20 +69,37 @@ def torch_missing() -> str:
     return ""
 
 
-def _state_dict(nbytes: int) -> dict[str, Any]:
+def sizes(nbytes: int) -> tuple[int, int]:
+    """The bytes of a repeat's two saves: half the shard (whole KiB), then the shard."""
+    return max(1, nbytes // 2 >> 10 << 10), nbytes
+
+
+def _state_dict(nbytes: int, first: int = 0) -> dict[str, Any]:
     import torch
 
     # random bytes, so a compressing file system cannot make the figure look better; one
     # random block copied (not shared: torch.save would store a shared storage once)
-    block = torch.randint(0, 256, (min(nbytes, _TENSOR_BYTES),), dtype=torch.uint8)
+    block = torch.randint(0, 256, (max(1, min(nbytes, _TENSOR_BYTES)),), dtype=torch.uint8)
     out: dict[str, Any] = {}
-    left, i = nbytes, 0
+    left, i = nbytes, first
     while left > 0:
         n = min(left, _TENSOR_BYTES)
         out[f"layer{i}.weight"] = block[:n].clone()
         left -= n
         i += 1
     return out
+
+
+def _state_dicts(nbytes: int) -> dict[str, dict[str, Any]]:
+    """The small and the large state dict of `sizes(nbytes)`; the large holds the small's
+    tensors (the same objects) and the rest, so the two take `nbytes` of memory."""
+    small_bytes, _ = sizes(nbytes)
+    small = _state_dict(small_bytes)
+    return {"small": small, "large": {**small, **_state_dict(nbytes - small_bytes, first=len(small))}}
+
+
+def _nbytes(state: dict[str, Any]) -> int:
+    return sum(int(t.numel() * t.element_size()) for t in state.values())
 
 
 def _fsync_tree(directory: Path) -> None:
@@ -85,47 +113,68 @@ def _fsync_tree(directory: Path) -> None:
 
 
 def repeat(
-    repeats: int, once: Callable[[], HostResult], agree: Agree = alone, failure: Exception | None = None
-) -> list[HostResult]:
-    """`once()` up to `repeats` times, each after `agree` says every node is still fine: the
-    results, or the first failure (`failure`: one before the first save) once every node has
-    stopped (the others' agreement, at the next save, sees this node's False and stops them
-    too; the saves left are not made, and no node waits for another)."""
-    out: list[HostResult] = []
+    repeats: int,
+    steps: Sequence[Callable[[], T]],
+    agree: Agree = alone,
+    failure: Exception | None = None,
+) -> list[tuple[T, ...]]:
+    """Every step in turn (a repeat's saves), `repeats` times, each step after `agree` says
+    every node is still fine: one tuple of results per whole repeat, or the first failure
+    (`failure`: one before the first save) once every node has stopped (the others'
+    agreement, at the next save, sees this node's False and stops them too; the saves left
+    are not made, and no node waits for another)."""
+    out: list[tuple[T, ...]] = []
     for _ in range(repeats):
-        if not agree(failure is None) or failure is not None:
+        row: list[T] = []
+        for once in steps:
+            if not agree(failure is None) or failure is not None:
+                break
+            try:
+                row.append(once())
+            except Exception as exc:  # raised below, once every node has stopped
+                failure = exc
+        if len(row) < len(steps):
             break
-        try:
-            out.append(once())
-        except Exception as exc:  # raised below, once every node has stopped
-            failure = exc
+        out.append(tuple(row))
     if failure is not None:
         raise failure
     return out
 
 
+def _pairs(rows: list[tuple[HostResult, ...]]) -> list[Pair]:
+    return [(small, large) for small, large in rows]
+
+
 def save(
     backend: str, nbytes: int, directory: Path, host: str, repeats: int = 1, agree: Agree = alone
-) -> list[HostResult]:
-    """Save `nbytes` of tensors into `directory` with `backend` in this process, `repeats`
-    times (the one state dict each time; the previous save's files removed before the next,
-    outside the timing), each started with the other nodes' (`agree`): one result per save."""
+) -> list[Pair]:
+    """Save the two sizes of `nbytes` (`sizes`) into `directory` with `backend` in this
+    process, `repeats` times (the same state dicts each time; the previous save's files
+    removed before the next, outside the timing), each save started with the other nodes'
+    (`agree`): one (small, large) pair of results per repeat."""
     target = directory / backend.replace(".", "_")
-    state: dict[str, Any] = {}
+    states: dict[str, dict[str, Any]] = {}
     built: Exception | None = None
     try:
-        state = _state_dict(nbytes)
+        states = _state_dicts(nbytes)
     except Exception as exc:  # said at the first agreement, so no node waits for this one
         built = exc
 
-    def once() -> HostResult:
+    def once(size: str) -> HostResult:
+        state = states[size]
         _clear(target)
         start, end = _timed_save(backend, state, target)
         return HostResult(
-            host=host, direction="write", bytes=nbytes, ios=len(state), start_s=start, end_s=end, procs=1
+            host=host,
+            direction="write",
+            bytes=_nbytes(state),
+            ios=len(state),
+            start_s=start,
+            end_s=end,
+            procs=1,
         )
 
-    return repeat(repeats, once, agree, built)
+    return _pairs(repeat(repeats, [functools.partial(once, size) for size in SIZES], agree, built))
 
 
 def _clear(target: Path) -> None:
@@ -164,11 +213,12 @@ def save_many(
     writers: int,
     repeats: int = 1,
     agree: Agree = alone,
-) -> list[HostResult]:
-    """`writers` processes each save `nbytes` into its own file under `directory` at the same
-    moment, `repeats` times (the processes and their state dicts kept between the saves), each
-    save started with the other nodes' (`agree`): a save's figure is all their bytes over the
-    first start to the last fsync."""
+) -> list[Pair]:
+    """`writers` processes each save the two sizes of `nbytes` into its own file under
+    `directory`, each size at the same moment, `repeats` times (the processes and their state
+    dicts kept between the saves), each save started with the other nodes' (`agree`): a save's
+    figure is all their bytes over the first start to the last fsync; one (small, large) pair
+    per repeat."""
     argv = [sys.executable, "-m", "iobench.torch_ckpt", backend, str(nbytes)]
     kids = [
         subprocess.Popen(
@@ -181,10 +231,10 @@ def save_many(
         for i in range(writers)
     ]
 
-    def once() -> HostResult:
+    def once(size: str) -> HostResult:
         for k in kids:
             assert k.stdin is not None
-            k.stdin.write("go\n")
+            k.stdin.write(f"{size}\n")
             k.stdin.flush()
         done = [json.loads(_expect(k, "{")) for k in kids]
         return HostResult(
@@ -205,7 +255,7 @@ def save_many(
         except OSError as exc:  # said at the first agreement, so no node waits for this one
             ready = exc
 
-        return repeat(repeats, once, agree, ready)
+        return _pairs(repeat(repeats, [functools.partial(once, size) for size in SIZES], agree, ready))
     finally:
         for k in kids:
             if k.stdin is not None and k.poll() is None:
@@ -232,15 +282,18 @@ def _expect(kid: subprocess.Popen[str], head: str) -> str:
 
 def main(argv: list[str]) -> int:
     """One child of save_many: BACKEND BYTES DIR; prints ready, then for every line it reads
-    saves (the previous save's files removed first) and prints its bytes and times as JSON;
-    ends at the end of its input."""
+    (a name of SIZES) saves that state dict (the previous save's files removed first) and
+    prints its bytes and times as JSON; ends at the end of its input."""
     backend, nbytes, target = argv[0], int(argv[1]), Path(argv[2])
-    state = _state_dict(nbytes)
+    states = _state_dicts(nbytes)
     print("ready", flush=True)
-    while sys.stdin.readline():
+    while line := sys.stdin.readline():
+        state = states[line.strip()]
         _clear(target)
         start, end = _timed_save(backend, state, target)
-        print(json.dumps({"bytes": nbytes, "ios": len(state), "start": start, "end": end}), flush=True)
+        print(
+            json.dumps({"bytes": _nbytes(state), "ios": len(state), "start": start, "end": end}), flush=True
+        )
     return 0
 
 

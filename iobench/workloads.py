@@ -67,9 +67,10 @@ class IoSettings:
         return need
 
     def save_bytes(self) -> int:
-        """One torch.save / DCP save's shard per process: ckpt_bytes shared by the repeats (whole
-        MiB, at least one), so the repeats write what one save of ckpt_bytes did."""
-        return max(MIB, self.ckpt_bytes // self.save_repeats // MIB * MIB)
+        """One torch.save / DCP save's shard per process: ckpt_bytes (whole MiB, at least one),
+        every repeat; each repeat saves half of it first (iobench/torch_ckpt.py `sizes`), so the
+        rate past the half is measured too (iobench/sustained.py)."""
+        return max(MIB, self.ckpt_bytes // MIB * MIB)
 
     def inodes_needed(self) -> int:
         n = 16

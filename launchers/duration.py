@@ -27,6 +27,8 @@ from reports.shared.group_search import Sizes, estimate
 LIMIT_FACTOR = 2  # a phase's limit: the profile's, plus twice the time the model adds past 2 nodes
 BASE_NODES = 2  # the node count the profiles' limits are sized for
 IO_RAMP_S = 1  # iobench.workloads.RAMP_S: each timed storage workload's ramp
+SAVE_REPEATS = 3  # iobench.workloads.IoSettings.save_repeats: the torch saves per figure
+SAVE_KINDS = ("torch.save", "torch.dcp")  # iobench.torch_ckpt.BACKENDS
 # a node's preflight past its start-up: stoker check's inventory and short local collective,
 # 14 s alone on the 2-core development machine, 19 s three at once on the torchrun bed
 PREFLIGHT_CHECK_S = 15
@@ -126,16 +128,23 @@ def _net_expected(name: str, job: JobSizes, r: Rates) -> float:
     return _startup(r, n) + 60 * minutes
 
 
+def node_bytes(writers: int, shard: int) -> float:
+    """What one node writes and reads on a path: fio's writers write and read their shards
+    (2 x writers x shard); each save kind (torch.save, DCP) saves SAVE_REPEATS times half a
+    shard then a whole one (1.5 shards), by one process, then by `writers` at once."""
+    return 2 * writers * shard + len(SAVE_KINDS) * SAVE_REPEATS * 1.5 * (1 + writers) * shard
+
+
 def _io_expected(job: JobSizes, r: Rates) -> float:
     """Every path one after the other: fixed cost, two timed runs (checkpoint, dataloader)
-    with their ramps, and the shards written and read twice (fio, then torch.save)."""
+    with their ramps, and the shards written and read (node_bytes)."""
     p = job.profile
     shard = job.shard_bytes
     local_bw = job.local_GBps or r.local_GBps
     shared_bw = job.shared_GBps or r.shared_GBps
     per_path = r.io_fixed_s + 2 * (IO_RAMP_S + p.io_runtime_s)
-    local = job.local_paths * (per_path + 4 * job.writers * shard / (local_bw * 1e9))
-    shared = job.shared_paths * (per_path + 4 * job.nodes * job.writers * shard / (shared_bw * 1e9))
+    local = job.local_paths * (per_path + node_bytes(job.writers, shard) / (local_bw * 1e9))
+    shared = job.shared_paths * (per_path + job.nodes * node_bytes(job.writers, shard) / (shared_bw * 1e9))
     return local + shared
 
 

@@ -20,6 +20,14 @@ from reports.shared.storage_rule import judged_by_iops, why_not_compared
 REAL_SAVE_BACKENDS = ("torch.save", "torch.dcp")
 
 
+def sustained_text(r: IoRecord) -> str:
+    """'0.52 GB/s past the half-size save' (iobench/sustained.py), or '' for a record of one size."""
+    v = r.extra.get("sustained_GBps")
+    if r.backend not in REAL_SAVE_BACKENDS or isinstance(v, bool) or not isinstance(v, (int, float)):
+        return ""
+    return f"{v:.3g} GB/s past the half-size save"
+
+
 def io_frame(io: Sequence[IoRecord]) -> pd.DataFrame:
     """One row per io record, in the report's order."""
     rows = [
@@ -46,6 +54,10 @@ def io_frame(io: Sequence[IoRecord]) -> pd.DataFrame:
                 x
                 for x in (
                     spread_of(r).text() if "samples_GBps" in r.extra else "",
+                    sustained_text(r),
+                    "faster than fio's sequential write on this path: a cache absorbed it, not the device's figure"
+                    if r.extra.get("cache_absorbed") is True
+                    else "",
                     "measured again: under its threshold at first"
                     if r.extra.get("confirmation") is True
                     else "",

@@ -92,12 +92,28 @@ def test_all_workloads_on_a_temp_dir(tmp_path: Path) -> None:
     # on a node without GPUs, each its own shard
     saves = {(r.backend, r.procs): r for r in recs.io if r.backend in ("torch.save", "torch.dcp")}
     assert set(saves) == {("torch.save", 1), ("torch.save", 2), ("torch.dcp", 1), ("torch.dcp", 2)}
+    fio_write = by[("checkpoint_write", "fio", "")]
     for (_, procs), r in saves.items():
-        # 3 saves of 16 MiB / 3 = 5.33 MiB, whole MiB: 5 MiB per process; the median save's record
-        assert r.bytes == procs * (5 << 20) and r.extra["writers_per_node"] == procs
+        # 3 repeats, each a save of 8 MiB (half the shard) then of the whole 16 MiB per process;
+        # the record is the median whole save's
+        assert r.bytes == procs * (16 << 20) and r.extra["writers_per_node"] == procs
+        assert r.extra["shard_bytes"] == 16 << 20 and r.extra["small_shard_bytes"] == 8 << 20
         assert r.extra["repeats"] == 3 and len(r.extra["samples_GBps"]) == 3
         assert r.extra["min_GBps"] <= r.bw_GBps <= r.extra["max_GBps"]
         assert sorted(r.extra["samples_GBps"])[1] == r.bw_GBps
+        # the rate past the half: a GB/s (or null when the larger saves took no longer), and the
+        # figure over it; a small save's rate is a GB/s
+        sus = r.extra["sustained_GBps"]
+        assert sus is None or sus > 0, sus
+        assert set(r.extra["per_host_sustained_GBps"]) == set(r.per_host_bw_GBps)
+        if sus is not None:
+            assert r.extra["nonlinearity"] == pytest.approx(r.bw_GBps / sus, rel=1e-3)
+        assert r.extra["small_GBps"] > 0
+        # held to fio's sequential write on the same path, host by host
+        assert r.extra["fio_per_host_GBps"] == fio_write.per_host_bw_GBps
+        assert r.extra["cache_absorbed"] is any(
+            v > 1.10 * fio_write.per_host_bw_GBps[h] for h, v in r.per_host_bw_GBps.items()
+        )
     assert by[("checkpoint_write", "fio", "")].direct is True  # ext4 takes O_DIRECT
     dl = by[("dataloader_read", "fio", "")]
     assert dl.extra["samples_per_s"] == pytest.approx(dl.iops) and dl.block_size == 128 << 10

@@ -263,3 +263,15 @@ def test_torchrun_and_mpirun_limits_follow_the_same_model() -> None:
     (groups,) = [x for x in sbatch.splitlines() if x.startswith("across groups ")]
     timeout = net[net.index("--timeout") + 1]
     assert f" --timeout {timeout} " in groups
+
+
+def test_the_storage_model_counts_the_saves_stoker_io_makes() -> None:
+    """launchers.duration mirrors iobench's save repeats and kinds (it stays free of iobench)."""
+    from iobench.torch_ckpt import BACKENDS
+    from iobench.workloads import IoSettings
+    from launchers.duration import SAVE_KINDS, SAVE_REPEATS, node_bytes
+
+    assert (SAVE_REPEATS, SAVE_KINDS) == (IoSettings().save_repeats, BACKENDS)
+    # 2 writers of 64 MiB: fio writes and reads 2 x 2 x 64 MiB = 256 MiB; each of 2 kinds saves
+    # 3 x (32 + 64) MiB by one process, then by 2: 2 x 3 x 96 x 3 = 1,728 MiB; 1,984 MiB in all
+    assert node_bytes(2, 64 << 20) == 1984 << 20

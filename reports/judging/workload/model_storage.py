@@ -125,7 +125,7 @@ def checkpoint_row(
         f"{lay.writers} rank{'s' if lay.writers != 1 else ''} on {lay.nodes} node{'s' if lay.nodes != 1 else ''}"
         f" write {lay.rank_bytes / 1e9:.3g} GB each ({lay.rule}); set by {t.limit}"
     )
-    note = "; ".join(x for x in (t.floor, rates.note, writers, note) if x)
+    note = "; ".join(x for x in (t.floor, rates.note, writers, t.beyond, note) if x)
     return row(
         "checkpoint",
         m.write_component,
