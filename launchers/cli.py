@@ -42,7 +42,7 @@ COMMANDS: dict[str, str] = {
 # phase with it, checks that every node runs the same stoker, and sets aside the nodes whose
 # preflight failed (docs/launchers.md)
 INTERNAL: dict[str, str] = {
-    "phase-record": "reports.shared.phases",
+    "phase-record": "launchers.commands.phase_record_cmd",
     "fingerprint": "launchers.commands.fingerprint",
     "preflight": "launchers.commands.preflight",  # each node before the sweeps; set-aside gathers them
     "set-aside": "launchers.commands.setaside_cmd",

@@ -93,7 +93,7 @@ phase() {
   if [ "${WRITE_PHASES:-1}" = 1 ]; then
     # a failed phase's reason: its last `stoker ...: ` line, not the launcher's banner after it
     [ "$rc" -eq 0 ] || err=$(grep -E '^stoker[a-z ]*: ' "$OUT/phase-$name.log" | tail -n 1)
-    "$STOKER_PY" -m reports.shared.phases "$OUT" "$name" "$rc" "$elapsed" --log "phase-$name.log" --error "$err"
+    "$STOKER_PY" -m launchers.commands.phase_record_cmd "$OUT" "$name" "$rc" "$elapsed" --log "phase-$name.log" --error "$err"
   fi
   PHASE_RC=$rc PHASE_ERR=$err  # the phase just ended, for torchrun.sh's end of a multi-node phase
   [ "$rc" -eq 0 ] || ABORTED+=("$name")

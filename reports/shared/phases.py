@@ -3,18 +3,16 @@ leaves there: ONE source for every launcher (`stoker run`, the sbatch job, torch
 mpirun.sh and the jobs that run them) and for the report that reads the lines back.
 
 It sits with the record schema in reports/ because both sides use it: launchers write the
-lines (the shell scripts through `python -m reports.shared.phases ...` or `stoker phase-record
-...`, never with printf), the report reads them to say what is missing. The
+lines (the shell scripts through `stoker phase-record ...`, launchers/commands/phase_record_cmd.py,
+never with printf), the report reads them to say what is missing. The
 line format is part of docs/contract.md: one JSON object per line, `phase`, `rc`,
 `elapsed_s`, then `log` (the phase's output kept as DIR/phase-NAME.log) and/or `error` (its
-last line of output) when there is one. Pure but for `append`, `read` and `main`.
+last line of output) when there is one. Pure but for `append` and `read`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,33 +173,3 @@ def unfinished(
             )
         )
     return out
-
-
-HELP = "append one phase's line to DIR/phases.jsonl (the shell launchers' phase runner)"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("out", type=Path, help="the results dir")
-    parser.add_argument("phase")
-    parser.add_argument("rc", type=int)
-    parser.add_argument("elapsed_s", type=int, help="whole seconds, as the shell counts them")
-    parser.add_argument("--log", help="the file in DIR holding the phase's output")
-    parser.add_argument("--error", help="a failed phase's reason: its last line that says why")
-
-
-def main(args: argparse.Namespace) -> int:
-    """`stoker phase-record DIR NAME RC SECONDS [--log FILE]` (the sbatch job) and
-    `python -m reports.shared.phases DIR NAME RC SECONDS [--log FILE]` (launchers/common.sh)."""
-    try:
-        error = (args.error or "")[:300] or None
-        append(args.out, line(args.phase, args.rc, args.elapsed_s, log=args.log, error=error))
-    except OSError as exc:
-        sys.stderr.write(f"stoker: cannot record phase {args.phase} in {args.out}: {exc.strerror}\n")
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    _p = argparse.ArgumentParser(prog="python -m reports.shared.phases", description=HELP)
-    add_arguments(_p)
-    raise SystemExit(main(_p.parse_args()))

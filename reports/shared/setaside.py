@@ -15,12 +15,11 @@ answering during the multi-node phase named by `phase`, and the phases after it 
 launchers/local/lost_nodes.py decides which). The report's finding of a node set aside by its
 preflight also says where that node's preflight output is: in the results dir, or only on the
 node (a results dir per node whose output never reached node 0). Pure but for `read`,
-`logs_in`, `gather` and `main`.
+`logs_in`, `gather` and `record`; `stoker set-aside` is launchers/commands/setaside_cmd.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Collection, Mapping, Sequence
@@ -28,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from reports.shared.errors import UsageError
 from reports.shared.findings import Finding
 from reports.shared.hostnames import is_plain_host, why_not_plain
 
@@ -267,43 +265,6 @@ def gather(out: Path, nodes: Sequence[str], digest: str | None = None) -> list[S
         p = out / PREFLIGHT_DIR / f"{node}.log"
         logs[node] = read_text(p) if p.is_file() and not p.is_symlink() else None
     return decide(nodes, logs, digest)
-
-
-HELP = "after the preflight: write DIR/setaside.jsonl and print the nodes that go on (the sbatch job)"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("out", type=Path, help="the results dir")
-    parser.add_argument("nodes", help="the job's nodes, comma-separated plain names")
-    parser.add_argument("--min-nodes", type=int, default=1, help="fewer nodes left than this: exit 3")
-    parser.add_argument(
-        "--never-started",
-        default="",
-        metavar="NAMES",
-        help="the nodes that did not reach the start barrier (comma-separated; not in NODES): set aside first",
-    )
-    parser.add_argument(
-        "--start-limit", type=int, default=0, metavar="S", help="the start barrier's limit, for their reason"
-    )
-
-
-def main(args: argparse.Namespace) -> int:
-    nodes = [n for n in str(args.nodes).split(",") if n]
-    bad = next((n for n in nodes if not is_plain_host(n)), None)
-    if not nodes or bad is not None:
-        raise UsageError(f"node {bad!r} {why_not_plain(bad)}; pass the job's nodes as plain names")
-    late = [n for n in str(getattr(args, "never_started", "") or "").split(",") if n]
-    bad = next((n for n in late if not is_plain_host(n) or n in nodes), None)
-    if bad is not None:
-        raise UsageError(
-            f"--never-started {bad!r}: "
-            f"{why_not_plain(bad) or 'is in NODES too'}; pass the nodes that never started as plain names"
-        )
-    out: Path = args.out
-    aside = never_started(late, int(getattr(args, "start_limit", 0) or 0))
-    aside += gather(out, nodes, getattr(args, "digest", None))
-    named = {s.host for s in aside}
-    return record(out, aside, [n for n in nodes if n not in named], args.min_nodes, "passed the preflight")
 
 
 def record(out: Path, aside: Sequence[SetAside], good: Sequence[str], min_nodes: int, how: str) -> int:

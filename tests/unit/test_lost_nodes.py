@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from launchers.commands.setaside_cmd import set_aside
 from launchers.local import lost_nodes as ln
 from reports.shared import setaside as sa
 from reports.shared.findings import verdict_of
@@ -135,13 +136,13 @@ def test_set_aside_names_the_nodes_that_never_started_first(
     ns = argparse.Namespace(
         out=tmp_path, nodes="n0,n1", min_nodes=2, never_started="node-rank-2", start_limit=60
     )
-    assert sa.main(ns) == 0
+    assert set_aside(ns) == 0
     assert capsys.readouterr().out == "n0,n1\n"
     assert sa.read(tmp_path) == [
         sa.SetAside("node-rank-2", "never started: it did not reach the start barrier within 60 s", "start")
     ]
     ns.min_nodes = 3
-    assert sa.main(ns) == 3
+    assert set_aside(ns) == 3
     assert "2 of 3 nodes passed the preflight, fewer than --min-nodes 3" in capsys.readouterr().err
 
 

@@ -39,7 +39,7 @@ def test_read_returns_what_every_writer_appended(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "reports.shared.phases",
+            "launchers.commands.phase_record_cmd",
             str(tmp_path),
             "intra-node",
             "3",

@@ -134,7 +134,7 @@ case "$1" in
     echo n1,n2; exit 0 ;;  # every node passed its preflight
   fingerprint) echo "n1 0123456789abcdef /venv/bin/python"; echo "n2 0123456789abcdef /venv/bin/python"; exit 0 ;;  # the fake srun runs once for both nodes
   report) shift; echo "$*" > "$ARGS_FILE"; exit "${REPORT_RC:-0}" ;;
-  phase-record) shift; exec "$STOKER_PY" -m reports.shared.phases "$@" ;;  # the real line writer
+  phase-record) shift; exec "$STOKER_PY" -m launchers.commands.phase_record_cmd "$@" ;;  # the real line writer
 esac
 exit 99
 """

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from launchers.commands.setaside_cmd import set_aside
 from reports.shared import setaside as sa
 from reports.shared.findings import Finding, verdict_of
 
@@ -42,7 +43,7 @@ def test_each_node_is_judged_by_its_own_last_line() -> None:
 def run_main(
     out: Path, nodes: str, min_nodes: int, capsys: pytest.CaptureFixture[str]
 ) -> tuple[int, str, str]:
-    rc = sa.main(argparse.Namespace(out=out, nodes=nodes, min_nodes=min_nodes))
+    rc = set_aside(argparse.Namespace(out=out, nodes=nodes, min_nodes=min_nodes))
     cap = capsys.readouterr()
     return rc, cap.out, cap.err
 
