@@ -159,8 +159,9 @@ if [ "$SHARED_OUT" != 0 ] || [ "$RELAY" = 1 ] && [ "$NODE_RANK" -eq 0 ]; then
     if [ -e "$OUT/.stoker-seen-$r" ]; then STARTED+=("$r"); else MISSING+=("$r"); fi
   done
   echo "${STARTED[*]}" > "$OUT/.stoker-started.tmp" && mv "$OUT/.stoker-started.tmp" "$OUT/.stoker-started"
-  if [ "${#MISSING[@]}" -gt 0 ] && [ "${#STARTED[@]}" -lt 2 ]; then
-    # a late start and an unshared OUT look alike here
+  if [ "${#MISSING[@]}" -gt 0 ] && { [ "${#STARTED[@]}" -lt 2 ] || [ "$RELAY" = 1 ]; }; then
+    # a late start and an unshared OUT look alike here; through the relay, a node that never
+    # reached it cannot be told from a closed port: stop (the late-node set-aside needs a shared OUT)
     rm -f "$MARK"
     if [ "$RELAY" = 1 ]; then   # the nodes that did answer hear STOP at once
       echo STOP > "$OUT/.stoker-go"
