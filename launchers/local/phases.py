@@ -128,11 +128,13 @@ def _act(proc: subprocess.Popen[str], act: Act) -> None:
             pass
 
 
-def _wait(proc: subprocess.Popen[str], phase: Phase, stop: StopSignals, say: TextIO, where: str) -> int:
-    """The child's exit code, acting on each stop signal that arrives meanwhile; TimeoutExpired
-    past the phase's limit."""
+def _wait(
+    proc: subprocess.Popen[str], phase: Phase, stop: StopSignals, say: TextIO, where: str, seen: int
+) -> int:
+    """The child's exit code, acting on each stop signal that arrives meanwhile (past the `seen`
+    ones, counted before the child started); TimeoutExpired past the phase's limit."""
     deadline = time.monotonic() + phase.limit_s
-    seen, acted = stop.count, 0
+    acted = 0
     while True:
         try:
             rc = proc.wait(timeout=POLL_S)
@@ -165,6 +167,7 @@ def run_phase(
     where = f"[{index}/{total}]" if total else f"[{index}]"  # total 0: not known ahead (a soak)
     sink.write(f"{where} {phase.name}: started (limit {_clock(phase.limit_s)})\n")
     sink.flush()
+    asked = stop.count if stop else 0  # before the child starts: a stop from then on is its to hear
     proc = subprocess.Popen(
         list(phase.argv),
         env=dict(env),
@@ -178,9 +181,8 @@ def run_phase(
     last: list[str] = []
     reader = threading.Thread(target=_pump, args=(proc.stdout, f"  {phase.name} | ", sink, last), daemon=True)
     reader.start()
-    asked = stop.count if stop else 0
     try:
-        rc = _wait(proc, phase, stop, sink, where) if stop else proc.wait(timeout=phase.limit_s)
+        rc = _wait(proc, phase, stop, sink, where, asked) if stop else proc.wait(timeout=phase.limit_s)
     except subprocess.TimeoutExpired:
         end_group(proc)
         rc = 124

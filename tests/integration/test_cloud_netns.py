@@ -262,13 +262,14 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
     # the pair test runs every rail of a pair at once (local rank j with local rank j); here the
     # node's two ranks share its one shaped link, so a pair's rails together come close to the
     # shaped rate, not over it (its token bucket was measured to give 0.94-0.957 of the rate to
-    # iperf3)
-    pairs: dict[tuple[tuple[str, ...], int], float] = {}
+    # iperf3); bounded above as the judge reads rails, at the slowest one's pace: on a loaded
+    # machine the rails' timed loops need not overlap, and a rail alone on the link takes all of it
+    pairs: dict[tuple[tuple[str, ...], int], list[float]] = {}
     for r in recs.net.records():
         if r.scope == "pair":
-            k = (tuple(sorted(r.hosts)), r.bytes)
-            pairs[k] = pairs.get(k, 0.0) + r.busbw_GBps
-    assert pair and all(NODE_GBPS * 0.5 <= b <= NODE_GBPS * 1.10 for b in pairs.values()), (pair, pairs)
+            pairs.setdefault((tuple(sorted(r.hosts)), r.bytes), []).append(r.busbw_GBps)
+    assert pair and all(NODE_GBPS * 0.5 <= sum(v) for v in pairs.values()), (pair, pairs)
+    assert all(min(v) * len(v) <= NODE_GBPS * 1.10 for v in pairs.values()), (pair, pairs)
     if not shared:  # node 1's own dir holds nothing: rank 0 wrote every record on node 0
         assert not (tmp_path / "pod1" / j.name / "net.jsonl").exists()
     fabric_env_in_every_rank(out, fabric, hosts)
