@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reports.shared.errors import UsageError
+from reports.shared.io_dir import io_dir_problem
 
 WORK_PREFIX = ".stoker-"
 SCOPE_MARKER = "scope-marker"
@@ -52,17 +53,10 @@ class MountInfo:
 
 def check_path(text: str) -> Path:
     """A directory stoker may work in, or UsageError (exit 2) saying what is wrong."""
-    if ":" in text:
-        # fio separates several directories/files with ':' and would split this one
-        raise UsageError(f"--path {text!r} contains ':', which fio cannot take; use a path without ':'")
-    p = Path(text).expanduser()
-    if not p.exists():
-        raise UsageError(f"--path {text!r} does not exist; create it or give an existing directory")
-    if not p.is_dir():
-        raise UsageError(f"--path {text!r} is not a directory; give a directory to test in")
-    if not os.access(p, os.W_OK | os.X_OK):
-        raise UsageError(f"--path {text!r} is not writable by this user; give a directory you can write to")
-    return p.resolve()
+    problem = io_dir_problem(text)
+    if problem is not None:
+        raise UsageError(f"--path {text!r} {problem[0]}; {problem[1]}")
+    return Path(text).expanduser().resolve()
 
 
 def space_problem(

@@ -38,6 +38,7 @@ from launchers.profiles import Profile, default_profile
 from launchers.spec_paths import here
 from reports.shared.errors import UsageError
 from reports.shared.findings import REPORT_SCOPES
+from reports.shared.io_dir import io_dir_problem
 from reports.shared.outdir import claim
 from reports.shared.phases import phase_name
 from reports.shared.records import BACKEND_CHOICES, new_run_id
@@ -201,16 +202,10 @@ def _plan(
 def path_problem(path: str) -> str:
     """Why a spec's storage path cannot be measured on this machine ("" when it can): stoker
     tests in a directory of its own inside it and creates no spec path."""
-    p = Path(path)
-    if ":" in path:
-        return "its name holds ':', which fio cannot take"
-    if not p.exists():
-        return "no such directory on this machine (stoker creates none)"
-    if not p.is_dir():
-        return "not a directory"
-    if not os.access(p, os.W_OK | os.X_OK):
-        return "not writable by this user"
-    return ""
+    problem = io_dir_problem(path)
+    if problem is None:
+        return ""
+    return problem[0] + (" (stoker creates none)" if problem[0] == "does not exist" else "")
 
 
 def main(args: argparse.Namespace) -> int:
