@@ -199,13 +199,20 @@ def _plan(
     )
 
 
+# the not-measured line's words for each of io_dir_problem's reasons
+SAID_HERE = {
+    "contains ':', which fio cannot take": "its name holds ':', which fio cannot take",
+    "does not exist": "no such directory on this machine (stoker creates none)",
+    "is not a directory": "not a directory",
+    "is not writable by this user": "not writable by this user",
+}
+
+
 def path_problem(path: str) -> str:
     """Why a spec's storage path cannot be measured on this machine ("" when it can): stoker
     tests in a directory of its own inside it and creates no spec path."""
     problem = io_dir_problem(path)
-    if problem is None:
-        return ""
-    return problem[0] + (" (stoker creates none)" if problem[0] == "does not exist" else "")
+    return "" if problem is None else SAID_HERE[problem[0]]
 
 
 def main(args: argparse.Namespace) -> int:
