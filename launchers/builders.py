@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from launchers.profiles import Profile
+from launchers.profiles import SAVE_REPEATS, Profile
 from launchers.quoting import word
 
 # Where the stoker program lives, as tokens (overridden with `python -m launchers.cli`
@@ -151,10 +151,18 @@ def io_argv(c: IoCommand) -> list[str]:
         "--timeout",
         str(p.io_timeout_s),
         *(["--writers", str(c.writers)] if c.writers else []),
+        *_save_repeats(p.save_repeats),
         *(["--spec", c.spec] if c.spec else []),
         "--out",
         c.out,
     ]
+
+
+def _save_repeats(n: int) -> list[str]:
+    """stoker io's torch saves: nothing at its own default, --no-torch for none."""
+    if n == SAVE_REPEATS:
+        return []
+    return ["--no-torch"] if n == 0 else ["--save-repeats", str(n)]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

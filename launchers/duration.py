@@ -20,14 +20,13 @@ import math
 from dataclasses import dataclass
 
 from launchers.builders import INVENTORY_LIMIT_S, PREFLIGHT_LIMIT_S, compute_limit_s
-from launchers.profiles import GROUPS_ABOVE_NODES, Profile
+from launchers.profiles import GROUPS_ABOVE_NODES, SAVE_REPEATS, Profile
 from reports.shared import phases
 from reports.shared.group_search import Sizes, estimate
 
 LIMIT_FACTOR = 2  # a phase's limit: the profile's, plus twice the time the model adds past 2 nodes
 BASE_NODES = 2  # the node count the profiles' limits are sized for
 IO_RAMP_S = 1  # iobench.workloads.RAMP_S: each timed storage workload's ramp
-SAVE_REPEATS = 3  # iobench.workloads.IoSettings.save_repeats: the torch saves per figure
 SAVE_KINDS = ("torch.save", "torch.dcp")  # iobench.torch_ckpt.BACKENDS
 # a node's preflight past its start-up: stoker check's inventory and short local collective,
 # 14 s alone on the 2-core development machine, 19 s three at once on the torchrun bed
@@ -128,11 +127,11 @@ def _net_expected(name: str, job: JobSizes, r: Rates) -> float:
     return _startup(r, n) + 60 * minutes
 
 
-def node_bytes(writers: int, shard: int) -> float:
+def node_bytes(writers: int, shard: int, save_repeats: int = SAVE_REPEATS) -> float:
     """What one node writes and reads on a path: fio's writers write and read their shards
-    (2 x writers x shard); each save kind (torch.save, DCP) saves SAVE_REPEATS times half a
+    (2 x writers x shard); each save kind (torch.save, DCP) saves `save_repeats` times half a
     shard then a whole one (1.5 shards), by one process, then by `writers` at once."""
-    return 2 * writers * shard + len(SAVE_KINDS) * SAVE_REPEATS * 1.5 * (1 + writers) * shard
+    return 2 * writers * shard + len(SAVE_KINDS) * save_repeats * 1.5 * (1 + writers) * shard
 
 
 def _io_expected(job: JobSizes, r: Rates) -> float:
@@ -143,8 +142,9 @@ def _io_expected(job: JobSizes, r: Rates) -> float:
     local_bw = job.local_GBps or r.local_GBps
     shared_bw = job.shared_GBps or r.shared_GBps
     per_path = r.io_fixed_s + 2 * (IO_RAMP_S + p.io_runtime_s)
-    local = job.local_paths * (per_path + node_bytes(job.writers, shard) / (local_bw * 1e9))
-    shared = job.shared_paths * (per_path + job.nodes * node_bytes(job.writers, shard) / (shared_bw * 1e9))
+    written = node_bytes(job.writers, shard, p.save_repeats)
+    local = job.local_paths * (per_path + written / (local_bw * 1e9))
+    shared = job.shared_paths * (per_path + job.nodes * written / (shared_bw * 1e9))
     return local + shared
 
 

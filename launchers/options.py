@@ -37,6 +37,13 @@ def add_profile_arguments(parser: argparse.ArgumentParser, default: str | None) 
     g.add_argument("--workloads", help="storage workloads, comma-separated")
     g.add_argument("--ckpt-bytes", help="checkpoint bytes per writer")
     g.add_argument("--io-runtime", type=int, help="seconds per timed storage workload")
+    g.add_argument(
+        "--save-repeats",
+        type=int,
+        metavar="N",
+        help="torch.save and DCP saves per figure beside fio in the storage phase (default 3, the "
+        "median judged; 0: fio alone, no torch saves)",
+    )
     g.add_argument("--net-timeout", type=int, help="seconds one network phase may take")
     g.add_argument("--io-timeout", type=int, help="seconds the storage phase may take")
     g.add_argument(
@@ -88,10 +95,17 @@ def profile_from_args(args: argparse.Namespace, default: str = "standard") -> Pr
         workloads=_names(args.workloads, "--workloads", IO_FAMILIES, "storage"),
         ckpt_bytes=_size(args.ckpt_bytes, "--ckpt-bytes"),
         io_runtime_s=args.io_runtime,
+        save_repeats=_repeats(args.save_repeats),
         net_timeout_s=args.net_timeout,
         io_timeout_s=args.io_timeout,
         compute_budget_s=_positive(args.compute_budget, "--compute-budget"),
     )
+
+
+def _repeats(value: int | None) -> int | None:
+    if value is not None and not 0 <= value <= 100:
+        raise UsageError(f"--save-repeats {value}: give 0 to 100 saves per figure, e.g. --save-repeats 3")
+    return value
 
 
 def _positive(value: float | None, option: str) -> float | None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from reports.shared.errors import UsageError
 from reports.shared.records import IO_FAMILIES
 
+SAVE_REPEATS = 3  # iobench.workloads.IoSettings.save_repeats: stoker io's own default
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Profile:
@@ -35,6 +37,9 @@ class Profile:
     # stoker compute --budget: seconds per device, all dtypes; None: the compute profile's own
     # (quick ~20 s, standard ~60 s, full the whole grid)
     compute_budget_s: float | None = None
+    # stoker io --save-repeats: the torch.save and DCP saves per figure beside fio (iobench's
+    # IoSettings.save_repeats is the default); 0: fio alone (stoker io --no-torch)
+    save_repeats: int = SAVE_REPEATS
 
 
 # Above this many nodes the acceptance job localises with the log-round groups search

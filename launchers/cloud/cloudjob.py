@@ -160,6 +160,7 @@ _KNOBS = {
     "workloads": "--workloads",
     "ckpt_bytes": "--ckpt-bytes",
     "io_runtime_s": "--io-runtime",
+    "save_repeats": "--save-repeats",
     "net_timeout_s": "--net-timeout",
     "io_timeout_s": "--io-timeout",
     "compute_budget_s": "--compute-budget",

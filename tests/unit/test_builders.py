@@ -291,3 +291,19 @@ def test_compute_budget_out_of_range_is_one_line_exit_2(bad: str) -> None:
     )
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.count("\n") == 1 and "--compute-budget" in p.stderr, p.stderr
+
+
+def test_save_repeats_reach_stoker_io_and_0_is_fio_alone() -> None:
+    at = ("io", "--profile", "quick", "--path", "/p", "--out", "/r")
+    assert "--save-repeats" not in _argv_tokens(*at) and "--no-torch" not in _argv_tokens(*at)
+    assert _argv_tokens(*at, "--save-repeats", "3") == _argv_tokens(*at)  # stoker io's own default
+    assert _argv_tokens(*at, "--save-repeats", "0")[-3:] == ["--no-torch", "--out", "/r"]
+    assert _argv_tokens(*at, "--save-repeats", "5")[-4:] == ["--save-repeats", "5", "--out", "/r"]
+
+
+@pytest.mark.parametrize("bad", ["-1", "101"])
+def test_save_repeats_out_of_range_is_one_line_exit_2(bad: str) -> None:
+    argv = ["io", "--path", "/p", "--save-repeats", bad, "--out", "/r"]
+    p = subprocess.run([sys.executable, "-m", "launchers.local.argv", *argv], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.count("\n") == 1 and "--save-repeats" in p.stderr, p.stderr

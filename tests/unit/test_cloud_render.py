@@ -269,6 +269,8 @@ def test_stoker_args_pass_only_what_differs_from_the_profile() -> None:
     assert stoker_args(job) == ["--profile", "standard", "--ops", "all_reduce,sendrecv", "--iters", "3"]
     budget = replace(base_job(), profile=with_overrides(get_profile("standard"), compute_budget_s=5.0))
     assert stoker_args(budget) == ["--profile", "standard", "--compute-budget", "5.0"]
+    fio_alone = replace(base_job(), profile=with_overrides(get_profile("standard"), save_repeats=0))
+    assert stoker_args(fio_alone) == ["--profile", "standard", "--save-repeats", "0"]
     assert node_script(job, DSTACK.rank_env).startswith(
         'export NNODES="$DSTACK_NODES_NUM" NODE_RANK="$DSTACK_NODE_RANK"'
     )

@@ -269,9 +269,12 @@ def test_the_storage_model_counts_the_saves_stoker_io_makes() -> None:
     """launchers.duration mirrors iobench's save repeats and kinds (it stays free of iobench)."""
     from iobench.torch_ckpt import BACKENDS
     from iobench.workloads import IoSettings
-    from launchers.duration import SAVE_KINDS, SAVE_REPEATS, node_bytes
+    from launchers.duration import SAVE_KINDS, node_bytes
+    from launchers.profiles import SAVE_REPEATS
 
     assert (SAVE_REPEATS, SAVE_KINDS) == (IoSettings().save_repeats, BACKENDS)
     # 2 writers of 64 MiB: fio writes and reads 2 x 2 x 64 MiB = 256 MiB; each of 2 kinds saves
     # 3 x (32 + 64) MiB by one process, then by 2: 2 x 3 x 96 x 3 = 1,728 MiB; 1,984 MiB in all
     assert node_bytes(2, 64 << 20) == 1984 << 20
+    # --save-repeats 0: fio's 256 MiB alone; 1: 256 + 2 x 1 x 96 x 3 = 832 MiB
+    assert (node_bytes(2, 64 << 20, 0), node_bytes(2, 64 << 20, 1)) == (256 << 20, 832 << 20)
