@@ -20,7 +20,7 @@ from typing import NoReturn
 import pytest
 from hypothesis import settings
 
-from tests.harness import bedlock, stop
+from tests.harness import bed_order, bedlock, stop
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -102,6 +102,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "tests/harness/bedlock.py)",
     )
     config.pluginmanager.register(BedProgress(config), "stoker-bed-progress")
+    # `--dist loadfile` hands the files out in the order the items are in, the longest bed
+    # first (pytest_collection_modifyitems), not xdist's own (the most tests first)
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     # the run's directory of bed locks (tests/harness/bedlock.py): made by the controller (or a
     # plain pytest), inherited by the xdist workers through the environment
     if is_xdist_worker(config) and bedlock.RUN_DIR_ENV in os.environ:
@@ -164,6 +168,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         under = Path(str(item.path)).resolve().relative_to(REPO / "tests").parts[0]
         if under in ALONE_DIRS and item.get_closest_marker("alone") is None:
             item.add_marker(pytest.mark.alone)
+    # the bed files after the rest, the longest first (tests/harness/bed_order.py), each file's
+    # tests together and in their own order
+    files = bed_order.longest_first(list(dict.fromkeys(_file(i) for i in items if is_bed(i))))
+    rank = {f: n for n, f in enumerate(files)}
+    items[:] = sorted(items, key=lambda i: rank.get(_file(i), -1) if is_bed(i) else -1)
+
+
+def _file(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
 
 
 @pytest.hookimpl(wrapper=True)

@@ -39,7 +39,7 @@ import yaml
 from launchers.cloud.cloudjob import CloudJob
 from launchers.cloud.fabrics import FABRICS
 from launchers.cloud.submit_cloud import render
-from launchers.profiles import get_profile, with_overrides
+from launchers.profiles import Profile, get_profile, with_overrides
 from reports.table.read import read_records
 from tests.conftest import REPO, STOKER, bed_missing, needs_root
 from tests.harness import netns
@@ -67,14 +67,19 @@ PROFILE = with_overrides(
     io_runtime_s=2,  # 2: iobench MIN_RUNTIME_S
     compute_budget_s=2.0,  # the compute phase: 2 s of matmul sweep per node, not the profile's 20
 )
+# the storage phase with fio alone (`--save-repeats 0` reaches the nodes' launcher): the torch.save
+# and DCP saves run in the k8s job; the other platforms differ in how they start the nodes
+FIO_ALONE = replace(PROFILE, save_repeats=0)
 
 
-def job(tmp: Path, name: str, shared: bool = True, fabric: str = "tcp") -> CloudJob:
+def job(
+    tmp: Path, name: str, shared: bool = True, fabric: str = "tcp", profile: Profile = FIO_ALONE
+) -> CloudJob:
     return CloudJob(
         name=name,
         nodes=2,
         gpus_per_node=0,
-        profile=PROFILE,
+        profile=profile,
         image="unused",
         fabric=fabric,
         backend="gloo",
@@ -224,7 +229,8 @@ def inventoried(log: str) -> set[str]:
 def test_rendered_commands_reach_a_report_from_both_nodes(
     cluster: netns.NetnsCluster, tmp_path: Path, platform: str, port: int, shared: bool, fabric: str
 ) -> None:
-    j = job(tmp_path, f"ncl-{platform}-{fabric}", shared=shared, fabric=fabric)
+    profile = PROFILE if platform == "k8s" else FIO_ALONE
+    j = job(tmp_path, f"ncl-{platform}-{fabric}", shared=shared, fabric=fabric, profile=profile)
     # no shared volume: each pod's results dir is its own (an emptyDir), emulated per node
     fix = {} if shared else {i: {"OUT": str(tmp_path / f"pod{i}" / j.name)} for i in range(2)}
     res = run_platform(cluster, platform, j, tmp_path, port, fix)
@@ -245,6 +251,9 @@ def test_rendered_commands_reach_a_report_from_both_nodes(
     assert {r.scope for r in recs.net.records()} >= {"intra-node", "inter-node", "pair"}, logs
     assert {h for r in recs.io for h in r.per_host_bw_GBps} == hosts, logs
     assert {r.run_id for r in [*recs.net.records(), *recs.io]} == {j.name}
+    # the profile's torch saves reached stoker io on the nodes: both kinds, or none (fio alone)
+    saves = {"torch.save", "torch.dcp"} if profile.save_repeats else set()
+    assert {r.backend for r in recs.io} == {"fio", *saves}, logs
     inter = [r.busbw_GBps for r in recs.net.records() if r.scope == "inter-node"]
     pair = [r.busbw_GBps for r in recs.net.records() if r.scope == "pair"]
     # one rail per local rank shares the node's shaped link: none beats the whole link

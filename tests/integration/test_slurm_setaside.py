@@ -16,7 +16,7 @@ import pytest
 from reports.table.read import read_records
 from tests.conftest import PYTHON, needs_root, needs_tool
 from tests.harness.slurm import SlurmCluster
-from tests.integration.test_slurm_acceptance import finish, spec, submit
+from tests.integration.test_slurm_acceptance import FIO_ALONE, finish, spec, submit
 
 pytestmark = [
     needs_root,
@@ -63,7 +63,14 @@ def test_a_broken_node_is_set_aside_and_the_rest_judged(tmp_path: Path) -> None:
         with broken_python(cluster, 1, tmp_path):
             # a spec the bed meets (any figure that moved data is ok): the fail is the set-aside's
             job = submit(
-                cluster, out, tmp_path, "--spec", str(spec(tmp_path, 100.0, 0.0001)), "--min-nodes", "1"
+                cluster,
+                out,
+                tmp_path,
+                "--spec",
+                str(spec(tmp_path, 100.0, 0.0001)),
+                "--min-nodes",
+                "1",
+                *FIO_ALONE,
             )
             state, code, log = finish(cluster, job, tmp_path)
     assert (state, code) == ("FAILED", 1), log[-3000:]

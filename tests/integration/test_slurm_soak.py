@@ -17,7 +17,7 @@ import pytest
 from reports.table.read import read_records
 from tests.conftest import STOKER
 from tests.harness.slurm import SlurmCluster
-from tests.integration.test_slurm_acceptance import finish, job_env, pytestmark, submit  # noqa: F401
+from tests.integration.test_slurm_acceptance import FIO_ALONE, finish, job_env, pytestmark, submit  # noqa: F401
 
 SOAK = ["--ops", "all_reduce", "--soak"]
 
@@ -40,7 +40,7 @@ def passes(out: Path) -> dict[int, set[str]]:
 def test_soak_job_ends_in_a_report_with_passes_from_both_nodes(slurm: SlurmCluster, tmp_path: Path) -> None:
     out = tmp_path / "results"
     t0 = time.monotonic()
-    job = submit(slurm, out, tmp_path, *SOAK, "15s", "--allow-unjudged")
+    job = submit(slurm, out, tmp_path, *SOAK, "15s", "--allow-unjudged", *FIO_ALONE)
     state, rc, log = finish(slurm, job, tmp_path, timeout_s=900)
     wall = time.monotonic() - t0
     phases = [json.loads(line)["phase"] for line in (out / "phases.jsonl").read_text().splitlines()]
@@ -57,7 +57,7 @@ def test_soak_job_ends_in_a_report_with_passes_from_both_nodes(slurm: SlurmClust
 
 def test_scancel_mid_soak_keeps_every_finished_pass(slurm: SlurmCluster, tmp_path: Path) -> None:
     out = tmp_path / "results"
-    job = submit(slurm, out, tmp_path, *SOAK, "10m", "--allow-unjudged")
+    job = submit(slurm, out, tmp_path, *SOAK, "10m", "--allow-unjudged", *FIO_ALONE)
     deadline = time.monotonic() + 400
     while len(passes(out)) < 3 and time.monotonic() < deadline:
         time.sleep(2)

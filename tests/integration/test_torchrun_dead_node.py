@@ -29,6 +29,7 @@ ARGS = [
     *("--profile", "quick", "--ops", "all_reduce", "--min-bytes", "1M", "--max-bytes", "8M"),
     *("--iters", "5", "--warmup", "1", "--net-timeout", str(NET_TIMEOUT)),
     *("--workloads", "checkpoint", "--ckpt-bytes", "8M", "--io-runtime", "2", "--compute-budget", "2"),
+    *("--save-repeats", "0"),  # fio alone, as test_torchrun_setaside's
 ]
 
 
