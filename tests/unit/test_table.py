@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from reports.evidence.pairs import pair_values
 from reports.shared.records import RecordWriter, iter_jsonl, to_dict
 from reports.table.read import NetTable, read_records
@@ -149,3 +151,26 @@ def test_the_line_check_hashes_net_jsonl_for_the_ledger_in_the_same_read(tmp_pat
     with open(path, "a") as fh:
         fh.write("{}\n")
     assert safe_write.file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest() != want
+
+
+def test_the_parse_gives_the_same_table_without_jemalloc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parse allocates from pyarrow's jemalloc pool where there is one; a pyarrow built
+    without it parses on its default pool, the same table."""
+    import pyarrow as pa
+
+    from reports.table import parse
+
+    path = tmp_path / "net.jsonl"
+    path.write_text("".join(json.dumps({**to_dict(r), "pass": 1}) + "\n" for r in _records()))
+    with_pool = parse.read_json(path)
+
+    def missing() -> None:
+        raise NotImplementedError("jemalloc support is not built")
+
+    monkeypatch.setattr(pa, "jemalloc_memory_pool", missing)
+    assert parse.parse_pool() is None
+    without = parse.read_json(path)
+    assert with_pool is not None and without is not None and with_pool.equals(without)
+    assert with_pool.num_rows == 10 and with_pool.schema == without.schema
