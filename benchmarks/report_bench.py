@@ -1,6 +1,6 @@
 """Benchmark: `stoker report` on synthetic results of a 1,000-node cluster.
 
-    .venv/bin/python benchmarks/report_bench.py [--nodes 1000] [--keep DIR] [--baseline REV] [--repeat N]
+    .venv/bin/python benchmarks/report_bench.py [--nodes 1000] [--keep DIR] [--baseline REV] [--repeat 3]
 
 Writes records as a real acceptance run would (8 GPUs per node; world, inter-node (one rail
 per GPU) and intra-node sweeps of seven ops from 1K to 16G; the groups search; the whole
@@ -20,8 +20,12 @@ stamp file in DIR records what was written; writing takes ~20 s).
 With --baseline, the same report is also run on the code of git revision REV (e.g. the
 commit before the columnar reader), side by side, and the two verdict.json are compared:
 the findings must be the same; the line also names which of report.md, report.html and
-verdict.json are byte-identical to the baseline's. --repeat N runs both N times, alternating
-(a busy spell of a shared machine then hits both), and prints the medians.
+verdict.json are byte-identical to the baseline's. --repeat N (default 3) runs each N times,
+alternating (a busy spell of a shared machine then hits both), and prints the medians; the
+last lines say which figures its exit status is taken from: the median wall time of the
+report over the median of the bare parse, and the largest peak memory of the report's runs,
+with the load average of the machine (the ratio of CPU times beside them: on a shared machine
+the wall times include waiting).
 Targets: under 5 s (the median) and under 1 GiB for ~680k records; at any size, at most
 TARGET_RATIO of the bare parse's time and under 2 GiB.
 """
@@ -319,7 +323,11 @@ def main() -> int:
     )
     ap.add_argument("--baseline", metavar="REV", help="also run the report of this git revision and compare")
     ap.add_argument(
-        "--repeat", type=int, default=1, metavar="N", help="run each report N times, alternating; medians"
+        "--repeat",
+        type=int,
+        default=3,
+        metavar="N",
+        help="run each N times (default 3), alternating; medians",
     )
     args = ap.parse_args()
     d = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="rp_bench_"))
@@ -376,6 +384,14 @@ def main() -> int:
         ok = all(r["rc"] in (0, 1) for r in runs["this tree"]) and rss < mib and ratio <= TARGET_RATIO
         ok = ok and (big or wall < TARGET_S)
         ok = ok and len({tuple(r["sha"].items()) for r in runs["this tree"]}) == 1  # deterministic
+        new_cpu = statistics.median(r["cpu"] for r in runs["this tree"])
+        count = len(runs["this tree"])
+        print(
+            f"median of {count} runs each: report {wall:.2f} s wall ({new_cpu:.2f} s CPU), bare json.loads "
+            f"{bare_wall:.2f} s wall ({bare_cpu:.2f} s CPU): ratio {ratio:.2f} wall, {new_cpu / bare_cpu:.2f} CPU "
+            f"(target <= {TARGET_RATIO:.2f}); peak memory {rss:.0f} MiB, the largest of the {count} "
+            f"(target < {mib:.0f}); load average {os.getloadavg()[0]:.1f} after"
+        )
         if old_code is not None:
             olds = runs[f"baseline {args.baseline}"]
             old = olds[-1]
@@ -385,7 +401,6 @@ def main() -> int:
             identical = [k for k, v in new["sha"].items() if v is not None and v == old["sha"][k]]
             old_wall = statistics.median(r["wall"] for r in olds)
             old_cpu = statistics.median(r["cpu"] for r in olds)
-            new_cpu = statistics.median(r["cpu"] for r in runs["this tree"])
             print(
                 f"findings the same as the baseline's: {'yes' if same else 'NO'} "
                 f"(verdict {new['verdict'].get('verdict')}, {len(findings(new['verdict']))} findings); "

@@ -88,10 +88,12 @@ def frame_of(table: Any) -> pd.DataFrame:
         else pa.array(np.zeros(n, dtype=bool))
     )
 
-    hosts = table.column("hosts").combine_chunks()
-    off = np.asarray(hosts.offsets, dtype=np.int64)  # into hosts.values, whatever the slice
-    count = np.diff(off)
-    first, second, words = _first_two(hosts.values, off, count)
+    # chunk by chunk, never combined: at 10,000 nodes the names are ~250 MB of the table
+    hosts = table.column("hosts")
+    chunks = [c for c in hosts.chunks if len(c)]
+    offs = [np.asarray(c.offsets, dtype=np.int64) for c in chunks]  # into c.values, whatever the slice
+    count = np.concatenate([np.diff(off) for off in offs])
+    first, second, words = _first_two([c.values for c in chunks], offs, count)
     distinct = (count == 2) & (first != second)
     cols["host"] = _categorical(first, words)
     cols["host2"] = _categorical(second, words)
@@ -102,20 +104,28 @@ def frame_of(table: Any) -> pd.DataFrame:
     frame = pa.table({c: cols[c] for c in ALL_COLUMNS}).to_pandas()
     many = np.flatnonzero(count > 2)
     if len(many):
-        _many_hosts(frame, many, off, hosts.values)
+        _many_hosts(frame, many, [(c.values, off) for c, off in zip(chunks, offs)])
     return frame
 
 
-def _first_two(values: Any, off: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any]:
+def _first_two(
+    values: list[Any], offs: list[np.ndarray], count: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, Any]:
     """(code of each row's first host, "" for an empty list; code of the second host of a
-    two-host row, else -1; the names in name order). Only these names are encoded: a world
-    or inter-node record's other 998 names are the tuple of _many_hosts."""
+    two-host row, else -1; the names in name order), from the chunks' names and list offsets.
+    Only these names are encoded: a world or inter-node record's other 998 names are the
+    tuple of _many_hosts."""
     import numpy as np
     import pyarrow as pa
 
     some, two = np.flatnonzero(count > 0), np.flatnonzero(count == 2)
-    at = np.concatenate([off[some], off[two] + 1])
-    picked = values.take(pa.array(at, pa.int64()))
+    firsts, seconds = [], []  # each chunk's, in row order: all the first names, then the second ones
+    for names, off in zip(values, offs):
+        n = np.diff(off)
+        firsts.append(names.take(pa.array(off[:-1][n > 0], pa.int64())))
+        seconds.append(names.take(pa.array(off[:-1][n == 2] + 1, pa.int64())))
+    kind = values[0].type if values else pa.string()
+    picked = pa.concat_arrays([*firsts, *seconds]) if values else pa.array([], kind)
     if len(some) < len(count):  # an empty list's first host is "" (as the line reader's frame has it)
         picked = pa.concat_arrays([picked, pa.array([""], picked.type)])
     words, codes = _sorted(picked.dictionary_encode())
@@ -173,28 +183,34 @@ def _categorical(codes: np.ndarray, words: Any) -> Any:
     )
 
 
-def _many_hosts(frame: pd.DataFrame, rows: np.ndarray, off: np.ndarray, values: Any) -> None:
+def _many_hosts(frame: pd.DataFrame, rows: np.ndarray, chunks: list[tuple[Any, np.ndarray]]) -> None:
     """The `hosts` tuple of records naming more than two hosts, and pair_a / pair_b of a pair
-    record among them with only two distinct names (the record path counts it). A world or
-    inter-node record names every host of the run (1,000 of them), and the records of one
-    sweep name the same list: each distinct list (by its bytes and name lengths) becomes one
-    tuple, shared."""
+    record among them with only two distinct names (the record path counts it), from the
+    chunks' (names, list offsets). A world or inter-node record names every host of the run
+    (1,000 of them), and the records of one sweep name the same list: each distinct list (by
+    its bytes and name lengths) becomes one tuple, shared."""
     import numpy as np
     import pyarrow as pa
 
-    _, offsets, data = values.buffers()[:3]
-    width = np.int64 if pa.types.is_large_string(values.type) else np.int32
-    ends = np.frombuffer(offsets, dtype=width)[values.offset :].astype(np.int64)  # each name's bytes in data
     shared: dict[bytes, tuple[str, ...]] = {}
     out = np.empty(len(rows), dtype=object)
-    for k, i in enumerate(rows):
-        a, b = off[i], off[i + 1]
-        lengths = np.diff(ends[a : b + 1])
-        key = lengths.tobytes() + data[ends[a] : ends[b]].to_pybytes()
-        got = shared.get(key)
-        if got is None:
-            got = shared[key] = tuple(values.slice(a, b - a).to_pylist())
-        out[k] = got
+    k, base = 0, 0  # rows[k] is the next row to fill; the chunk's first row is `base`
+    for values, off in chunks:
+        end = base + len(off) - 1
+        if k < len(rows) and rows[k] < end:
+            _, offsets, data = values.buffers()[:3]
+            width = np.int64 if pa.types.is_large_string(values.type) else np.int32
+            ends = np.frombuffer(offsets, dtype=width)[values.offset :].astype(np.int64)  # name bytes in data
+            while k < len(rows) and rows[k] < end:
+                a, b = off[rows[k] - base], off[rows[k] - base + 1]
+                lengths = np.diff(ends[a : b + 1])
+                key = lengths.tobytes() + data[ends[a] : ends[b]].to_pybytes()
+                got = shared.get(key)
+                if got is None:
+                    got = shared[key] = tuple(values.slice(a, b - a).to_pylist())
+                out[k] = got
+                k += 1
+        base = end
     column = frame["hosts"].to_numpy(dtype=object, copy=True)
     column[rows] = out
     frame["hosts"] = column

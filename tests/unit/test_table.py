@@ -4,7 +4,10 @@ NetTable, with the same frame and the same records."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 from reports.evidence.pairs import pair_values
 from reports.shared.records import RecordWriter, iter_jsonl, to_dict
@@ -149,3 +152,94 @@ def test_the_line_check_hashes_net_jsonl_for_the_ledger_in_the_same_read(tmp_pat
     with open(path, "a") as fh:
         fh.write("{}\n")
     assert safe_write.file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest() != want
+
+
+def test_the_parse_gives_the_same_table_without_jemalloc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parse allocates from pyarrow's jemalloc pool where there is one; a pyarrow built
+    without it parses on its default pool, the same table."""
+    import pyarrow as pa
+
+    from reports.table import parse
+
+    path = tmp_path / "net.jsonl"
+    path.write_text("".join(json.dumps({**to_dict(r), "pass": 1}) + "\n" for r in _records()))
+    with_pool = parse.read_json(path)
+
+    def missing() -> None:
+        raise NotImplementedError("jemalloc support is not built")
+
+    monkeypatch.setattr(pa, "jemalloc_memory_pool", missing)
+    assert parse.parse_pool() is None
+    without = parse.read_json(path)
+    assert with_pool is not None and without is not None and with_pool.equals(without)
+    assert with_pool.num_rows == 10 and with_pool.schema == without.schema
+
+
+def _lines(objs: list[dict]) -> str:
+    return "".join(json.dumps(o) + "\n" for o in objs)
+
+
+@pytest.mark.parametrize(
+    "second_half",
+    [
+        {"round": 3},  # a field only the second half has: null in the first, as one parse gives
+        {"pass": 2.5},  # an integer field in the first half, a float in the second
+        {"pass": "two"},  # a number in the first half, text in the second
+        {"pass": None},  # null in the second
+    ],
+)
+def test_a_large_file_parsed_in_halves_is_the_whole_files_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second_half: dict
+) -> None:
+    """read_json parses a large file as two halves at once; whatever the halves hold, the
+    table (or the refusal) is what one parse of the whole file gives."""
+    import pyarrow as pa
+
+    from reports.table import parse
+
+    recs = [{**to_dict(r), "pass": 1} for r in _records()]
+    path = tmp_path / "net.jsonl"
+    path.write_text(_lines(recs * 20) + _lines([{**to_dict(r), **second_half} for r in _records()] * 20))
+    whole = parse._parse_stream(pa.OSFile(str(path)))
+    monkeypatch.setattr(parse, "SPLIT_BYTES", 1000)
+    with open(path, "rb") as fh:
+        assert parse._middle_line(fh.fileno()) is not None  # the halves are taken
+    halves = parse.read_json(path)
+    assert (halves is None) == (whole is None)
+    if whole is not None:
+        assert halves.equals(whole) and halves.schema.names == whole.schema.names
+        assert halves.num_rows == 400
+
+
+def test_a_bad_line_in_either_half_refuses_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reports.table import parse
+
+    monkeypatch.setattr(parse, "SPLIT_BYTES", 1000)
+    good = _lines([to_dict(r) for r in _records()] * 20)
+    for text in ('{"schema": 1, "cut sho\n' + good + good, good + good + '{"schema": 1, "cut sho\n'):
+        path = tmp_path / "net.jsonl"
+        path.write_text(text)
+        assert parse.read_json(path) is None
+
+
+def test_middle_line_is_past_a_newline_at_or_after_the_middle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reports.table import parse
+
+    monkeypatch.setattr(parse, "SPLIT_BYTES", 10)
+    path = tmp_path / "f"
+    for text, want in (
+        ("aaaa\nbbbb\ncccc\n", 10),  # middle at 7, in "bbbb": past its newline
+        ("aaaaaaaaaaaaaaaaaaaa\n", None),  # one line: no second half
+        ("aaaaa\nbbbbbbbbbbbbbb", None),  # no newline after the middle
+        ("short\n", None),  # under SPLIT_BYTES
+    ):
+        path.write_text(text)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert parse._middle_line(fd) == want, text
+        finally:
+            os.close(fd)
