@@ -11,8 +11,8 @@ from pathlib import Path
 
 from reports.shared.setaside import NO_ANSWER
 from tests.harness.slurm import SlurmCluster
-from tests.integration.test_slurm_acceptance import FIO_ALONE, finish, spec, submit
-from tests.integration.test_slurm_setaside import fake_python
+from tests.integration.test_slurm_acceptance import finish
+from tests.integration.test_slurm_setaside import fake_python, submit_one_left
 from tests.integration.test_slurm_setaside import pytestmark as slurm_bed_marks
 
 pytestmark = slurm_bed_marks  # root, the Slurm daemons, nsenter: as the set-aside test's
@@ -24,16 +24,7 @@ def test_a_node_that_never_starts_is_set_aside_and_the_rest_judged(tmp_path: Pat
             (tmp_path / d).mkdir()
         out = tmp_path / "results"
         with fake_python(cluster, 1, tmp_path, "#!/bin/sh\nexec sleep 900\n"):
-            job = submit(
-                cluster,
-                out,
-                tmp_path,
-                "--spec",
-                str(spec(tmp_path, 100.0, 0.0001)),
-                "--min-nodes",
-                "1",
-                *FIO_ALONE,
-            )
+            job = submit_one_left(cluster, out, tmp_path)
             state, code, log = finish(cluster, job, tmp_path, timeout_s=900)
     assert (state, code) == ("FAILED", 1), log[-3000:]
     (line,) = [json.loads(x) for x in (out / "setaside.jsonl").read_text().splitlines()]

@@ -55,23 +55,19 @@ def fake_python(cluster: SlurmCluster, node: int, tmp_path: Path, script: str) -
         subprocess.run([*enter, "umount", real], check=False, timeout=30)
 
 
+def submit_one_left(cluster: SlurmCluster, out: Path, cwd: Path) -> str:
+    """The set-aside beds' job: a spec the bed meets (any figure that moved data is ok, so a
+    fail is the set-aside's), going on with one node left, the storage phase with fio alone."""
+    return submit(cluster, out, cwd, "--spec", str(spec(cwd, 100.0, 0.0001)), "--min-nodes", "1", *FIO_ALONE)
+
+
 def test_a_broken_node_is_set_aside_and_the_rest_judged(tmp_path: Path) -> None:
     with SlurmCluster(prefix="sa", nodes=2, mpi_default="pmix") as cluster:
         for d in ("local", "shared"):
             (tmp_path / d).mkdir()
         out = tmp_path / "results"
         with broken_python(cluster, 1, tmp_path):
-            # a spec the bed meets (any figure that moved data is ok): the fail is the set-aside's
-            job = submit(
-                cluster,
-                out,
-                tmp_path,
-                "--spec",
-                str(spec(tmp_path, 100.0, 0.0001)),
-                "--min-nodes",
-                "1",
-                *FIO_ALONE,
-            )
+            job = submit_one_left(cluster, out, tmp_path)
             state, code, log = finish(cluster, job, tmp_path)
     assert (state, code) == ("FAILED", 1), log[-3000:]
     assert "n2 set aside: " + BROKEN in log
