@@ -168,9 +168,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         under = Path(str(item.path)).resolve().relative_to(REPO / "tests").parts[0]
         if under in ALONE_DIRS and item.get_closest_marker("alone") is None:
             item.add_marker(pytest.mark.alone)
-    # the bed files after the rest, the longest first (tests/harness/bed_order.py), each file's
-    # tests together and in their own order
-    files = bed_order.longest_first(list(dict.fromkeys(_file(i) for i in items if is_bed(i))))
+    # the bed files after the rest, those of `alone` tests first, then the longest first
+    # (tests/harness/bed_order.py), each file's tests together and in their own order
+    alone = {_file(i) for i in items if is_bed(i) and i.get_closest_marker("alone") is not None}
+    files = bed_order.longest_first(list(dict.fromkeys(_file(i) for i in items if is_bed(i))), alone)
     rank = {f: n for n, f in enumerate(files)}
     items[:] = sorted(items, key=lambda i: rank.get(_file(i), -1) if is_bed(i) else -1)
 

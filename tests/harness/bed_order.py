@@ -3,7 +3,7 @@
 With `--dist loadfile` a worker takes a whole file and asks for the next when it runs low; a
 three-minute file handed out last runs alone while the other worker has nothing left to do.
 Handing out the longest files first (longest-processing-time scheduling) leaves the short
-ones for the end, where they fill the gaps. tests/conftest.py sorts the items so, and turns
+ones for the end, where they fill the gaps; the files of `alone` tests go before all. tests/conftest.py sorts the items so, and turns
 xdist's own reordering (the files with the most tests first) off.
 
 SECONDS is a hint for that order only: a stale or missing figure costs minutes of the suite,
@@ -19,6 +19,7 @@ import math
 import re
 import sys
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 
 # seconds per file on 2 cores, setup, call and teardown of its tests (a clean-clone CI run; the
@@ -84,10 +85,13 @@ def cost(file: str) -> float:
     return SECONDS.get(file, math.inf)
 
 
-def longest_first(files: list[str]) -> list[str]:
-    """`files` in the order to hand them out: by expected seconds, longest first; files of
-    the same cost keep their order (the sort is stable)."""
-    return sorted(files, key=lambda f: -cost(f))
+def longest_first(files: list[str], alone: Collection[str] = ()) -> list[str]:
+    """`files` in the order to hand them out: those holding an `alone` test first, then the
+    rest, each part by expected seconds, longest first; files of the same cost keep their
+    order (the sort is stable). An `alone` test runs while the other worker runs nothing: run
+    at the start, one after another, none of them waits for a long file of the other worker
+    to end."""
+    return sorted(files, key=lambda f: (f not in alone, -cost(f)))
 
 
 LINE = re.compile(r"bed: (?P<file>[^:\s]+)::\S.* (?:passed|failed|skipped|error) \((?P<s>[\d.]+) s, gw\d+\)")

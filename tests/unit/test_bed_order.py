@@ -27,3 +27,9 @@ def test_every_bed_file_of_the_table_exists() -> None:
     from tests.conftest import REPO
 
     assert [f for f in bed_order.SECONDS if not (REPO / f).is_file()] == []
+
+
+def test_the_files_of_alone_tests_go_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bed_order, "SECONDS", {"a.py": 10.0, "b.py": 300.0, "v.py": 50.0, "w.py": 5.0})
+    got = bed_order.longest_first(["a.py", "b.py", "v.py", "w.py"], alone={"w.py", "v.py"})
+    assert got == ["v.py", "w.py", "b.py", "a.py"]
