@@ -242,11 +242,13 @@ def checkpoint_params(width: int, depth: int) -> int:
     return depth * (width * width + width)
 
 
-def stoker_checkpoint(path: Path, out: Path, cgroup: Path | None, nbytes: int) -> RecordSet:
-    """stoker's checkpoint test on `path`: fio and the torch.save / DCP records, one writer."""
-    return stoker_io(
-        path, out, cgroup, ["--workloads", "checkpoint", "--ckpt-bytes", str(nbytes), "--writers", "1"]
-    )
+def stoker_checkpoint(
+    path: Path, out: Path, cgroup: Path | None, nbytes: int, runtime_s: int | None = None
+) -> RecordSet:
+    """stoker's checkpoint test on `path`: fio and the torch.save / DCP records, one writer;
+    fio's timed runs `runtime_s` long (None: stoker io's default)."""
+    args = ["--workloads", "checkpoint", "--ckpt-bytes", str(nbytes), "--writers", "1"]
+    return stoker_io(path, out, cgroup, args + (["--runtime", str(runtime_s)] if runtime_s else []))
 
 
 def real_checkpoint(path: Path, cgroup: Path | None, width: int, depth: int, repeats: int = 1) -> dict:
