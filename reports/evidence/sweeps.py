@@ -320,7 +320,10 @@ def per_host(df: pd.DataFrame, scope: str = "intra-node") -> pd.DataFrame:
     host and op), sorted slowest first: where a bad node shows up."""
     import pandas as pd
 
-    part = df[df["scope"] == scope] if not df.empty else df
+    # the four columns used, then the rows: at 10,000 nodes every column of ~1.75M rows was copied
+    part = (
+        df[["op", "host", "bytes", "busbw_GBps"]][(df["scope"] == scope).to_numpy()] if not df.empty else df
+    )
     if part.empty:
         return pd.DataFrame(columns=["op", "host", "bytes", "busbw"])
     top = part[part["bytes"] == part.groupby("op", observed=True)["bytes"].transform("max")]
