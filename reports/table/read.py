@@ -90,7 +90,6 @@ class NetTable:
         """The records of the rows where `mask` (a boolean array over `frame`) is true, built
         for those rows only."""
         import numpy as np
-        import pyarrow as pa
 
         rows = np.flatnonzero(np.asarray(mask, dtype=bool))
         if not len(rows):
@@ -99,14 +98,12 @@ class NetTable:
             every = self.records()
             return [every[i] for i in rows]
         n = self._table.num_rows
-        head = rows[rows < n]
-        part = NetTable(self.frame.iloc[:0], self._table.take(pa.array(head, pa.int64())))
+        part = NetTable(self.frame.iloc[:0], _rows_of(self._table, rows[rows < n]))
         return [*part._head(), *(self._tail[i - n] for i in rows[rows >= n])]
 
     def subset(self, mask: Any) -> NetTable:
         """The table of the rows where `mask` (a boolean array over `frame`) is true."""
         import numpy as np
-        import pyarrow as pa
 
         rows = np.flatnonzero(np.asarray(mask, dtype=bool))
         if len(rows) == len(self.frame):
@@ -116,7 +113,7 @@ class NetTable:
             every = self.records()
             return NetTable(frame, None, [every[i] for i in rows])
         n = self._table.num_rows
-        part = NetTable(frame, self._table.take(pa.array(rows[rows < n], pa.int64())))
+        part = NetTable(frame, _rows_of(self._table, rows[rows < n]))
         part._tail = [self._tail[i - n] for i in rows[rows >= n]]
         return part
 
@@ -135,6 +132,18 @@ class NetTable:
 
     def run_ids(self) -> set[str]:
         return {str(x) for x in self.frame["run_id"].unique()}
+
+
+def _rows_of(table: Any, rows: Any) -> Any:
+    """The rows `rows` (ascending, distinct) of a pyarrow table, by a mask: a filter works
+    chunk by chunk, where a take joins each column's chunks first (~0.3 s for 42 rows of
+    1.75M)."""
+    import numpy as np
+    import pyarrow as pa
+
+    keep = np.zeros(table.num_rows, dtype=bool)
+    keep[rows] = True
+    return table.filter(pa.array(keep))
 
 
 def records_frame(net: Iterable[NetRecord]) -> pd.DataFrame:
@@ -183,7 +192,8 @@ def hosts_in(frame: pd.DataFrame) -> set[str]:
     """Every host named by the rows of `frame`."""
     out = {str(h) for h in frame.loc[frame["n_hosts"] > 0, "host"].unique()}
     out |= {str(h) for h in frame["host2"].dropna().unique()}
-    for many in frame["hosts"].dropna():
+    # the records of a sweep share one tuple (frame.py): each tuple once, not 10,000 names per record
+    for many in {id(t): t for t in frame["hosts"].dropna()}.values():
         out.update(many)
     return out
 
