@@ -75,8 +75,8 @@ SECONDS: dict[str, float] = {
     "tests/unit/test_ingest_checks.py": 1,
     "tests/validation/test_validate_ddp.py": 47,
     "tests/validation/test_validate_sharded.py": 137,
-    "tests/validation/test_validate_sharded_nodes.py": 250,
-    "tests/validation/test_validate_storage.py": 131,
+    "tests/validation/test_validate_sharded_nodes.py": 213,
+    "tests/validation/test_validate_storage.py": 122,
 }
 
 
