@@ -109,14 +109,19 @@ def spec(tmp_path: Path, advertised: float, threshold: float | None = None) -> P
 
 
 def submit(
-    cluster: SlurmCluster, out: Path, cwd: Path, *extra: str, env: dict[str, str] | None = None
+    cluster: SlurmCluster,
+    out: Path,
+    cwd: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    nodes: int = 2,
 ) -> str:
     p = subprocess.run(
         [
             *STOKER,
             "submit",
             "--nodes",
-            "2",
+            str(nodes),
             "--out",
             str(out),
             *SMALL,
@@ -266,7 +271,7 @@ def test_results_dir_not_shared_is_refused_before_the_sweeps(slurm: SlurmCluster
     assert not slurm.node_path(0, out / "net.jsonl").exists()
 
 
-def _ranks_on(node: str, job: str, scopes: bytes) -> list[int]:
+def ranks_on(node: str, job: str, scopes: bytes) -> list[int]:
     """Pids of this job's `stoker net --scopes SCOPES` ranks on one node (from /proc: its
     environment names the node and the job; these are processes the test started through
     Slurm). Only that phase's ranks: the pairs phase also writes two-node records."""
@@ -305,7 +310,7 @@ def test_a_hung_node_ends_the_phase_and_the_report_is_still_written(
         if net.exists() and any(
             json.loads(x).get("nodes") == 2 for x in net.read_text().splitlines() if x.strip()
         ):
-            stopped = _ranks_on(
+            stopped = ranks_on(
                 "n2", job, b"world,inter-node"
             )  # the inter-node sweep is under way: n2 hangs now
             for pid in stopped:
