@@ -15,6 +15,11 @@ HOW tells a node that is gone from one that is alive:
 - `Killed` (SIGKILL from outside the job: the node going down, the OOM killer, a person):
   the node lost its tasks mid-phase, so it is lost.
 
+A node whose whole machine stops answering (slurmd, the step's slurmstepd, its tasks) sends no
+such line: slurmctld marks it down after SlurmdTimeout and srun then says
+`srun: error: Node failure on NODE`, which loses the node too (the job outlives it: the sbatch
+asks --no-kill, else Slurm ends the whole job with its node).
+
 A lost node is set aside (DIR/setaside.jsonl, stage `phase`, reports/shared/setaside.py) with
 its last error: the last `stoker...: ` line its own tasks printed in that step, else srun's
 line about it. `stoker set-aside DIR NODES --phase NAME --step-log FILE` prints the nodes
@@ -32,9 +37,11 @@ from pathlib import Path
 
 from reports.shared import setaside
 
-# srun's line as a node's tasks end (Slurm 22.05 srun, src/srun/launch.c `_task_finish`);
-# NODE, then `task 2` or `tasks 2-3,5`, then how they ended
+# srun's line as a node's tasks end (Slurm 22.05's srun, its launch/slurm plugin, as recorded on the
+# Slurm bed: tests/unit/test_lost_step.py); NODE, then `task 2` or `tasks 2-3,5`, then how they ended
 TASK_END = re.compile(r"^srun: error: (?P<node>[^\s:]+): tasks? (?P<tasks>[0-9,-]+): (?P<how>.+)$")
+# srun's line when slurmctld finds a node of the step down (the same srun, recorded the same way)
+NODE_FAILURE = re.compile(r"^srun: error: Node failure on (?P<node>[^\s:]+)$")
 # how a node's tasks ended -> whether that node is lost (the module docstring says why each)
 ENDS_LOST = {
     "Killed": True,
@@ -48,7 +55,7 @@ ERROR = re.compile(r"^stoker[a-z ]*: ")  # a stoker error line, as the phase's o
 @dataclass(frozen=True, slots=True)
 class Lost:
     node: str
-    tasks: str  # srun's task list, as it wrote it
+    tasks: str  # srun's task list, as it wrote it ('' for a node failure)
     srun_line: str  # srun's line about the node's tasks
     error: str  # the last stoker error line its own tasks printed ('' when none)
 
@@ -67,9 +74,14 @@ def lost(log: str, nodes: Sequence[str]) -> list[Lost]:
     """The nodes of `nodes` whose tasks srun saw killed, in `nodes`' order, each with its last error."""
     killed: dict[str, tuple[str, str]] = {}
     for raw in log.splitlines():
-        m = TASK_END.match(raw.strip())
-        if m and m["node"] in nodes and ENDS_LOST.get(m["how"].strip(), False):
-            killed.setdefault(m["node"], (m["tasks"], raw.strip()))
+        if (m := TASK_END.match(raw.strip())) and ENDS_LOST.get(m["how"].strip(), False):
+            node, tasks = m["node"], m["tasks"]
+        elif m := NODE_FAILURE.match(raw.strip()):
+            node, tasks = m["node"], ""  # srun names no task: the node's own lines cannot be told
+        else:
+            continue
+        if node in nodes:
+            killed.setdefault(node, (tasks, raw.strip()))
     out = []
     for node in nodes:
         if node in killed:
@@ -90,6 +102,8 @@ def last_error(log: str, tasks: set[int]) -> str:
 
 def reason(x: Lost) -> str:
     said = f"its last error: {x.error}" if x.error else "its tasks printed no error of their own"
+    if not x.tasks:
+        return f"Slurm found the node down mid-step ({x.srun_line}); {said}"[:300]
     return (
         f"its tasks were killed from outside the job ({x.srun_line}): the node went down, or its "
         f"processes were killed; {said}"

@@ -204,6 +204,9 @@ def _sbatch_options(cfg: SbatchConfig, plan: JobPlan) -> list[str]:
         f"--time={time}",
         f"--output={_sbatch_value(q.plain(cfg.log, 'the job log name'))}",
         "--exclusive",
+        # a node that fails mid-job is set aside and the job goes on (lost_step.py): without
+        # this, Slurm ends the whole job with its node and no report is written
+        "--no-kill",
     ]
     return [f"#SBATCH {o}" for o in opts]
 

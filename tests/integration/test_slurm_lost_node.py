@@ -1,7 +1,9 @@
-"""The acceptance job on a three-node Slurm bed (REAL-TEST-BEDS §1) where n2 is lost mid-sweep:
-its ranks of the inter-node phase are SIGKILLed once that phase has written a three-node record.
-srun reports n2's tasks killed; the job sets n2 aside (OUT/setaside.jsonl, stage `phase`,
-named with its last error line), runs the inter-node phase once more on n1 and n3 with new
+"""The acceptance job on a three-node Slurm bed (REAL-TEST-BEDS §1) where n2 is lost mid-sweep,
+once the inter-node phase has written a three-node record: its ranks SIGKILLed (srun reports
+n2's tasks `Killed`), or the whole node (every process in n2's slurmd's mount namespace: slurmd,
+the step's slurmstepd, the ranks; slurmctld finds it down after SlurmdTimeout, 10 s here, and
+srun reports `Node failure on n2`). Either way the job sets n2 aside (OUT/setaside.jsonl, stage
+`phase`, named with srun's line), runs the inter-node phase once more on n1 and n3 with new
 ranks, and the phases after it run on those two. Every record written before the loss is kept;
 the verdict is fail (exit 1), naming n2. Three nodes so that the run again is a real
 two-node phase (with two, one node would be left and the inter-node phases skipped);
@@ -9,11 +11,14 @@ two-node phase (with two, one node would be left and the inter-node phases skipp
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import time
 from pathlib import Path
+
+import pytest
 
 from reports.table.read import read_records
 from tests.harness.slurm import SlurmCluster
@@ -29,8 +34,29 @@ def three_node_records(out: Path) -> bool:
     return any(json.loads(x).get("nodes") == 3 for x in lines if x.strip().endswith("}"))
 
 
-def test_a_node_killed_mid_sweep_is_set_aside_and_the_phase_runs_again_on_the_rest(tmp_path: Path) -> None:
-    with SlurmCluster(prefix="sk", nodes=3, mpi_default="pmix") as cluster:
+def in_namespace_of(pid: int) -> list[int]:
+    """Every process in the mount namespace of `pid` (a slurmd of the bed: one "node")."""
+    ns = os.readlink(f"/proc/{pid}/ns/mnt")
+    out = []
+    for d in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if d.name.isdigit() and os.readlink(d / "ns" / "mnt") == ns:
+                out.append(int(d.name))
+    return out
+
+
+# how n2 dies -> srun's line that names it
+DEATHS = {
+    "ranks": "srun: error: n2: tasks 2-3: Killed",
+    "node": "srun: error: Node failure on n2",
+}
+
+
+@pytest.mark.parametrize("death", sorted(DEATHS))
+def test_a_node_killed_mid_sweep_is_set_aside_and_the_phase_runs_again_on_the_rest(
+    death: str, tmp_path: Path
+) -> None:
+    with SlurmCluster(prefix="sk", nodes=3, mpi_default="pmix", extra_conf=["SlurmdTimeout=10"]) as cluster:
         for d in ("local", "shared"):
             (tmp_path / d).mkdir()
         out = tmp_path / "results"
@@ -48,8 +74,11 @@ def test_a_node_killed_mid_sweep_is_set_aside_and_the_phase_runs_again_on_the_re
         while not killed and time.monotonic() < deadline:
             if three_node_records(out):  # the inter-node sweep is under way: n2 dies now
                 killed = ranks_on("n2", job, b"world,inter-node")
+                if death == "node" and killed:
+                    killed = in_namespace_of(cluster.daemon_pid(1))
                 for pid in killed:
-                    os.kill(pid, signal.SIGKILL)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
             time.sleep(0.2)
         assert killed, "never caught the inter-node phase running"
         state, code, log = finish(cluster, job, tmp_path, timeout_s=900)
@@ -57,7 +86,7 @@ def test_a_node_killed_mid_sweep_is_set_aside_and_the_phase_runs_again_on_the_re
     # n2 set aside during inter-node, named with srun's word and its own last line
     (line,) = [json.loads(x) for x in (out / "setaside.jsonl").read_text().splitlines()]
     assert (line["host"], line["stage"], line["phase"]) == ("n2", "phase", "inter-node"), line
-    assert "srun: error: n2: tasks 2-3: Killed" in line["reason"], line
+    assert DEATHS[death] in line["reason"], line
     assert "2 nodes go on after phase inter-node: n1,n3; it runs again on them" in log, log[-4000:]
     # the phase aborted, then ran again on the two left (its own log); the phases after it ran
     phases = [json.loads(x) for x in (out / "phases.jsonl").read_text().splitlines()]

@@ -5,7 +5,8 @@ by hand from the inputs.
 The srun lines below are real bytes: srun 22.05.8 (Debian 12) on the two-node Slurm bed
 (tests/harness/slurm.py), a step of `srun --nodes=2 --ntasks-per-node=2 --kill-on-bad-exit=1
 --label` whose tasks on n2 were SIGKILLed (KILLED) or SIGSTOPped while n1's tasks exited 3
-(HUNG). The task lines (`0: stoker net: ...`) are hand-written in netbench's format."""
+(HUNG); and a three-node step (`--no-kill`, SlurmdTimeout=10) whose node n2 died whole: its
+slurmd, slurmstepd and tasks SIGKILLed (NODE_DOWN). The task lines (`0: stoker net: ...`) are hand-written in netbench's format."""
 
 from __future__ import annotations
 
@@ -41,6 +42,16 @@ srun: error: n2: tasks 2-3: Terminated
 srun: Force Terminated StepId=2.0
 """
 
+NODE_DOWN = """0: up n1
+1: up n1
+5: up n3
+2: up n2
+4: up n3
+3: up n2
+srun: error: Node failure on n2
+srun: error: Node failure on n2
+"""
+
 
 def test_task_lists_read_as_srun_writes_them() -> None:
     assert ls.task_ids("2") == {2}
@@ -65,6 +76,15 @@ def test_the_node_whose_tasks_were_killed_is_lost_with_its_own_last_error() -> N
 def test_a_hang_names_no_node() -> None:
     # n1 exited on its watchdog (it answers); n2 was Terminated by Slurm ending the step
     assert ls.lost(HUNG, ["n1", "n2"]) == []
+
+
+def test_a_node_slurm_found_down_is_lost() -> None:
+    (x,) = ls.lost(NODE_DOWN, ["n1", "n2", "n3"])
+    assert x == ls.Lost("n2", "", "srun: error: Node failure on n2", "")
+    assert ls.reason(x) == (
+        "Slurm found the node down mid-step (srun: error: Node failure on n2); "
+        "its tasks printed no error of their own"
+    )
 
 
 def test_a_killed_node_that_said_nothing_is_named_with_sruns_line() -> None:

@@ -16,11 +16,11 @@ from launchers.slurm.sbatch import SbatchConfig, render
 from tests.conftest import REPO
 from tests.unit.test_sbatch import fake_bin
 
-# srun OPTIONS... PROGRAM ARGS...: notes its options, then runs the program once, here
+# srun OPTIONS... PROGRAM ARGS...: notes its options (and SLURM_OVERLAP), then runs the program once, here
 FAKE_SRUN = """#!/bin/sh
 opts=
 while [ $# -gt 0 ]; do case "$1" in -*) opts="$opts $1"; shift ;; *) break ;; esac; done
-echo "$1 $2 $3:$opts" >> "$MARKS/srun"
+echo "$1 $2 $3:$opts${SLURM_OVERLAP:+ (SLURM_OVERLAP)}" >> "$MARKS/srun"
 exec "$@"
 """
 # the first inter-node phase: n2's tasks are killed mid-sweep (srun's line as on the Slurm bed,
@@ -103,8 +103,10 @@ def test_a_lost_node_is_set_aside_and_the_phase_runs_again_on_the_rest(tmp_path:
     inter = steps(marks, "stoker net --ops")
     assert ["--nodelist=n1,n2,n3" in x and "--ntasks=6" in x for x in inter] == [True, True, False, False]
     assert all("--nodes=2 " in x and "--ntasks=4 " in x and "--nodelist=n1,n3" in x for x in inter[2:]), inter
+    # every step after the loss overlaps the step that lost the node (it may stay completing)
+    assert ["(SLURM_OVERLAP)" in x for x in inter] == [False, False, True, True], inter
     (io,) = steps(marks, "stoker io ")
-    assert "--nodelist=n1,n3" in io and "--nodes=2 " in io, io
+    assert "--nodelist=n1,n3" in io and "--nodes=2 " in io and "(SLURM_OVERLAP)" in io, io
     # the job's count of phases does not move for the run again
     assert "[4/7] inter-node started again on 2 nodes" in p.stdout and "[5/7] pairs started" in p.stdout
 
