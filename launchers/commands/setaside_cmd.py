@@ -68,6 +68,8 @@ def set_aside(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "step_log", None) and not getattr(args, "phase", None):
+        raise UsageError("--step-log needs --phase NAME: the phase whose step wrote it")
     if getattr(args, "phase", None) and getattr(args, "step_log", None):
         plain_nodes(args)
         return lost_step.main(args)

@@ -13,7 +13,9 @@ HOW tells a node that is gone from one that is alive:
 - `Terminated` (SIGTERM): Slurm ending the step itself (--kill-on-bad-exit, its --time), after
   another task failed: a consequence, never a cause.
 - `Killed` (SIGKILL from outside the job: the node going down, the OOM killer, a person):
-  the node lost its tasks mid-phase, so it is lost.
+  the node lost its tasks mid-phase, so it is lost. (Slurm's own SIGKILL comes only KillWait
+  after its SIGTERM, to a task that did not end on it; stoker's ranks end on SIGTERM at once.)
+- anything else (a crash: `Segmentation fault`, `Aborted`): not a lost node; nothing is set aside.
 
 A node whose whole machine stops answering (slurmd, the step's slurmstepd, its tasks) sends no
 such line: slurmctld marks it down after SlurmdTimeout and srun then says
@@ -42,12 +44,13 @@ from reports.shared import setaside
 TASK_END = re.compile(r"^srun: error: (?P<node>[^\s:]+): tasks? (?P<tasks>[0-9,-]+): (?P<how>.+)$")
 # srun's line when slurmctld finds a node of the step down (the same srun, recorded the same way)
 NODE_FAILURE = re.compile(r"^srun: error: Node failure on (?P<node>[^\s:]+)$")
-# how a node's tasks ended -> whether that node is lost (the module docstring says why each)
-ENDS_LOST = {
-    "Killed": True,
-    "Terminated": False,
-}
-EXITED = "Exited with exit code"  # the tasks ended themselves: the node answers
+# how srun says a node's tasks ended (the start of its line's last part) -> whether that node is
+# lost (the module docstring says why each); an ending not here (a crash) sets nothing aside
+ENDS = (
+    ("Killed", True),
+    ("Terminated", False),
+    ("Exited with exit code", False),
+)
 LABEL = re.compile(r"^\s*(?P<task>[0-9]+): (?P<text>.*)$")  # srun --label's prefix
 ERROR = re.compile(r"^stoker[a-z ]*: ")  # a stoker error line, as the phase's own (launchers/common.sh)
 
@@ -70,11 +73,15 @@ def task_ids(spec: str) -> set[int]:
     return out
 
 
+def node_lost(how: str) -> bool:
+    return next((lost for start, lost in ENDS if how.startswith(start)), False)
+
+
 def lost(log: str, nodes: Sequence[str]) -> list[Lost]:
     """The nodes of `nodes` whose tasks srun saw killed, in `nodes`' order, each with its last error."""
     killed: dict[str, tuple[str, str]] = {}
     for raw in log.splitlines():
-        if (m := TASK_END.match(raw.strip())) and ENDS_LOST.get(m["how"].strip(), False):
+        if (m := TASK_END.match(raw.strip())) and node_lost(m["how"].strip()):
             node, tasks = m["node"], m["tasks"]
         elif m := NODE_FAILURE.match(raw.strip()):
             node, tasks = m["node"], ""  # srun names no task: the node's own lines cannot be told

@@ -94,6 +94,13 @@ def test_a_killed_node_that_said_nothing_is_named_with_sruns_line() -> None:
     assert ls.reason(x).endswith("its tasks printed no error of their own")
 
 
+def test_how_tasks_ended_decides() -> None:
+    assert ls.node_lost("Killed")
+    assert not ls.node_lost("Terminated")
+    assert not ls.node_lost("Exited with exit code 3")
+    assert not ls.node_lost("Segmentation fault (core dumped)")  # a crash, not a lost node
+
+
 def test_only_the_steps_nodes_are_named() -> None:
     # a node not among those the step ran on (set aside before) is not named again
     assert ls.lost(KILLED, ["n1"]) == []
@@ -131,10 +138,9 @@ def test_no_loss_leaves_every_node_and_writes_nothing(
     assert (tmp_path / "setaside.jsonl").read_text() == ""
 
 
-def set_aside_cli(out: Path, nodes: str) -> subprocess.CompletedProcess[str]:
+def set_aside_cli(out: Path, nodes: str, *more: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*STOKER, "set-aside", str(out), nodes, "--min-nodes", "1"]
-        + ["--phase", "storage", "--step-log", "phase-storage.log"],
+        [*STOKER, "set-aside", str(out), nodes, "--min-nodes", "1", *more],
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -145,8 +151,11 @@ def set_aside_cli(out: Path, nodes: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_command_line(tmp_path: Path) -> None:
     (tmp_path / "phase-storage.log").write_text("srun: error: n2: task 1: Killed\n")
-    p = set_aside_cli(tmp_path, "n1,n2")
+    step = ("--phase", "storage", "--step-log", "phase-storage.log")
+    p = set_aside_cli(tmp_path, "n1,n2", *step)
     assert (p.returncode, p.stdout) == (0, "n1\n"), p.stderr
     assert "stoker: n2 set aside: its tasks were killed" in p.stderr
-    bad = set_aside_cli(tmp_path, "n1,-x")
+    bad = set_aside_cli(tmp_path, "n1,-x", *step)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    no_phase = set_aside_cli(tmp_path, "n1,n2", *step[2:])
+    assert no_phase.returncode == 2 and "--step-log needs --phase NAME" in no_phase.stderr, no_phase.stderr
