@@ -31,6 +31,8 @@ PASSTHROUGH = (
     ("qos", "the quality of service"),
     ("reservation", "the reservation the job runs in"),
 )
+# around each phase line: `phase` returns 1 when the phase lost a node and runs again
+AGAIN_LOOP = ("until ", "; do :; done")
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -152,7 +154,8 @@ def _on_kept(cfg: SbatchConfig, program: tuple[str, ...]) -> list[str]:
 
 def _phase_lines(cfg: SbatchConfig, plan: JobPlan) -> list[str]:
     """The steps between the preflight and the report, each under `phase` (or `across`,
-    skipped with one node left) at its limit and the grace past it."""
+    skipped with one node left) at its limit and the grace past it, as `until phase ...; do
+    :; done`: a phase that lost a node asks to run again, its step expanded on the nodes left."""
     lines = []
     for ph in plan.run_phases():
         if ph.name in ("preflight", "report"):  # their own placeholders
@@ -160,7 +163,8 @@ def _phase_lines(cfg: SbatchConfig, plan: JobPlan) -> list[str]:
         if ph.dirs:
             lines.append(b.shell_line(_on_kept(cfg, ("mkdir", "-p", *ph.dirs))))
         runner = "across" if ph.across else "phase"
-        lines.append(b.shell_line([runner, ph.name, str(ph.limit_s + PHASE_GRACE_S), *_srun(cfg, ph)]))
+        step = b.shell_line([runner, ph.name, str(ph.limit_s + PHASE_GRACE_S), *_srun(cfg, ph)])
+        lines.append(f"{AGAIN_LOOP[0]}{step}{AGAIN_LOOP[1]}")
     if cfg.local_path is None:  # our own per-node dir; rmdir leaves it if anything is left in it
         lines.append(b.shell_line(_on_kept(cfg, ("rmdir", "$LOCAL_IO"))) + " 2>/dev/null")
     return lines
@@ -200,6 +204,9 @@ def _sbatch_options(cfg: SbatchConfig, plan: JobPlan) -> list[str]:
         f"--time={time}",
         f"--output={_sbatch_value(q.plain(cfg.log, 'the job log name'))}",
         "--exclusive",
+        # a node that fails mid-job is set aside and the job goes on (lost_step.py): without
+        # this, Slurm ends the whole job with its node and no report is written
+        "--no-kill",
     ]
     return [f"#SBATCH {o}" for o in opts]
 
@@ -293,7 +300,7 @@ def render(cfg: SbatchConfig, template: str | None = None) -> str:
         "shared_path": _default_or(cfg.shared_path, '"$OUT/io-scratch"'),
         "nodes": str(cfg.nodes),
         "shared_check": b.shell_line(shared_check),
-        "phase_count": str(sum(line.startswith(("phase ", "across ")) for line in phases) + 1),
+        "phase_count": str(sum(line.startswith(AGAIN_LOOP[0]) for line in phases) + 1),
         "phases": "\n".join(phases),
         "report": b.shell_line(
             [

@@ -82,7 +82,7 @@ def test_phase_record_is_left_out_of_stoker_help() -> None:
 @pytest.mark.parametrize("nodes", [1, 2, GROUPS_ABOVE_NODES, GROUPS_ABOVE_NODES + 1])
 def test_job_phases_are_what_the_sbatch_job_runs(nodes: int) -> None:
     cfg = SbatchConfig(nodes=nodes, ranks_per_node=2, gpus_per_node=0, profile=get_profile("quick"), out="/r")
-    ran = re.findall(r"^(?:phase|across) (\S+) ", render(cfg), flags=re.M)
+    ran = re.findall(r"^until (?:phase|across) (\S+) ", render(cfg), flags=re.M)
     assert [*ran, "report"] == phases.job_phases(nodes, GROUPS_ABOVE_NODES)
     assert acceptance_net_phases(nodes) == [(k.name, k.scopes) for k in phases.net_phases(nodes, 64)]
 

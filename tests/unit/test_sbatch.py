@@ -87,9 +87,11 @@ def test_job_time_adds_up_phase_limits() -> None:
 def test_compute_budget_sets_the_phase_and_its_limit() -> None:
     cfg = CASES["two-node-quick-gloo"]
     short = replace(cfg, profile=replace(cfg.profile, compute_budget_s=2.0))
-    (line,) = [x for x in render(short).splitlines() if x.startswith("phase compute ")]
+    (line,) = [x for x in render(short).splitlines() if x.startswith("until phase compute ")]
     # 2 s of sweep + 1 + 180 s of start-up room, + the job's 120 s grace; the default is 200 + 120
-    assert line.startswith("phase compute 303 ") and " compute --profile quick --budget 2 --out " in line
+    assert (
+        line.startswith("until phase compute 303 ") and " compute --profile quick --budget 2 --out " in line
+    )
     assert job_time(plan_of(short)) == "0:40:03"  # 2420 - 320 + 303 = 2403 s
 
 
@@ -140,6 +142,16 @@ exit 99
 """
 
 
+def fake_bin(tmp_path: Path, srun: str = FAKE_SRUN, stoker: str = FAKE_STOKER) -> Path:
+    """TMP/bin with the fake srun, scontrol and stoker, for PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("srun", srun), ("scontrol", FAKE_SCONTROL), ("stoker", stoker)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
 @pytest.mark.parametrize(
     ("net_rc", "report_rc", "job_rc"),
     [
@@ -153,11 +165,7 @@ exit 99
     ],
 )
 def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int, tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL), ("stoker", FAKE_STOKER)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = fake_bin(tmp_path)
     out = tmp_path / "out"
     cfg = SbatchConfig(
         nodes=2,
@@ -232,11 +240,7 @@ def test_too_few_nodes_after_the_preflight_stop_the_job(
 ) -> None:
     """`stoker set-aside` below --min-nodes (3) or given bad names (2): nothing runs after it,
     a burn-in's soak (`--soak`) neither."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL), ("stoker", FAKE_STOKER)):
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(0o755)
+    bin_dir = fake_bin(tmp_path)
     out = tmp_path / "out"
     cfg = SbatchConfig(
         nodes=2,
@@ -250,7 +254,7 @@ def test_too_few_nodes_after_the_preflight_stop_the_job(
     )
     script = tmp_path / "job.sbatch"
     script.write_text(render(cfg), encoding="utf-8")
-    assert ("\nphase soak " in script.read_text()) == bool(soak_s)
+    assert ("\nuntil phase soak " in script.read_text()) == bool(soak_s)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1"}
     p = subprocess.run(
         ["bash", str(script)],

@@ -130,7 +130,7 @@ def test_with_an_image_every_stoker_step_runs_in_it() -> None:
     lines = text.splitlines()
     stoker = [x for x in lines if "srun " in x and " stoker " in x]
     # preflight, set-aside, fingerprint, phase-record, 6 phases, the report: each in the image
-    assert len(stoker) == 11 and all(pyxis in x for x in stoker), [x for x in stoker if pyxis not in x]
+    assert len(stoker) == 12 and all(pyxis in x for x in stoker), [x for x in stoker if pyxis not in x]
     # the mounts' sources are made on every node before the first step that mounts them
     first = next(n for n, x in enumerate(lines) if pyxis in x)
     assert lines[first - 1].endswith('mkdir -p "$LOCAL_IO" "$SHARED_IO" /lustre/datasets || true')

@@ -65,8 +65,8 @@ def test_slurm_soak_is_one_phase_of_every_scope() -> None:
         nodes=4, ranks_per_node=2, gpus_per_node=0, profile=PROFILES["quick"], out="/r", soak_s=180
     )
     script = render(cfg)
-    lines = [ln for ln in script.splitlines() if ln.startswith("phase ")]
-    assert [ln.split()[1] for ln in lines] == ["inventory", "compute", "soak", "storage"]
+    lines = [ln.removesuffix("; do :; done") for ln in script.splitlines() if ln.startswith("until phase ")]
+    assert [ln.split()[2] for ln in lines] == ["inventory", "compute", "soak", "storage"]
     soak = lines[2].split()
     assert soak[soak.index("--scopes") + 1] == "intra-node,world,inter-node,pairs"
     assert soak[soak.index("--soak") + 1] == "180" and soak[soak.index("--min-bytes") + 1] == str(1 << 20)

@@ -65,7 +65,7 @@ def test_dry_run_with_the_shipped_spec_measures_data_and_scratch(tmp_path: Path)
     p = submit(tmp_path, "--dry-run", "--spec", str(SPEC), "--nodes", "4", "--gpus-per-node", "8")
     assert p.returncode == 0, p.stderr
     assert "\nLOCAL_IO=/scratch\n" in p.stdout and "\nSHARED_IO=/data\n" in p.stdout
-    (io,) = [line for line in p.stdout.splitlines() if line.startswith("phase storage ")]
+    (io,) = [line for line in p.stdout.splitlines() if line.startswith("until phase storage ")]
     assert ' --path "$LOCAL_IO" --path "$SHARED_IO" ' in io
     assert p.stderr == ""  # 8 GPUs, 4 nodes: every promise of the spec is measurable
 
@@ -89,7 +89,7 @@ def test_every_promise_its_own_path_and_the_options_beside_them(tmp_path: Path) 
     p = submit(tmp_path, "--dry-run", "--spec", str(spec), "--nodes", "2", "--local-path", "/nvme")
     assert p.returncode == 0, p.stderr
     assert "\nLOCAL_IO=/nvme\n" in p.stdout and "\nSHARED_IO=/data\n" in p.stdout
-    (io,) = [line for line in p.stdout.splitlines() if line.startswith("phase storage ")]
+    (io,) = [line for line in p.stdout.splitlines() if line.startswith("until phase storage ")]
     assert ' --path "$LOCAL_IO" --path "$SHARED_IO" --path /scratch --path /home ' in io
 
 
@@ -118,7 +118,7 @@ def test_shared_file_system_cap() -> None:
     assert shard_bytes(std, 256, 8) == 512 << 20
     # 4096 x 8: 32 MiB would fit; the floor is 64 MiB
     assert shard_bytes(std, 4096, 8) == 64 << 20
-    (io,) = [x for x in render(BIG).splitlines() if x.startswith("phase storage ")]
+    (io,) = [x for x in render(BIG).splitlines() if x.startswith("until phase storage ")]
     assert " --ckpt-bytes 512M " in io
 
 
@@ -260,7 +260,7 @@ def test_torchrun_and_mpirun_limits_follow_the_same_model() -> None:
         "standard",
     )
     sbatch = render(replace(BIG, spec=None, more_shared=(), local_GBps=None, shared_GBps=None, fabric=None))
-    (groups,) = [x for x in sbatch.splitlines() if x.startswith("across groups ")]
+    (groups,) = [x for x in sbatch.splitlines() if x.startswith("until across groups ")]
     timeout = net[net.index("--timeout") + 1]
     assert f" --timeout {timeout} " in groups
 
