@@ -64,6 +64,7 @@ SECONDS: dict[str, float] = {
     "tests/integration/test_run_spec_paths.py": 40,
     "tests/integration/test_slurm_acceptance.py": 350,
     "tests/integration/test_slurm_late_node.py": 183,
+    "tests/integration/test_slurm_lost_node.py": 112,
     "tests/integration/test_slurm_setaside.py": 36,
     "tests/integration/test_slurm_soak.py": 97,
     "tests/integration/test_soak_local.py": 58,

@@ -16,6 +16,7 @@ for srun), so two clusters, or other tests on this machine, never collide on a f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -249,6 +250,17 @@ class SlurmCluster:
     def daemon_pid(self, node: int) -> int:
         """The pid of node `node`'s (0-based) slurmd: its mount namespace is the node's own."""
         return self._procs[1 + node].pid
+
+    def node_pids(self, node: int) -> set[int]:
+        """Every process of node `node` (0-based): those in its slurmd's mount namespace (its
+        slurmd, the steps' slurmstepd, their tasks). Another bed's n2 is not this one's."""
+        ns = os.readlink(f"/proc/{self.daemon_pid(node)}/ns/mnt")
+        pids = set()
+        for d in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if d.name.isdigit() and os.readlink(d / "ns" / "mnt") == ns:
+                    pids.add(int(d.name))
+        return pids
 
     def node_path(self, node: int, path: Path) -> Path:
         """`path` as node `node` (0-based) sees it, through its daemon's mount namespace."""

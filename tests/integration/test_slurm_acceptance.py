@@ -276,14 +276,15 @@ def test_results_dir_not_shared_is_refused_before_the_sweeps(slurm: SlurmCluster
     assert not slurm.node_path(0, out / "net.jsonl").exists()
 
 
-def ranks_on(node: str, job: str, scopes: bytes) -> list[int]:
-    """Pids of this job's `stoker net --scopes SCOPES` ranks on one node (from /proc: its
-    environment names the node and the job; these are processes the test started through
-    Slurm). Only that phase's ranks: the pairs phase also writes two-node records."""
+def ranks_on(cluster: SlurmCluster, index: int, job: str, scopes: bytes) -> list[int]:
+    """Pids of this job's `stoker net --scopes SCOPES` ranks on node `index` (0-based) of this
+    bed (from /proc: in that node's mount namespace, its environment names the node and the
+    job; another worker's Slurm bed has an n2 and a job of the same number too). Only that
+    phase's ranks: the pairs phase also writes two-node records."""
+    node = f"n{index + 1}"
     pids = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
+    for pid in sorted(cluster.node_pids(index)):
+        d = Path(f"/proc/{pid}")
         try:
             argv = (d / "cmdline").read_bytes().split(b"\0")
             env = set((d / "environ").read_bytes().split(b"\0"))
@@ -325,7 +326,7 @@ def test_a_hung_node_ends_the_phase_and_the_report_is_still_written(
             json.loads(x).get("nodes") == 2 for x in net.read_text().splitlines() if x.strip()
         ):
             stopped = ranks_on(
-                "n2", job, b"world,inter-node"
+                slurm, 1, job, b"world,inter-node"
             )  # the inter-node sweep is under way: n2 hangs now
             for pid in stopped:
                 os.kill(pid, signal.SIGSTOP)
