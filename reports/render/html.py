@@ -191,7 +191,9 @@ def localisation_figures(ph: pd.DataFrame, pe: PairEvidence) -> dict[str, figure
     if pe.grid is not None:
         g = pe.grid
         title = f"best pair busbw per node and rail ({len(g.hosts)} hosts x {len(g.rails)} rails)"
-        out["rails"] = (plots.rail_heatmap, (title, g.hosts, g.rails, g.shares()))
+        row, col = {h: i for i, h in enumerate(g.hosts)}, {r: j for j, r in enumerate(g.rails)}
+        marked = [(row[c.host], col[c.rail]) for c in g.outliers]
+        out["rails"] = (plots.rail_heatmap, (title, g.hosts, g.rails, g.shares(), marked))
     return out
 
 

@@ -252,10 +252,20 @@ def matrix_plot(title: str, hosts: Sequence[str], matrix: Any) -> str:
     return encode_png(fig)
 
 
-def rail_heatmap(title: str, hosts: Sequence[str], rails: Sequence[int], shares: Any) -> str:
+def rail_heatmap(
+    title: str,
+    hosts: Sequence[str],
+    rails: Sequence[int],
+    shares: Any,
+    marked: Sequence[tuple[int, int]] = (),
+) -> str:
     """Node x rail: each cell its share of the rail's fleet median (an array [host, rail], NaN
-    blank), hosts down the side in name order; a slow node is a row, a slow NIC one cell."""
+    blank), hosts down the side in name order; a slow node is a row, a slow NIC one cell. The
+    `marked` cells (row, column: the outliers report.md lists) are outlined in red and, where
+    there are too many hosts to name every row, their rows are named at the side: at 1,000
+    hosts a row is under a pixel tall, and the outline and the name are what a reader finds."""
     import numpy as np
+    from matplotlib.patches import Rectangle
 
     plt = load_pyplot()
     m = np.asarray(shares, dtype=float) * 100
@@ -276,7 +286,11 @@ def rail_heatmap(title: str, hosts: Sequence[str], rails: Sequence[int], shares:
         ax.set_yticklabels([fit(h) for h in hosts], fontsize=6)
     else:
         ax.set_ylabel(f"{len(hosts)} hosts, sorted by name")
-        ax.set_yticks([])
+        rows = sorted({r for r, _ in marked})
+        ax.set_yticks(rows)
+        ax.set_yticklabels([fit(hosts[r]) for r in rows], fontsize=6, color="red")
+    for r, c in marked:
+        ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.2))
     ax.set_title(title, fontsize=9)
     fig.colorbar(im, ax=ax, label="% of the rail's fleet median")
     return encode_png(fig)

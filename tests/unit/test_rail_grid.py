@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
+import numpy as np
 import pandas as pd
+import pytest
 
 from reports.evidence.rail_grid import rail_grid
 from reports.evidence.rails import pair_evidence
@@ -58,9 +61,35 @@ def test_a_slow_nic_is_one_cell_and_a_slow_node_a_row() -> None:
     )
     assert "| n2 | 3 | 10.00 | 40.00 | 25% |" in lines[2] and lines[2].count("| n4 |") == 4
     figures = localisation_figures(pd.DataFrame(), pe)  # the heat map, drawn in the figure process
-    fn, (title, hosts, rails, shares) = figures["rails"]
+    fn, (title, hosts, rails, shares, marked) = figures["rails"]
     assert fn.__name__ == "rail_heatmap" and title.endswith("(6 hosts x 4 rails)")
     assert shares[2, 3] == 0.25 and shares[4, 0] == 0.5 and shares[0, 0] == 1.0
+    # the outliers marked on the map: (row, column) of n2's rail 3, then n4's every rail
+    assert marked == [(2, 3)] + [(4, j) for j in range(4)]
+
+
+def test_at_a_thousand_hosts_the_marked_rows_are_named_and_outlined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drawn for real: a 1,000-host grid names only the outliers' rows, and outlines each cell."""
+    from reports.render import plots
+
+    hosts = [f"node{i:04d}" for i in range(1000)]
+    shares = np.ones((1000, 8))
+    shares[417, :] = 0.45
+    shares[731, 5] = 0.22
+    marked = [(731, 5)] + [(417, j) for j in range(8)]
+    seen: dict[str, list[Any]] = {}
+    real_encode = plots.encode_png
+
+    def keep(fig: Any) -> str:  # what the figure holds, then the real PNG
+        ax = fig.axes[0]
+        seen["ticks"] = [t.get_text() for t in ax.get_yticklabels()]
+        seen["boxes"] = sorted((int(p.get_x() + 0.5), int(p.get_y() + 0.5)) for p in ax.patches)
+        return real_encode(fig)
+
+    monkeypatch.setattr(plots, "encode_png", keep)
+    assert plots.rail_heatmap("t", hosts, list(range(8)), shares, marked)
+    assert seen["ticks"] == ["node0417", "node0731"]
+    assert seen["boxes"] == sorted((c, r) for r, c in marked)
 
 
 def test_a_healthy_fleet_says_so_and_one_rail_has_no_grid() -> None:
