@@ -14,8 +14,9 @@ import yaml
 
 from tests.conftest import REPO, STOKER, needs_tool
 
-# alone: the check's disk figures are held to the run's by a 25% tolerance; another bed test's fio
-# or ranks on the same 2 cores meanwhile moved them 31-37% in CI (a loaded machine, not a regression)
+# alone: the check's disk figures are held to the run's within the baseline's tolerance; another
+# bed test's fio or ranks on the same 2 cores meanwhile moved them 31-37% in CI (a loaded
+# machine, not a regression)
 pytestmark = [needs_tool("fio"), pytest.mark.alone]
 
 
@@ -29,7 +30,12 @@ def test_run_baseline_check_on_the_unchanged_machine(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "no GPU here" in r.stdout  # the headline says what the CPU path's figures are for
     assert not list((tmp_path / "R").glob(".io-scratch-*"))  # the run's scratch is gone
-    b = stoker("baseline", "R", "--out", "b.yaml", cwd=tmp_path, timeout=300)
+    # --tolerance 0.5 (the most it takes): this VM's virtio disk moves by a third or more between
+    # minutes with nothing changed (direct writes 4.79 GB/s in the run, 2.79 and 3.21 in the
+    # check's measure and its confirmation a minute later, alone, after the validation beds'
+    # writes; 31-37% under another bed's load): the chain is under test here, not this disk. A
+    # real regression is test_check_like_for_like.py's (a throttled disk, 1/4 of its rate)
+    b = stoker("baseline", "R", "--out", "b.yaml", "--tolerance", "0.5", cwd=tmp_path, timeout=300)
     assert b.returncode == 0, b.stderr
     assert "warning: run " in b.stderr and "never judged" in b.stderr
     doc = yaml.safe_load((tmp_path / "b.yaml").read_text())
