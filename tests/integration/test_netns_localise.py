@@ -76,4 +76,6 @@ def test_slow_pair_is_a_link_not_two_nodes(cluster: NetnsCluster, tmp_path: Path
     found = localise(pairs_run(cluster, tmp_path), [])
     assert named(found) == [("link", ("nxln0", "nxln3"))]
     assert 0.85 * SLOW_MBIT / 8000 <= found[0].measured <= SLOW_MBIT / 8000
-    assert 0.85 * RATE_MBIT / 8000 <= found[0].expected <= RATE_MBIT / 8000
+    # the healthy pairs' median (the link's reference) came to 0.80 of the rate on 2 cores beside
+    # another bed in CI (2026-11-29): at least 0.75 of it, never over
+    assert 0.75 * RATE_MBIT / 8000 <= found[0].expected <= RATE_MBIT / 8000
