@@ -142,6 +142,18 @@ exit 99
 """
 
 
+def run_rendered(
+    cfg: SbatchConfig, bin_dir: Path, tmp_path: Path, timeout: float = 60, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The job script rendered from `cfg`, run by bash on node n1 of job 7 with the fake
+    commands of `bin_dir` first on PATH and `env` besides."""
+    script = tmp_path / "job.sbatch"
+    script.write_text(render(cfg), encoding="utf-8")
+    base = {"PATH": f"{bin_dir}:/usr/bin:/bin", "SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "n1"}
+    run_env = {**base, "STOKER_PY": sys.executable, **env}
+    return subprocess.run(["bash", str(script)], env=run_env, capture_output=True, text=True, timeout=timeout)
+
+
 def fake_bin(tmp_path: Path, srun: str = FAKE_SRUN, stoker: str = FAKE_STOKER) -> Path:
     """TMP/bin with the fake srun, scontrol and stoker, for PATH."""
     bin_dir = tmp_path / "bin"
@@ -177,18 +189,14 @@ def test_the_jobs_exit_is_the_verdicts(net_rc: int, report_rc: int, job_rc: int,
         local_path=str(tmp_path / "local"),
         stoker=("stoker",),
     )
-    script = tmp_path / "job.sbatch"
-    script.write_text(render(cfg), encoding="utf-8")
-    env = {
-        "PATH": f"{bin_dir}:/usr/bin:/bin",
-        "SLURM_JOB_ID": "7",
-        "SLURM_JOB_NODELIST": "n1",
-        "NET_RC": str(net_rc),
-        "REPORT_RC": str(report_rc),
-        "ARGS_FILE": str(tmp_path / "report-args"),
-        "STOKER_PY": sys.executable,
-    }
-    p = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60)
+    p = run_rendered(
+        cfg,
+        bin_dir,
+        tmp_path,
+        NET_RC=str(net_rc),
+        REPORT_RC=str(report_rc),
+        ARGS_FILE=str(tmp_path / "report-args"),
+    )
     assert p.returncode == job_rc, p.stdout + p.stderr
     assert (tmp_path / "report-args").read_text().split() == [str(out), "--fail-unjudged"]
     phases = [line for line in (out / "phases.jsonl").read_text().splitlines()]

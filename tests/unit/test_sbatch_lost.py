@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from launchers.profiles import get_profile
-from launchers.slurm.sbatch import SbatchConfig, render
+from launchers.slurm.sbatch import SbatchConfig
 from tests.conftest import REPO
-from tests.unit.test_sbatch import fake_bin
+from tests.unit.test_sbatch import fake_bin, run_rendered
 
 # srun OPTIONS... PROGRAM ARGS...: notes its options (and SLURM_OVERLAP), then runs the program once, here
 FAKE_SRUN = """#!/bin/sh
@@ -61,17 +60,7 @@ def run_job(tmp_path: Path, min_nodes: int) -> tuple[subprocess.CompletedProcess
         stoker=("stoker",),
         min_nodes=min_nodes,
     )
-    script = tmp_path / "job.sbatch"
-    script.write_text(render(cfg), encoding="utf-8")
-    env = {
-        "PATH": f"{bin_dir}:/usr/bin:/bin",
-        "SLURM_JOB_ID": "7",
-        "SLURM_JOB_NODELIST": "n1",
-        "STOKER_PY": sys.executable,
-        "PYTHONPATH": str(REPO),
-        "MARKS": str(marks),
-    }
-    p = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=120)
+    p = run_rendered(cfg, bin_dir, tmp_path, timeout=120, PYTHONPATH=str(REPO), MARKS=str(marks))
     return p, out, marks
 
 
