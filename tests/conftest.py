@@ -170,10 +170,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.alone)
     # the bed files after the rest, those of `alone` tests first, then the longest first
     # (tests/harness/bed_order.py), each file's tests together and in their own order
-    alone = {_file(i) for i in items if is_bed(i) and i.get_closest_marker("alone") is not None}
-    files = bed_order.longest_first(list(dict.fromkeys(_file(i) for i in items if is_bed(i))), alone)
+    beds = {id(i) for i in items if i.get_closest_marker("bed") is not None}  # marked just above
+    alone = {_file(i) for i in items if id(i) in beds and i.get_closest_marker("alone") is not None}
+    files = bed_order.longest_first(list(dict.fromkeys(_file(i) for i in items if id(i) in beds)), alone)
     rank = {f: n for n, f in enumerate(files)}
-    items[:] = sorted(items, key=lambda i: rank.get(_file(i), -1) if is_bed(i) else -1)
+    items[:] = sorted(items, key=lambda i: rank[_file(i)] if id(i) in beds else -1)
 
 
 def _file(item: pytest.Item) -> str:
